@@ -1,0 +1,29 @@
+// Package sdk is the Bonsai Go SDK: a Go library that loads and runs ternary-Hadamard
+// language models — first of all PrismML's Ternary Bonsai 2 27B — from plain Go programs,
+// on Apple GPUs through Metal and on any CPU in pure Go.
+//
+// This root package holds no code; the SDK is a set of small packages, each with one job,
+// that compose bottom-up:
+//
+//	gguf      the GGUF file format: read (memory-mapped, zero-copy), validate, write
+//	ternary   the PQ2_0 and PTQ1_0 ternary block codecs, the quantiser, the lossless
+//	          transcoder, the file scan, and the ternary dot-product kernels
+//	hadamard  the blockwise sign + fast Walsh–Hadamard transform and the
+//	          prism.hadamard.* metadata contract that says where it applies
+//	qwen35    the Qwen3.5 hybrid decoder: its configuration and tensor conventions,
+//	          the Gated DeltaNet and gated-attention blocks and their float reference
+//	bonsai    what a program imports: Model, Session, generation, tokenizer, and the
+//	          Backend interface with its pure-Go implementation
+//	metal     a bonsai.Backend that runs the model on Apple GPUs through Metal
+//
+// A Bonsai model stores every linear layer W as ternary codes folded with a Hadamard
+// rotation, W′ = W·Rᵀ with R = H·S/√n applied blockwise over the input width. At run
+// time each activation is rotated once (signs first, then the transform) and shared by
+// every linear that reads it; the embedding rows are stored rotated and turned back after
+// the lookup. The gguf package reads the weights in place from the mapped file; ternary
+// multiplies them without unpacking; hadamard rotates the activations; qwen35 wires the
+// layers; bonsai runs them on a backend.
+//
+// The examples directory holds the command-line programs: inspect (the model card of a
+// file), transcode (PQ2_0 ↔ PTQ1_0), and more as the SDK grows.
+package sdk

@@ -1,0 +1,180 @@
+// Command transcode rewrites every ternary tensor of a GGUF file in the other ternary
+// format (PQ2_0 ↔ PTQ1_0), losslessly, and copies everything else byte for byte. It
+// streams: neither file is ever held in memory.
+//
+// Usage:
+//
+//	transcode -in A.gguf -out B.gguf -to pq2_0|ptq1_0
+package main
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"strings"
+
+	"github.com/bonsai-go/sdk/gguf"
+	"github.com/bonsai-go/sdk/ternary"
+)
+
+func main() {
+	in := flag.String("in", "", "input GGUF file")
+	out := flag.String("out", "", "output GGUF file (must differ from -in)")
+	to := flag.String("to", "", "target ternary format: pq2_0 or ptq1_0")
+	quiet := flag.Bool("q", false, "no progress bar")
+	flag.Usage = func() {
+		fmt.Fprintf(flag.CommandLine.Output(), "usage: transcode -in A.gguf -out B.gguf -to pq2_0|ptq1_0\n\n"+
+			"Rewrites every ternary tensor in the other format, losslessly; everything else is\n"+
+			"copied byte for byte.\n\nflags:\n")
+		flag.PrintDefaults()
+	}
+	flag.Parse()
+	if *in == "" || *out == "" || *to == "" || flag.NArg() > 0 {
+		flag.Usage()
+		os.Exit(2)
+	}
+	var target ternary.Format
+	switch strings.ToLower(*to) {
+	case "pq2_0":
+		target = ternary.PQ2_0
+	case "ptq1_0":
+		target = ternary.PTQ1_0
+	default:
+		fmt.Fprintf(os.Stderr, "transcode: -to %q: want pq2_0 or ptq1_0\n", *to)
+		os.Exit(2)
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+	var progress func(done, total int64)
+	if !*quiet {
+		progress = bar
+	}
+	n, err := transcodeFile(ctx, *in, *out, target, progress)
+	if progress != nil {
+		fmt.Fprintln(os.Stderr)
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "transcode:", err)
+		os.Exit(1)
+	}
+	fmt.Printf("wrote %s: %d ternary tensors as %s\n", *out, n, target)
+}
+
+func bar(done, total int64) {
+	const width = 40
+	frac := float64(done) / float64(max(total, 1))
+	fill := int(frac * width)
+	fmt.Fprintf(os.Stderr, "\r[%s%s] %5.1f%%", strings.Repeat("=", fill), strings.Repeat(" ", width-fill), 100*frac)
+}
+
+// transcodeFile returns the number of ternary tensors converted.
+func transcodeFile(ctx context.Context, inPath, outPath string, to ternary.Format, progress func(done, total int64)) (n int, err error) {
+	if same, _ := sameFile(inPath, outPath); same {
+		return 0, errors.New("-in and -out name the same file")
+	}
+	src, err := gguf.Open(inPath)
+	if err != nil {
+		return 0, err
+	}
+	defer src.Close()
+
+	infos := make([]gguf.TensorInfo, len(src.Tensors))
+	var total int64
+	for i, t := range src.Tensors {
+		infos[i] = t
+		infos[i].Shape = append([]int64(nil), t.Shape...)
+		if _, ok := ternary.FormatOf(t.Type); ok {
+			infos[i].Type = to.TensorType()
+		}
+		size, err := t.Size()
+		if err != nil {
+			return 0, fmt.Errorf("tensor %q: %w", t.Name, err)
+		}
+		total += size
+	}
+
+	f, err := os.Create(outPath)
+	if err != nil {
+		return 0, err
+	}
+	defer func() {
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			os.Remove(outPath)
+		}
+	}()
+	bw := bufio.NewWriterSize(f, 4<<20)
+	w, err := gguf.NewWriter(bw, src.KV, infos, gguf.WithVersion(src.Version))
+	if err != nil {
+		return 0, err
+	}
+	var done int64
+	for i, t := range src.Tensors {
+		if err := ctx.Err(); err != nil {
+			return n, err
+		}
+		data, err := src.TensorData(t.Name)
+		if err != nil {
+			return n, err
+		}
+		from, ok := ternary.FormatOf(t.Type)
+		if !ok || from == to {
+			if err := w.WriteTensor(t.Name, data); err != nil {
+				return n, err
+			}
+		} else {
+			if err := transcodeTensor(w, infos[i], data, from, to); err != nil {
+				return n, fmt.Errorf("tensor %q: %w", t.Name, err)
+			}
+			n++
+		}
+		done += int64(len(data))
+		if progress != nil {
+			progress(done, total)
+		}
+	}
+	if err := w.Close(); err != nil {
+		return n, err
+	}
+	return n, bw.Flush()
+}
+
+// transcodeTensor converts in chunks of whole blocks, so memory stays small.
+func transcodeTensor(w *gguf.Writer, info gguf.TensorInfo, data []byte, from, to ternary.Format) error {
+	tw, err := w.BeginTensor(info.Name)
+	if err != nil {
+		return err
+	}
+	const chunkBlocks = 1 << 15
+	blocks := len(data) / from.BlockBytes()
+	buf := make([]byte, chunkBlocks*to.BlockBytes())
+	for b := 0; b < blocks; b += chunkBlocks {
+		nb := min(chunkBlocks, blocks-b)
+		dst := buf[:nb*to.BlockBytes()]
+		if err := ternary.Transcode(dst, to, data[b*from.BlockBytes():(b+nb)*from.BlockBytes()], from); err != nil {
+			return err
+		}
+		if _, err := tw.Write(dst); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func sameFile(a, b string) (bool, error) {
+	sa, err := os.Stat(a)
+	if err != nil {
+		return false, err
+	}
+	sb, err := os.Stat(b)
+	if err != nil {
+		return false, err
+	}
+	return os.SameFile(sa, sb), nil
+}

@@ -1,0 +1,87 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/bonsai-go/sdk/gguf"
+	"github.com/bonsai-go/sdk/internal/synth"
+	"github.com/bonsai-go/sdk/ternary"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// A PQ2_0 file goes to PTQ1_0 and back to the very same bytes, and the PTQ1_0 file holds
+// what the synthetic builder writes when asked for PTQ1_0 directly.
+func TestTranscodeRoundTrip(t *testing.T) {
+	dir := t.TempDir()
+	ctx := context.Background()
+	cfg, err := synth.Preset("tiny")
+	require.NoError(t, err)
+	pq := filepath.Join(dir, "pq.gguf")
+	require.NoError(t, synth.WriteFile(ctx, pq, synth.Options{Config: cfg, Seed: 3, Format: ternary.PQ2_0}, nil))
+
+	ptq := filepath.Join(dir, "ptq.gguf")
+	var calls int
+	var last, total int64
+	n, err := transcodeFile(ctx, pq, ptq, ternary.PTQ1_0, func(d, t int64) { calls++; last, total = d, t })
+	require.NoError(t, err)
+	assert.Equal(t, 27, n)
+	assert.Equal(t, total, last, "progress ends at the total")
+	assert.Greater(t, calls, 1)
+
+	back := filepath.Join(dir, "back.gguf")
+	n, err = transcodeFile(ctx, ptq, back, ternary.PQ2_0, nil)
+	require.NoError(t, err)
+	assert.Equal(t, 27, n)
+	a, err := os.ReadFile(pq)
+	require.NoError(t, err)
+	b, err := os.ReadFile(back)
+	require.NoError(t, err)
+	assert.True(t, bytes.Equal(a, b), "PQ2_0 → PTQ1_0 → PQ2_0 is not byte-identical")
+
+	direct := filepath.Join(dir, "direct.gguf")
+	require.NoError(t, synth.WriteFile(ctx, direct, synth.Options{Config: cfg, Seed: 3, Format: ternary.PTQ1_0}, nil))
+	fa, err := gguf.Open(ptq)
+	require.NoError(t, err)
+	defer fa.Close()
+	fb, err := gguf.Open(direct)
+	require.NoError(t, err)
+	defer fb.Close()
+	require.Equal(t, len(fb.Tensors), len(fa.Tensors))
+	for _, ti := range fb.Tensors {
+		got, ok := fa.Tensor(ti.Name)
+		require.True(t, ok, ti.Name)
+		assert.Equal(t, ti.Type, got.Type, ti.Name)
+		da, err := fa.TensorData(ti.Name)
+		require.NoError(t, err)
+		db, err := fb.TensorData(ti.Name)
+		require.NoError(t, err)
+		assert.True(t, bytes.Equal(da, db), "tensor %s differs", ti.Name)
+	}
+}
+
+func TestTranscodeErrors(t *testing.T) {
+	dir := t.TempDir()
+	ctx := context.Background()
+	_, err := transcodeFile(ctx, filepath.Join(dir, "missing.gguf"), filepath.Join(dir, "out.gguf"), ternary.PQ2_0, nil)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "missing.gguf")
+
+	cfg, _ := synth.Preset("tiny")
+	in := filepath.Join(dir, "in.gguf")
+	require.NoError(t, synth.WriteFile(ctx, in, synth.Options{Config: cfg, Seed: 1}, nil))
+	_, err = transcodeFile(ctx, in, in, ternary.PTQ1_0, nil)
+	require.ErrorContains(t, err, "same file")
+
+	cancelled, cancel := context.WithCancel(ctx)
+	cancel()
+	out := filepath.Join(dir, "cancelled.gguf")
+	_, err = transcodeFile(cancelled, in, out, ternary.PTQ1_0, nil)
+	require.ErrorIs(t, err, context.Canceled)
+	_, statErr := os.Stat(out)
+	assert.True(t, os.IsNotExist(statErr), "a failed transcode leaves no partial file")
+}

@@ -1,0 +1,9 @@
+//go:build !linux && !darwin
+
+package gguf
+
+import "os"
+
+func mmapFile(*os.File, int) ([]byte, error) { return nil, errNoMmap }
+
+func munmap([]byte) error { return nil }

@@ -1,0 +1,83 @@
+package gguf
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"os"
+)
+
+// An OpenOption configures Open.
+type OpenOption func(*openConfig)
+
+type openConfig struct {
+	mmap bool
+}
+
+// WithMmap chooses whether Open memory-maps the file (the default, where
+// the platform supports it) or reads it into memory. Mapping makes opening
+// a multi-gigabyte model cost only the pages actually touched.
+func WithMmap(on bool) OpenOption {
+	return func(c *openConfig) { c.mmap = on }
+}
+
+// errNoMmap is returned by mmapFile on platforms without a mapping
+// implementation; Open then reads the file instead.
+var errNoMmap = errors.New("gguf: memory mapping not supported on this platform")
+
+// Open opens and parses the GGUF file at path. On Linux and Darwin the file
+// is memory-mapped read-only, so tensor data are views of the mapping;
+// elsewhere, or with WithMmap(false), it is read into memory. Errors about
+// the file's contents name path.
+//
+// The File must be closed to release the mapping.
+func Open(path string, opts ...OpenOption) (*File, error) {
+	cfg := openConfig{mmap: true}
+	for _, o := range opts {
+		o(&cfg)
+	}
+	fh, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("gguf: %w", err)
+	}
+	defer fh.Close()
+	st, err := fh.Stat()
+	if err != nil {
+		return nil, fmt.Errorf("gguf: %w", err)
+	}
+	size := st.Size()
+	if size < 0 || uint64(size) > math.MaxInt {
+		return nil, fmt.Errorf("gguf: %s: file of %d bytes too large for this platform", path, size)
+	}
+
+	var (
+		data  []byte
+		unmap func([]byte) error
+	)
+	if cfg.mmap && size > 0 {
+		data, err = mmapFile(fh, int(size))
+		switch {
+		case err == nil:
+			unmap = munmap
+		case !errors.Is(err, errNoMmap):
+			return nil, fmt.Errorf("gguf: %s: mmap: %w", path, err)
+		}
+	}
+	if unmap == nil {
+		data = make([]byte, size)
+		if _, err := io.ReadFull(fh, data); err != nil {
+			return nil, fmt.Errorf("gguf: %s: read: %w", path, err)
+		}
+	}
+
+	f, err := parse(data, path)
+	if err != nil {
+		if unmap != nil {
+			unmap(data)
+		}
+		return nil, err
+	}
+	f.unmap = unmap
+	return f, nil
+}

@@ -1,0 +1,27 @@
+// Package hadamard implements the blockwise Walsh–Hadamard rotation of
+// PrismML's Ternary Bonsai models and the prism.hadamard metadata contract
+// that describes it.
+//
+// Bonsai models are quantised after an orthogonal rotation of each weight's
+// input dimension, which spreads outliers evenly across a block. For an input
+// of width K the rotation is
+//
+//	R = (1/√n)·Hₙ·S
+//
+// where S = diag(signs) holds one ±1 per input entry, and Hₙ is the n×n
+// Sylvester Walsh–Hadamard matrix in natural order, Hₙ[r][c] = (−1)^popcount(r&c),
+// applied to each of the K/n consecutive blocks independently (n = 1024 in
+// the released models; K = 5120, 6144 and 17408 have 5, 6 and 17 blocks).
+// The file stores folded weights W′ = W·Rᵀ, so W·x = W′·(R·x): at run time the
+// activation is rotated forward — signs first, then the transform — before
+// the product. The token embedding stores R·e per row and is rotated back
+// after the lookup with Rᵀ = S·(1/√n)·Hₙ — transform first, then signs. The
+// same inverse unfolds a folded weight row. R is orthogonal, so either order
+// undoes the other.
+//
+// [FWHT] and [FWHT64] are the unnormalised in-place transforms. A [Rotation]
+// applies R or Rᵀ for one width ([Rotation.Forward], [Rotation.Inverse]).
+// [ParseContract] reads and validates the prism.hadamard.* keys from a
+// model's [Metadata], and [Contract.Rotation] returns the rotation for a
+// width; [Contract.KeyValues] gives the keys back for writing a file.
+package hadamard

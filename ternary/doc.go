@@ -1,0 +1,41 @@
+// Package ternary implements the ternary block formats of PrismML's Ternary
+// Bonsai models: PQ2_0 (GGUF type 142) and PTQ1_0 (GGUF type 143).
+//
+// Both formats store weights in blocks of [BlockSize] = 128 elements with one
+// IEEE binary16 (fp16) scale d per block. Every element holds a code q, and
+// its value is (q−1)·d, so codes 0, 1 and 2 mean −d, 0 and +d. The two
+// formats carry the same information and transcode losslessly into each
+// other; they differ only in how densely the codes are packed:
+//
+//	PQ2_0   34 bytes: fp16 d, then qs[32]. Element j is the two bits at
+//	        offset 2·(j%4) of qs[j/4]. A fourth code, 3, decodes as +2d;
+//	        the quantiser never writes it.
+//	PTQ1_0  28 bytes: qs[24], qh[2], then fp16 d. Bytes hold five (qs) or
+//	        four (qh) base-3 digits ("trits"), first trit most significant.
+//	        Elements 0–79 are trit n of qs[m] at 16n+m, elements 80–119 are
+//	        trit n of qs[16+m] at 80+8n+m, elements 120–127 are trit n of
+//	        qh[h] at 120+2n+h.
+//
+// A PTQ1_0 byte for trits t0..t4 is ceil(256·(81t0+27t1+9t2+3t3+t4)/243); the
+// scaling by 256/243 lets a decoder recover trit n with one 8-bit multiply:
+// t = (uint8(b·3ⁿ)·3) >> 8. A qh byte holds four trits as if a fifth, zero,
+// trit followed.
+//
+// The main entry points are methods of [Format]: [Format.Decode] turns blocks
+// into float32 values, [Format.Quantize] turns float32 values into blocks
+// with the vendor's quantiser (d = max|w| per block), and [Format.Unpack] and
+// [Format.Pack] convert between blocks and raw codes and scale bits.
+// [Transcode] converts between the formats, [Scan] gathers the statistics
+// worth checking on a downloaded file, and [DotRef] and [MatVecRef] are the
+// plain float64 references that faster kernels are tested against. The
+// block-level functions ([UnpackPQ2_0], [PackPTQ1_0], ...) work on one block
+// without allocating.
+//
+// Decoded values are IEEE float32 products float32(q−1)·d, exactly as the
+// vendor's C computes them. For the finite scales a file should hold they
+// are exact; a scale of ±Inf decodes code 1 as NaN (0·Inf) and other codes
+// as ±Inf, and a NaN scale decodes every element as NaN. [Scan] counts such
+// scales so that a loader can refuse them. IEEE signed zeros carry through as
+// well: code 0 under a zero scale, and code 1 under a negative one, decode
+// as −0.
+package ternary

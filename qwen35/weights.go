@@ -1,0 +1,299 @@
+package qwen35
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"math"
+	"unsafe"
+
+	"github.com/bonsai-go/sdk/gguf"
+	"github.com/bonsai-go/sdk/hadamard"
+	"github.com/bonsai-go/sdk/ternary"
+)
+
+// ErrWeights is wrapped by every error about a file's tensors.
+var ErrWeights = errors.New("qwen35: invalid weights")
+
+// Matrix is one ternary weight matrix: N rows of K weights, stored in place (a view of
+// the mapped file). Rows are the outputs; K is the input width.
+type Matrix struct {
+	Name   string
+	Format ternary.Format
+	K, N   int
+	Data   []byte // N × Format.RowBytes(K) bytes
+}
+
+// Row returns the bytes of row i.
+func (m *Matrix) Row(i int) []byte {
+	rb := m.Format.RowBytes(m.K)
+	return m.Data[i*rb : (i+1)*rb]
+}
+
+// BF16Matrix is a dense bfloat16 weight matrix of N rows of K weights, stored in place.
+type BF16Matrix struct {
+	Name string
+	K, N int
+	Data []byte // N × K × 2 bytes, little endian
+}
+
+// Layer holds the weights of one decoder layer. Attention layers fill the attention
+// fields, GDN layers the GDN fields; both have the norms and the MLP.
+type Layer struct {
+	Index     int
+	Attention bool
+
+	AttnNorm     []float32 // stored +1: multiply as is
+	PostAttnNorm []float32
+
+	// Gated DeltaNet (V heads tiled; see heads.go).
+	QKV, Gate, SSMOut Matrix
+	Alpha, Beta       BF16Matrix
+	Conv              []float32 // QKVWidth channels × ConvKernel taps, tap 0 oldest
+	DTBias            []float32 // VHeads
+	A                 []float32 // VHeads, −exp(A_log)
+	SSMNorm           []float32 // StateSize, stored raw
+
+	// Full attention.
+	Q, K, V, O   Matrix // Q rows per head: [query HeadDim | gate HeadDim]
+	QNorm, KNorm []float32
+
+	// SwiGLU MLP.
+	FFNGate, FFNUp, FFNDown Matrix
+}
+
+// Weights are every tensor of a Bonsai model, bound to fields by GGUF name and checked
+// for type and shape. Nothing is copied but the small F32 tensors of a file whose data
+// are not 4-byte aligned in memory.
+type Weights struct {
+	Config   Config
+	Contract *hadamard.Contract
+
+	TokenEmbedding Matrix // rows stored rotated: inverse-rotate after the lookup
+	Output         Matrix
+	OutputNorm     []float32
+	Layers         []Layer
+
+	rotations map[int]*hadamard.Rotation
+}
+
+// Rotation returns the rotation of input width k (5120, 6144 or 17408 in the 27B model).
+func (w *Weights) Rotation(k int) *hadamard.Rotation { return w.rotations[k] }
+
+// TernaryBytes returns the bytes of ternary weights a decode step reads: every ternary
+// matrix but the embedding table.
+func (w *Weights) TernaryBytes() int64 {
+	n := int64(len(w.Output.Data))
+	for i := range w.Layers {
+		l := &w.Layers[i]
+		for _, m := range []*Matrix{&l.QKV, &l.Gate, &l.SSMOut, &l.Q, &l.K, &l.V, &l.O, &l.FFNGate, &l.FFNUp, &l.FFNDown} {
+			n += int64(len(m.Data))
+		}
+	}
+	return n
+}
+
+// Bind reads the configuration and the Hadamard contract of a Bonsai file and binds
+// every tensor of SPEC §1, checking its type and shape. A missing, wrongly typed or
+// wrongly shaped tensor, a ternary tensor the contract does not cover, or a width the
+// contract has no signs for is an error naming the tensor. Tensors beyond the model's
+// (a multimodal projector, say) are ignored.
+func Bind(f *gguf.File) (*Weights, error) {
+	vocab := 0
+	if t, ok := f.Tensor(NameTokenEmbedding); ok && len(t.Shape) == 2 && t.Shape[1] > 0 && t.Shape[1] <= maxDim {
+		vocab = int(t.Shape[1])
+	}
+	cfg, err := ReadConfig(f, vocab)
+	if err != nil {
+		return nil, err
+	}
+	contract, err := hadamard.ParseContract(f)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrWeights, err)
+	}
+	w := &Weights{Config: *cfg, Contract: contract, rotations: map[int]*hadamard.Rotation{}}
+	for _, width := range cfg.RotationWidths() {
+		r, err := contract.Rotation(width)
+		if err != nil {
+			return nil, fmt.Errorf("%w: %w", ErrWeights, err)
+		}
+		w.rotations[width] = r
+	}
+	b := binder{f: f, contract: contract}
+	specs := cfg.Tensors()
+	get := func(s TensorSpec) any { return b.bind(s) }
+	w.Layers = make([]Layer, cfg.Layers)
+	for i := range w.Layers {
+		w.Layers[i].Index = i
+		w.Layers[i].Attention = cfg.IsAttention(i)
+	}
+	for _, s := range specs {
+		v := get(s)
+		if b.err != nil {
+			return nil, b.err
+		}
+		if s.Layer < 0 {
+			switch s.Name {
+			case NameTokenEmbedding:
+				w.TokenEmbedding = v.(Matrix)
+			case NameOutput:
+				w.Output = v.(Matrix)
+			case NameOutputNorm:
+				w.OutputNorm = v.([]float32)
+			}
+			continue
+		}
+		l := &w.Layers[s.Layer]
+		switch s.Name[len(LayerTensor(s.Layer, "")):] {
+		case SuffixAttnNorm:
+			l.AttnNorm = v.([]float32)
+		case SuffixPostAttnNorm:
+			l.PostAttnNorm = v.([]float32)
+		case SuffixQKV:
+			l.QKV = v.(Matrix)
+		case SuffixGate:
+			l.Gate = v.(Matrix)
+		case SuffixSSMOut:
+			l.SSMOut = v.(Matrix)
+		case SuffixSSMAlpha:
+			l.Alpha = v.(BF16Matrix)
+		case SuffixSSMBeta:
+			l.Beta = v.(BF16Matrix)
+		case SuffixSSMConv:
+			l.Conv = v.([]float32)
+		case SuffixSSMDT:
+			l.DTBias = v.([]float32)
+		case SuffixSSMA:
+			l.A = v.([]float32)
+		case SuffixSSMNorm:
+			l.SSMNorm = v.([]float32)
+		case SuffixAttnQ:
+			l.Q = v.(Matrix)
+		case SuffixAttnK:
+			l.K = v.(Matrix)
+		case SuffixAttnV:
+			l.V = v.(Matrix)
+		case SuffixAttnOut:
+			l.O = v.(Matrix)
+		case SuffixAttnQNorm:
+			l.QNorm = v.([]float32)
+		case SuffixAttnKNorm:
+			l.KNorm = v.([]float32)
+		case SuffixFFNGate:
+			l.FFNGate = v.(Matrix)
+		case SuffixFFNUp:
+			l.FFNUp = v.(Matrix)
+		case SuffixFFNDown:
+			l.FFNDown = v.(Matrix)
+		default:
+			return nil, fmt.Errorf("qwen35: internal error: no field for tensor %q", s.Name)
+		}
+	}
+	// Every ternary tensor of the file must be one the contract covers: an unrotated
+	// ternary weight would silently produce wrong logits.
+	for _, t := range f.Tensors {
+		if _, ok := ternary.FormatOf(t.Type); ok && !contract.IsFolded(t.Name) && !contract.IsInverse(t.Name) {
+			return nil, fmt.Errorf("%w: tensor %q: ternary but not in %s or %s", ErrWeights, t.Name,
+				hadamard.KeyWeightNames, hadamard.KeyInverseWeightNames)
+		}
+	}
+	return w, nil
+}
+
+type binder struct {
+	f        *gguf.File
+	contract *hadamard.Contract
+	err      error
+}
+
+func (b *binder) fail(name, format string, args ...any) any {
+	if b.err == nil {
+		b.err = fmt.Errorf("%w: tensor %q: %s", ErrWeights, name, fmt.Sprintf(format, args...))
+	}
+	return nil
+}
+
+func (b *binder) bind(s TensorSpec) any {
+	if b.err != nil {
+		return nil
+	}
+	t, ok := b.f.Tensor(s.Name)
+	if !ok {
+		return b.fail(s.Name, "missing")
+	}
+	if !sameShape(t.Shape, s.Shape) {
+		return b.fail(s.Name, "shape %v, want %v", t.Shape, s.Shape)
+	}
+	data, err := b.f.TensorData(s.Name)
+	if err != nil {
+		return b.fail(s.Name, "%v", err)
+	}
+	switch s.Kind {
+	case KindTernary:
+		format, ok := ternary.FormatOf(t.Type)
+		if !ok {
+			return b.fail(s.Name, "type %s, want PQ2_0 or PTQ1_0", t.Type)
+		}
+		switch s.Role {
+		case RoleFolded:
+			if !b.contract.IsFolded(s.Name) {
+				return b.fail(s.Name, "not in %s: its activations would not be rotated", hadamard.KeyWeightNames)
+			}
+		case RoleInverse:
+			if !b.contract.IsInverse(s.Name) {
+				return b.fail(s.Name, "not in %s: its rows would not be rotated back", hadamard.KeyInverseWeightNames)
+			}
+		}
+		return Matrix{Name: s.Name, Format: format, K: int(s.Shape[0]), N: int(s.Shape[1]), Data: data}
+	case KindBF16:
+		if t.Type != gguf.TypeBF16 {
+			return b.fail(s.Name, "type %s, want BF16", t.Type)
+		}
+		return BF16Matrix{Name: s.Name, K: int(s.Shape[0]), N: int(s.Shape[1]), Data: data}
+	default:
+		if t.Type != gguf.TypeF32 {
+			return b.fail(s.Name, "type %s, want F32", t.Type)
+		}
+		v := float32View(data)
+		for i, x := range v {
+			if math.IsNaN(float64(x)) || math.IsInf(float64(x), 0) {
+				return b.fail(s.Name, "element %d is %v", i, x)
+			}
+		}
+		return v
+	}
+}
+
+func sameShape(a, b []int64) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// float32View returns the little-endian float32s of data without copying when the
+// bytes are suitably aligned on a little-endian machine, and a decoded copy otherwise.
+func float32View(data []byte) []float32 {
+	n := len(data) / 4
+	if n == 0 {
+		return []float32{}
+	}
+	if littleEndian && uintptr(unsafe.Pointer(&data[0]))%4 == 0 {
+		return unsafe.Slice((*float32)(unsafe.Pointer(&data[0])), n)
+	}
+	v := make([]float32, n)
+	for i := range v {
+		v[i] = math.Float32frombits(binary.LittleEndian.Uint32(data[4*i:]))
+	}
+	return v
+}
+
+var littleEndian = func() bool {
+	x := uint16(1)
+	return *(*byte)(unsafe.Pointer(&x)) == 1
+}()

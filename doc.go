@@ -15,6 +15,7 @@
 //	bonsai    what a program imports: Model, Session, generation, tokenizer, and the
 //	          Backend interface with its pure-Go implementation
 //	metal     a bonsai.Backend that runs the model on Apple GPUs through Metal
+//	          (not written yet)
 //
 // A Bonsai model stores every linear layer W as ternary codes folded with a Hadamard
 // rotation, W′ = W·Rᵀ with R = H·S/√n applied blockwise over the input width. At run
@@ -25,5 +26,6 @@
 // layers; bonsai runs them on a backend.
 //
 // The examples directory holds the command-line programs: inspect (the model card of a
-// file), transcode (PQ2_0 ↔ PTQ1_0), and more as the SDK grows.
+// file), transcode (PQ2_0 ↔ PTQ1_0), synth (synthetic models), logits (the logits of a
+// token sequence), and more as the SDK grows.
 package sdk

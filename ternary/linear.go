@@ -114,23 +114,15 @@ func MatVecRange(f Format, w []byte, k int, x, y []float32, lo, hi int) {
 	case PTQ1_0:
 		var codes [BlockSize]uint8
 		for i := lo; i < hi; i++ {
-			row := w[i*rb : (i+1)*rb]
-			var sum float32
-			for b := 0; b < len(row); b += 28 {
-				d := float16.Frombits(UnpackPTQ1_0(&codes, row[b:b+28])).Float32()
-				xb := x[(b/28)*BlockSize : (b/28+1)*BlockSize]
-				var acc float32
-				for j, q := range codes {
-					acc += float32(int(q)-1) * xb[j]
-				}
-				sum += acc * d
-			}
-			y[i] = sum
+			y[i] = dotPTQ1_0(w[i*rb:(i+1)*rb], x, &codes)
 		}
 	default:
 		panic(fmt.Sprintf("ternary: invalid format %d", f))
 	}
 }
+
+// The two dot products add the same products in the same order, so that a PTQ1_0 model
+// and its PQ2_0 transcode give bit-identical results.
 
 func dotPQ2_0(row []byte, x []float32) float32 {
 	var sum float32
@@ -148,6 +140,24 @@ func dotPQ2_0(row []byte, x []float32) float32 {
 			a1 += v[1] * xs[1]
 			a2 += v[2] * xs[2]
 			a3 += v[3] * xs[3]
+		}
+		sum += ((a0 + a1) + (a2 + a3)) * d
+	}
+	return sum
+}
+
+func dotPTQ1_0(row []byte, x []float32, codes *[BlockSize]uint8) float32 {
+	var sum float32
+	for b := 0; b+28 <= len(row); b += 28 {
+		d := float16.Frombits(UnpackPTQ1_0(codes, row[b:b+28])).Float32()
+		xb := x[(b/28)*BlockSize : (b/28+1)*BlockSize]
+		_ = xb[127]
+		var a0, a1, a2, a3 float32
+		for j := 0; j < 128; j += 4 {
+			a0 += float32(int(codes[j])-1) * xb[j]
+			a1 += float32(int(codes[j+1])-1) * xb[j+1]
+			a2 += float32(int(codes[j+2])-1) * xb[j+2]
+			a3 += float32(int(codes[j+3])-1) * xb[j+3]
 		}
 		sum += ((a0 + a1) + (a2 + a3)) * d
 	}

@@ -190,3 +190,20 @@ func BenchmarkMatVecGeneric(b *testing.B) {
 		MatVecRange(PQ2_0, w, k, x, y, 0, n)
 	}
 }
+
+// A PTQ1_0 matrix and its PQ2_0 transcode give bit-identical products.
+func TestMatVecFormatsBitIdentical(t *testing.T) {
+	rng := rand.New(rand.NewPCG(11, 12))
+	const k, n = 5120, 64
+	w := randomTernary(rng, PTQ1_0, k, n, 0.02)
+	pq := make([]byte, n*PQ2_0.RowBytes(k))
+	require.NoError(t, Transcode(pq, PQ2_0, w, PTQ1_0))
+	x := randomVector(rng, k)
+	a, b := make([]float32, n), make([]float32, n)
+	MatVecRange(PTQ1_0, w, k, x, a, 0, n)
+	MatVecRange(PQ2_0, pq, k, x, b, 0, n)
+	require.Equal(t, b, a)
+	MatMulRange(PTQ1_0, w, k, n, x, 1, a, 0, n, nil)
+	MatMulRange(PQ2_0, pq, k, n, x, 1, b, 0, n, nil)
+	require.Equal(t, b, a)
+}

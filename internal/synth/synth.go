@@ -1,15 +1,21 @@
 // Package synth writes synthetic Bonsai-format models: GGUF files laid out exactly as
 // PrismML's converter lays out Ternary Bonsai 2 (qwen35 architecture, ternary weights
 // folded with the prism.hadamard contract, tiled GDN V heads, +1 norm gains,
-// ssm_a = −exp(A_log), BF16 alpha/beta), filled with seeded random values.
+// ssm_a = −exp(A_log), BF16 alpha/beta), filled with seeded random values, plus a small
+// byte-level BPE vocabulary with Qwen's special tokens and a ChatML template, so that the
+// files load in llama.cpp and in our tokenizer.
 //
 // Every tensor's content depends only on the seed and the tensor's name, so a file can be
 // written in one streaming pass and any tensor regenerated on its own.
+//
+// WriteTwin writes the same model unfolded to F32, in the layout upstream llama.cpp runs
+// unchanged, which makes upstream a reference for the packed model's logits.
 package synth
 
 import (
 	"bufio"
 	"context"
+	"encoding/binary"
 	"fmt"
 	"hash/fnv"
 	"io"
@@ -181,6 +187,11 @@ func Metadata(opt Options) ([]gguf.KV, error) {
 	add(qwen35.KeyTimeStepRank, uint32(c.VHeads))
 	add(qwen35.KeyGroupCount, uint32(c.KHeads))
 	add(qwen35.KeyFullAttentionInterval, uint32(c.FullAttentionInterval))
+	vocab, err := NewVocabulary(c.Vocab)
+	if err != nil {
+		return nil, err
+	}
+	kv = append(kv, vocab.metadata()...)
 	contract, err := Contract(opt)
 	if err != nil {
 		return nil, err
@@ -235,6 +246,13 @@ func Write(ctx context.Context, w io.Writer, opt Options, progress Progress) err
 	if err != nil {
 		return err
 	}
+	return writeModel(ctx, w, opt, kv, infos, progress, writeTensor)
+}
+
+// writeModel writes the header and then each tensor's data with tensor, reporting
+// progress after each.
+func writeModel(ctx context.Context, w io.Writer, opt Options, kv []gguf.KV, infos []gguf.TensorInfo, progress Progress,
+	tensor func(context.Context, io.Writer, Options, qwen35.TensorSpec) error) error {
 	gw, err := gguf.NewWriter(w, kv, infos)
 	if err != nil {
 		return fmt.Errorf("synth: %w", err)
@@ -253,7 +271,7 @@ func Write(ctx context.Context, w io.Writer, opt Options, progress Progress) err
 		if err != nil {
 			return fmt.Errorf("synth: %w", err)
 		}
-		if err := writeTensor(ctx, tw, opt, s); err != nil {
+		if err := tensor(ctx, tw, opt, s); err != nil {
 			return fmt.Errorf("synth: tensor %q: %w", s.Name, err)
 		}
 		n, _ := infos[i].Size()
@@ -269,7 +287,12 @@ func Write(ctx context.Context, w io.Writer, opt Options, progress Progress) err
 }
 
 // WriteFile writes the model to path, removing the partial file on failure.
-func WriteFile(ctx context.Context, path string, opt Options, progress Progress) (err error) {
+func WriteFile(ctx context.Context, path string, opt Options, progress Progress) error {
+	return writeFile(ctx, path, opt, progress, Write)
+}
+
+func writeFile(ctx context.Context, path string, opt Options, progress Progress,
+	write func(context.Context, io.Writer, Options, Progress) error) (err error) {
 	f, err := os.Create(path)
 	if err != nil {
 		return fmt.Errorf("synth: %w", err)
@@ -283,16 +306,22 @@ func WriteFile(ctx context.Context, path string, opt Options, progress Progress)
 		}
 	}()
 	bw := bufio.NewWriterSize(f, 1<<20)
-	if err := Write(ctx, bw, opt, progress); err != nil {
+	if err := write(ctx, bw, opt, progress); err != nil {
 		return err
 	}
-	return bw.Flush()
+	if err := bw.Flush(); err != nil {
+		return fmt.Errorf("synth: %w", err)
+	}
+	return nil
 }
 
 func writeTensor(ctx context.Context, w io.Writer, opt Options, s qwen35.TensorSpec) error {
 	switch s.Kind {
 	case qwen35.KindTernary:
-		return writeTernary(ctx, w, opt, s)
+		return packTernary(ctx, opt, s, func(packed []byte, _ int) error {
+			_, err := w.Write(packed)
+			return err
+		})
 	case qwen35.KindBF16:
 		vals := FloatValues(opt, s)
 		buf := make([]byte, 2*len(vals))
@@ -303,15 +332,17 @@ func writeTensor(ctx context.Context, w io.Writer, opt Options, s qwen35.TensorS
 		_, err := w.Write(buf)
 		return err
 	default:
-		vals := FloatValues(opt, s)
-		buf := make([]byte, 4*len(vals))
-		for i, v := range vals {
-			u := math.Float32bits(v)
-			buf[4*i], buf[4*i+1], buf[4*i+2], buf[4*i+3] = byte(u), byte(u>>8), byte(u>>16), byte(u>>24)
-		}
-		_, err := w.Write(buf)
+		_, err := w.Write(appendF32(nil, FloatValues(opt, s)))
 		return err
 	}
+}
+
+// appendF32 appends vals to buf as little-endian float32.
+func appendF32(buf []byte, vals []float32) []byte {
+	for _, v := range vals {
+		buf = binary.LittleEndian.AppendUint32(buf, math.Float32bits(v))
+	}
+	return buf
 }
 
 // ScaleFor returns the typical ternary scale of a tensor: a dot product of a ternary row
@@ -331,7 +362,11 @@ func ScaleFor(s qwen35.TensorSpec) float64 {
 	return d
 }
 
-func writeTernary(ctx context.Context, w io.Writer, opt Options, s qwen35.TensorSpec) error {
+// packTernary generates the packed blocks of a ternary tensor, some whole rows at a
+// time, and hands each run of rows to emit (the slice is reused after emit returns). It
+// is the one source of every ternary tensor's content: Write stores the bytes and
+// WriteTwin decodes and unfolds the very same bytes.
+func packTernary(ctx context.Context, opt Options, s qwen35.TensorSpec, emit func(packed []byte, rows int) error) error {
 	k, n := int(s.Shape[0]), int(s.Shape[1])
 	rng := newRNG(opt.Seed, s.Name)
 	blocks := k / ternary.BlockSize
@@ -358,14 +393,15 @@ func writeTernary(ctx context.Context, w io.Writer, opt Options, s qwen35.Tensor
 				return err
 			}
 		}
-		if _, err := w.Write(out); err != nil {
+		if err := emit(out, rows); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-// FloatValues returns the values of a non-ternary tensor, as stored in the file.
+// FloatValues returns the values of a non-ternary tensor: as stored in the file for F32
+// tensors, before the rounding to bfloat16 for BF16 ones.
 func FloatValues(opt Options, s qwen35.TensorSpec) []float32 {
 	rng := newRNG(opt.Seed, s.Name)
 	n := 1

@@ -1,0 +1,243 @@
+package bonsai
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"runtime"
+	"sync"
+
+	"github.com/bonsai-go/sdk/gguf"
+	"github.com/bonsai-go/sdk/qwen35"
+	"github.com/bonsai-go/sdk/ternary"
+)
+
+// Errors callers test with errors.Is.
+var (
+	// ErrContextFull: a sequence would grow past the context size.
+	ErrContextFull = qwen35.ErrContextFull
+	// ErrClosed: the model or session was closed.
+	ErrClosed = errors.New("bonsai: closed")
+	// ErrNotBonsai: the file is a GGUF but not a model this SDK runs.
+	ErrNotBonsai = errors.New("bonsai: not a Ternary Bonsai model")
+)
+
+// KVCache precisions for WithKVCache.
+const (
+	KVFloat16 = qwen35.KVFloat16 // the default: 64 KiB per token for the 27B model
+	KVFloat32 = qwen35.KVFloat32 // exact; twice the memory
+	KVInt8    = qwen35.KVInt8    // 8-bit blocks: about half of fp16's memory
+)
+
+// Progress reports how far Open has come. Stage is one of "map", "bind", "verify" and
+// "load"; Done and Total count bytes or items within the stage.
+type Progress struct {
+	Stage       string
+	Done, Total int64
+}
+
+type options struct {
+	backend  Backend
+	threads  int
+	ctxSize  int
+	kv       qwen35.KVPrecision
+	progress func(Progress)
+	ctx      context.Context
+	verify   bool
+	mmap     bool
+}
+
+// Option configures Open.
+type Option func(*options)
+
+// WithBackend selects where the model runs (default CPU()).
+func WithBackend(b Backend) Option { return func(o *options) { o.backend = b } }
+
+// WithThreads sets the number of CPU threads (default: every core, runtime.NumCPU).
+func WithThreads(n int) Option { return func(o *options) { o.threads = n } }
+
+// WithContextSize caps the tokens one session may hold (default: the model's context
+// length, capped at 32768). Memory grows with use, not with this cap.
+func WithContextSize(n int) Option { return func(o *options) { o.ctxSize = n } }
+
+// WithKVCache sets the precision of the attention KV cache (default KVFloat16).
+func WithKVCache(p qwen35.KVPrecision) Option { return func(o *options) { o.kv = p } }
+
+// WithProgress receives load progress. It is called from the goroutine running Open.
+func WithProgress(f func(Progress)) Option { return func(o *options) { o.progress = f } }
+
+// WithLoadContext makes Open stop with ctx's error when ctx is cancelled.
+func WithLoadContext(ctx context.Context) Option { return func(o *options) { o.ctx = ctx } }
+
+// WithVerify scans every ternary tensor at load and refuses non-finite scales and code 3
+// (about one second per 2 GB of weights).
+func WithVerify(on bool) Option { return func(o *options) { o.verify = on } }
+
+// WithMmap chooses between memory-mapping the file (the default, where the platform
+// supports it) and reading it into memory.
+func WithMmap(on bool) Option { return func(o *options) { o.mmap = on } }
+
+// defaultContext caps the default context size: the 27B model's 262144 positions would
+// let one session's KV cache grow to 16 GiB.
+const defaultContext = 32768
+
+// Model is a loaded Ternary Bonsai model. It is safe for concurrent use: sessions of one
+// model run concurrently and independently.
+type Model struct {
+	file    *gguf.File
+	weights *qwen35.Weights
+	engine  Engine
+	backend Backend
+	opts    options
+
+	mu     sync.RWMutex // held for reading by every forward pass, for writing by Close
+	closed bool
+}
+
+// Open maps a Ternary Bonsai GGUF file, checks every tensor the model needs (type,
+// shape, the Hadamard contract) and loads it on the backend. The weights are never
+// copied: the CPU backend reads them from the mapped file.
+func Open(path string, opts ...Option) (*Model, error) {
+	o := options{threads: runtime.NumCPU(), kv: KVFloat16, ctx: context.Background(), mmap: true}
+	for _, opt := range opts {
+		opt(&o)
+	}
+	if o.backend == nil {
+		o.backend = CPU()
+	}
+	if o.threads < 1 {
+		return nil, fmt.Errorf("bonsai: %d threads: want at least 1", o.threads)
+	}
+	report := func(stage string, done, total int64) {
+		if o.progress != nil {
+			o.progress(Progress{Stage: stage, Done: done, Total: total})
+		}
+	}
+
+	report("map", 0, 1)
+	f, err := gguf.Open(path, gguf.WithMmap(o.mmap))
+	if err != nil {
+		return nil, fmt.Errorf("bonsai: %w", err)
+	}
+	report("map", 1, 1)
+	m, err := load(f, o, report)
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	return m, nil
+}
+
+func load(f *gguf.File, o options, report func(string, int64, int64)) (*Model, error) {
+	if arch := f.Architecture(); arch != qwen35.Architecture {
+		return nil, fmt.Errorf("%w: general.architecture is %q, want %q", ErrNotBonsai, arch, qwen35.Architecture)
+	}
+	if !f.Has("prism.hadamard.version") {
+		return nil, fmt.Errorf("%w: no prism.hadamard contract (an unrotated qwen35 model?)", ErrNotBonsai)
+	}
+	report("bind", 0, int64(len(f.Tensors)))
+	w, err := qwen35.Bind(f)
+	if err != nil {
+		return nil, fmt.Errorf("bonsai: %w", err)
+	}
+	report("bind", int64(len(f.Tensors)), int64(len(f.Tensors)))
+	if o.verify {
+		if err := verify(o.ctx, f, report); err != nil {
+			return nil, err
+		}
+	}
+	if o.ctxSize == 0 {
+		o.ctxSize = min(w.Config.ContextLength, defaultContext)
+	}
+	if o.ctxSize < 1 {
+		return nil, fmt.Errorf("bonsai: context size %d: want at least 1", o.ctxSize)
+	}
+	report("load", 0, 1)
+	engine, err := o.backend.Load(o.ctx, w, LoadOptions{Threads: o.threads, Progress: o.progress})
+	if err != nil {
+		return nil, fmt.Errorf("bonsai: backend %s: %w", o.backend.Name(), err)
+	}
+	report("load", 1, 1)
+	return &Model{file: f, weights: w, engine: engine, backend: o.backend, opts: o}, nil
+}
+
+func verify(ctx context.Context, f *gguf.File, report func(string, int64, int64)) error {
+	var total, done int64
+	for _, t := range f.Tensors {
+		if _, ok := ternary.FormatOf(t.Type); ok {
+			n, _ := t.Size()
+			total += n
+		}
+	}
+	for _, t := range f.Tensors {
+		format, ok := ternary.FormatOf(t.Type)
+		if !ok {
+			continue
+		}
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		data, err := f.TensorData(t.Name)
+		if err != nil {
+			return fmt.Errorf("bonsai: %w", err)
+		}
+		st, err := ternary.Scan(format, data)
+		if err == nil {
+			err = st.Check()
+		}
+		if err != nil {
+			return fmt.Errorf("bonsai: tensor %q: %w", t.Name, err)
+		}
+		done += int64(len(data))
+		report("verify", done, total)
+	}
+	return nil
+}
+
+// Config returns the model's hyperparameters.
+func (m *Model) Config() qwen35.Config { return m.weights.Config }
+
+// File returns the model file, for its metadata (the tokenizer, the chat template).
+func (m *Model) File() *gguf.File { return m.file }
+
+// Weights returns the bound weights.
+func (m *Model) Weights() *qwen35.Weights { return m.weights }
+
+// Backend returns the name of the backend the model runs on.
+func (m *Model) Backend() string { return m.backend.Name() }
+
+// Threads returns the number of CPU threads the model uses.
+func (m *Model) Threads() int { return m.opts.threads }
+
+// ContextSize returns the most tokens a session may hold.
+func (m *Model) ContextSize() int { return m.opts.ctxSize }
+
+// Close releases the model after the forward passes in progress have finished. Sessions
+// of a closed model return ErrClosed.
+func (m *Model) Close() error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.closed {
+		return nil
+	}
+	m.closed = true
+	err := m.engine.Close()
+	if ferr := m.file.Close(); err == nil {
+		err = ferr
+	}
+	return err
+}
+
+// NewSession starts an empty conversation.
+func (m *Model) NewSession() (*Session, error) {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	if m.closed {
+		return nil, ErrClosed
+	}
+	st, err := m.engine.NewState(StateOptions{ContextSize: m.opts.ctxSize, KVCache: m.opts.kv})
+	if err != nil {
+		return nil, fmt.Errorf("bonsai: %w", err)
+	}
+	return &Session{m: m, st: st, logits: make([]float32, m.weights.Config.Vocab), one: make([]int32, 1)}, nil
+}

@@ -1,0 +1,94 @@
+//go:build !race
+
+// The real-widths tests need gigabytes and minutes; under the race detector (five to ten
+// times the memory and time) they are left out, and the race job runs the rest.
+
+package bonsai_test
+
+import (
+	"context"
+	"os"
+	"runtime"
+	"testing"
+
+	"github.com/bonsai-go/sdk/bonsai"
+	"github.com/bonsai-go/sdk/gguf"
+	"github.com/bonsai-go/sdk/qwen35"
+	"github.com/bonsai-go/sdk/ternary"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// The real widths (K = 5120, 6144, 17408, Hadamard block 1024, 24/4 heads, 48/16 V/K
+// heads) with four layers: the packed path against the float64 reference over unfolded
+// weights. The reference holds about 6 GB of dense weights.
+func TestRealWidthsMatchesReference(t *testing.T) {
+	path := writeModel(t, "real-widths", 1, ternary.PQ2_0)
+	ids := tokens(12, 4096, 7)
+
+	f, err := gguf.Open(path)
+	require.NoError(t, err)
+	r, err := qwen35.NewReference(f)
+	require.NoError(t, err)
+	assert.Zero(t, r.RoundedWeights(), "with block 1024 every unfolded weight is exact in float32")
+	in := make([]int, len(ids))
+	for i, v := range ids {
+		in[i] = int(v)
+	}
+	want, err := r.Forward(in)
+	require.NoError(t, err)
+	r = nil
+	require.NoError(t, f.Close())
+
+	m := open(t, path, bonsai.WithKVCache(bonsai.KVFloat32))
+	s, err := m.NewSession()
+	require.NoError(t, err)
+	got, err := s.PrefillAll(context.Background(), ids)
+	require.NoError(t, err)
+	prefill := compare(t, "real-widths prefill", got, want, 0)
+	s.Reset()
+	steps := stepAll(t, s, ids)
+	step := compare(t, "real-widths step", steps, want, 0)
+	t.Logf("real widths, f32 KV, vs float64 reference over %d positions: prefill max |Δlogit| %.3g, step walk %.3g, prefill vs walk %.3g",
+		len(ids), prefill, step, maxDiff(got, steps))
+	assert.Less(t, prefill, 2e-3)
+	assert.Less(t, step, 2e-3)
+}
+
+// Open maps the file and binds views of it: the heap holds the contract's sign vectors
+// and name lists and the bound tensor table, well under 1% of the file.
+func TestOpenHeapRealWidths(t *testing.T) {
+	path := writeModel(t, "real-widths", 1, ternary.PQ2_0)
+	st, err := os.Stat(path)
+	require.NoError(t, err)
+
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	var stages []string
+	m, err := bonsai.Open(path, bonsai.WithProgress(func(p bonsai.Progress) {
+		if len(stages) == 0 || stages[len(stages)-1] != p.Stage {
+			stages = append(stages, p.Stage)
+		}
+	}))
+	require.NoError(t, err)
+	runtime.ReadMemStats(&after)
+	defer m.Close()
+
+	allocated := after.TotalAlloc - before.TotalAlloc
+	frac := float64(allocated) / float64(st.Size())
+	t.Logf("Open of the real-widths preset (%d MB file): %d KB allocated on the heap (%.3f%% of the file)",
+		st.Size()>>20, allocated>>10, 100*frac)
+	assert.Less(t, frac, 0.01)
+	assert.Equal(t, []string{"map", "bind", "load"}, stages)
+
+	// A session's memory: the GDN states are fixed, the KV cache grows with use.
+	s, err := m.NewSession()
+	require.NoError(t, err)
+	before0 := s.MemoryBytes()
+	require.NoError(t, s.Prefill(context.Background(), tokens(3, m.Config().Vocab, 1)))
+	assert.Less(t, s.MemoryBytes()-before0, int64(64<<20))
+	c := m.Config()
+	kvMax := int64(2*c.KVHeads*c.HeadDim*2) * int64(m.ContextSize())
+	assert.Less(t, before0, kvMax, "memory must not be reserved for the whole context")
+}

@@ -1,0 +1,183 @@
+// Command logits runs token ids through a model and prints the logits of every position:
+// one line per position, the position and then every logit, space-separated, formatted
+// "%.9g". This output format is a contract other tools read.
+//
+// Usage:
+//
+//	logits [-model FILE] -tokens 1,2,3 [-mode prefill|step] [-backend cpu] [-threads N] [-kv f16|f32|q8]
+//
+// With no -model it runs a small synthetic model (preset tiny, seed 1) and says so on
+// standard error.
+package main
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+
+	"github.com/bonsai-go/sdk/bonsai"
+	"github.com/bonsai-go/sdk/internal/synth"
+	"github.com/bonsai-go/sdk/qwen35"
+)
+
+func main() {
+	model := flag.String("model", "", "GGUF model file (default: a synthetic tiny model)")
+	tokens := flag.String("tokens", "", "comma-separated token ids (required)")
+	mode := flag.String("mode", "prefill", "prefill: all tokens in one pass; step: one token at a time")
+	backend := flag.String("backend", "cpu", "backend: cpu")
+	threads := flag.Int("threads", runtime.NumCPU(), "CPU threads")
+	kv := flag.String("kv", "f16", "KV cache precision: f16, f32 or q8")
+	flag.Usage = func() {
+		fmt.Fprintf(flag.CommandLine.Output(), "usage: logits [-model FILE] -tokens 1,2,3 [flags]\n\n"+
+			"Prints one line per position: the position, then every logit (%%.9g).\n\nflags:\n")
+		flag.PrintDefaults()
+	}
+	flag.Parse()
+	if *tokens == "" || flag.NArg() > 0 {
+		flag.Usage()
+		os.Exit(2)
+	}
+	ids, err := parseTokens(*tokens)
+	if err != nil {
+		fatal(err)
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+	cfg := config{model: *model, mode: *mode, backend: *backend, threads: *threads, kv: *kv}
+	if cfg.model == "" {
+		dir, err := os.MkdirTemp("", "bonsai-logits-")
+		if err != nil {
+			fatal(err)
+		}
+		defer os.RemoveAll(dir)
+		cfg.model = filepath.Join(dir, "tiny.gguf")
+		c, _ := synth.Preset("tiny")
+		if err := synth.WriteFile(ctx, cfg.model, synth.Options{Config: c, Seed: 1}, nil); err != nil {
+			fatal(err)
+		}
+		fmt.Fprintln(os.Stderr, "logits: no -model given: using a synthetic model (preset tiny, seed 1)")
+	}
+	w := bufio.NewWriterSize(os.Stdout, 1<<20)
+	if err := run(ctx, w, cfg, ids); err != nil {
+		w.Flush()
+		fatal(err)
+	}
+	if err := w.Flush(); err != nil {
+		fatal(err)
+	}
+}
+
+func fatal(err error) {
+	fmt.Fprintln(os.Stderr, "logits:", err)
+	os.Exit(1)
+}
+
+type config struct {
+	model, mode, backend, kv string
+	threads                  int
+}
+
+func parseTokens(s string) ([]int32, error) {
+	var ids []int32
+	for _, f := range strings.Split(s, ",") {
+		f = strings.TrimSpace(f)
+		if f == "" {
+			continue
+		}
+		v, err := strconv.ParseInt(f, 10, 32)
+		if err != nil || v < 0 {
+			return nil, fmt.Errorf("-tokens: %q is not a token id", f)
+		}
+		ids = append(ids, int32(v))
+	}
+	if len(ids) == 0 {
+		return nil, errors.New("-tokens: no token ids")
+	}
+	return ids, nil
+}
+
+func backendByName(name string) (bonsai.Backend, error) {
+	switch name {
+	case "cpu":
+		return bonsai.CPU(), nil
+	}
+	return nil, fmt.Errorf("-backend %q: unknown (have: cpu)", name)
+}
+
+func kvByName(name string) (qwen35.KVPrecision, error) {
+	switch name {
+	case "f16":
+		return bonsai.KVFloat16, nil
+	case "f32":
+		return bonsai.KVFloat32, nil
+	case "q8":
+		return bonsai.KVInt8, nil
+	}
+	return 0, fmt.Errorf("-kv %q: want f16, f32 or q8", name)
+}
+
+func run(ctx context.Context, w io.Writer, cfg config, ids []int32) error {
+	b, err := backendByName(cfg.backend)
+	if err != nil {
+		return err
+	}
+	kv, err := kvByName(cfg.kv)
+	if err != nil {
+		return err
+	}
+	if cfg.mode != "prefill" && cfg.mode != "step" {
+		return fmt.Errorf("-mode %q: want prefill or step", cfg.mode)
+	}
+	m, err := bonsai.Open(cfg.model, bonsai.WithBackend(b), bonsai.WithThreads(cfg.threads),
+		bonsai.WithKVCache(kv), bonsai.WithContextSize(max(len(ids), 1)), bonsai.WithLoadContext(ctx))
+	if err != nil {
+		return err
+	}
+	defer m.Close()
+	s, err := m.NewSession()
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	var buf []byte
+	emit := func(pos int, logits []float32) error {
+		buf = strconv.AppendInt(buf[:0], int64(pos), 10)
+		for _, v := range logits {
+			buf = append(buf, ' ')
+			buf = strconv.AppendFloat(buf, float64(v), 'g', 9, 32)
+		}
+		buf = append(buf, '\n')
+		_, err := w.Write(buf)
+		return err
+	}
+	if cfg.mode == "prefill" {
+		rows, err := s.PrefillAll(ctx, ids)
+		if err != nil {
+			return err
+		}
+		for i, r := range rows {
+			if err := emit(i, r); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	for i, id := range ids {
+		if err := s.Step(ctx, id); err != nil {
+			return err
+		}
+		if err := emit(i, s.Logits()); err != nil {
+			return err
+		}
+	}
+	return nil
+}

@@ -1,0 +1,147 @@
+// Package parallel runs loop bodies on a fixed set of worker goroutines started once, so
+// that the many small parallel loops of a decode step neither spawn goroutines nor
+// allocate.
+package parallel
+
+import (
+	"sync"
+	"sync/atomic"
+)
+
+// Body is a loop body over an index range. Run is called concurrently on disjoint ranges.
+// It is an alias of an unnamed interface so that packages outside this module can state
+// the same method set (qwen35.Runner) without importing an internal package.
+type Body = interface {
+	Run(lo, hi int)
+}
+
+// Func adapts a function to Body (it allocates when the closure escapes; hot paths use a
+// preallocated struct instead).
+type Func func(lo, hi int)
+
+// Run calls f.
+func (f Func) Run(lo, hi int) { f(lo, hi) }
+
+// Pool is a set of workers. Its methods are safe for concurrent use: several callers
+// may run loops at once, each using whichever workers are idle plus its own goroutine.
+type Pool struct {
+	workers int
+	tasks   chan *task
+	mu      sync.Mutex
+	free    []*task
+	closed  bool
+	stopped sync.WaitGroup
+}
+
+type task struct {
+	body  Body
+	n     int
+	chunk int
+	next  atomic.Int64
+	wg    sync.WaitGroup
+}
+
+// NewPool returns a pool of n workers (at least 1). The caller of For counts as one of
+// them, so n−1 goroutines are started.
+func NewPool(n int) *Pool {
+	if n < 1 {
+		n = 1
+	}
+	p := &Pool{workers: n, tasks: make(chan *task)}
+	p.stopped.Add(n - 1)
+	for i := 1; i < n; i++ {
+		go p.work()
+	}
+	return p
+}
+
+// Workers returns the pool's size.
+func (p *Pool) Workers() int { return p.workers }
+
+func (p *Pool) work() {
+	defer p.stopped.Done()
+	for t := range p.tasks {
+		t.run()
+		t.wg.Done()
+	}
+}
+
+func (t *task) run() {
+	for {
+		lo := int(t.next.Add(int64(t.chunk))) - t.chunk
+		if lo >= t.n {
+			return
+		}
+		t.body.Run(lo, min(lo+t.chunk, t.n))
+	}
+}
+
+// For runs body over [0, n) in chunks of at least grain indices, spread over the idle
+// workers and the calling goroutine, and returns when every chunk is done. Busy workers
+// are not waited for: a loop started while another caller's loop occupies them runs on
+// fewer workers instead.
+func (p *Pool) For(n, grain int, body Body) {
+	if n <= 0 {
+		return
+	}
+	grain = max(grain, 1)
+	// Four chunks per worker balance uneven progress without much claiming overhead.
+	chunk := max(grain, (n+4*p.workers-1)/(4*p.workers))
+	chunks := (n + chunk - 1) / chunk
+	if p.workers == 1 || chunks == 1 {
+		body.Run(0, n)
+		return
+	}
+	t := p.get()
+	t.body, t.n, t.chunk = body, n, chunk
+	t.next.Store(0)
+	helpers := min(p.workers-1, chunks-1)
+	t.wg.Add(helpers)
+	sent := 0
+send:
+	for sent < helpers {
+		select {
+		case p.tasks <- t:
+			sent++
+		default:
+			break send
+		}
+	}
+	for i := sent; i < helpers; i++ {
+		t.wg.Done()
+	}
+	t.run()
+	t.wg.Wait()
+	t.body = nil
+	p.put(t)
+}
+
+func (p *Pool) get() *task {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if n := len(p.free); n > 0 {
+		t := p.free[n-1]
+		p.free = p.free[:n-1]
+		return t
+	}
+	return new(task)
+}
+
+func (p *Pool) put(t *task) {
+	p.mu.Lock()
+	p.free = append(p.free, t)
+	p.mu.Unlock()
+}
+
+// Close stops the workers after the loops in progress. For must not be called after.
+func (p *Pool) Close() {
+	p.mu.Lock()
+	if p.closed {
+		p.mu.Unlock()
+		return
+	}
+	p.closed = true
+	p.mu.Unlock()
+	close(p.tasks)
+	p.stopped.Wait()
+}

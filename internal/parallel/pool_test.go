@@ -1,0 +1,82 @@
+package parallel
+
+import (
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+type countBody struct {
+	hits []atomic.Int32
+}
+
+func (b *countBody) Run(lo, hi int) {
+	for i := lo; i < hi; i++ {
+		b.hits[i].Add(1)
+	}
+}
+
+func TestForCoversEachIndexOnce(t *testing.T) {
+	for _, workers := range []int{1, 2, 3, 8} {
+		p := NewPool(workers)
+		for _, n := range []int{0, 1, 2, 7, 64, 1000, 4097} {
+			for _, grain := range []int{0, 1, 16, 5000} {
+				b := &countBody{hits: make([]atomic.Int32, n)}
+				p.For(n, grain, b)
+				for i := range b.hits {
+					require.Equal(t, int32(1), b.hits[i].Load(), "workers %d n %d grain %d index %d", workers, n, grain, i)
+				}
+			}
+		}
+		p.Close()
+	}
+}
+
+func TestConcurrentCallers(t *testing.T) {
+	p := NewPool(3)
+	defer p.Close()
+	var wg sync.WaitGroup
+	for c := 0; c < 8; c++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for r := 0; r < 200; r++ {
+				b := &countBody{hits: make([]atomic.Int32, 333)}
+				p.For(len(b.hits), 4, b)
+				for i := range b.hits {
+					if b.hits[i].Load() != 1 {
+						t.Errorf("index %d ran %d times", i, b.hits[i].Load())
+						return
+					}
+				}
+			}
+		}()
+	}
+	wg.Wait()
+}
+
+type noop struct{ sum atomic.Int64 }
+
+func (b *noop) Run(lo, hi int) { b.sum.Add(int64(hi - lo)) }
+
+func TestForDoesNotAllocate(t *testing.T) {
+	p := NewPool(4)
+	defer p.Close()
+	b := &noop{}
+	p.For(1000, 1, b) // warm the free list
+	calls := 1
+	allocs := testing.AllocsPerRun(100, func() { p.For(1000, 1, b); calls++ })
+	require.Zero(t, allocs)
+	require.Equal(t, int64(1000*calls), b.sum.Load())
+}
+
+func BenchmarkFor(b *testing.B) {
+	p := NewPool(2)
+	defer p.Close()
+	body := &noop{}
+	for b.Loop() {
+		p.For(1024, 64, body)
+	}
+}

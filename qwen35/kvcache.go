@@ -1,0 +1,343 @@
+package qwen35
+
+import (
+	"errors"
+	"fmt"
+	"math"
+
+	"github.com/x448/float16"
+)
+
+// KVPrecision is how a KVCache stores keys and values. The cache is the one memory cost
+// that grows with the context (64 KiB per token for the 27B model at fp16), so the choice
+// trades memory for a small drift in the attention scores.
+type KVPrecision uint8
+
+const (
+	// KVFloat16 stores IEEE half precision: half the memory of float32 and, for the
+	// normalised keys and projected values of this model, well inside its range.
+	KVFloat16 KVPrecision = iota
+	// KVFloat32 stores the values exactly as computed.
+	KVFloat32
+	// KVInt8 stores blocks of 32 values of a head as int8 with a float32 scale
+	// (absmax/127): 1.125 bytes per value.
+	KVInt8
+)
+
+func (p KVPrecision) String() string {
+	switch p {
+	case KVFloat16:
+		return "f16"
+	case KVFloat32:
+		return "f32"
+	case KVInt8:
+		return "int8"
+	}
+	return fmt.Sprintf("KVPrecision(%d)", uint8(p))
+}
+
+// ErrContextFull is returned (wrapped, with the size) when a sequence would grow past the
+// cache's maximum length.
+var ErrContextFull = errors.New("qwen35: context full")
+
+// kvBlock is the int8 quantisation block length (values per scale).
+const kvBlock = 32
+
+// Page lengths: the first page is small so that a short sequence costs little, and each
+// next page doubles up to kvMaxPage, so that a long one costs few allocations and no
+// copying. Pages are never moved once allocated.
+const (
+	kvFirstPage = 16
+	kvMaxPage   = 1024
+)
+
+// kvPage holds positions [start, start+n) of one layer, laid out per KV head:
+// [head][position][HeadDim], so that attention streams one head's keys contiguously.
+type kvPage struct {
+	start, n int
+	k32, v32 []float32
+	k16, v16 []uint16
+	k8, v8   []int8
+	ks, vs   []float32 // int8 scales: [head][position][block]
+}
+
+// KVCache is the key/value cache of one attention layer for one sequence. Memory grows
+// in pages as positions are appended; nothing is reserved for MaxLen up front.
+type KVCache struct {
+	heads, dim, blocks int
+	prec               KVPrecision
+	maxLen             int
+	n                  int
+	pages              []*kvPage
+	capacity           int
+}
+
+// NewKVCache returns an empty cache of kvHeads heads of headDim values per position
+// holding at most maxLen positions.
+func NewKVCache(kvHeads, headDim int, p KVPrecision, maxLen int) *KVCache {
+	if kvHeads <= 0 || headDim <= 0 || maxLen <= 0 {
+		panic(fmt.Sprintf("qwen35: NewKVCache(%d, %d, %v, %d): sizes must be positive", kvHeads, headDim, p, maxLen))
+	}
+	if p > KVInt8 {
+		panic(fmt.Sprintf("qwen35: NewKVCache: unknown precision %v", p))
+	}
+	return &KVCache{heads: kvHeads, dim: headDim, blocks: (headDim + kvBlock - 1) / kvBlock, prec: p, maxLen: maxLen}
+}
+
+// Len returns the number of positions held.
+func (c *KVCache) Len() int { return c.n }
+
+// MaxLen returns the most positions the cache may hold.
+func (c *KVCache) MaxLen() int { return c.maxLen }
+
+// Precision returns how the cache stores values.
+func (c *KVCache) Precision() KVPrecision { return c.prec }
+
+// Cap returns the positions the allocated pages can hold.
+func (c *KVCache) Cap() int { return c.capacity }
+
+// Bytes returns the bytes of key/value storage allocated.
+func (c *KVCache) Bytes() int64 {
+	var b int64
+	for _, p := range c.pages {
+		b += int64(len(p.k32)+len(p.v32)+len(p.ks)+len(p.vs))*4 + int64(len(p.k16)+len(p.v16))*2 + int64(len(p.k8)+len(p.v8))
+	}
+	return b
+}
+
+// Reset empties the cache and keeps its pages for the next sequence.
+func (c *KVCache) Reset() { c.n = 0 }
+
+// Truncate drops the positions from n on (keeping the memory), so that a sequence can
+// roll back to a shared prefix or undo rejected draft tokens. n must be in [0, Len()].
+func (c *KVCache) Truncate(n int) {
+	if n < 0 || n > c.n {
+		panic(fmt.Sprintf("qwen35: KVCache.Truncate(%d) with %d positions", n, c.n))
+	}
+	c.n = n
+}
+
+// CopyFrom makes c a deep copy of o (sizes, precision and contents), reusing c's pages
+// where they fit, so that forking a sequence copies only what o holds.
+func (c *KVCache) CopyFrom(o *KVCache) {
+	if c.heads != o.heads || c.dim != o.dim || c.prec != o.prec || c.maxLen != o.maxLen {
+		// Page lengths follow from the sizes alone, so pages are reusable exactly
+		// when the sizes agree.
+		c.pages, c.capacity = nil, 0
+		c.heads, c.dim, c.blocks, c.prec, c.maxLen = o.heads, o.dim, o.blocks, o.prec, o.maxLen
+	}
+	c.n = 0
+	c.Reserve(o.n)
+	for i, op := range o.pages {
+		if op.start >= o.n {
+			break
+		}
+		cp := c.pages[i]
+		used := min(op.n, o.n-op.start)
+		for h := 0; h < c.heads; h++ {
+			a, b := h*op.n*c.dim, (h*op.n+used)*c.dim
+			switch c.prec {
+			case KVFloat32:
+				copy(cp.k32[a:b], op.k32[a:b])
+				copy(cp.v32[a:b], op.v32[a:b])
+			case KVFloat16:
+				copy(cp.k16[a:b], op.k16[a:b])
+				copy(cp.v16[a:b], op.v16[a:b])
+			case KVInt8:
+				copy(cp.k8[a:b], op.k8[a:b])
+				copy(cp.v8[a:b], op.v8[a:b])
+				a, b = h*op.n*c.blocks, (h*op.n+used)*c.blocks
+				copy(cp.ks[a:b], op.ks[a:b])
+				copy(cp.vs[a:b], op.vs[a:b])
+			}
+		}
+	}
+	c.n = o.n
+}
+
+// newPage allocates a page for positions [start, start+n).
+func (c *KVCache) newPage(start, n int) *kvPage {
+	p := &kvPage{start: start, n: n}
+	size := c.heads * n * c.dim
+	switch c.prec {
+	case KVFloat32:
+		p.k32, p.v32 = make([]float32, size), make([]float32, size)
+	case KVFloat16:
+		p.k16, p.v16 = make([]uint16, size), make([]uint16, size)
+	case KVInt8:
+		p.k8, p.v8 = make([]int8, size), make([]int8, size)
+		p.ks, p.vs = make([]float32, c.heads*n*c.blocks), make([]float32, c.heads*n*c.blocks)
+	}
+	return p
+}
+
+// Reserve allocates pages until at least n positions (at most MaxLen) fit, so that the
+// Appends up to there allocate nothing.
+func (c *KVCache) Reserve(n int) {
+	n = min(n, c.maxLen)
+	for c.capacity < n {
+		size := kvFirstPage
+		if k := len(c.pages); k > 0 {
+			size = min(2*c.pages[k-1].n, kvMaxPage)
+		}
+		size = min(size, c.maxLen-c.capacity)
+		c.pages = append(c.pages, c.newPage(c.capacity, size))
+		c.capacity += size
+	}
+}
+
+// page returns the page holding position pos and pos's index within it.
+func (c *KVCache) page(pos int) (*kvPage, int) {
+	lo, hi := 0, len(c.pages)
+	for hi-lo > 1 {
+		m := (lo + hi) / 2
+		if c.pages[m].start <= pos {
+			lo = m
+		} else {
+			hi = m
+		}
+	}
+	p := c.pages[lo]
+	return p, pos - p.start
+}
+
+// Append adds one position: k and v hold KVHeads×HeadDim values each, head-major.
+func (c *KVCache) Append(k, v []float32) error {
+	row := c.heads * c.dim
+	if len(k) < row || len(v) < row {
+		return fmt.Errorf("qwen35: KVCache.Append: got %d keys and %d values, want %d each", len(k), len(v), row)
+	}
+	if c.n >= c.maxLen {
+		return fmt.Errorf("%w: all %d positions used", ErrContextFull, c.maxLen)
+	}
+	c.Reserve(c.n + 1)
+	p, i := c.page(c.n)
+	d := c.dim
+	for h := 0; h < c.heads; h++ {
+		src := h * d
+		dst := (h*p.n + i) * d
+		switch c.prec {
+		case KVFloat32:
+			copy(p.k32[dst:dst+d], k[src:src+d])
+			copy(p.v32[dst:dst+d], v[src:src+d])
+		case KVFloat16:
+			encodeF16(p.k16[dst:dst+d], k[src:src+d])
+			encodeF16(p.v16[dst:dst+d], v[src:src+d])
+		case KVInt8:
+			sc := (h*p.n + i) * c.blocks
+			quantizeInt8(p.k8[dst:dst+d], p.ks[sc:sc+c.blocks], k[src:src+d])
+			quantizeInt8(p.v8[dst:dst+d], p.vs[sc:sc+c.blocks], v[src:src+d])
+		}
+	}
+	c.n++
+	return nil
+}
+
+// Row decodes position pos into k and v (KVHeads×HeadDim each, head-major).
+func (c *KVCache) Row(pos int, k, v []float32) {
+	if pos < 0 || pos >= c.n {
+		panic(fmt.Sprintf("qwen35: KVCache.Row(%d) with %d positions", pos, c.n))
+	}
+	p, i := c.page(pos)
+	for h := 0; h < c.heads; h++ {
+		c.decode(p, h, i, 1, k[h*c.dim:(h+1)*c.dim], v[h*c.dim:(h+1)*c.dim])
+	}
+}
+
+// block returns positions [i, i+n) of head h of page p as float32, n×HeadDim each: a view
+// of the page for a float32 cache, or decoded into kbuf/vbuf otherwise.
+func (c *KVCache) block(p *kvPage, h, i, n int, kbuf, vbuf []float32) (k, v []float32) {
+	a, b := (h*p.n+i)*c.dim, (h*p.n+i+n)*c.dim
+	if c.prec == KVFloat32 {
+		return p.k32[a:b], p.v32[a:b]
+	}
+	k, v = kbuf[:n*c.dim], vbuf[:n*c.dim]
+	c.decode(p, h, i, n, k, v)
+	return k, v
+}
+
+// decode writes positions [i, i+n) of head h of page p as float32 to k and v.
+func (c *KVCache) decode(p *kvPage, h, i, n int, k, v []float32) {
+	a, b := (h*p.n+i)*c.dim, (h*p.n+i+n)*c.dim
+	switch c.prec {
+	case KVFloat32:
+		copy(k, p.k32[a:b])
+		copy(v, p.v32[a:b])
+	case KVFloat16:
+		decodeF16(k, p.k16[a:b])
+		decodeF16(v, p.v16[a:b])
+	case KVInt8:
+		s := (h*p.n + i) * c.blocks
+		for r := 0; r < n; r++ {
+			o := r * c.dim
+			dequantizeInt8(k[o:o+c.dim], p.k8[a+o:a+o+c.dim], p.ks[s+r*c.blocks:s+(r+1)*c.blocks])
+			dequantizeInt8(v[o:o+c.dim], p.v8[a+o:a+o+c.dim], p.vs[s+r*c.blocks:s+(r+1)*c.blocks])
+		}
+	}
+}
+
+func encodeF16(dst []uint16, src []float32) {
+	src = src[:len(dst)]
+	for i := range dst {
+		dst[i] = float16.Fromfloat32(src[i]).Bits()
+	}
+}
+
+func decodeF16(dst []float32, src []uint16) {
+	src = src[:len(dst)]
+	for i := range dst {
+		dst[i] = f16ToF32(src[i])
+	}
+}
+
+// f16ToF32 widens an IEEE half exactly. Normal numbers, the common case, take one
+// predictable branch: the exponent is rebiased by adding (127−15)<<23 to the shifted
+// bits; subnormals renormalise through a float subtraction, and Inf/NaN keep an all-ones
+// exponent.
+func f16ToF32(h uint16) float32 {
+	const magic = 113 << 23 // 2^(−14) as float32 bits, once rebiased
+	o := uint32(h&0x7fff) << 13
+	exp := o & (0x7c00 << 13)
+	o += (127 - 15) << 23
+	switch exp {
+	case 0x7c00 << 13: // Inf or NaN
+		o += (128 - 16) << 23
+	case 0: // zero or subnormal
+		o += 1 << 23
+		o = math.Float32bits(math.Float32frombits(o) - math.Float32frombits(magic))
+	}
+	return math.Float32frombits(o | uint32(h&0x8000)<<16)
+}
+
+// quantizeInt8 stores src as int8 blocks of kvBlock values with scale absmax/127.
+func quantizeInt8(dst []int8, scales []float32, src []float32) {
+	for b := range scales {
+		lo, hi := b*kvBlock, min((b+1)*kvBlock, len(src))
+		var amax float32
+		for _, x := range src[lo:hi] {
+			amax = max(amax, abs32(x))
+		}
+		scale := amax / 127
+		scales[b] = scale
+		if amax == 0 {
+			clear(dst[lo:hi])
+			continue
+		}
+		inv := 127 / amax
+		for i := lo; i < hi; i++ {
+			q := math.Round(float64(src[i] * inv))
+			dst[i] = int8(max(-127, min(127, q)))
+		}
+	}
+}
+
+func dequantizeInt8(dst []float32, src []int8, scales []float32) {
+	for b, s := range scales {
+		lo, hi := b*kvBlock, min((b+1)*kvBlock, len(dst))
+		for i := lo; i < hi; i++ {
+			dst[i] = float32(src[i]) * s
+		}
+	}
+}
+
+func abs32(x float32) float32 { return math.Float32frombits(math.Float32bits(x) &^ (1 << 31)) }

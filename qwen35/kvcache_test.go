@@ -1,0 +1,219 @@
+package qwen35_test
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/bonsai-go/sdk/qwen35"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"github.com/x448/float16"
+)
+
+func TestKVPrecisionString(t *testing.T) {
+	assert.Equal(t, "f16", qwen35.KVFloat16.String())
+	assert.Equal(t, "f32", qwen35.KVFloat32.String())
+	assert.Equal(t, "int8", qwen35.KVInt8.String())
+	assert.Equal(t, "KVPrecision(9)", qwen35.KVPrecision(9).String())
+	assert.Equal(t, qwen35.KVFloat16, qwen35.KVPrecision(0), "fp16 is the default")
+}
+
+// TestKVCacheFloat16Exhaustive stores every finite half value and reads it back: the
+// encoder must keep representable values and the decoder must widen them exactly (NaNs
+// stay NaN).
+func TestKVCacheFloat16Exhaustive(t *testing.T) {
+	const dim = 256
+	c := qwen35.NewKVCache(1, dim, qwen35.KVFloat16, 256)
+	want := make([]float32, 1<<16)
+	for b := range want {
+		want[b] = float16.Frombits(uint16(b)).Float32()
+	}
+	for p := 0; p < 256; p++ {
+		require.NoError(t, c.Append(want[p*dim:(p+1)*dim], want[p*dim:(p+1)*dim]))
+	}
+	k, v := make([]float32, dim), make([]float32, dim)
+	for p := 0; p < 256; p++ {
+		c.Row(p, k, v)
+		for i := range k {
+			w := want[p*dim+i]
+			if math.IsNaN(float64(w)) {
+				require.True(t, math.IsNaN(float64(k[i])), "bits %#04x", p*dim+i)
+				continue
+			}
+			require.Equal(t, math.Float32bits(w), math.Float32bits(k[i]), "bits %#04x", p*dim+i)
+			require.Equal(t, math.Float32bits(w), math.Float32bits(v[i]), "bits %#04x", p*dim+i)
+		}
+	}
+	// Rounding to nearest: 1 + 2^−11 is a tie and goes to even (1), 1 + 3·2^−12 up.
+	c.Reset()
+	x := make([]float32, dim)
+	x[0], x[1] = 1+1.0/2048, 1+3.0/4096
+	require.NoError(t, c.Append(x, x))
+	c.Row(0, k, v)
+	assert.Equal(t, float32(1), k[0])
+	assert.Equal(t, float32(1+1.0/1024), k[1])
+}
+
+// TestKVCacheInt8 checks the block quantisation against its definition, including a head
+// width that is not a multiple of the 32-value block.
+func TestKVCacheInt8(t *testing.T) {
+	rng := rand.New(rand.NewPCG(31, 1))
+	for _, dim := range []int{64, 40, 7} {
+		heads := 3
+		c := qwen35.NewKVCache(heads, dim, qwen35.KVInt8, 50)
+		rows := make([][]float32, 20)
+		for p := range rows {
+			rows[p] = randVec(rng, heads*dim, 2)
+			if p == 3 {
+				clear(rows[p][:dim]) // an all-zero block
+			}
+			require.NoError(t, c.Append(rows[p], rows[p]))
+		}
+		k, v := make([]float32, heads*dim), make([]float32, heads*dim)
+		for p, row := range rows {
+			c.Row(p, k, v)
+			for h := 0; h < heads; h++ {
+				for b0 := 0; b0 < dim; b0 += 32 {
+					b1 := min(b0+32, dim)
+					var amax float64
+					for i := b0; i < b1; i++ {
+						amax = math.Max(amax, math.Abs(float64(row[h*dim+i])))
+					}
+					for i := b0; i < b1; i++ {
+						x := float64(row[h*dim+i])
+						want := 0.0
+						if amax > 0 {
+							want = math.Round(x/(amax/127)) * (amax / 127)
+						}
+						require.InDelta(t, want, k[h*dim+i], 1e-6*amax+1e-30, "dim %d pos %d head %d i %d", dim, p, h, i)
+						require.LessOrEqual(t, math.Abs(float64(v[h*dim+i])-x), amax/254*(1+1e-5))
+					}
+				}
+			}
+		}
+	}
+}
+
+func TestKVCacheFull(t *testing.T) {
+	for _, p := range []qwen35.KVPrecision{qwen35.KVFloat16, qwen35.KVFloat32, qwen35.KVInt8} {
+		c := qwen35.NewKVCache(2, 8, p, 37)
+		row := make([]float32, 16)
+		for i := 0; i < 37; i++ {
+			require.NoError(t, c.Append(row, row))
+		}
+		err := c.Append(row, row)
+		require.ErrorIs(t, err, qwen35.ErrContextFull)
+		assert.Contains(t, err.Error(), "37")
+		assert.Equal(t, 37, c.Len())
+		assert.Equal(t, 37, c.MaxLen())
+		assert.Equal(t, 37, c.Cap(), "pages stop at MaxLen")
+		require.Error(t, c.Append(row[:3], row))
+	}
+}
+
+// TestKVCacheGrowsWithUse: memory follows the length, not MaxLen.
+func TestKVCacheGrowsWithUse(t *testing.T) {
+	const heads, dim, maxLen = 4, 256, 262144
+	for _, tc := range []struct {
+		p       qwen35.KVPrecision
+		perSlot float64 // bytes per stored value
+	}{{qwen35.KVFloat16, 2}, {qwen35.KVFloat32, 4}, {qwen35.KVInt8, 1.125}} {
+		c := qwen35.NewKVCache(heads, dim, tc.p, maxLen)
+		assert.Zero(t, c.Bytes(), "nothing allocated up front")
+		row := make([]float32, heads*dim)
+		for i := 0; i < 10; i++ {
+			require.NoError(t, c.Append(row, row))
+		}
+		rowBytes := 2 * heads * dim * tc.perSlot
+		b := float64(c.Bytes())
+		assert.LessOrEqual(t, b, 16*rowBytes, "%v after 10 positions", tc.p)
+		assert.Less(t, b, 1e-3*maxLen*rowBytes)
+		for i := 10; i < 5000; i++ {
+			require.NoError(t, c.Append(row, row))
+		}
+		// Doubling pages: never more than twice what is used (plus the first page).
+		assert.LessOrEqual(t, float64(c.Bytes()), 2*5000*rowBytes, tc.p.String())
+		assert.GreaterOrEqual(t, float64(c.Bytes()), 5000*rowBytes, tc.p.String())
+		c.Reset()
+		assert.Zero(t, c.Len())
+		assert.GreaterOrEqual(t, float64(c.Bytes()), 5000*rowBytes, "Reset keeps memory")
+	}
+}
+
+func TestKVCacheReserveAppendNoAllocs(t *testing.T) {
+	for _, p := range []qwen35.KVPrecision{qwen35.KVFloat16, qwen35.KVFloat32, qwen35.KVInt8} {
+		c := qwen35.NewKVCache(4, 64, p, 10000)
+		c.Reserve(3000)
+		assert.GreaterOrEqual(t, c.Cap(), 3000)
+		row := make([]float32, 4*64)
+		allocs := testing.AllocsPerRun(2, func() {
+			c.Reset()
+			for i := 0; i < 3000; i++ {
+				if err := c.Append(row, row); err != nil {
+					panic(err)
+				}
+			}
+		})
+		assert.Zero(t, allocs, p.String())
+		c.Reserve(1 << 30)
+		assert.Equal(t, 10000, c.Cap(), "Reserve stops at MaxLen")
+	}
+}
+
+func TestKVCacheCopyFrom(t *testing.T) {
+	rng := rand.New(rand.NewPCG(32, 1))
+	for _, p := range []qwen35.KVPrecision{qwen35.KVFloat16, qwen35.KVFloat32, qwen35.KVInt8} {
+		t.Run(p.String(), func(t *testing.T) {
+			const heads, dim = 2, 40
+			a := qwen35.NewKVCache(heads, dim, p, 500)
+			rows := make([][]float32, 300)
+			for i := range rows {
+				rows[i] = randVec(rng, heads*dim, 1)
+			}
+			for i := 0; i < 100; i++ {
+				require.NoError(t, a.Append(rows[i], rows[i]))
+			}
+			// Copy into a cache of another shape and one with stale longer contents.
+			for _, b := range []*qwen35.KVCache{
+				qwen35.NewKVCache(1, 8, qwen35.KVFloat32, 7),
+				func() *qwen35.KVCache {
+					b := qwen35.NewKVCache(heads, dim, p, 500)
+					for i := 0; i < 250; i++ {
+						require.NoError(t, b.Append(rows[299-i], rows[i]))
+					}
+					return b
+				}(),
+			} {
+				b.CopyFrom(a)
+				assert.Equal(t, a.Len(), b.Len())
+				assert.Equal(t, a.MaxLen(), b.MaxLen())
+				assert.Equal(t, a.Precision(), b.Precision())
+				// Diverge: a and b each take different rows.
+				for i := 100; i < 150; i++ {
+					require.NoError(t, a.Append(rows[i], rows[i]))
+					require.NoError(t, b.Append(rows[i+150], rows[i+150]))
+				}
+				ka, va := make([]float32, heads*dim), make([]float32, heads*dim)
+				kb, vb := make([]float32, heads*dim), make([]float32, heads*dim)
+				for pos := 0; pos < 150; pos++ {
+					a.Row(pos, ka, va)
+					b.Row(pos, kb, vb)
+					if pos < 100 {
+						require.Equal(t, ka, kb, fmt.Sprint(pos))
+						require.Equal(t, va, vb, fmt.Sprint(pos))
+					} else {
+						require.NotEqual(t, ka, kb, fmt.Sprint(pos))
+					}
+				}
+				// Back to a's first 100 for the next round.
+				c := qwen35.NewKVCache(heads, dim, p, 500)
+				for i := 0; i < 100; i++ {
+					require.NoError(t, c.Append(rows[i], rows[i]))
+				}
+				a.CopyFrom(c)
+			}
+		})
+	}
+}

@@ -1,11 +1,12 @@
 module github.com/bonsai-go/sdk
 
-go 1.26
+go 1.26.0
 
 require (
-	github.com/ebitengine/purego v0.11.3
+	github.com/ardanlabs/jinja v1.8.0
 	github.com/stretchr/testify v1.12.1
 	github.com/x448/float16 v0.8.4
+	golang.org/x/sys v0.50.0
 	gonum.org/v1/gonum v0.17.0
 )
 

@@ -2,6 +2,8 @@ package bonsai
 
 import (
 	"context"
+	"fmt"
+	"io"
 
 	"github.com/bonsai-go/sdk/qwen35"
 )
@@ -27,6 +29,41 @@ type LoadOptions struct {
 	Threads int
 	// Progress, when set, receives the backend's load progress.
 	Progress func(Progress)
+	// Activations is the precision of the activations fed to the ternary products.
+	Activations Activations
+	// Profile asks the engine to account the time of each kind of operation, for
+	// Session.Profile.
+	Profile bool
+}
+
+// Activations is the precision in which activations meet the ternary weights.
+type Activations uint8
+
+const (
+	// ActivationsInt8 quantises each activation once per site to int8 (one scale per
+	// 128 values) and multiplies with integer kernels, as llama.cpp's CPU backend does
+	// with Q8_0: the fast default.
+	ActivationsInt8 Activations = iota
+	// ActivationsFloat32 multiplies in float32: slower, and within float32 rounding of
+	// the float64 reference.
+	ActivationsFloat32
+)
+
+func (a Activations) String() string {
+	switch a {
+	case ActivationsInt8:
+		return "int8"
+	case ActivationsFloat32:
+		return "float32"
+	}
+	return fmt.Sprintf("Activations(%d)", uint8(a))
+}
+
+// Profiler is implemented by states that account the time of each kind of operation
+// (the CPU backend's, when the model was opened WithProfiling).
+type Profiler interface {
+	Profile() OpProfile
+	ResetProfile()
 }
 
 // StateOptions size one sequence's state.
@@ -54,7 +91,9 @@ type Engine interface {
 	Close() error
 }
 
-// State is one sequence's state on a backend.
+// State is one sequence's state on a backend. A State may also have a method
+// CopyFrom(State) error that makes it a copy of another state of its engine in place;
+// the chat checkpoints of Generate then reuse their memory instead of cloning.
 type State interface {
 	// Len returns the number of tokens the sequence holds.
 	Len() int
@@ -62,6 +101,15 @@ type State interface {
 	Reset()
 	// Clone returns an independent deep copy.
 	Clone() (State, error)
+	// Save writes the state in the snapshot encoding that every backend shares, so that
+	// a snapshot saved on one backend loads on another (see the state encoding in
+	// statecodec.go): the token count, then per layer the GDN convolution and recurrent
+	// states, or the KV cache at its precision and length.
+	Save(w io.Writer) error
+	// Load replaces the state with one Save wrote for the same model. It allocates
+	// nothing beyond what the state's context size allows, and on error leaves the
+	// state empty.
+	Load(r io.Reader) error
 	// Bytes returns the memory the state holds.
 	Bytes() int64
 	// Close releases the state's memory.

@@ -3,6 +3,8 @@ package bonsai
 import (
 	"context"
 	"fmt"
+	"io"
+	"time"
 
 	"github.com/bonsai-go/sdk/hadamard"
 	"github.com/bonsai-go/sdk/internal/parallel"
@@ -29,11 +31,13 @@ func (cpuBackend) Load(ctx context.Context, w *qwen35.Weights, opt LoadOptions) 
 	}
 	c := &w.Config
 	e := &cpuEngine{
-		w:    w,
-		cfg:  c,
-		pool: parallel.NewPool(max(opt.Threads, 1)),
-		gdn:  qwen35.NewGDN(c),
-		attn: qwen35.NewAttention(c),
+		w:       w,
+		cfg:     c,
+		pool:    parallel.NewPool(max(opt.Threads, 1)),
+		gdn:     qwen35.NewGDN(c),
+		attn:    qwen35.NewAttention(c),
+		int8:    opt.Activations == ActivationsInt8,
+		profile: opt.Profile,
 	}
 	e.rotEmbed = w.Rotation(c.Embedding)
 	e.rotInner = w.Rotation(c.InnerSize)
@@ -60,6 +64,12 @@ type cpuEngine struct {
 	// the step form but does more scalar arithmetic per token, so on the CPU prefill
 	// walks the steps unless a test asks otherwise.
 	chunkedGDN bool
+
+	// int8 quantises each activation site once to int8 and runs the integer kernels
+	// (the default); otherwise the products run in float32.
+	int8 bool
+	// profile accounts the time of each kind of operation (a few clock reads per op).
+	profile bool
 }
 
 func (e *cpuEngine) Close() error {
@@ -95,9 +105,15 @@ type scratch struct {
 	gdn  *qwen35.GDNScratch
 	attn *qwen35.AttentionScratch
 
+	// The int8 sites: each activation quantised once for every matrix that reads it.
+	q8Embed, q8Inner, q8Attn, q8FF *ternary.Q8Batch
+
 	prod    productJob
 	rotate  rotateJob
 	decoded []float32 // one embedding row
+
+	prof    OpProfile
+	opStart time.Time
 }
 
 func (e *cpuEngine) NewState(opt StateOptions) (State, error) {
@@ -135,6 +151,10 @@ func (e *cpuEngine) newScratch(chunk int) *scratch {
 		gdn:     gs,
 		attn:    as,
 		decoded: make([]float32, c.Embedding),
+		q8Embed: ternary.NewQ8Batch(c.Embedding, chunk),
+		q8Inner: ternary.NewQ8Batch(c.InnerSize, chunk),
+		q8Attn:  ternary.NewQ8Batch(c.AttentionWidth(), chunk),
+		q8FF:    ternary.NewQ8Batch(c.FeedForward, chunk),
 	}
 }
 
@@ -168,6 +188,52 @@ func (st *cpuState) Clone() (State, error) {
 		}
 	}
 	return c, nil
+}
+
+func (st *cpuState) Save(w io.Writer) error {
+	if st.s == nil {
+		return ErrClosed
+	}
+	return newStateCodec(st.e.cfg).save(w, st.pos, st.gdn, st.kv)
+}
+
+// Load replaces the state with a saved one. On error the state is left empty.
+func (st *cpuState) Load(r io.Reader) error {
+	if st.s == nil {
+		return ErrClosed
+	}
+	st.Reset()
+	n, err := newStateCodec(st.e.cfg).load(r, st.opt.ContextSize, st.gdn, st.kv)
+	if err != nil {
+		st.Reset()
+		return err
+	}
+	st.pos = n
+	return nil
+}
+
+// CopyFrom makes st a copy of o, a state of the same engine, reusing st's memory.
+func (st *cpuState) CopyFrom(o State) error {
+	src, ok := o.(*cpuState)
+	if !ok || src.e != st.e {
+		return fmt.Errorf("bonsai: cpu: state belongs to another engine")
+	}
+	if st.s == nil || src.s == nil {
+		return ErrClosed
+	}
+	if src.opt != st.opt {
+		return fmt.Errorf("bonsai: cpu: states of different sizes")
+	}
+	st.pos = src.pos
+	for i := range src.gdn {
+		if src.gdn[i] != nil {
+			st.gdn[i].CopyFrom(src.gdn[i])
+		}
+		if src.kv[i] != nil {
+			st.kv[i].CopyFrom(src.kv[i])
+		}
+	}
+	return nil
 }
 
 func (st *cpuState) Bytes() int64 {
@@ -248,6 +314,7 @@ func (e *cpuEngine) forwardChunk(st *cpuState, tokens []int32, out []float32, al
 	c, w, s := e.cfg, e.w, st.s
 	T := len(tokens)
 	E := c.Embedding
+	e.begin(s)
 
 	// Embedding: dequantise the stored row and rotate it back (transform, then signs).
 	emb := &w.TokenEmbedding
@@ -256,61 +323,76 @@ func (e *cpuEngine) forwardChunk(st *cpuState, tokens []int32, out []float32, al
 		if err := emb.Format.Decode(x, emb.Row(int(tok))); err != nil {
 			return fmt.Errorf("bonsai: %s row %d: %w", emb.Name, tok, err)
 		}
-		e.rotEmbed.Inverse(x)
 	}
+	e.lap(s, &s.prof.Other)
+	for t := range T {
+		e.rotEmbed.Inverse(s.x[t*E : (t+1)*E])
+	}
+	e.lap(s, &s.prof.Transforms)
 
 	for li := range w.Layers {
 		l := &w.Layers[li]
-		e.normRotate(s, T, l.AttnNorm, true)
+		e.normRotate(s, T, l.AttnNorm, !l.Attention)
 		if l.Attention {
 			qn, kn := 2*c.Heads*c.HeadDim, c.KVHeads*c.HeadDim
+			q8 := e.quantize(s, s.hr, T, s.q8Embed)
 			s.prod.reset(T)
-			s.prod.ternary(&l.Q, s.hr, s.qg[:T*qn])
-			s.prod.ternary(&l.K, s.hr, s.k[:T*kn])
-			s.prod.ternary(&l.V, s.hr, s.v[:T*kn])
-			e.run(&s.prod)
+			s.prod.ternary(&l.Q, s.hr, q8, s.qg[:T*qn])
+			s.prod.ternary(&l.K, s.hr, q8, s.k[:T*kn])
+			s.prod.ternary(&l.V, s.hr, q8, s.v[:T*kn])
+			e.run(s, &s.prod)
 			aw := c.AttentionWidth()
 			mix := s.mix[:T*aw]
 			if err := e.attn.Forward(mix, s.qg[:T*qn], s.k[:T*kn], s.v[:T*kn], T, st.pos, l, st.kv[li], s.attn); err != nil {
 				return fmt.Errorf("bonsai: layer %d: %w", li, err)
 			}
+			e.lap(s, &s.prof.Attention)
 			e.rotateRows(s, mix, T, e.rotAttn)
+			q8 = e.quantize(s, mix, T, s.q8Attn)
 			s.prod.reset(T)
-			s.prod.ternary(&l.O, mix, s.delta[:T*E])
-			e.run(&s.prod)
+			s.prod.ternary(&l.O, mix, q8, s.delta[:T*E])
+			e.run(s, &s.prod)
 		} else {
 			qkvn, inner := c.QKVWidth(), c.InnerSize
+			q8 := e.quantize(s, s.hr, T, s.q8Embed)
 			s.prod.reset(T)
-			s.prod.ternary(&l.QKV, s.hr, s.qkv[:T*qkvn])
-			s.prod.ternary(&l.Gate, s.hr, s.z[:T*inner])
+			s.prod.ternary(&l.QKV, s.hr, q8, s.qkv[:T*qkvn])
+			s.prod.ternary(&l.Gate, s.hr, q8, s.z[:T*inner])
 			s.prod.bf16(&l.Alpha, s.h, s.alpha[:T*c.VHeads])
 			s.prod.bf16(&l.Beta, s.h, s.beta[:T*c.VHeads])
-			e.run(&s.prod)
+			e.run(s, &s.prod)
 			mix := s.mix[:T*inner]
 			e.gdn.Forward(mix, s.qkv[:T*qkvn], s.z[:T*inner], s.alpha[:T*c.VHeads], s.beta[:T*c.VHeads], T, l, st.gdn[li], s.gdn, e.chunkedGDN && T > 1)
+			e.lap(s, &s.prof.GDN)
 			e.rotateRows(s, mix, T, e.rotInner)
+			q8 = e.quantize(s, mix, T, s.q8Inner)
 			s.prod.reset(T)
-			s.prod.ternary(&l.SSMOut, mix, s.delta[:T*E])
-			e.run(&s.prod)
+			s.prod.ternary(&l.SSMOut, mix, q8, s.delta[:T*E])
+			e.run(s, &s.prod)
 		}
 		addInto(s.x[:T*E], s.delta[:T*E])
 
 		e.normRotate(s, T, l.PostAttnNorm, false)
 		ff := c.FeedForward
+		q8 := e.quantize(s, s.hr, T, s.q8Embed)
 		s.prod.reset(T)
-		s.prod.ternary(&l.FFNGate, s.hr, s.gate[:T*ff])
-		s.prod.ternary(&l.FFNUp, s.hr, s.up[:T*ff])
-		e.run(&s.prod)
+		s.prod.ternary(&l.FFNGate, s.hr, q8, s.gate[:T*ff])
+		s.prod.ternary(&l.FFNUp, s.hr, q8, s.up[:T*ff])
+		e.run(s, &s.prod)
 		qwen35.SwiGLU(s.gate[:T*ff], s.gate[:T*ff], s.up[:T*ff])
+		e.lap(s, &s.prof.Other)
 		e.rotateRows(s, s.gate[:T*ff], T, e.rotFF)
+		q8 = e.quantize(s, s.gate[:T*ff], T, s.q8FF)
 		s.prod.reset(T)
-		s.prod.ternary(&l.FFNDown, s.gate[:T*ff], s.delta[:T*E])
-		e.run(&s.prod)
+		s.prod.ternary(&l.FFNDown, s.gate[:T*ff], q8, s.delta[:T*E])
+		e.run(s, &s.prod)
 		addInto(s.x[:T*E], s.delta[:T*E])
 	}
 	st.pos += T
+	s.prof.Tokens += T
 
 	if out == nil {
+		e.lap(s, &s.prof.Other)
 		return nil
 	}
 	// The head: only the rows whose logits were asked for.
@@ -322,12 +404,69 @@ func (e *cpuEngine) forwardChunk(st *cpuState, tokens []int32, out []float32, al
 	for t := first; t < T; t++ {
 		hr := s.hr[(t-first)*E : (t-first+1)*E]
 		qwen35.RMSNorm(hr, s.x[t*E:(t+1)*E], w.OutputNorm, float32(c.RMSEpsilon))
-		e.rotEmbed.Forward(hr)
 	}
+	e.lap(s, &s.prof.Other)
+	e.rotateRows(s, s.hr[:rows*E], rows, e.rotEmbed)
+	q8 := e.quantize(s, s.hr[:rows*E], rows, s.q8Embed)
 	s.prod.reset(rows)
-	s.prod.ternary(&w.Output, s.hr[:rows*E], out[:rows*c.Vocab])
-	e.run(&s.prod)
+	s.prod.ternary(&w.Output, s.hr[:rows*E], q8, out[:rows*c.Vocab])
+	e.run(s, &s.prod)
 	return nil
+}
+
+// OpProfile is the time a session's forward passes spent in each kind of operation,
+// accounted when the model was opened WithProfiling.
+type OpProfile struct {
+	Ternary    time.Duration // ternary matrix products, their int8 activation quantisation, and the small BF16 GDN projections
+	Transforms time.Duration // Hadamard rotations (activation sites and the embedding)
+	GDN        time.Duration // the Gated DeltaNet mixer core (conv, recurrence, gated norm)
+	Attention  time.Duration // q/k norms, RoPE, the KV cache and attention
+	Other      time.Duration // RMSNorm, residual adds, SwiGLU, the embedding lookup
+	Tokens     int           // tokens processed
+}
+
+// Total returns the sum of the durations.
+func (p OpProfile) Total() time.Duration {
+	return p.Ternary + p.Transforms + p.GDN + p.Attention + p.Other
+}
+
+// Profile returns the time the state's forward passes spent per kind of operation.
+func (st *cpuState) Profile() OpProfile {
+	if st.s == nil {
+		return OpProfile{}
+	}
+	return st.s.prof
+}
+
+// ResetProfile zeroes the accounting.
+func (st *cpuState) ResetProfile() {
+	if st.s != nil {
+		st.s.prof = OpProfile{}
+	}
+}
+
+// begin and lap account the time since the previous mark to one kind of operation.
+func (e *cpuEngine) begin(s *scratch) {
+	if e.profile {
+		s.opStart = time.Now()
+	}
+}
+
+func (e *cpuEngine) lap(s *scratch, into *time.Duration) {
+	if e.profile {
+		now := time.Now()
+		*into += now.Sub(s.opStart)
+		s.opStart = now
+	}
+}
+
+// quantize prepares the int8 site of T rows of x, or returns nil in float32 mode.
+func (e *cpuEngine) quantize(s *scratch, x []float32, T int, q8 *ternary.Q8Batch) *ternary.Q8Batch {
+	if !e.int8 {
+		return nil
+	}
+	q8.Quantize(x, T)
+	return q8
 }
 
 // normRotate computes h = rmsnorm(x)·gain for the chunk and hr = R·h, the shared input of
@@ -345,6 +484,7 @@ func (e *cpuEngine) normRotate(s *scratch, T int, gain []float32, keepH bool) {
 			qwen35.RMSNorm(hr, s.x[t*E:(t+1)*E], gain, eps)
 		}
 	}
+	e.lap(s, &s.prof.Other)
 	e.rotateRows(s, s.hr[:T*E], T, e.rotEmbed)
 }
 
@@ -352,10 +492,11 @@ func (e *cpuEngine) normRotate(s *scratch, T int, gain []float32, keepH bool) {
 func (e *cpuEngine) rotateRows(s *scratch, x []float32, T int, r *hadamard.Rotation) {
 	if T == 1 {
 		r.Forward(x)
-		return
+	} else {
+		s.rotate = rotateJob{x: x, width: r.Width(), r: r}
+		e.pool.For(T, 1, &s.rotate)
 	}
-	s.rotate = rotateJob{x: x, width: r.Width(), r: r}
-	e.pool.For(T, 1, &s.rotate)
+	e.lap(s, &s.prof.Transforms)
 }
 
 type rotateJob struct {
@@ -370,9 +511,10 @@ func (j *rotateJob) Run(lo, hi int) {
 	}
 }
 
-func (e *cpuEngine) run(j *productJob) {
+func (e *cpuEngine) run(s *scratch, j *productJob) {
 	// A grain of 16 rows keeps a chunk's weights (≥ 16 × 1.3 KB) worth a claim.
 	e.pool.For(j.total, 16, j)
+	e.lap(s, &s.prof.Ternary)
 }
 
 func addInto(x, d []float32) {
@@ -395,6 +537,7 @@ type productJob struct {
 type product struct {
 	tern  *qwen35.Matrix
 	bf    *qwen35.BF16Matrix
+	q8    *ternary.Q8Batch // the int8 site, or nil for the float32 kernels
 	x, y  []float32
 	first int // global index of the product's first row
 	rows  int
@@ -402,8 +545,8 @@ type product struct {
 
 func (j *productJob) reset(t int) { j.t, j.n, j.total = t, 0, 0 }
 
-func (j *productJob) ternary(m *qwen35.Matrix, x, y []float32) {
-	j.ps[j.n] = product{tern: m, x: x, y: y, first: j.total, rows: m.N}
+func (j *productJob) ternary(m *qwen35.Matrix, x []float32, q8 *ternary.Q8Batch, y []float32) {
+	j.ps[j.n] = product{tern: m, x: x, q8: q8, y: y, first: j.total, rows: m.N}
 	j.n++
 	j.total += m.N
 }
@@ -422,6 +565,10 @@ func (j *productJob) Run(lo, hi int) {
 			continue
 		}
 		switch {
+		case p.q8 != nil && j.t == 1:
+			ternary.MatVecQ8Range(p.tern.Format, p.tern.Data, p.tern.K, p.q8.Row(0), p.y, a, b)
+		case p.q8 != nil:
+			ternary.MatMulQ8Range(p.tern.Format, p.tern.Data, p.tern.K, p.tern.N, p.q8, j.t, p.y, a, b)
 		case p.tern != nil && j.t == 1:
 			ternary.MatVecRange(p.tern.Format, p.tern.Data, p.tern.K, p.x, p.y, a, b)
 		case p.tern != nil:

@@ -22,7 +22,7 @@ func TestChunkedGDNPrefill(t *testing.T) {
 	require.NoError(t, err)
 	w, err := qwen35.Bind(f)
 	require.NoError(t, err)
-	eng, err := CPU().Load(context.Background(), w, LoadOptions{Threads: 2})
+	eng, err := CPU().Load(context.Background(), w, LoadOptions{Threads: 2, Activations: ActivationsFloat32})
 	require.NoError(t, err)
 	defer eng.Close()
 	e := eng.(*cpuEngine)

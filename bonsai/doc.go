@@ -1,16 +1,26 @@
 // Package bonsai loads and runs Ternary Bonsai models: the package a program imports.
 //
-// Open maps a model file and checks it; a Model is shared by any number of Sessions, each
-// one conversation whose state (the attention layers' KV cache, the Gated DeltaNet layers'
-// recurrent state) lives on the model's Backend:
+// Open maps a model file, checks it and reads its tokenizer and chat template; a Model
+// is shared by any number of Sessions, each one conversation whose state (the attention
+// layers' KV cache, the Gated DeltaNet layers' recurrent state) lives on the model's
+// Backend. Generate streams text:
 //
 //	m, err := bonsai.Open("Ternary-Bonsai-2-27B-PQ2_0.gguf")
 //	if err != nil { ... }
 //	defer m.Close()
 //	s, err := m.NewSession()
-//	err = s.Prefill(ctx, promptTokens)
-//	next := argmax(s.Logits())
-//	err = s.Step(ctx, next)
+//	g := s.Generate(ctx, bonsai.Chat(bonsai.Message{Role: "user", Content: "Hello"}),
+//		bonsai.GenerateOptions{MaxTokens: 512, Temperature: 0.7, TopP: 0.8, TopK: 20})
+//	for tok, err := range g.Tokens() {
+//		if err != nil { ... }
+//		fmt.Print(tok.Text)
+//	}
+//	res, err := g.Result() // the answer, the thinking, the finish reason, the usage
+//
+// A session remembers its tokens, so the next turn of a conversation prefills only the
+// new messages; Save and LoadSession keep a conversation across runs. Below Generate,
+// Prefill, Step and Logits drive the model token by token, and a Sampler draws from the
+// logits.
 //
 // The computation runs on a Backend: CPU() is the pure-Go backend (the default), and the
 // metal package provides Apple GPUs. The weights are never copied: the CPU backend reads

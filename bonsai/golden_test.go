@@ -57,7 +57,7 @@ func TestTinyMatchesLlamaCpp(t *testing.T) {
 	ids, want := readGolden(t)
 	for _, format := range []ternary.Format{ternary.PQ2_0, ternary.PTQ1_0} {
 		path := writeModel(t, "tiny", 1, format)
-		m := open(t, path, bonsai.WithKVCache(bonsai.KVFloat32))
+		m := open(t, path, bonsai.WithKVCache(bonsai.KVFloat32), bonsai.WithActivations(bonsai.ActivationsFloat32))
 		s, err := m.NewSession()
 		require.NoError(t, err)
 		got, err := s.PrefillAll(context.Background(), ids)
@@ -70,4 +70,13 @@ func TestTinyMatchesLlamaCpp(t *testing.T) {
 		assert.Less(t, prefill, 1e-4)
 		assert.Less(t, step, 1e-4)
 	}
+	// With the default int8 activations (llama.cpp's own CPU path quantises to Q8_0).
+	m := open(t, writeModel(t, "tiny", 1, ternary.PQ2_0), bonsai.WithKVCache(bonsai.KVFloat32))
+	s, err := m.NewSession()
+	require.NoError(t, err)
+	got, err := s.PrefillAll(context.Background(), ids)
+	require.NoError(t, err)
+	worst := compare(t, "llama.cpp int8", got, want, 3.0)
+	t.Logf("tiny seed 1, int8 activations vs llama.cpp golden logits: max |Δlogit| %.3g", worst)
+	assert.Less(t, worst, 1.5)
 }

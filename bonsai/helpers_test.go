@@ -22,3 +22,43 @@ func writeGGUF(path string, kv []gguf.KV) error {
 	}
 	return f.Close()
 }
+
+// copyWithoutKey rewrites the GGUF file src as dst without the metadata key.
+func copyWithoutKey(src, dst, key string) error {
+	f, err := gguf.Open(src)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	var kv []gguf.KV
+	for _, x := range f.KV {
+		if x.Key != key {
+			kv = append(kv, x)
+		}
+	}
+	out, err := os.Create(dst)
+	if err != nil {
+		return err
+	}
+	w, err := gguf.NewWriter(out, kv, f.Tensors)
+	if err != nil {
+		out.Close()
+		return err
+	}
+	for _, t := range f.Tensors {
+		data, err := f.TensorData(t.Name)
+		if err != nil {
+			out.Close()
+			return err
+		}
+		if err := w.WriteTensor(t.Name, data); err != nil {
+			out.Close()
+			return err
+		}
+	}
+	if err := w.Close(); err != nil {
+		out.Close()
+		return err
+	}
+	return out.Close()
+}

@@ -7,6 +7,8 @@ import (
 	"runtime"
 	"sync"
 
+	"github.com/ardanlabs/jinja"
+	"github.com/bonsai-go/sdk/bonsai/tokenizer"
 	"github.com/bonsai-go/sdk/gguf"
 	"github.com/bonsai-go/sdk/qwen35"
 	"github.com/bonsai-go/sdk/ternary"
@@ -45,6 +47,9 @@ type options struct {
 	ctx      context.Context
 	verify   bool
 	mmap     bool
+	template string
+	acts     Activations
+	profile  bool
 }
 
 // Option configures Open.
@@ -73,9 +78,20 @@ func WithLoadContext(ctx context.Context) Option { return func(o *options) { o.c
 // (about one second per 2 GB of weights).
 func WithVerify(on bool) Option { return func(o *options) { o.verify = on } }
 
+// WithActivations sets the precision in which activations meet the ternary weights
+// (default ActivationsInt8).
+func WithActivations(a Activations) Option { return func(o *options) { o.acts = a } }
+
+// WithProfiling makes the backend account the time of each kind of operation; read it
+// with Session.Profile.
+func WithProfiling(on bool) Option { return func(o *options) { o.profile = on } }
+
 // WithMmap chooses between memory-mapping the file (the default, where the platform
 // supports it) and reading it into memory.
 func WithMmap(on bool) Option { return func(o *options) { o.mmap = on } }
+
+// WithChatTemplate replaces the model file's chat template with the Jinja source src.
+func WithChatTemplate(src string) Option { return func(o *options) { o.template = src } }
 
 // defaultContext caps the default context size: the 27B model's 262144 positions would
 // let one session's KV cache grow to 16 GiB.
@@ -90,13 +106,23 @@ type Model struct {
 	backend Backend
 	opts    options
 
+	tok        *tokenizer.Tokenizer
+	tmpl       *jinja.Template
+	tmplSource string
+	tmplErr    error // why the template did not compile
+
+	fpOnce      sync.Once
+	fingerprint [32]byte // see Fingerprint
+
 	mu     sync.RWMutex // held for reading by every forward pass, for writing by Close
 	closed bool
 }
 
 // Open maps a Ternary Bonsai GGUF file, checks every tensor the model needs (type,
-// shape, the Hadamard contract) and loads it on the backend. The weights are never
-// copied: the CPU backend reads them from the mapped file.
+// shape, the Hadamard contract), reads its tokenizer and chat template, and loads it on
+// the backend. A file whose tokenizer cannot be read is refused; a file without a chat
+// template gets ChatML. The weights are never copied: the CPU backend reads them from
+// the mapped file.
 func Open(path string, opts ...Option) (*Model, error) {
 	o := options{threads: runtime.NumCPU(), kv: KVFloat16, ctx: context.Background(), mmap: true}
 	for _, opt := range opts {
@@ -141,6 +167,13 @@ func load(f *gguf.File, o options, report func(string, int64, int64)) (*Model, e
 		return nil, fmt.Errorf("bonsai: %w", err)
 	}
 	report("bind", int64(len(f.Tensors)), int64(len(f.Tensors)))
+	tok, err := tokenizer.FromGGUF(f)
+	if err != nil {
+		return nil, fmt.Errorf("bonsai: the model's tokenizer: %w", err)
+	}
+	if tok.Len() > w.Config.Vocab {
+		return nil, fmt.Errorf("bonsai: the tokenizer has %d tokens, the model's vocabulary %d", tok.Len(), w.Config.Vocab)
+	}
 	if o.verify {
 		if err := verify(o.ctx, f, report); err != nil {
 			return nil, err
@@ -153,12 +186,14 @@ func load(f *gguf.File, o options, report func(string, int64, int64)) (*Model, e
 		return nil, fmt.Errorf("bonsai: context size %d: want at least 1", o.ctxSize)
 	}
 	report("load", 0, 1)
-	engine, err := o.backend.Load(o.ctx, w, LoadOptions{Threads: o.threads, Progress: o.progress})
+	engine, err := o.backend.Load(o.ctx, w, LoadOptions{Threads: o.threads, Progress: o.progress, Activations: o.acts, Profile: o.profile})
 	if err != nil {
 		return nil, fmt.Errorf("bonsai: backend %s: %w", o.backend.Name(), err)
 	}
 	report("load", 1, 1)
-	return &Model{file: f, weights: w, engine: engine, backend: o.backend, opts: o}, nil
+	m := &Model{file: f, weights: w, engine: engine, backend: o.backend, opts: o, tok: tok}
+	m.loadChatTemplate(o.template)
+	return m, nil
 }
 
 func verify(ctx context.Context, f *gguf.File, report func(string, int64, int64)) error {
@@ -203,6 +238,9 @@ func (m *Model) File() *gguf.File { return m.file }
 // Weights returns the bound weights.
 func (m *Model) Weights() *qwen35.Weights { return m.weights }
 
+// Tokenizer returns the model's tokenizer, read from the file at Open.
+func (m *Model) Tokenizer() *tokenizer.Tokenizer { return m.tok }
+
 // Backend returns the name of the backend the model runs on.
 func (m *Model) Backend() string { return m.backend.Name() }
 
@@ -239,5 +277,5 @@ func (m *Model) NewSession() (*Session, error) {
 	if err != nil {
 		return nil, fmt.Errorf("bonsai: %w", err)
 	}
-	return &Session{m: m, st: st, logits: make([]float32, m.weights.Config.Vocab), one: make([]int32, 1)}, nil
+	return newSession(m, st), nil
 }

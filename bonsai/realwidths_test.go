@@ -40,7 +40,7 @@ func TestRealWidthsMatchesReference(t *testing.T) {
 	r = nil
 	require.NoError(t, f.Close())
 
-	m := open(t, path, bonsai.WithKVCache(bonsai.KVFloat32))
+	m := open(t, path, bonsai.WithKVCache(bonsai.KVFloat32), bonsai.WithActivations(bonsai.ActivationsFloat32))
 	s, err := m.NewSession()
 	require.NoError(t, err)
 	got, err := s.PrefillAll(context.Background(), ids)
@@ -49,10 +49,20 @@ func TestRealWidthsMatchesReference(t *testing.T) {
 	s.Reset()
 	steps := stepAll(t, s, ids)
 	step := compare(t, "real-widths step", steps, want, 0)
-	t.Logf("real widths, f32 KV, vs float64 reference over %d positions: prefill max |Δlogit| %.3g, step walk %.3g, prefill vs walk %.3g",
+	t.Logf("real widths, f32 KV, float32 activations, vs float64 reference over %d positions: prefill max |Δlogit| %.3g, step walk %.3g, prefill vs walk %.3g",
 		len(ids), prefill, step, maxDiff(got, steps))
 	assert.Less(t, prefill, 2e-3)
 	assert.Less(t, step, 2e-3)
+
+	m8 := open(t, path, bonsai.WithKVCache(bonsai.KVFloat32))
+	s8, err := m8.NewSession()
+	require.NoError(t, err)
+	got8, err := s8.PrefillAll(context.Background(), ids)
+	require.NoError(t, err)
+	const bound = 1.0
+	int8 := compare(t, "real-widths int8", got8, want, 2*bound)
+	t.Logf("real widths, int8 activations vs float64 reference: max |Δlogit| %.3g", int8)
+	assert.Less(t, int8, bound)
 }
 
 // Open maps the file and binds views of it: the heap holds the contract's sign vectors

@@ -4,12 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 )
 
 // Session is one conversation: the state of one token sequence (the attention layers' KV
-// cache and the GDN layers' recurrent and convolution states) and the logits of its last
-// token. A session is not for concurrent use, but distinct sessions of one model run
+// cache and the GDN layers' recurrent and convolution states), the tokens it holds and
+// the logits of the last. Generate runs on it; Prefill and Step feed it directly. A
+// session is not for concurrent use, but distinct sessions of one model run
 // concurrently.
 type Session struct {
 	m  *Model
@@ -19,6 +21,29 @@ type Session struct {
 	logits    []float32
 	hasLogits bool
 	one       []int32 // Step's token, kept so a step allocates nothing
+
+	// tokens are the tokens the state holds, in order: what Generate compares a new
+	// prompt with. It is allocated for the context size (up to 65536 tokens), so that a
+	// step allocates nothing.
+	tokens []int32
+	// ckpt is a copy of the state at the end of the last chat prompt before the
+	// assistant's reply, or nil (see Generate).
+	ckpt *checkpoint
+	// smp is Generate's sampler, kept for its vocabulary-sized buffers.
+	smp *Sampler
+}
+
+// checkpoint is a saved state with its tokens and last logits.
+type checkpoint struct {
+	st        State
+	tokens    []int32
+	logits    []float32
+	hasLogits bool
+}
+
+func newSession(m *Model, st State) *Session {
+	return &Session{m: m, st: st, logits: make([]float32, m.weights.Config.Vocab), one: make([]int32, 1),
+		tokens: make([]int32, 0, min(m.opts.ctxSize, 1<<16))}
 }
 
 // Len returns the number of tokens the session holds.
@@ -84,7 +109,12 @@ func (s *Session) forward(ctx context.Context, tokens []int32, logits []float32,
 	if s.m.closed {
 		return ErrClosed
 	}
+	before := s.st.Len()
 	err := s.m.engine.Forward(ctx, s.st, tokens, logits, all)
+	// On cancellation the state keeps the chunks it completed.
+	if done := s.st.Len() - before; done > 0 && done <= len(tokens) {
+		s.tokens = append(s.tokens, tokens[:done]...)
+	}
 	if !all {
 		// The shared buffer holds the last token's logits only if the pass got that far.
 		s.hasLogits = err == nil
@@ -103,7 +133,8 @@ func (s *Session) Logits() []float32 {
 	return s.logits
 }
 
-// Reset empties the session, keeping its memory for reuse.
+// Reset empties the session, keeping its memory for reuse, and drops its chat
+// checkpoint.
 func (s *Session) Reset() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -111,9 +142,26 @@ func (s *Session) Reset() {
 		s.st.Reset()
 	}
 	s.hasLogits = false
+	s.tokens = s.tokens[:0]
+	s.dropCheckpoint()
 }
 
-// Clone returns an independent copy of the session — a fork of the conversation.
+func (s *Session) dropCheckpoint() {
+	if s.ckpt != nil {
+		s.ckpt.st.Close()
+		s.ckpt = nil
+	}
+}
+
+// Tokens returns a copy of the tokens the session holds, in order.
+func (s *Session) Tokens() []int32 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.tokens)
+}
+
+// Clone returns an independent copy of the session — a fork of the conversation. The
+// copy has the state and the tokens, not the chat checkpoint (see Generate).
 func (s *Session) Clone() (*Session, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -129,7 +177,10 @@ func (s *Session) Clone() (*Session, error) {
 	if err != nil {
 		return nil, fmt.Errorf("bonsai: %w", err)
 	}
-	c := &Session{m: s.m, st: st, logits: append([]float32(nil), s.logits...), hasLogits: s.hasLogits, one: make([]int32, 1)}
+	c := newSession(s.m, st)
+	copy(c.logits, s.logits)
+	c.hasLogits = s.hasLogits
+	c.tokens = append(c.tokens, s.tokens...)
 	return c, nil
 }
 
@@ -152,8 +203,150 @@ func (s *Session) Close() error {
 	}
 	err := s.st.Close()
 	s.st = nil
+	s.dropCheckpoint()
 	if err != nil && !errors.Is(err, ErrClosed) {
 		return fmt.Errorf("bonsai: %w", err)
 	}
 	return nil
+}
+
+// prefillPrompt brings the session to the end of prompt p, reusing what it holds: its
+// state when its tokens are a prefix of the prompt, else its checkpoint when that is one,
+// else nothing (a reset). It returns the number of prompt tokens reused. When p has a
+// boundary beyond the reused part, the state there is saved as the new checkpoint.
+func (s *Session) prefillPrompt(ctx context.Context, p prompt) (int, error) {
+	s.mu.Lock()
+	if s.st == nil {
+		s.mu.Unlock()
+		return 0, ErrClosed
+	}
+	// A prefix is usable if it leaves tokens to feed, or if the logits of its last token
+	// are at hand.
+	usable := func(held []int32, hasLogits bool) int {
+		if len(held) == 0 || len(held) > len(p.ids) || !slices.Equal(held, p.ids[:len(held)]) {
+			return -1
+		}
+		if len(held) == len(p.ids) && !hasLogits {
+			return -1
+		}
+		return len(held)
+	}
+	own := usable(s.tokens, s.hasLogits)
+	saved := -1
+	if s.ckpt != nil {
+		saved = usable(s.ckpt.tokens, s.ckpt.hasLogits)
+	}
+	switch {
+	case own >= saved && own > 0:
+	case saved > 0:
+		if err := s.restore(s.ckpt); err != nil {
+			s.mu.Unlock()
+			return 0, err
+		}
+	default:
+		s.st.Reset()
+		s.tokens = s.tokens[:0]
+		s.hasLogits = false
+	}
+	cached := len(s.tokens)
+	s.mu.Unlock()
+
+	ids := p.ids
+	if p.boundary > cached && p.boundary < len(ids) {
+		if err := s.Prefill(ctx, ids[cached:p.boundary]); err != nil {
+			return cached, err
+		}
+		if err := s.checkpoint(); err != nil {
+			return cached, err
+		}
+		cached2 := p.boundary
+		return cached, s.Prefill(ctx, ids[cached2:])
+	}
+	return cached, s.Prefill(ctx, ids[cached:])
+}
+
+// stateCopier is a State that can copy another of its engine in place, reusing its
+// memory; states without it are cloned.
+type stateCopier interface {
+	CopyFrom(State) error
+}
+
+// restore makes the session's state a copy of c. s.mu is held.
+func (s *Session) restore(c *checkpoint) error {
+	if cp, ok := s.st.(stateCopier); ok {
+		if err := cp.CopyFrom(c.st); err != nil {
+			return fmt.Errorf("bonsai: %w", err)
+		}
+	} else {
+		st, err := c.st.Clone()
+		if err != nil {
+			return fmt.Errorf("bonsai: %w", err)
+		}
+		s.st.Close()
+		s.st = st
+	}
+	s.tokens = append(s.tokens[:0], c.tokens...)
+	copy(s.logits, c.logits)
+	s.hasLogits = c.hasLogits
+	return nil
+}
+
+// checkpoint saves the session's state as its checkpoint.
+func (s *Session) checkpoint() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.m.mu.RLock()
+	defer s.m.mu.RUnlock()
+	if s.st == nil || s.m.closed {
+		return ErrClosed
+	}
+	c := s.ckpt
+	if c != nil {
+		if cp, ok := c.st.(stateCopier); ok && cp.CopyFrom(s.st) == nil {
+			c.tokens = append(c.tokens[:0], s.tokens...)
+			copy(c.logits, s.logits)
+			c.hasLogits = s.hasLogits
+			return nil
+		}
+		s.dropCheckpoint()
+	}
+	st, err := s.st.Clone()
+	if err != nil {
+		return fmt.Errorf("bonsai: %w", err)
+	}
+	s.ckpt = &checkpoint{st: st, tokens: slices.Clone(s.tokens), logits: slices.Clone(s.logits), hasLogits: s.hasLogits}
+	return nil
+}
+
+// sampler returns the session's sampler, reset to opt.
+func (s *Session) sampler(opt SamplerOptions) (*Sampler, error) {
+	if s.smp == nil {
+		smp, err := NewSampler(s.m.weights.Config.Vocab, opt)
+		if err != nil {
+			return nil, err
+		}
+		s.smp = smp
+		return smp, nil
+	}
+	return s.smp, s.smp.Reset(opt)
+}
+
+// Profile returns the time this session's forward passes spent per kind of operation,
+// when the model was opened WithProfiling and its backend accounts it (zero otherwise).
+func (s *Session) Profile() OpProfile {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if p, ok := s.st.(Profiler); ok {
+		return p.Profile()
+	}
+	return OpProfile{}
+}
+
+// ResetProfile zeroes the session's accounting.
+func (s *Session) ResetProfile() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if p, ok := s.st.(Profiler); ok {
+		p.ResetProfile()
+	}
 }

@@ -20,7 +20,10 @@
 // undoes the other.
 //
 // [FWHT] and [FWHT64] are the unnormalised in-place transforms. A [Rotation]
-// applies R or Rᵀ for one width ([Rotation.Forward], [Rotation.Inverse]).
+// applies R or Rᵀ for one width ([Rotation.Forward], [Rotation.Inverse]). The
+// float32 transform runs on AVX2, AVX-512 or NEON where the CPU has them (chosen
+// once, at start-up; fwht_simd.go), with results identical bit for bit to the
+// portable Go code's.
 // [ParseContract] reads and validates the prism.hadamard.* keys from a
 // model's [Metadata], and [Contract.Rotation] returns the rotation for a
 // width; [Contract.KeyValues] gives the keys back for writing a file.

@@ -84,7 +84,7 @@ func (r *Rotation) Forward(x []float32) {
 	r.checkLen("Forward", len(x))
 	n := r.block
 	for i := 0; i < len(x); i += n {
-		transform(x[i:i+n], r.sign32[i:i+n], r.scale32)
+		transform32(x[i:i+n], r.sign32[i:i+n], r.scale32)
 	}
 }
 
@@ -95,7 +95,7 @@ func (r *Rotation) Inverse(x []float32) {
 	r.checkLen("Inverse", len(x))
 	n := r.block
 	for i := 0; i < len(x); i += n {
-		transform(x[i:i+n], nil, r.post32[i:i+n])
+		transform32(x[i:i+n], nil, r.post32[i:i+n])
 	}
 }
 

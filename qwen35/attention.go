@@ -240,12 +240,7 @@ func (a *Attention) attendBlock(gr *attnGroup, q []float32, t, g, n int, kb, vb 
 	H, D, rep := a.heads, a.dim, a.rep
 	s := gr.s[:rep*attnBlock]
 	qs := q[(t*H+g*rep)*D : (t*H+g*rep+rep)*D]
-	for p := 0; p < n; p++ {
-		krow := kb[p*D : (p+1)*D]
-		for r := 0; r < rep; r++ {
-			s[r*attnBlock+p] = dot(qs[r*D:(r+1)*D], krow)
-		}
-	}
+	dotRows(s, attnBlock, qs, D, rep, kb, D, n, D) // s[r][p] = q_r·k_p
 	for r := 0; r < rep; r++ {
 		qi := t*rep + r
 		sr := s[r*attnBlock : r*attnBlock+n]
@@ -268,11 +263,10 @@ func (a *Attention) attendBlock(gr *attnGroup, q []float32, t, g, n int, kb, vb 
 		}
 		gr.sum[qi] += total
 	}
+	// acc_r += Σ_p w_rp·v_p, each head's accumulator held in registers while the block's
+	// value rows stream past.
 	acc := gr.acc[t*rep*D : (t+1)*rep*D]
-	for p := 0; p < n; p++ {
-		vrow := vb[p*D : (p+1)*D]
-		for r := 0; r < rep; r++ {
-			axpy(acc[r*D:(r+1)*D], s[r*attnBlock+p], vrow)
-		}
+	for r := 0; r < rep; r++ {
+		scaleAddRows(acc[r*D:(r+1)*D], 1, s[r*attnBlock:r*attnBlock+n], vb, D)
 	}
 }

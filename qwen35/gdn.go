@@ -247,8 +247,9 @@ func (b *gdnConvBody) Run(lo, hi int) {
 			wl := w[4*lo : 4*hi]
 			for c := range dst {
 				wc := wl[4*c : 4*c+4 : 4*c+4]
-				dst[c] = SiLU(wc[0]*x0[c] + wc[1]*x1[c] + wc[2]*x2[c] + wc[3]*x3[c])
+				dst[c] = wc[0]*x0[c] + wc[1]*x1[c] + wc[2]*x2[c] + wc[3]*x3[c]
 			}
+			siluMul(dst, dst, nil)
 			continue
 		}
 		for c := lo; c < hi; c++ {
@@ -256,8 +257,9 @@ func (b *gdnConvBody) Run(lo, hi int) {
 			for tap := 0; tap < K; tap++ {
 				s += w[c*K+tap] * win[(t+tap)*W+c]
 			}
-			sc.act[t*W+c] = SiLU(s)
+			sc.act[t*W+c] = s
 		}
+		siluMul(dst, dst, nil)
 	}
 }
 
@@ -333,36 +335,7 @@ func (g *GDN) step(out []float32, h, t int, st *GDNState, sc *GDNScratch) {
 	b := sc.beta[t*g.vHeads+h]
 	S := st.S[h*d*d : (h+1)*d*d]
 	o := out[t*g.inner+g.grouped[h]*d : t*g.inner+(g.grouped[h]+1)*d]
-	for j := 0; j < d; j++ {
-		row := S[j*d : (j+1)*d]
-		dl := (v[j] - decay*dot(row, k)) * b
-		o[j] = decayUpdateDot(row, decay, dl, k, q)
-	}
-}
-
-// decayUpdateDot sets row ← decay·row + dl·k and returns row·q.
-func decayUpdateDot(row []float32, decay, dl float32, k, q []float32) float32 {
-	k, q = k[:len(row)], q[:len(row)]
-	var s0, s1, s2, s3 float32
-	i := 0
-	for ; i+4 <= len(row); i += 4 {
-		r, ks, qs := row[i:i+4:i+4], k[i:i+4:i+4], q[i:i+4:i+4]
-		r0 := decay*r[0] + dl*ks[0]
-		r1 := decay*r[1] + dl*ks[1]
-		r2 := decay*r[2] + dl*ks[2]
-		r3 := decay*r[3] + dl*ks[3]
-		r[0], r[1], r[2], r[3] = r0, r1, r2, r3
-		s0 += r0 * qs[0]
-		s1 += r1 * qs[1]
-		s2 += r2 * qs[2]
-		s3 += r3 * qs[3]
-	}
-	for ; i < len(row); i++ {
-		r := decay*row[i] + dl*k[i]
-		row[i] = r
-		s0 += r * q[i]
-	}
-	return (s0 + s1) + (s2 + s3)
+	gdnStep(S, k, q, v, o, decay, b)
 }
 
 // chunkDots gathers the k and q vectors of q/k head kh for tokens c0..c0+n−1 and their
@@ -375,15 +348,8 @@ func (g *GDN) chunkDots(cs *chunkScratch, kh, c0, n int, sc *GDNScratch) {
 		copy(cs.kc[t*ld:t*ld+d], row[(g.kHeads+kh)*d:(g.kHeads+kh+1)*d])
 	}
 	for t := 0; t < n; t++ {
-		kt := cs.kc[t*ld : t*ld+d]
-		qt := cs.qc[t*ld : t*ld+d]
-		for s := 0; s <= t; s++ {
-			ks := cs.kc[s*ld : s*ld+d]
-			cs.qk[t*C+s] = dot(qt, ks)
-			if s < t {
-				cs.kk[t*C+s] = dot(kt, ks)
-			}
-		}
+		dotRows(cs.qk[t*C:], 0, cs.qc[t*ld:], 0, 1, cs.kc, ld, t+1, d) // q_t·k_s, s ≤ t
+		dotRows(cs.kk[t*C:], 0, cs.kc[t*ld:], 0, 1, cs.kc, ld, t, d)   // k_t·k_s, s < t
 	}
 }
 
@@ -424,24 +390,11 @@ func (g *GDN) chunk(cs *chunkScratch, out []float32, h, c0, n int, st *GDNState,
 	vOff := (2*g.kHeads + h) * d
 	oOff := g.grouped[h] * d
 	S := st.S[h*d*d : (h+1)*d*d]
-	// U[j][t] = (S₀ᵀk_t)_j and W[j][t] = (S₀ᵀq_t)_j, two value-rows and two vectors at
-	// a time.
+	// U[j][t] = (S₀ᵀk_t)_j and W[j][t] = (S₀ᵀq_t)_j: every value-row of S against every
+	// gathered k and q.
 	uT, wT := cs.uT[:d*C], cs.wT[:d*C]
-	j := 0
-	for ; j+2 <= d; j += 2 {
-		r0, r1 := S[j*d:(j+1)*d], S[(j+1)*d:(j+2)*d]
-		for t := 0; t < n; t++ {
-			u0, w0, u1, w1 := dots2x2(r0, r1, cs.kc[t*ld:t*ld+d], cs.qc[t*ld:t*ld+d])
-			uT[j*C+t], wT[j*C+t], uT[(j+1)*C+t], wT[(j+1)*C+t] = u0, w0, u1, w1
-		}
-	}
-	for ; j < d; j++ {
-		r := S[j*d : (j+1)*d]
-		for t := 0; t < n; t++ {
-			uT[j*C+t] = dot(r, cs.kc[t*ld:t*ld+d])
-			wT[j*C+t] = dot(r, cs.qc[t*ld:t*ld+d])
-		}
-	}
+	dotRows(uT, C, S, d, d, cs.kc, ld, n, d)
+	dotRows(wT, C, S, d, d, cs.qc, ld, n, d)
 	// The chunk's values of head h, transposed to value-row order so the row loop below
 	// reads them contiguously (token rows are QKVWidth apart).
 	vT := cs.vT[:d*C]
@@ -482,8 +435,6 @@ func (g *GDN) gatedNorm(out, z []float32, h, T int, l *Layer) {
 		o := out[t*g.inner+g.grouped[h]*d : t*g.inner+(g.grouped[h]+1)*d]
 		zh := z[t*g.inner+h*d : t*g.inner+(h+1)*d]
 		RMSNorm(o, o, l.SSMNorm, g.eps)
-		for j := range o {
-			o[j] *= SiLU(zh[j])
-		}
+		siluMul(o, zh, o)
 	}
 }

@@ -239,10 +239,12 @@ func TestGDNStepMatchesReference(t *testing.T) {
 				got := runGDN(g, c, in.slice(c, tok, tok+1), l, st, sc, false)
 				e := relErr(got, want[tok*c.InnerSize:(tok+1)*c.InnerSize], 1)
 				worst = math.Max(worst, e)
-				require.Less(t, e, 2e-6, "token %d", tok)
+				// 4e-6, not the 1e-6 the float32 arithmetic gives on amd64: on arm64 the Go
+				// compiler fuses the generic kernels' multiply-adds (2.7e-6 seen).
+				require.Less(t, e, 4e-6, "token %d", tok)
 			}
 			se := ref.stateErr(st)
-			assert.Less(t, se, 2e-6)
+			assert.Less(t, se, 4e-6)
 			t.Logf("step vs float64: max output error %.2e, state error %.2e (relative to max |·|)", worst, se)
 		})
 	}

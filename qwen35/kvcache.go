@@ -283,12 +283,7 @@ func encodeF16(dst []uint16, src []float32) {
 	}
 }
 
-func decodeF16(dst []float32, src []uint16) {
-	src = src[:len(dst)]
-	for i := range dst {
-		dst[i] = f16ToF32(src[i])
-	}
-}
+func decodeF16(dst []float32, src []uint16) { f16ToF32s(dst, src) }
 
 // f16ToF32 widens an IEEE half exactly. Normal numbers, the common case, take one
 // predictable branch: the exponent is rebiased by adding (127−15)<<23 to the shifted
@@ -331,13 +326,6 @@ func quantizeInt8(dst []int8, scales []float32, src []float32) {
 	}
 }
 
-func dequantizeInt8(dst []float32, src []int8, scales []float32) {
-	for b, s := range scales {
-		lo, hi := b*kvBlock, min((b+1)*kvBlock, len(dst))
-		for i := lo; i < hi; i++ {
-			dst[i] = float32(src[i]) * s
-		}
-	}
-}
+func dequantizeInt8(dst []float32, src []int8, scales []float32) { dequantInt8(dst, src, scales) }
 
 func abs32(x float32) float32 { return math.Float32frombits(math.Float32bits(x) &^ (1 << 31)) }

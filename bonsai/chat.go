@@ -1,0 +1,118 @@
+package bonsai
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/ardanlabs/jinja"
+)
+
+// Message is one turn of a conversation.
+type Message struct {
+	// Role is "system", "user", "assistant" or "tool".
+	Role string
+	// Content is the text of the turn. For an assistant turn it is the answer, without
+	// the thinking.
+	Content string
+	// ReasoningContent is an assistant turn's thinking (Result.Thinking), optional. The
+	// Qwen templates show it only for the turns after the last user message, and drop it
+	// from earlier ones.
+	ReasoningContent string
+}
+
+// ChatOptions are the switches a chat template reads.
+type ChatOptions struct {
+	// AddGenerationPrompt ends the rendering with the opening of an assistant turn, for
+	// the model to complete.
+	AddGenerationPrompt bool
+	// EnableThinking sets the template's enable_thinking variable; nil leaves it
+	// undefined, which the Qwen templates take as on.
+	EnableThinking *bool
+}
+
+// chatMLTemplate is the template of a model file that has none: ChatML, the format Qwen
+// models are trained on, with Qwen3's empty think block when thinking is off.
+const chatMLTemplate = `{%- for message in messages -%}
+{{- '<|im_start|>' + message.role + '\n' + message.content + '<|im_end|>\n' -}}
+{%- endfor -%}
+{%- if add_generation_prompt -%}
+{{- '<|im_start|>assistant\n' -}}
+{%- if enable_thinking is defined and enable_thinking is false -%}
+{{- '<think>\n\n</think>\n\n' -}}
+{%- endif -%}
+{%- endif -%}
+`
+
+// keyChatTemplate is the GGUF key of the Jinja chat template.
+const keyChatTemplate = "tokenizer.chat_template"
+
+// loadChatTemplate compiles the model's chat template: the override when given, else the
+// file's tokenizer.chat_template, else ChatML. A template that does not compile is
+// RenderChat's error, not Open's, since the model still completes plain text.
+func (m *Model) loadChatTemplate(override string) {
+	src := override
+	if src == "" {
+		if v, err := m.file.String(keyChatTemplate); err == nil {
+			src = v
+		}
+	}
+	if src == "" {
+		src = chatMLTemplate
+	}
+	m.tmplSource = src
+	t, err := jinja.Compile(src)
+	if err != nil {
+		m.tmplErr = fmt.Errorf("bonsai: chat template: %w", err)
+		return
+	}
+	m.tmpl = t
+}
+
+// ChatTemplate returns the Jinja source of the chat template RenderChat uses.
+func (m *Model) ChatTemplate() string { return m.tmplSource }
+
+// RenderChat formats a conversation as the model expects it, with the model's chat
+// template. The template sees the variables Hugging Face's apply_chat_template passes:
+// messages (role, content and, when set, reasoning_content), add_generation_prompt,
+// enable_thinking (only when opt.EnableThinking is set), tools (none), and bos_token and
+// eos_token (the text of the tokenizer's BOS and EOS tokens, as llama.cpp passes them).
+func (m *Model) RenderChat(msgs []Message, opt ChatOptions) (string, error) {
+	if m.tmplErr != nil {
+		return "", m.tmplErr
+	}
+	if len(msgs) == 0 {
+		return "", errors.New("bonsai: chat: no messages")
+	}
+	list := make([]any, len(msgs))
+	for i, msg := range msgs {
+		if msg.Role == "" {
+			return "", fmt.Errorf("bonsai: chat: message %d has no role", i)
+		}
+		mm := map[string]any{"role": msg.Role, "content": msg.Content}
+		if msg.ReasoningContent != "" {
+			mm["reasoning_content"] = msg.ReasoningContent
+		}
+		list[i] = mm
+	}
+	data := map[string]any{
+		"messages":              list,
+		"add_generation_prompt": opt.AddGenerationPrompt,
+		"tools":                 nil,
+	}
+	if opt.EnableThinking != nil {
+		data["enable_thinking"] = *opt.EnableThinking
+	}
+	if m.tok != nil {
+		if id, ok := m.tok.BOS(); ok {
+			data["bos_token"] = m.tok.Piece(id)
+		}
+		if id, ok := m.tok.EOS(); ok {
+			data["eos_token"] = m.tok.Piece(id)
+		}
+	}
+	out, err := m.tmpl.Render(data)
+	if err != nil {
+		return "", fmt.Errorf("bonsai: chat template: %w", err)
+	}
+	return out, nil
+}

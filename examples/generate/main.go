@@ -1,0 +1,190 @@
+// Command generate writes the continuation of a prompt, or the reply to it as a chat
+// message, streaming the text as the model produces it.
+//
+// Usage:
+//
+//	generate -prompt "..." [-model FILE] [-chat] [-think] [-max-tokens N] [-temperature T]
+//	         [-top-k K] [-top-p P] [-min-p M] [-seed S] [-threads N] [-stop STR]...
+//
+// The answer goes to standard output; the model's thinking (with -chat -think), the
+// notices and the usage figures go to standard error. With no -model it builds a small
+// synthetic model whose weights are random, so its text is gibberish: it shows the
+// machinery, not the model.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"time"
+
+	"github.com/bonsai-go/sdk/bonsai"
+	"github.com/bonsai-go/sdk/internal/synth"
+)
+
+// stopFlags collects repeated -stop flags.
+type stopFlags []string
+
+func (s *stopFlags) String() string     { return strings.Join(*s, ", ") }
+func (s *stopFlags) Set(v string) error { *s = append(*s, v); return nil }
+
+type config struct {
+	model      string
+	prompt     string
+	chat       bool
+	think      bool
+	opt        bonsai.GenerateOptions
+	threads    int
+	contextLen int
+}
+
+func main() {
+	cfg, err := parseFlags(flag.CommandLine, os.Args[1:])
+	if errors.Is(err, flag.ErrHelp) {
+		os.Exit(0)
+	}
+	if err != nil {
+		os.Exit(2) // the flag package has printed the error and the usage
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+	if err := run(ctx, os.Stdout, os.Stderr, cfg); err != nil {
+		fmt.Fprintln(os.Stderr, "generate:", err)
+		os.Exit(1)
+	}
+}
+
+func parseFlags(fs *flag.FlagSet, args []string) (config, error) {
+	var cfg config
+	var stops stopFlags
+	var seed int64
+	fs.StringVar(&cfg.prompt, "prompt", "", "the prompt (required)")
+	fs.StringVar(&cfg.model, "model", "", "GGUF model file (default: a synthetic model with random weights)")
+	fs.BoolVar(&cfg.chat, "chat", false, "send the prompt as a chat message, through the model's chat template")
+	fs.BoolVar(&cfg.think, "think", false, "with -chat: let the model think before it answers (thinking goes to standard error)")
+	fs.IntVar(&cfg.opt.MaxTokens, "max-tokens", 256, "most tokens to generate, thinking included (0: until the context is full)")
+	temp := fs.Float64("temperature", 0.7, "sampling temperature (0: greedy)")
+	fs.IntVar(&cfg.opt.TopK, "top-k", 20, "keep the K most likely tokens (0: off)")
+	topP := fs.Float64("top-p", 0.8, "keep the most likely tokens up to this total probability (1: off)")
+	minP := fs.Float64("min-p", 0, "keep tokens at least this fraction as likely as the best (0: off)")
+	fs.Int64Var(&seed, "seed", -1, "random seed (-1: from the clock)")
+	fs.IntVar(&cfg.threads, "threads", runtime.NumCPU(), "CPU threads")
+	fs.IntVar(&cfg.contextLen, "context", 0, "context size in tokens (0: the model's, at most 32768)")
+	fs.Var(&stops, "stop", "stop when the answer contains this string (repeatable)")
+	fs.Usage = func() {
+		fmt.Fprint(fs.Output(), "usage: generate -prompt \"...\" [flags]\n\n"+
+			"Streams the model's continuation of the prompt (with -chat, its reply) to standard\n"+
+			"output, and the usage figures to standard error. Without -model it runs a small\n"+
+			"synthetic model with random weights: the text is gibberish.\n\nflags:\n")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		return cfg, err
+	}
+	if cfg.prompt == "" || fs.NArg() > 0 {
+		err := errors.New("-prompt is required")
+		if fs.NArg() > 0 {
+			err = fmt.Errorf("unexpected argument %q", fs.Arg(0))
+		}
+		fmt.Fprintln(fs.Output(), err)
+		fs.Usage()
+		return cfg, err
+	}
+	cfg.opt.Temperature, cfg.opt.TopP, cfg.opt.MinP = float32(*temp), float32(*topP), float32(*minP)
+	cfg.opt.Stop = stops
+	if seed < 0 {
+		seed = time.Now().UnixNano() & (1<<63 - 1)
+	}
+	cfg.opt.Seed = uint64(seed)
+	return cfg, nil
+}
+
+// syntheticModel writes the tiny synthetic model into dir.
+func syntheticModel(ctx context.Context, dir string) (string, error) {
+	c, err := synth.Preset("tiny")
+	if err != nil {
+		return "", err
+	}
+	path := filepath.Join(dir, "tiny.gguf")
+	if err := synth.WriteFile(ctx, path, synth.Options{Config: c, Seed: 1}, nil); err != nil {
+		return "", err
+	}
+	return path, nil
+}
+
+func run(ctx context.Context, stdout, stderr io.Writer, cfg config) error {
+	if cfg.model == "" {
+		dir, err := os.MkdirTemp("", "bonsai-generate-")
+		if err != nil {
+			return err
+		}
+		defer os.RemoveAll(dir)
+		if cfg.model, err = syntheticModel(ctx, dir); err != nil {
+			return err
+		}
+		fmt.Fprintln(stderr, "generate: no -model given: using a tiny synthetic model whose weights are RANDOM, so its text is gibberish")
+	}
+	opts := []bonsai.Option{bonsai.WithThreads(max(cfg.threads, 1)), bonsai.WithLoadContext(ctx)}
+	if cfg.contextLen > 0 {
+		opts = append(opts, bonsai.WithContextSize(cfg.contextLen))
+	}
+	m, err := bonsai.Open(cfg.model, opts...)
+	if err != nil {
+		return err
+	}
+	defer m.Close()
+	s, err := m.NewSession()
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+
+	in := bonsai.Text(cfg.prompt)
+	if cfg.chat {
+		in = bonsai.Chat(bonsai.Message{Role: "user", Content: cfg.prompt})
+		cfg.opt.Thinking = &cfg.think
+	} else if cfg.think {
+		return errors.New("-think needs -chat")
+	}
+	g := s.Generate(ctx, in, cfg.opt)
+	thinking := false
+	for tok, err := range g.Tokens() {
+		if err != nil {
+			return err
+		}
+		switch {
+		case tok.Thinking:
+			thinking = true
+			io.WriteString(stderr, tok.Text)
+		default:
+			if thinking {
+				io.WriteString(stderr, "\n")
+				thinking = false
+			}
+			if _, err := io.WriteString(stdout, tok.Text); err != nil {
+				return err
+			}
+		}
+	}
+	res, err := g.Result()
+	if err != nil {
+		return err
+	}
+	fmt.Fprintln(stdout)
+	u := res.Usage
+	fmt.Fprintf(stderr, "generate: finish: %s", res.FinishReason)
+	if res.StopSequence != "" {
+		fmt.Fprintf(stderr, " (%q)", res.StopSequence)
+	}
+	fmt.Fprintf(stderr, "; prompt %d tokens at %.1f tok/s; first token after %v; %d tokens at %.1f tok/s\n",
+		u.PromptTokens, u.PrefillTokensPerSecond, u.TimeToFirstToken.Round(time.Millisecond),
+		u.CompletionTokens, u.DecodeTokensPerSecond)
+	return nil
+}

@@ -1,0 +1,91 @@
+package main
+
+import (
+	"bytes"
+	"compress/gzip"
+	"errors"
+	"flag"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// qwen3Vocab writes the tokenizer package's test vocabulary (Qwen3's, qwen35
+// pre-tokenizer) to a temporary file.
+func qwen3Vocab(t *testing.T) string {
+	t.Helper()
+	data, err := os.ReadFile("../../bonsai/tokenizer/testdata/qwen3-vocab.gguf.gz")
+	require.NoError(t, err)
+	zr, err := gzip.NewReader(bytes.NewReader(data))
+	require.NoError(t, err)
+	raw, err := io.ReadAll(zr)
+	require.NoError(t, err)
+	path := filepath.Join(t.TempDir(), "qwen3-vocab.gguf")
+	require.NoError(t, os.WriteFile(path, raw, 0o644))
+	return path
+}
+
+func tokenize(t *testing.T, stdin string, args ...string) (stdout, stderr string, err error) {
+	t.Helper()
+	var out, errOut bytes.Buffer
+	err = run(args, strings.NewReader(stdin), &out, &errOut)
+	return out.String(), errOut.String(), err
+}
+
+func TestModel(t *testing.T) {
+	path := qwen3Vocab(t)
+	text := "<|im_start|>user\nHello, world!<|im_end|>\n"
+
+	out, errOut, err := tokenize(t, text, "-model", path, "-special")
+	require.NoError(t, err)
+	assert.Empty(t, errOut)
+	assert.Equal(t, "151644 872 198 9707 11 1879 0 151645 198\n", out)
+
+	out, _, err = tokenize(t, text, "-model", path)
+	require.NoError(t, err)
+	assert.NotContains(t, out, "151644")
+	assert.Equal(t, 1, strings.Count(out, "\n"))
+	assert.True(t, strings.HasPrefix(out, "27 91 318 4906 91 29 "), out)
+
+	out, _, err = tokenize(t, "", "-model", path)
+	require.NoError(t, err)
+	assert.Equal(t, "\n", out)
+}
+
+func TestSynthetic(t *testing.T) {
+	out, errOut, err := tokenize(t, "Hello, world! <|im_start|>", "-special")
+	require.NoError(t, err)
+	assert.Contains(t, errOut, "synthetic tiny model")
+	fields := strings.Fields(out)
+	assert.Greater(t, len(fields), 3)
+	assert.Equal(t, "495", fields[len(fields)-1]) // <|im_start|> in the 512-token vocabulary
+	assert.True(t, strings.HasSuffix(out, "\n"))
+	assert.Equal(t, 1, strings.Count(out, "\n"))
+}
+
+func TestErrors(t *testing.T) {
+	_, _, err := tokenize(t, "x", "-model", filepath.Join(t.TempDir(), "missing.gguf"))
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "missing.gguf")
+	assert.Contains(t, err.Error(), "no such file")
+	assert.NotContains(t, err.Error(), "\n")
+
+	bad := filepath.Join(t.TempDir(), "bad.gguf")
+	require.NoError(t, os.WriteFile(bad, []byte("not a gguf file at all"), 0o644))
+	_, _, err = tokenize(t, "x", "-model", bad)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "not a GGUF file")
+
+	_, errOut, err := tokenize(t, "x", "-h")
+	assert.True(t, errors.Is(err, flag.ErrHelp))
+	assert.Contains(t, errOut, "-model file")
+	assert.Contains(t, errOut, "-special")
+
+	_, _, err = tokenize(t, "x", "extra")
+	assert.True(t, errors.Is(err, errUsage))
+}

@@ -1,0 +1,94 @@
+//go:build !purego
+
+package qwen35
+
+import "golang.org/x/sys/cpu"
+
+// The kernels of simd_amd64.s. They take lengths as the wrappers of simd.go leave them.
+
+//go:noescape
+func dotAVX2(a, b []float32) float32
+
+//go:noescape
+func dotRowsAVX2(out []float32, os int, a []float32, as, na int, b []float32, bs, nb, d int)
+
+//go:noescape
+func scalAVX2(x []float32, alpha float32)
+
+//go:noescape
+func scaleAddRowsAVX2(y []float32, scale float32, c, x []float32, stride int)
+
+//go:noescape
+func gdnStepAVX2(S, k, q, v, o []float32, decay, beta float32)
+
+//go:noescape
+func sumSquaresAVX2(x []float32) float64
+
+//go:noescape
+func scaleMulAVX2(dst, x []float32, scale float32, gain []float32)
+
+//go:noescape
+func siluMulAVX2(dst, g, u []float32)
+
+//go:noescape
+func f16ToF32F16C(dst []float32, src []uint16)
+
+//go:noescape
+func dequantInt8AVX2(dst []float32, src []int8, scales []float32)
+
+//go:noescape
+func dotBF16AVX2(row []byte, x []float32) float32
+
+//go:noescape
+func dotAVX512(a, b []float32) float32
+
+//go:noescape
+func dotRowsAVX512(out []float32, os int, a []float32, as, na int, b []float32, bs, nb, d int)
+
+//go:noescape
+func scaleAddRowsAVX512(y []float32, scale float32, c, x []float32, stride int)
+
+//go:noescape
+func gdnStepAVX512(S, k, q, v, o []float32, decay, beta float32)
+
+//go:noescape
+func siluMulAVX512(dst, g, u []float32)
+
+//go:noescape
+func f16ToF32AVX512(dst []float32, src []uint16)
+
+// archKernels returns the implementations this CPU runs, best last: AVX2 with FMA and
+// F16C (every x86-64 since Haswell and Zen), and where AVX-512 F is present a set that
+// uses it for the kernels that gain from it and keeps the AVX2 ones for the rest.
+func archKernels() []*kernels {
+	x := cpu.X86
+	if !(x.HasAVX2 && x.HasFMA && x.HasF16C) {
+		return nil
+	}
+	avx2 := &kernels{
+		name:         "avx2",
+		dot:          dotAVX2,
+		dotRows:      dotRowsAVX2,
+		scal:         scalAVX2,
+		scaleAddRows: scaleAddRowsAVX2,
+		gdnStep:      gdnStepAVX2,
+		sumSquares:   sumSquaresAVX2,
+		scaleMul:     scaleMulAVX2,
+		siluMul:      siluMulAVX2,
+		f16ToF32:     f16ToF32F16C,
+		dequantInt8:  dequantInt8AVX2,
+		dotBF16:      dotBF16AVX2,
+	}
+	if !x.HasAVX512F {
+		return []*kernels{avx2}
+	}
+	avx512 := *avx2
+	avx512.name = "avx512"
+	avx512.dot = dotAVX512
+	avx512.dotRows = dotRowsAVX512
+	avx512.scaleAddRows = scaleAddRowsAVX512
+	avx512.gdnStep = gdnStepAVX512
+	avx512.siluMul = siluMulAVX512
+	avx512.f16ToF32 = f16ToF32AVX512
+	return []*kernels{avx2, &avx512}
+}

@@ -1,0 +1,76 @@
+//go:build !purego
+
+package qwen35
+
+// The kernels of simd_arm64.s. They take lengths as the wrappers of simd.go leave them.
+
+//go:noescape
+func dotNEON(a, b []float32) float32
+
+//go:noescape
+func dotRowsNEON4(out []float32, os int, a []float32, as, na int, b []float32, bs, nb, d int)
+
+//go:noescape
+func scalNEON(x []float32, alpha float32)
+
+//go:noescape
+func scaleAddRowsNEON(y []float32, scale float32, c, x []float32, stride int)
+
+//go:noescape
+func gdnStepNEON(S, k, q, v, o []float32, decay, beta float32)
+
+//go:noescape
+func sumSquaresNEON(x []float32) float64
+
+//go:noescape
+func scaleMulNEON(dst, x []float32, scale float32, gain []float32)
+
+//go:noescape
+func siluMulNEON(dst, g, u []float32)
+
+//go:noescape
+func f16ToF32NEON(dst []float32, src []uint16)
+
+//go:noescape
+func dequantInt8NEON(dst []float32, src []int8, scales []float32)
+
+//go:noescape
+func dotBF16NEON(row []byte, x []float32) float32
+
+// dotRowsNEON is dotRowsNEON4 over the columns in whole vectors of four, plus the last
+// d mod 4 products of each pair, added in Go.
+func dotRowsNEON(out []float32, os int, a []float32, as, na int, b []float32, bs, nb, d int) {
+	dotRowsNEON4(out, os, a, as, na, b, bs, nb, d)
+	if d4 := d &^ 3; d4 < d {
+		for i := 0; i < na; i++ {
+			ai := a[i*as+d4 : i*as+d]
+			o := out[i*os : i*os+nb]
+			for j := range o {
+				bj := b[j*bs+d4 : j*bs+d]
+				s := o[j]
+				for l, x := range ai {
+					s += x * bj[l]
+				}
+				o[j] = s
+			}
+		}
+	}
+}
+
+// archKernels returns the NEON kernels, which every arm64 CPU runs.
+func archKernels() []*kernels {
+	return []*kernels{{
+		name:         "neon",
+		dot:          dotNEON,
+		dotRows:      dotRowsNEON,
+		scal:         scalNEON,
+		scaleAddRows: scaleAddRowsNEON,
+		gdnStep:      gdnStepNEON,
+		sumSquares:   sumSquaresNEON,
+		scaleMul:     scaleMulNEON,
+		siluMul:      siluMulNEON,
+		f16ToF32:     f16ToF32NEON,
+		dequantInt8:  dequantInt8NEON,
+		dotBF16:      dotBF16NEON,
+	}}
+}

@@ -1,0 +1,1015 @@
+//go:build !purego
+
+#include "textflag.h"
+
+// The small kernels of simd.go for arm64 NEON. See simd_generic.go for what each computes.
+
+// siluconst<>: the constants of SILU4, four lanes each, in register order V19…V31:
+// negzero, expmin, log2e, nln2hi, nln2lo, ep0, ep1, ep2, ep3, ep4, ep5, one, bias127.
+DATA siluconst<>+0(SB)/4, $0x80000000
+DATA siluconst<>+4(SB)/4, $0x80000000
+DATA siluconst<>+8(SB)/4, $0x80000000
+DATA siluconst<>+12(SB)/4, $0x80000000
+DATA siluconst<>+16(SB)/4, $0xc2aeac50
+DATA siluconst<>+20(SB)/4, $0xc2aeac50
+DATA siluconst<>+24(SB)/4, $0xc2aeac50
+DATA siluconst<>+28(SB)/4, $0xc2aeac50
+DATA siluconst<>+32(SB)/4, $0x3fb8aa3b
+DATA siluconst<>+36(SB)/4, $0x3fb8aa3b
+DATA siluconst<>+40(SB)/4, $0x3fb8aa3b
+DATA siluconst<>+44(SB)/4, $0x3fb8aa3b
+DATA siluconst<>+48(SB)/4, $0xbf318000
+DATA siluconst<>+52(SB)/4, $0xbf318000
+DATA siluconst<>+56(SB)/4, $0xbf318000
+DATA siluconst<>+60(SB)/4, $0xbf318000
+DATA siluconst<>+64(SB)/4, $0x395e8083
+DATA siluconst<>+68(SB)/4, $0x395e8083
+DATA siluconst<>+72(SB)/4, $0x395e8083
+DATA siluconst<>+76(SB)/4, $0x395e8083
+DATA siluconst<>+80(SB)/4, $0x39506967
+DATA siluconst<>+84(SB)/4, $0x39506967
+DATA siluconst<>+88(SB)/4, $0x39506967
+DATA siluconst<>+92(SB)/4, $0x39506967
+DATA siluconst<>+96(SB)/4, $0x3ab743ce
+DATA siluconst<>+100(SB)/4, $0x3ab743ce
+DATA siluconst<>+104(SB)/4, $0x3ab743ce
+DATA siluconst<>+108(SB)/4, $0x3ab743ce
+DATA siluconst<>+112(SB)/4, $0x3c088908
+DATA siluconst<>+116(SB)/4, $0x3c088908
+DATA siluconst<>+120(SB)/4, $0x3c088908
+DATA siluconst<>+124(SB)/4, $0x3c088908
+DATA siluconst<>+128(SB)/4, $0x3d2aa9c1
+DATA siluconst<>+132(SB)/4, $0x3d2aa9c1
+DATA siluconst<>+136(SB)/4, $0x3d2aa9c1
+DATA siluconst<>+140(SB)/4, $0x3d2aa9c1
+DATA siluconst<>+144(SB)/4, $0x3e2aaaaa
+DATA siluconst<>+148(SB)/4, $0x3e2aaaaa
+DATA siluconst<>+152(SB)/4, $0x3e2aaaaa
+DATA siluconst<>+156(SB)/4, $0x3e2aaaaa
+DATA siluconst<>+160(SB)/4, $0x3f000000
+DATA siluconst<>+164(SB)/4, $0x3f000000
+DATA siluconst<>+168(SB)/4, $0x3f000000
+DATA siluconst<>+172(SB)/4, $0x3f000000
+DATA siluconst<>+176(SB)/4, $0x3f800000
+DATA siluconst<>+180(SB)/4, $0x3f800000
+DATA siluconst<>+184(SB)/4, $0x3f800000
+DATA siluconst<>+188(SB)/4, $0x3f800000
+DATA siluconst<>+192(SB)/4, $0x0000007f
+DATA siluconst<>+196(SB)/4, $0x0000007f
+DATA siluconst<>+200(SB)/4, $0x0000007f
+DATA siluconst<>+204(SB)/4, $0x0000007f
+GLOBL siluconst<>(SB), RODATA|NOPTR, $208
+
+// Vector arithmetic the Go assembler has no mnemonics for, spelled out; operands are
+// register numbers. Three-operand forms read d = n op m.
+#define FADD4(m, n, d)  WORD $(0x4E20D400 | ((m)<<16) | ((n)<<5) | (d))
+#define FSUB4(m, n, d)  WORD $(0x4EA0D400 | ((m)<<16) | ((n)<<5) | (d))
+#define FMUL4(m, n, d)  WORD $(0x6E20DC00 | ((m)<<16) | ((n)<<5) | (d))
+#define FDIV4(m, n, d)  WORD $(0x6E20FC00 | ((m)<<16) | ((n)<<5) | (d))
+#define FMAX4(m, n, d)  WORD $(0x4E20F400 | ((m)<<16) | ((n)<<5) | (d))
+#define FADDP4(m, n, d) WORD $(0x6E20D400 | ((m)<<16) | ((n)<<5) | (d)) // (n0+n1, n2+n3, m0+m1, m2+m3)
+#define FADD2D(m, n, d) WORD $(0x4E60D400 | ((m)<<16) | ((n)<<5) | (d))
+#define FADDPS(n, d)    WORD $(0x7E30D800 | ((n)<<5) | (d))             // Sd = n0 + n1
+#define FADDPD(n, d)    WORD $(0x7E70D800 | ((n)<<5) | (d))             // Dd = n0 + n1 (float64 lanes)
+#define FCVTLH(n, d)    WORD $(0x0E217800 | ((n)<<5) | (d))             // 4S ← low 4H
+#define FCVTL2H(n, d)   WORD $(0x4E217800 | ((n)<<5) | (d))             // 4S ← high 4H
+#define FCVTLS(n, d)    WORD $(0x0E617800 | ((n)<<5) | (d))             // 2D ← low 2S
+#define FCVTL2S(n, d)   WORD $(0x4E617800 | ((n)<<5) | (d))             // 2D ← high 2S
+#define FRINTN4(n, d)   WORD $(0x4E218800 | ((n)<<5) | (d))             // round to nearest even
+#define FCVTZS4(n, d)   WORD $(0x4EA1B800 | ((n)<<5) | (d))             // float → int32
+#define CMLTZ4(n, d)    WORD $(0x4EA0A800 | ((n)<<5) | (d))             // all ones where int32 n < 0
+
+// REDUCE4(a, b, c, d): the sum of the 16 lanes of Va…Vd into Sa; Vb…Vd clobbered.
+#define REDUCE4(a, b, c, d) FADD4(b, a, a); FADD4(d, c, c); FADD4(c, a, a); FADDP4(a, a, a); FADDPS(a, a)
+
+// func dotNEON(a, b []float32) float32
+TEXT ·dotNEON(SB), NOSPLIT, $0-52
+	MOVD a_base+0(FP), R0
+	MOVD a_len+8(FP), R2
+	MOVD b_base+24(FP), R1
+	VEOR V16.B16, V16.B16, V16.B16
+	VEOR V17.B16, V17.B16, V17.B16
+	VEOR V18.B16, V18.B16, V18.B16
+	VEOR V19.B16, V19.B16, V19.B16
+	LSR  $4, R2, R3
+	CBZ  R3, dot_4
+
+dot_16:
+	VLD1.P 64(R0), [V0.S4, V1.S4, V2.S4, V3.S4]
+	VLD1.P 64(R1), [V4.S4, V5.S4, V6.S4, V7.S4]
+	VFMLA  V0.S4, V4.S4, V16.S4
+	VFMLA  V1.S4, V5.S4, V17.S4
+	VFMLA  V2.S4, V6.S4, V18.S4
+	VFMLA  V3.S4, V7.S4, V19.S4
+	SUBS   $1, R3, R3
+	BNE    dot_16
+
+dot_4:
+	AND $15, R2, R3
+	LSR $2, R3, R3
+	CBZ R3, dot_reduce
+
+dot_4loop:
+	VLD1.P 16(R0), [V0.S4]
+	VLD1.P 16(R1), [V4.S4]
+	VFMLA  V0.S4, V4.S4, V16.S4
+	SUBS   $1, R3, R3
+	BNE    dot_4loop
+
+dot_reduce:
+	REDUCE4(16, 17, 18, 19)
+	AND $3, R2, R3
+	CBZ R3, dot_done
+
+dot_1:
+	FMOVS.P 4(R0), F0
+	FMOVS.P 4(R1), F1
+	FMADDS  F1, F16, F0, F16
+	SUBS    $1, R3, R3
+	BNE     dot_1
+
+dot_done:
+	FMOVS F16, ret+48(FP)
+	RET
+
+// func dotRowsNEON4(out []float32, os int, a []float32, as, na int, b []float32, bs, nb, d int)
+//
+// dotRows over the first d&^3 columns (the Go wrapper adds the rest): blocks of 2 rows of
+// a × 4 rows of b in eight accumulators, leftover columns 2 × 1 and leftover rows 1 × 4
+// and 1 × 1. R0/R1 = rows of a, R2-R5 = rows of b (advanced as they are read),
+// R6 = i, R7 = j, R8 = d&^3, strides in bytes in R9 (as), R10 (bs), R11 (os).
+TEXT ·dotRowsNEON4(SB), NOSPLIT, $0-120
+	MOVD d+112(FP), R8
+	AND  $-4, R8, R8
+	MOVD as+56(FP), R9
+	LSL  $2, R9, R9
+	MOVD bs+96(FP), R10
+	LSL  $2, R10, R10
+	MOVD os+24(FP), R11
+	LSL  $2, R11, R11
+	MOVD $0, R6
+
+dr_i2:
+	MOVD na+64(FP), R12
+	SUB  R6, R12, R12
+	CMP  $2, R12
+	BLT  dr_i1
+	MOVD $0, R7
+
+dr_j4:
+	MOVD nb+104(FP), R12
+	SUB  R7, R12, R12
+	CMP  $4, R12
+	BLT  dr_j1
+	MOVD a_base+32(FP), R0
+	MUL  R6, R9, R12
+	ADD  R12, R0, R0
+	ADD  R9, R0, R1
+	MOVD b_base+72(FP), R2
+	MUL  R7, R10, R12
+	ADD  R12, R2, R2
+	ADD  R10, R2, R3
+	ADD  R10, R3, R4
+	ADD  R10, R4, R5
+	VEOR V16.B16, V16.B16, V16.B16
+	VEOR V17.B16, V17.B16, V17.B16
+	VEOR V18.B16, V18.B16, V18.B16
+	VEOR V19.B16, V19.B16, V19.B16
+	VEOR V20.B16, V20.B16, V20.B16
+	VEOR V21.B16, V21.B16, V21.B16
+	VEOR V22.B16, V22.B16, V22.B16
+	VEOR V23.B16, V23.B16, V23.B16
+	LSR  $2, R8, R12
+	CBZ  R12, dr24_reduce
+
+dr24_loop:
+	VLD1.P 16(R0), [V0.S4]
+	VLD1.P 16(R1), [V1.S4]
+	VLD1.P 16(R2), [V2.S4]
+	VLD1.P 16(R3), [V3.S4]
+	VLD1.P 16(R4), [V4.S4]
+	VLD1.P 16(R5), [V5.S4]
+	VFMLA  V0.S4, V2.S4, V16.S4
+	VFMLA  V0.S4, V3.S4, V17.S4
+	VFMLA  V0.S4, V4.S4, V18.S4
+	VFMLA  V0.S4, V5.S4, V19.S4
+	VFMLA  V1.S4, V2.S4, V20.S4
+	VFMLA  V1.S4, V3.S4, V21.S4
+	VFMLA  V1.S4, V4.S4, V22.S4
+	VFMLA  V1.S4, V5.S4, V23.S4
+	SUBS   $1, R12, R12
+	BNE    dr24_loop
+
+dr24_reduce:
+	FADDP4(17, 16, 16)
+	FADDP4(19, 18, 18)
+	FADDP4(18, 16, 16)
+	FADDP4(21, 20, 20)
+	FADDP4(23, 22, 22)
+	FADDP4(22, 20, 20)
+	MOVD os+24(FP), R12
+	MUL  R6, R12, R12
+	ADD  R7, R12, R12
+	MOVD out_base+0(FP), R13
+	ADD  R12<<2, R13, R13
+	VST1 [V16.S4], (R13)
+	ADD  R11, R13, R13
+	VST1 [V20.S4], (R13)
+	ADD  $4, R7, R7
+	B    dr_j4
+
+dr_j1:
+	MOVD nb+104(FP), R12
+	CMP  R12, R7
+	BGE  dr_i2next
+	MOVD a_base+32(FP), R0
+	MUL  R6, R9, R12
+	ADD  R12, R0, R0
+	ADD  R9, R0, R1
+	MOVD b_base+72(FP), R2
+	MUL  R7, R10, R12
+	ADD  R12, R2, R2
+	VEOR V16.B16, V16.B16, V16.B16
+	VEOR V20.B16, V20.B16, V20.B16
+	LSR  $2, R8, R12
+	CBZ  R12, dr21_reduce
+
+dr21_loop:
+	VLD1.P 16(R0), [V0.S4]
+	VLD1.P 16(R1), [V1.S4]
+	VLD1.P 16(R2), [V2.S4]
+	VFMLA  V0.S4, V2.S4, V16.S4
+	VFMLA  V1.S4, V2.S4, V20.S4
+	SUBS   $1, R12, R12
+	BNE    dr21_loop
+
+dr21_reduce:
+	FADDP4(16, 16, 16)
+	FADDPS(16, 16)
+	FADDP4(20, 20, 20)
+	FADDPS(20, 20)
+	MOVD  os+24(FP), R12
+	MUL   R6, R12, R12
+	ADD   R7, R12, R12
+	MOVD  out_base+0(FP), R13
+	ADD   R12<<2, R13, R13
+	FMOVS F16, (R13)
+	ADD   R11, R13, R13
+	FMOVS F20, (R13)
+	ADD   $1, R7, R7
+	B     dr_j1
+
+dr_i2next:
+	ADD $2, R6, R6
+	B   dr_i2
+
+dr_i1:
+	MOVD na+64(FP), R12
+	CMP  R12, R6
+	BGE  dr_done
+	MOVD $0, R7
+
+dr_j4s:
+	MOVD nb+104(FP), R12
+	SUB  R7, R12, R12
+	CMP  $4, R12
+	BLT  dr_j1s
+	MOVD a_base+32(FP), R0
+	MUL  R6, R9, R12
+	ADD  R12, R0, R0
+	MOVD b_base+72(FP), R2
+	MUL  R7, R10, R12
+	ADD  R12, R2, R2
+	ADD  R10, R2, R3
+	ADD  R10, R3, R4
+	ADD  R10, R4, R5
+	VEOR V16.B16, V16.B16, V16.B16
+	VEOR V17.B16, V17.B16, V17.B16
+	VEOR V18.B16, V18.B16, V18.B16
+	VEOR V19.B16, V19.B16, V19.B16
+	LSR  $2, R8, R12
+	CBZ  R12, dr14_reduce
+
+dr14_loop:
+	VLD1.P 16(R0), [V0.S4]
+	VLD1.P 16(R2), [V2.S4]
+	VLD1.P 16(R3), [V3.S4]
+	VLD1.P 16(R4), [V4.S4]
+	VLD1.P 16(R5), [V5.S4]
+	VFMLA  V0.S4, V2.S4, V16.S4
+	VFMLA  V0.S4, V3.S4, V17.S4
+	VFMLA  V0.S4, V4.S4, V18.S4
+	VFMLA  V0.S4, V5.S4, V19.S4
+	SUBS   $1, R12, R12
+	BNE    dr14_loop
+
+dr14_reduce:
+	FADDP4(17, 16, 16)
+	FADDP4(19, 18, 18)
+	FADDP4(18, 16, 16)
+	MOVD os+24(FP), R12
+	MUL  R6, R12, R12
+	ADD  R7, R12, R12
+	MOVD out_base+0(FP), R13
+	ADD  R12<<2, R13, R13
+	VST1 [V16.S4], (R13)
+	ADD  $4, R7, R7
+	B    dr_j4s
+
+dr_j1s:
+	MOVD nb+104(FP), R12
+	CMP  R12, R7
+	BGE  dr_done
+	MOVD a_base+32(FP), R0
+	MUL  R6, R9, R12
+	ADD  R12, R0, R0
+	MOVD b_base+72(FP), R2
+	MUL  R7, R10, R12
+	ADD  R12, R2, R2
+	VEOR V16.B16, V16.B16, V16.B16
+	LSR  $2, R8, R12
+	CBZ  R12, dr11_reduce
+
+dr11_loop:
+	VLD1.P 16(R0), [V0.S4]
+	VLD1.P 16(R2), [V2.S4]
+	VFMLA  V0.S4, V2.S4, V16.S4
+	SUBS   $1, R12, R12
+	BNE    dr11_loop
+
+dr11_reduce:
+	FADDP4(16, 16, 16)
+	FADDPS(16, 16)
+	MOVD  os+24(FP), R12
+	MUL   R6, R12, R12
+	ADD   R7, R12, R12
+	MOVD  out_base+0(FP), R13
+	ADD   R12<<2, R13, R13
+	FMOVS F16, (R13)
+	ADD   $1, R7, R7
+	B     dr_j1s
+
+dr_done:
+	RET
+
+// func scalNEON(x []float32, alpha float32)
+TEXT ·scalNEON(SB), NOSPLIT, $0-28
+	MOVD  x_base+0(FP), R0
+	MOVD  x_len+8(FP), R2
+	FMOVS alpha+24(FP), F31
+	VDUP  V31.S[0], V31.S4
+	LSR   $4, R2, R3
+	CBZ   R3, scal_4
+
+scal_16:
+	VLD1   (R0), [V0.S4, V1.S4, V2.S4, V3.S4]
+	FMUL4(31, 0, 0)
+	FMUL4(31, 1, 1)
+	FMUL4(31, 2, 2)
+	FMUL4(31, 3, 3)
+	VST1.P [V0.S4, V1.S4, V2.S4, V3.S4], 64(R0)
+	SUBS   $1, R3, R3
+	BNE    scal_16
+
+scal_4:
+	AND $15, R2, R3
+	LSR $2, R3, R3
+	CBZ R3, scal_tail
+
+scal_4loop:
+	VLD1   (R0), [V0.S4]
+	FMUL4(31, 0, 0)
+	VST1.P [V0.S4], 16(R0)
+	SUBS   $1, R3, R3
+	BNE    scal_4loop
+
+scal_tail:
+	AND $3, R2, R3
+	CBZ R3, scal_done
+
+scal_1:
+	FMOVS   (R0), F0
+	FMULS   F31, F0, F0
+	FMOVS.P F0, 4(R0)
+	SUBS    $1, R3, R3
+	BNE     scal_1
+
+scal_done:
+	RET
+
+// func scaleMulNEON(dst, x []float32, scale float32, gain []float32)
+TEXT ·scaleMulNEON(SB), NOSPLIT, $0-80
+	MOVD  dst_base+0(FP), R0
+	MOVD  x_base+24(FP), R1
+	MOVD  x_len+32(FP), R2
+	FMOVS scale+48(FP), F31
+	VDUP  V31.S[0], V31.S4
+	MOVD  gain_base+56(FP), R4
+	MOVD  gain_len+64(FP), R5
+	LSR   $2, R2, R3
+	CBZ   R5, sm_nogain
+	CBZ   R3, sm_gtail
+
+sm_g4:
+	VLD1.P 16(R1), [V0.S4]
+	VLD1.P 16(R4), [V1.S4]
+	FMUL4(31, 0, 0)
+	FMUL4(1, 0, 0)
+	VST1.P [V0.S4], 16(R0)
+	SUBS   $1, R3, R3
+	BNE    sm_g4
+
+sm_gtail:
+	AND $3, R2, R3
+	CBZ R3, sm_done
+
+sm_g1:
+	FMOVS.P 4(R1), F0
+	FMOVS.P 4(R4), F1
+	FMULS   F31, F0, F0
+	FMULS   F1, F0, F0
+	FMOVS.P F0, 4(R0)
+	SUBS    $1, R3, R3
+	BNE     sm_g1
+	RET
+
+sm_nogain:
+	CBZ R3, sm_tail
+
+sm_4:
+	VLD1.P 16(R1), [V0.S4]
+	FMUL4(31, 0, 0)
+	VST1.P [V0.S4], 16(R0)
+	SUBS   $1, R3, R3
+	BNE    sm_4
+
+sm_tail:
+	AND $3, R2, R3
+	CBZ R3, sm_done
+
+sm_1:
+	FMOVS.P 4(R1), F0
+	FMULS   F31, F0, F0
+	FMOVS.P F0, 4(R0)
+	SUBS    $1, R3, R3
+	BNE     sm_1
+
+sm_done:
+	RET
+
+// func sumSquaresNEON(x []float32) float64
+TEXT ·sumSquaresNEON(SB), NOSPLIT, $0-32
+	MOVD x_base+0(FP), R0
+	MOVD x_len+8(FP), R2
+	VEOR V16.B16, V16.B16, V16.B16
+	VEOR V17.B16, V17.B16, V17.B16
+	VEOR V18.B16, V18.B16, V18.B16
+	VEOR V19.B16, V19.B16, V19.B16
+	LSR  $3, R2, R3
+	CBZ  R3, ss_reduce
+
+ss_8:
+	VLD1.P 32(R0), [V0.S4, V1.S4]
+	FCVTLS(0, 2)
+	FCVTL2S(0, 3)
+	FCVTLS(1, 4)
+	FCVTL2S(1, 5)
+	VFMLA  V2.D2, V2.D2, V16.D2
+	VFMLA  V3.D2, V3.D2, V17.D2
+	VFMLA  V4.D2, V4.D2, V18.D2
+	VFMLA  V5.D2, V5.D2, V19.D2
+	SUBS   $1, R3, R3
+	BNE    ss_8
+
+ss_reduce:
+	FADD2D(17, 16, 16)
+	FADD2D(19, 18, 18)
+	FADD2D(18, 16, 16)
+	FADDPD(16, 16)
+	AND $7, R2, R3
+	CBZ R3, ss_done
+
+ss_1:
+	FMOVS.P 4(R0), F0
+	FCVTSD  F0, F0
+	FMADDD  F0, F16, F0, F16
+	SUBS    $1, R3, R3
+	BNE     ss_1
+
+ss_done:
+	FMOVD F16, ret+24(FP)
+	RET
+
+// func f16ToF32NEON(dst []float32, src []uint16)
+TEXT ·f16ToF32NEON(SB), NOSPLIT, $0-48
+	MOVD dst_base+0(FP), R0
+	MOVD dst_len+8(FP), R2
+	MOVD src_base+24(FP), R1
+	LSR  $4, R2, R3
+	CBZ  R3, f16_8
+
+f16_16:
+	VLD1.P 32(R1), [V0.H8, V1.H8]
+	FCVTLH(0, 2)
+	FCVTL2H(0, 3)
+	FCVTLH(1, 4)
+	FCVTL2H(1, 5)
+	VST1.P [V2.S4, V3.S4, V4.S4, V5.S4], 64(R0)
+	SUBS   $1, R3, R3
+	BNE    f16_16
+
+f16_8:
+	AND $15, R2, R3
+	LSR $2, R3, R3
+	CBZ R3, f16_tail
+
+f16_4:
+	FMOVD.P 8(R1), F0
+	FCVTLH(0, 2)
+	VST1.P  [V2.S4], 16(R0)
+	SUBS    $1, R3, R3
+	BNE     f16_4
+
+f16_tail:
+	AND $3, R2, R3
+	CBZ R3, f16_done
+
+f16_1:
+	VLD1.P 2(R1), V0.H[0]
+	FCVTLH(0, 2)
+	VST1.P V2.S[0], 4(R0)
+	SUBS   $1, R3, R3
+	BNE    f16_1
+
+f16_done:
+	RET
+
+// func dotBF16NEON(row []byte, x []float32) float32
+TEXT ·dotBF16NEON(SB), NOSPLIT, $0-52
+	MOVD row_base+0(FP), R0
+	MOVD x_base+24(FP), R1
+	MOVD x_len+32(FP), R2
+	VEOR V31.B16, V31.B16, V31.B16
+	VEOR V16.B16, V16.B16, V16.B16
+	VEOR V17.B16, V17.B16, V17.B16
+	VEOR V18.B16, V18.B16, V18.B16
+	VEOR V19.B16, V19.B16, V19.B16
+	LSR  $4, R2, R3
+	CBZ  R3, bf_4
+
+bf_16:
+	VLD1.P 32(R0), [V0.H8, V1.H8]
+	VZIP1  V0.H8, V31.H8, V2.H8
+	VZIP2  V0.H8, V31.H8, V3.H8
+	VZIP1  V1.H8, V31.H8, V4.H8
+	VZIP2  V1.H8, V31.H8, V5.H8
+	VLD1.P 64(R1), [V6.S4, V7.S4, V8.S4, V9.S4]
+	VFMLA  V2.S4, V6.S4, V16.S4
+	VFMLA  V3.S4, V7.S4, V17.S4
+	VFMLA  V4.S4, V8.S4, V18.S4
+	VFMLA  V5.S4, V9.S4, V19.S4
+	SUBS   $1, R3, R3
+	BNE    bf_16
+
+bf_4:
+	AND $15, R2, R3
+	LSR $2, R3, R3
+	CBZ R3, bf_reduce
+
+bf_4loop:
+	FMOVD.P 8(R0), F0
+	VZIP1   V0.H8, V31.H8, V2.H8
+	VLD1.P  16(R1), [V6.S4]
+	VFMLA   V2.S4, V6.S4, V16.S4
+	SUBS    $1, R3, R3
+	BNE     bf_4loop
+
+bf_reduce:
+	REDUCE4(16, 17, 18, 19)
+	AND $3, R2, R3
+	CBZ R3, bf_done
+
+bf_1:
+	MOVHU.P 2(R0), R4
+	LSLW    $16, R4, R4
+	FMOVS   R4, F0
+	FMOVS.P 4(R1), F1
+	FMADDS  F1, F16, F0, F16
+	SUBS    $1, R3, R3
+	BNE     bf_1
+
+bf_done:
+	FMOVS F16, ret+48(FP)
+	RET
+
+// func scaleAddRowsNEON(y []float32, scale float32, c, x []float32, stride int)
+//
+// Blocks of 32 values of y (then 4, then 1) stay in registers while every row of x
+// streams past.
+TEXT ·scaleAddRowsNEON(SB), NOSPLIT, $0-88
+	MOVD  y_base+0(FP), R0
+	MOVD  y_len+8(FP), R2
+	FMOVS scale+24(FP), F30
+	VDUP  V30.S[0], V30.S4
+	MOVD  c_base+32(FP), R4
+	MOVD  c_len+40(FP), R5
+	MOVD  x_base+56(FP), R6
+	MOVD  stride+80(FP), R7
+	LSL   $2, R7, R7
+
+sar_32:
+	CMP  $32, R2
+	BLT  sar_4
+	VLD1 (R0), [V16.S4, V17.S4, V18.S4, V19.S4]
+	ADD  $64, R0, R8
+	VLD1 (R8), [V20.S4, V21.S4, V22.S4, V23.S4]
+	FMUL4(30, 16, 16)
+	FMUL4(30, 17, 17)
+	FMUL4(30, 18, 18)
+	FMUL4(30, 19, 19)
+	FMUL4(30, 20, 20)
+	FMUL4(30, 21, 21)
+	FMUL4(30, 22, 22)
+	FMUL4(30, 23, 23)
+	MOVD R4, R9
+	MOVD R5, R10
+	MOVD R6, R11
+	CBZ  R10, sar_32store
+
+sar_32row:
+	VLD1R.P 4(R9), [V31.S4]
+	ADD     $64, R11, R12
+	VLD1    (R11), [V0.S4, V1.S4, V2.S4, V3.S4]
+	VLD1    (R12), [V4.S4, V5.S4, V6.S4, V7.S4]
+	VFMLA   V31.S4, V0.S4, V16.S4
+	VFMLA   V31.S4, V1.S4, V17.S4
+	VFMLA   V31.S4, V2.S4, V18.S4
+	VFMLA   V31.S4, V3.S4, V19.S4
+	VFMLA   V31.S4, V4.S4, V20.S4
+	VFMLA   V31.S4, V5.S4, V21.S4
+	VFMLA   V31.S4, V6.S4, V22.S4
+	VFMLA   V31.S4, V7.S4, V23.S4
+	ADD     R7, R11, R11
+	SUBS    $1, R10, R10
+	BNE     sar_32row
+
+sar_32store:
+	VST1.P [V16.S4, V17.S4, V18.S4, V19.S4], 64(R0)
+	VST1.P [V20.S4, V21.S4, V22.S4, V23.S4], 64(R0)
+	ADD    $128, R6, R6
+	SUB    $32, R2, R2
+	B      sar_32
+
+sar_4:
+	CMP  $4, R2
+	BLT  sar_1
+	VLD1 (R0), [V16.S4]
+	FMUL4(30, 16, 16)
+	MOVD R4, R9
+	MOVD R5, R10
+	MOVD R6, R11
+	CBZ  R10, sar_4store
+
+sar_4row:
+	VLD1R.P 4(R9), [V31.S4]
+	VLD1    (R11), [V0.S4]
+	VFMLA   V31.S4, V0.S4, V16.S4
+	ADD     R7, R11, R11
+	SUBS    $1, R10, R10
+	BNE     sar_4row
+
+sar_4store:
+	VST1.P [V16.S4], 16(R0)
+	ADD    $16, R6, R6
+	SUB    $4, R2, R2
+	B      sar_4
+
+sar_1:
+	CBZ   R2, sar_done
+	FMOVS (R0), F16
+	FMULS F30, F16, F16
+	MOVD  R4, R9
+	MOVD  R5, R10
+	MOVD  R6, R11
+	CBZ   R10, sar_1store
+
+sar_1row:
+	FMOVS.P 4(R9), F31
+	FMOVS   (R11), F0
+	FMADDS  F31, F16, F0, F16
+	ADD     R7, R11, R11
+	SUBS    $1, R10, R10
+	BNE     sar_1row
+
+sar_1store:
+	FMOVS.P F16, 4(R0)
+	ADD     $4, R6, R6
+	SUB     $1, R2, R2
+	B       sar_1
+
+sar_done:
+	RET
+
+// func gdnStepNEON(S, k, q, v, o []float32, decay, beta float32)
+//
+// For each row: the dot product with k, δ, then the update and the dot product with q in
+// a second pass while the row is in L1. R0 walks the rows; k and q restart at R1, R2.
+TEXT ·gdnStepNEON(SB), NOSPLIT, $0-128
+	MOVD  S_base+0(FP), R0
+	MOVD  k_base+24(FP), R1
+	MOVD  k_len+32(FP), R3
+	MOVD  q_base+48(FP), R2
+	MOVD  v_base+72(FP), R4
+	MOVD  o_base+96(FP), R5
+	MOVD  o_len+104(FP), R6
+	FMOVS decay+120(FP), F29
+	VDUP  V29.S[0], V29.S4
+	FMOVS beta+124(FP), F28
+	CBZ   R6, gs_done
+
+gs_row:
+	// Pass 1: s = row·k into F16.
+	MOVD R0, R7
+	MOVD R1, R8
+	VEOR V16.B16, V16.B16, V16.B16
+	VEOR V17.B16, V17.B16, V17.B16
+	VEOR V18.B16, V18.B16, V18.B16
+	VEOR V19.B16, V19.B16, V19.B16
+	LSR  $4, R3, R10
+	CBZ  R10, gs_d4
+
+gs_d16:
+	VLD1.P 64(R7), [V0.S4, V1.S4, V2.S4, V3.S4]
+	VLD1.P 64(R8), [V4.S4, V5.S4, V6.S4, V7.S4]
+	VFMLA  V0.S4, V4.S4, V16.S4
+	VFMLA  V1.S4, V5.S4, V17.S4
+	VFMLA  V2.S4, V6.S4, V18.S4
+	VFMLA  V3.S4, V7.S4, V19.S4
+	SUBS   $1, R10, R10
+	BNE    gs_d16
+
+gs_d4:
+	AND $15, R3, R10
+	LSR $2, R10, R10
+	CBZ R10, gs_dred
+
+gs_d4loop:
+	VLD1.P 16(R7), [V0.S4]
+	VLD1.P 16(R8), [V4.S4]
+	VFMLA  V0.S4, V4.S4, V16.S4
+	SUBS   $1, R10, R10
+	BNE    gs_d4loop
+
+gs_dred:
+	REDUCE4(16, 17, 18, 19)
+	AND $3, R3, R10
+	CBZ R10, gs_delta
+
+gs_d1:
+	FMOVS.P 4(R7), F0
+	FMOVS.P 4(R8), F1
+	FMADDS  F1, F16, F0, F16
+	SUBS    $1, R10, R10
+	BNE     gs_d1
+
+gs_delta:
+	// δ = (v[j] − decay·s)·beta, broadcast to V30.
+	FMOVS.P 4(R4), F0
+	FMSUBS  F29, F0, F16, F0
+	FMULS   F28, F0, F0
+	VDUP    V0.S[0], V30.S4
+
+	// Pass 2: row ← decay·row + δ·k; the sum of row·q into F16.
+	MOVD R0, R7
+	MOVD R1, R8
+	MOVD R2, R9
+	VEOR V16.B16, V16.B16, V16.B16
+	VEOR V17.B16, V17.B16, V17.B16
+	VEOR V18.B16, V18.B16, V18.B16
+	VEOR V19.B16, V19.B16, V19.B16
+	LSR  $3, R3, R10
+	CBZ  R10, gs_u4
+
+gs_u8:
+	VLD1   (R7), [V0.S4, V1.S4]
+	VLD1.P 32(R8), [V4.S4, V5.S4]
+	VLD1.P 32(R9), [V6.S4, V7.S4]
+	FMUL4(29, 0, 0)
+	FMUL4(29, 1, 1)
+	VFMLA  V4.S4, V30.S4, V0.S4
+	VFMLA  V5.S4, V30.S4, V1.S4
+	VST1.P [V0.S4, V1.S4], 32(R7)
+	VFMLA  V0.S4, V6.S4, V16.S4
+	VFMLA  V1.S4, V7.S4, V17.S4
+	SUBS   $1, R10, R10
+	BNE    gs_u8
+
+gs_u4:
+	AND $7, R3, R10
+	LSR $2, R10, R10
+	CBZ R10, gs_ured
+	VLD1   (R7), [V0.S4]
+	VLD1.P 16(R8), [V4.S4]
+	VLD1.P 16(R9), [V6.S4]
+	FMUL4(29, 0, 0)
+	VFMLA  V4.S4, V30.S4, V0.S4
+	VST1.P [V0.S4], 16(R7)
+	VFMLA  V0.S4, V6.S4, V18.S4
+
+gs_ured:
+	REDUCE4(16, 17, 18, 19)
+	AND $3, R3, R10
+	CBZ R10, gs_out
+
+gs_u1:
+	FMOVS   (R7), F0
+	FMOVS.P 4(R8), F1
+	FMOVS.P 4(R9), F2
+	FMULS   F29, F0, F0
+	FMADDS  F1, F0, F30, F0
+	FMOVS.P F0, 4(R7)
+	FMADDS  F2, F16, F0, F16
+	SUBS    $1, R10, R10
+	BNE     gs_u1
+
+gs_out:
+	FMOVS.P F16, 4(R5)
+	MOVD    R7, R0
+	SUBS    $1, R6, R6
+	BNE     gs_row
+
+gs_done:
+	RET
+
+// SILU4: V12 ← silu(V11), four lanes, as SILU8CORE of simd_amd64.s computes it (the
+// same operations, each rounded once, so the two agree bit for bit). Needs the constants
+// of siluconst<> in V19-V31; clobbers V1-V10.
+#define SILU4 \
+	VORR   V19.B16, V11.B16, V1.B16 \
+	FMAX4(20, 1, 1) \
+	FMUL4(21, 1, 2) \
+	FRINTN4(2, 2) \
+	VFMLA  V2.S4, V22.S4, V1.S4 \
+	VFMLA  V2.S4, V23.S4, V1.S4 \
+	VMOV   V24.B16, V3.B16 \
+	VMOV   V25.B16, V4.B16 \
+	VFMLA  V1.S4, V3.S4, V4.S4 \
+	VMOV   V26.B16, V3.B16 \
+	VFMLA  V1.S4, V4.S4, V3.S4 \
+	VMOV   V27.B16, V4.B16 \
+	VFMLA  V1.S4, V3.S4, V4.S4 \
+	VMOV   V28.B16, V3.B16 \
+	VFMLA  V1.S4, V4.S4, V3.S4 \
+	VMOV   V29.B16, V4.B16 \
+	VFMLA  V1.S4, V3.S4, V4.S4 \
+	FMUL4(1, 1, 5) \
+	VMOV   V1.B16, V6.B16 \
+	VFMLA  V5.S4, V4.S4, V6.S4 \
+	FADD4(30, 6, 6) \
+	FCVTZS4(2, 2) \
+	VADD   V31.S4, V2.S4, V2.S4 \
+	VSHL   $23, V2.S4, V2.S4 \
+	FMUL4(2, 6, 6) \
+	FADD4(30, 6, 7) \
+	FDIV4(7, 30, 8) \
+	FMUL4(8, 6, 9) \
+	CMLTZ4(11, 10) \
+	VBIT   V10.B16, V9.B16, V8.B16 \
+	FMUL4(8, 11, 12)
+
+// func siluMulNEON(dst, g, u []float32)
+TEXT ·siluMulNEON(SB), NOSPLIT, $0-72
+	MOVD dst_base+0(FP), R0
+	MOVD dst_len+8(FP), R2
+	MOVD g_base+24(FP), R1
+	MOVD u_base+48(FP), R4
+	MOVD u_len+56(FP), R5
+	MOVD $siluconst<>(SB), R6
+	VLD1.P 64(R6), [V19.S4, V20.S4, V21.S4, V22.S4]
+	VLD1.P 64(R6), [V23.S4, V24.S4, V25.S4, V26.S4]
+	VLD1.P 64(R6), [V27.S4, V28.S4, V29.S4, V30.S4]
+	VLD1   (R6), [V31.S4]
+	LSR    $2, R2, R3
+	CBZ    R3, silu_tail
+
+silu_4:
+	VLD1.P 16(R1), [V11.S4]
+	SILU4
+	CBZ    R5, silu_4store
+	VLD1.P 16(R4), [V13.S4]
+	FMUL4(13, 12, 12)
+
+silu_4store:
+	VST1.P [V12.S4], 16(R0)
+	SUBS   $1, R3, R3
+	BNE    silu_4
+
+silu_tail:
+	AND $3, R2, R3
+	CBZ R3, silu_done
+	// The last one to three values go through the lanes of V11 and V13.
+	VEOR   V11.B16, V11.B16, V11.B16
+	VEOR   V13.B16, V13.B16, V13.B16
+	VLD1.P 4(R1), V11.S[0]
+	CBZ    R5, silu_t1
+	VLD1.P 4(R4), V13.S[0]
+
+silu_t1:
+	CMP    $2, R3
+	BLT    silu_tcalc
+	VLD1.P 4(R1), V11.S[1]
+	CBZ    R5, silu_t2
+	VLD1.P 4(R4), V13.S[1]
+
+silu_t2:
+	CMP    $3, R3
+	BLT    silu_tcalc
+	VLD1.P 4(R1), V11.S[2]
+	CBZ    R5, silu_tcalc
+	VLD1.P 4(R4), V13.S[2]
+
+silu_tcalc:
+	SILU4
+	CBZ    R5, silu_tstore
+	FMUL4(13, 12, 12)
+
+silu_tstore:
+	VST1.P V12.S[0], 4(R0)
+	CMP    $2, R3
+	BLT    silu_done
+	VST1.P V12.S[1], 4(R0)
+	CMP    $3, R3
+	BLT    silu_done
+	VST1.P V12.S[2], 4(R0)
+
+silu_done:
+	RET
+
+#define SXTL8(n, d)   WORD $(0x0F08A400 | ((n)<<5) | (d)) // 8H ← low 8B, sign-extended
+#define SXTL28(n, d)  WORD $(0x4F08A400 | ((n)<<5) | (d)) // 8H ← high 8B
+#define SXTL16(n, d)  WORD $(0x0F10A400 | ((n)<<5) | (d)) // 4S ← low 4H
+#define SXTL216(n, d) WORD $(0x4F10A400 | ((n)<<5) | (d)) // 4S ← high 4H
+#define SCVTF4(n, d)  WORD $(0x4E21D800 | ((n)<<5) | (d)) // int32 → float32
+
+// func dequantInt8NEON(dst []float32, src []int8, scales []float32)
+//
+// Whole blocks of 32 (kvBlock): 32 bytes widened to 8H, then 4S, converted and scaled;
+// a short last block one value at a time.
+TEXT ·dequantInt8NEON(SB), NOSPLIT, $0-72
+	MOVD dst_base+0(FP), R0
+	MOVD dst_len+8(FP), R2
+	MOVD src_base+24(FP), R1
+	MOVD scales_base+48(FP), R4
+
+dq_32:
+	CMP     $32, R2
+	BLT     dq_tail
+	VLD1R.P 4(R4), [V31.S4]
+	VLD1.P  32(R1), [V0.B16, V1.B16]
+	SXTL8(0, 2)
+	SXTL28(0, 3)
+	SXTL8(1, 4)
+	SXTL28(1, 5)
+	SXTL16(2, 16)
+	SXTL216(2, 17)
+	SXTL16(3, 18)
+	SXTL216(3, 19)
+	SXTL16(4, 20)
+	SXTL216(4, 21)
+	SXTL16(5, 22)
+	SXTL216(5, 23)
+	SCVTF4(16, 16)
+	SCVTF4(17, 17)
+	SCVTF4(18, 18)
+	SCVTF4(19, 19)
+	SCVTF4(20, 20)
+	SCVTF4(21, 21)
+	SCVTF4(22, 22)
+	SCVTF4(23, 23)
+	FMUL4(31, 16, 16)
+	FMUL4(31, 17, 17)
+	FMUL4(31, 18, 18)
+	FMUL4(31, 19, 19)
+	FMUL4(31, 20, 20)
+	FMUL4(31, 21, 21)
+	FMUL4(31, 22, 22)
+	FMUL4(31, 23, 23)
+	VST1.P  [V16.S4, V17.S4, V18.S4, V19.S4], 64(R0)
+	VST1.P  [V20.S4, V21.S4, V22.S4, V23.S4], 64(R0)
+	SUB     $32, R2, R2
+	B       dq_32
+
+dq_tail:
+	CBZ   R2, dq_done
+	FMOVS (R4), F31
+
+dq_1:
+	MOVB.P  1(R1), R3
+	SCVTFWS R3, F0
+	FMULS   F31, F0, F0
+	FMOVS.P F0, 4(R0)
+	SUBS    $1, R2, R2
+	BNE     dq_1
+
+dq_done:
+	RET

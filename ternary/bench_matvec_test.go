@@ -1,0 +1,453 @@
+package ternary
+
+import (
+	"encoding/binary"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// The matrix-vector benchmarks stream weights from memory as decode does: every
+// iteration reads the next of several copies of the matrix, and the copies together
+// span at least four times the last-level cache (up to a cap), so no iteration finds its
+// weights in the cache. BenchmarkMemoryRead measures the machine's streaming-read
+// bandwidth over the same buffer; the ratio of the two is the figure that matters.
+//
+// TERNARY_Q8_KERNEL=name runs the benchmarks on another available implementation
+// (generic, avx2, avx512vnni, neon, neondot) instead of the one chosen at start-up.
+
+// matVecShapes are the decode matrices of the 27B model (K×N): attention q/k/v/o, GDN
+// qkv/z/gate/out, the FFN gate/up/down, the small GDN projections and the head.
+var matVecShapes = [][2]int{
+	{5120, 12288}, {5120, 10240}, {5120, 6144}, {5120, 17408},
+	{6144, 5120}, {17408, 5120}, {5120, 1024}, {5120, 248320},
+}
+
+// lastLevelCache returns the size of the largest CPU cache in bytes (Linux sysfs), or
+// 32 MiB when it cannot tell.
+func lastLevelCache() int {
+	best := 0
+	for i := 0; i < 8; i++ {
+		b, err := os.ReadFile(fmt.Sprintf("/sys/devices/system/cpu/cpu0/cache/index%d/size", i))
+		if err != nil {
+			continue
+		}
+		s := strings.TrimSpace(string(b))
+		mult := 1
+		switch {
+		case strings.HasSuffix(s, "K"):
+			mult, s = 1<<10, strings.TrimSuffix(s, "K")
+		case strings.HasSuffix(s, "M"):
+			mult, s = 1<<20, strings.TrimSuffix(s, "M")
+		}
+		if v, err := strconv.Atoi(s); err == nil {
+			best = max(best, v*mult)
+		}
+	}
+	if best == 0 {
+		best = 32 << 20
+	}
+	return best
+}
+
+var (
+	arenaOnce sync.Once
+	arena     []byte
+)
+
+// benchArena returns the shared weight buffer: 4× the last-level cache, at least
+// 256 MiB and at most 2 GiB (512 MiB on 32-bit platforms), filled with PQ2_0 blocks
+// (34-byte period from offset 0, so that every copy of a matrix placed at a multiple of
+// its size is valid): random codes and scales of ordinary magnitude.
+func benchArena(b *testing.B) []byte {
+	benchArenaNoLog(b)
+	b.Logf("weight arena %d MiB (last-level cache %d MiB)", len(arena)>>20, lastLevelCache()>>20)
+	return arena
+}
+
+func benchArenaNoLog(b *testing.B) []byte {
+	arenaOnce.Do(func() {
+		limit := int(min(int64(2<<30), int64(math.MaxInt)/4)) // 2 GiB; 512 MiB on 32-bit
+		size := min(max(4*lastLevelCache(), 256<<20), limit)
+		size -= size % pq2BlockBytes
+		arena = make([]byte, size)
+		var wg sync.WaitGroup
+		const parts = 8
+		per := size / parts / 8 * 8
+		for p := range parts {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				r := rand.New(rand.NewPCG(uint64(p), 99))
+				end := (p + 1) * per
+				if p == parts-1 {
+					end = size / 8 * 8
+				}
+				for i := p * per; i < end; i += 8 {
+					binary.LittleEndian.PutUint64(arena[i:], r.Uint64())
+				}
+			}()
+		}
+		wg.Wait()
+		for i := 0; i+pq2BlockBytes <= size; i += pq2BlockBytes {
+			// fp16 scales between 2⁻⁸ and 2⁻⁷, either sign.
+			binary.LittleEndian.PutUint16(arena[i:], 0x1c00|uint16(arena[i+2])<<8&0x8000|uint16(arena[i+3])&0x3ff)
+		}
+	})
+	return arena
+}
+
+// benchKernel switches to the implementation named by TERNARY_Q8_KERNEL, if any, and
+// logs which one runs.
+func benchKernel(b *testing.B) {
+	if name := os.Getenv("TERNARY_Q8_KERNEL"); name != "" {
+		found := false
+		for _, k := range q8Kernels {
+			if k.name == name {
+				useQ8Kernel(k)
+				found = true
+			}
+		}
+		if !found {
+			b.Fatalf("TERNARY_Q8_KERNEL=%s is not available here", name)
+		}
+	}
+	b.Logf("Q8 kernel: %s", Q8Kernel())
+}
+
+// streamRows runs body over rows [0, n) on T goroutines started for the benchmark,
+// which claim chunks of rows in order from a shared counter (a worker that falls behind
+// on a noisy machine takes fewer chunks). Each iteration passes the copy to read.
+type streamRows struct {
+	n, chunk, threads int
+	body              func(copy, lo, hi int)
+	start             []chan int
+	next              atomic.Int64
+	wg                sync.WaitGroup
+}
+
+func newStreamRows(n, chunk, threads int, body func(copy, lo, hi int)) *streamRows {
+	s := &streamRows{n: n, chunk: chunk, threads: threads, body: body}
+	for range threads - 1 {
+		c := make(chan int)
+		s.start = append(s.start, c)
+		go func() {
+			for cp := range c {
+				s.work(cp)
+				s.wg.Done()
+			}
+		}()
+	}
+	return s
+}
+
+func (s *streamRows) work(cp int) {
+	for {
+		lo := int(s.next.Add(int64(s.chunk))) - s.chunk
+		if lo >= s.n {
+			return
+		}
+		s.body(cp, lo, min(lo+s.chunk, s.n))
+	}
+}
+
+func (s *streamRows) run(cp int) {
+	s.next.Store(0)
+	s.wg.Add(len(s.start))
+	for _, c := range s.start {
+		c <- cp
+	}
+	s.work(cp)
+	s.wg.Wait()
+}
+
+func (s *streamRows) stop() {
+	for _, c := range s.start {
+		close(c)
+	}
+}
+
+// benchStream times body over rotating copies of a matrix of n rows of rb bytes and
+// reports the weight bytes read per second.
+func benchStream(b *testing.B, n, rb, threads int, body func(w []byte, lo, hi int)) {
+	ar := benchArena(b)
+	size := n * rb
+	copies := max(1, len(ar)/size)
+	// Chunks of about 256 KiB, at least 8 rows.
+	chunk := max(8, (256<<10)/rb)
+	s := newStreamRows(n, chunk, threads, func(cp, lo, hi int) {
+		body(ar[cp*size:(cp+1)*size], lo, hi)
+	})
+	defer s.stop()
+	b.SetBytes(int64(size))
+	cp := 0
+	c0 := processCPUSeconds()
+	for b.Loop() {
+		s.run(cp)
+		if cp++; cp == copies {
+			cp = 0
+		}
+	}
+	reportStream(b, float64(size), c0)
+}
+
+// reportStream reports the GB/s of a streaming benchmark that read size bytes per
+// iteration, and "cpu": the process's CPU seconds per wall second since c0 (about T
+// when the T threads had their cores to themselves; less on a shared machine, where a
+// run with less than its share of the cores is not a measure of the kernel).
+func reportStream(b *testing.B, size, c0 float64) {
+	el := b.Elapsed().Seconds()
+	b.ReportMetric(size*float64(b.N)/el/1e9, "GB/s")
+	b.ReportMetric((processCPUSeconds()-c0)/el, "cpu")
+}
+
+func BenchmarkMatVec(b *testing.B) {
+	benchKernel(b)
+	for _, sh := range matVecShapes {
+		k, n := sh[0], sh[1]
+		for _, threads := range []int{1, 2} {
+			b.Run(fmt.Sprintf("%dx%d/threads=%d", k, n, threads), func(b *testing.B) {
+				r := rand.New(rand.NewPCG(1, 2))
+				xf := make([]float32, k)
+				for i := range xf {
+					xf[i] = float32(r.NormFloat64())
+				}
+				x := NewQ8(k)
+				x.Quantize(xf)
+				y := make([]float32, n)
+				benchStream(b, n, PQ2_0.RowBytes(k), threads, func(w []byte, lo, hi int) {
+					MatVecQ8Range(PQ2_0, w, k, x, y, lo, hi)
+				})
+			})
+		}
+	}
+}
+
+// BenchmarkMatVecLoads is the loads-only twin of BenchmarkMatVec: the same copies, row
+// chunks and threads, but each chunk is only xor-reduced with the widest streaming
+// reader. A matrix shape that falls short of BenchmarkMemoryRead here is limited by the
+// access pattern (chunking, synchronisation), not by the kernel's instructions.
+func BenchmarkMatVecLoads(b *testing.B) {
+	rd := memReaders[len(memReaders)-1]
+	b.Logf("reader: %s", rd.name)
+	for _, sh := range matVecShapes {
+		k, n := sh[0], sh[1]
+		rb := PQ2_0.RowBytes(k)
+		for _, threads := range []int{1, 2} {
+			b.Run(fmt.Sprintf("%dx%d/threads=%d", k, n, threads), func(b *testing.B) {
+				var sink [64]atomic.Uint64
+				benchStream(b, n, rb, threads, func(w []byte, lo, hi int) {
+					p := w[lo*rb : hi*rb]
+					m := len(p) / rd.align * rd.align
+					sink[lo%64].Store(rd.read(&p[0], m))
+				})
+			})
+		}
+	}
+}
+
+// BenchmarkMemoryRead measures streaming-read bandwidth: every iteration xor-reduces
+// the whole weight arena (≥ 4× the last-level cache) with the widest SIMD reader,
+// split in 1 MiB chunks over T goroutines.
+func BenchmarkMemoryRead(b *testing.B) {
+	rd := memReaders[len(memReaders)-1]
+	b.Logf("reader: %s", rd.name)
+	for _, threads := range []int{1, 2} {
+		b.Run(fmt.Sprintf("threads=%d", threads), func(b *testing.B) {
+			ar := benchArena(b)
+			const chunk = 1 << 20
+			n := len(ar) / chunk
+			var sink [64]atomic.Uint64
+			benchStreamRaw(b, n, chunk, threads, func(lo, hi int) {
+				sink[lo%64].Store(rd.read(&ar[lo*chunk], (hi-lo)*chunk))
+			})
+		})
+	}
+}
+
+// benchStreamRaw is benchStream over the whole arena in fixed chunks (no copies).
+func benchStreamRaw(b *testing.B, n, chunk, threads int, body func(lo, hi int)) {
+	s := newStreamRows(n, 1, threads, func(_, lo, hi int) { body(lo, hi) })
+	defer s.stop()
+	size := int64(n) * int64(chunk)
+	b.SetBytes(size)
+	c0 := processCPUSeconds()
+	for b.Loop() {
+		s.run(0)
+	}
+	reportStream(b, float64(size), c0)
+}
+
+// BenchmarkQ8Kernel measures each implementation's compute rate with the weights in
+// the L2 cache (one core): the ceiling a kernel could reach if memory were free.
+func BenchmarkQ8Kernel(b *testing.B) {
+	for _, kern := range q8Kernels {
+		for _, k := range []int{5120, 17408} {
+			b.Run(fmt.Sprintf("%s/K=%d", kern.name, k), func(b *testing.B) {
+				r := rand.New(rand.NewPCG(1, 2))
+				n := (512 << 10) / PQ2_0.RowBytes(k)
+				w := randPQ2(r, k, n, func() uint16 { return 0x2000 })
+				xf := make([]float32, k)
+				for i := range xf {
+					xf[i] = float32(r.NormFloat64())
+				}
+				x := NewQ8(k)
+				x.Quantize(xf)
+				y := make([]float32, n)
+				withKernel(kern, func() {
+					b.SetBytes(int64(len(w)))
+					for b.Loop() {
+						MatVecQ8Range(PQ2_0, w, k, x, y, 0, n)
+					}
+				})
+				b.ReportMetric(float64(len(w))*float64(b.N)/b.Elapsed().Seconds()/1e9, "GB/s")
+			})
+		}
+	}
+}
+
+// BenchmarkMatMulQ8 measures the batched (prefill) product on one core: t vectors per
+// weight read, reported as the equivalent matrix-vector throughput, t × weight bytes per
+// second ("GB/s-equiv"), comparable with BenchmarkQ8Kernel's in-cache rate.
+func BenchmarkMatMulQ8(b *testing.B) {
+	benchKernel(b)
+	for _, sh := range [][2]int{{5120, 6144}, {17408, 5120}} {
+		k, n := sh[0], sh[1]
+		for _, t := range []int{16, 64} {
+			b.Run(fmt.Sprintf("%dx%d/t=%d", k, n, t), func(b *testing.B) {
+				r := rand.New(rand.NewPCG(1, 2))
+				w := randPQ2(r, k, n, func() uint16 { return 0x2000 })
+				xf := make([]float32, k*t)
+				for i := range xf {
+					xf[i] = float32(r.NormFloat64())
+				}
+				x := NewQ8Batch(k, t)
+				x.Quantize(xf, t)
+				y := make([]float32, n*t)
+				b.SetBytes(int64(len(w)))
+				for b.Loop() {
+					MatMulQ8Range(PQ2_0, w, k, n, x, t, y, 0, n)
+				}
+				b.ReportMetric(float64(len(w))*float64(t)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GB/s-equiv")
+			})
+		}
+	}
+}
+
+// BenchmarkMatVecPaired is for noisy, shared machines, where bandwidth drifts between
+// one benchmark and the next: every iteration runs the matrix-vector product over one
+// copy and the loads-only reader (the widest streaming reader, same row chunks and
+// threads) over the next copy, in alternating order, and reports the medians of the
+// two rates and of their per-iteration ratio ("ratio" = matvec / loads). "mv-cpu" and
+// "ld-cpu" are the process's CPU seconds per wall second during each (median; 1 per
+// busy thread when nothing else competes for the cores; NaN where unknown), which tell a
+// starved run from a slow kernel.
+func BenchmarkMatVecPaired(b *testing.B) {
+	benchKernel(b)
+	rd := memReaders[len(memReaders)-1]
+	for _, sh := range matVecShapes {
+		k, n := sh[0], sh[1]
+		rb := PQ2_0.RowBytes(k)
+		for _, threads := range []int{1, 2} {
+			b.Run(fmt.Sprintf("%dx%d/threads=%d", k, n, threads), func(b *testing.B) {
+				ar := benchArena(b)
+				r := rand.New(rand.NewPCG(1, 2))
+				xf := make([]float32, k)
+				for i := range xf {
+					xf[i] = float32(r.NormFloat64())
+				}
+				x := NewQ8(k)
+				x.Quantize(xf)
+				y := make([]float32, n)
+				size := n * rb
+				copies := max(2, len(ar)/size)
+				if len(ar)/size < 2 {
+					b.Skip("arena holds fewer than two copies")
+				}
+				var sink [64]atomic.Uint64
+				chunk := max(8, (256<<10)/rb)
+				mv := newStreamRows(n, chunk, threads, func(cp, lo, hi int) {
+					MatVecQ8Range(PQ2_0, ar[cp*size:(cp+1)*size], k, x, y, lo, hi)
+				})
+				defer mv.stop()
+				ld := newStreamRows(n, chunk, threads, func(cp, lo, hi int) {
+					p := ar[cp*size+lo*rb : cp*size+hi*rb]
+					sink[lo%64].Store(rd.read(&p[0], len(p)/rd.align*rd.align))
+				})
+				defer ld.stop()
+				var rm, rl, ratio, um, ul []float64
+				cpu := processCPUSeconds
+				cp := 0
+				b.SetBytes(int64(2 * size))
+				for b.Loop() {
+					c2 := (cp + 1) % copies
+					var tm, tl time.Duration
+					var cm, cl float64
+					if len(rm)%2 == 0 {
+						c0 := cpu()
+						t0 := time.Now()
+						mv.run(cp)
+						t1 := time.Now()
+						c1 := cpu()
+						ld.run(c2)
+						tm, tl = t1.Sub(t0), time.Since(t1)
+						cm, cl = c1-c0, cpu()-c1
+					} else {
+						c0 := cpu()
+						t0 := time.Now()
+						ld.run(cp)
+						t1 := time.Now()
+						c1 := cpu()
+						mv.run(c2)
+						tl, tm = t1.Sub(t0), time.Since(t1)
+						cl, cm = c1-c0, cpu()-c1
+					}
+					um = append(um, cm/tm.Seconds())
+					ul = append(ul, cl/tl.Seconds())
+					rm = append(rm, float64(size)/tm.Seconds()/1e9)
+					rl = append(rl, float64(size)/tl.Seconds()/1e9)
+					ratio = append(ratio, tl.Seconds()/tm.Seconds())
+					cp = (cp + 2) % copies
+				}
+				b.ReportMetric(medianOf(rm), "matvec-GB/s")
+				b.ReportMetric(medianOf(rl), "loads-GB/s")
+				b.ReportMetric(medianOf(ratio), "ratio")
+				b.ReportMetric(medianOf(um), "mv-cpu")
+				b.ReportMetric(medianOf(ul), "ld-cpu")
+			})
+		}
+	}
+}
+
+func medianOf(v []float64) float64 {
+	s := slices.Clone(v)
+	slices.Sort(s)
+	return s[len(s)/2]
+}
+
+// BenchmarkQ8Quantize measures quantising one activation vector (done once per vector
+// and shared by every matrix that reads it).
+func BenchmarkQ8Quantize(b *testing.B) {
+	for _, k := range []int{5120, 17408} {
+		b.Run(fmt.Sprintf("K=%d", k), func(b *testing.B) {
+			r := rand.New(rand.NewPCG(1, 2))
+			xf := make([]float32, k)
+			for i := range xf {
+				xf[i] = float32(r.NormFloat64())
+			}
+			x := NewQ8(k)
+			b.SetBytes(int64(4 * k))
+			for b.Loop() {
+				x.Quantize(xf)
+			}
+		})
+	}
+}

@@ -1,0 +1,396 @@
+//go:build amd64 && !purego
+
+#include "textflag.h"
+
+// Q8 row kernels for PQ2_0 (see q8RowsFunc in matvec_generic.go for the contract).
+//
+// A group is 8 blocks: 272 weight bytes, 1024 activation bytes, 8 scales and 8 sums.
+// Per block the 32 code bytes give four planes (v >> 2p) & 3 (p = 0..3; plane p holds
+// elements 4j+p in byte j), each multiplied with the 32 activations stored for it
+// (Q8 layout: block b, plane p at 256·(b/2) + 64p + 32·(b%2)). The per-block integer
+// vectors of a group are reduced together to one vector of 8 block sums (no horizontal
+// reduction per block), the activation sums are subtracted (the −1 fold), and the group
+// is folded into the float accumulator with one FMA by the vector of 8 scales
+// fp16(d_w)·D. One horizontal sum per row.
+//
+// Registers: AX group weight pointer, BX group activation pointer, DX D pointer,
+// DI Sum pointer, R8 group counter, SI row pointer, R9 row stride, CX row counter,
+// R10 groups per row, R11..R13 activation bases, R14 output pointer.
+
+#define ARGS \
+	MOVQ w+0(FP), SI; \
+	MOVQ rowBytes+8(FP), R9; \
+	MOVQ rows+16(FP), CX; \
+	MOVQ nb8+24(FP), R10; \
+	MOVQ q+32(FP), R11; \
+	MOVQ d+40(FP), R12; \
+	MOVQ sum+48(FP), R13; \
+	MOVQ y+56(FP), R14
+
+// SCALES leaves fp16(d_w)·D of the group's 8 blocks in Y5.
+#define SCALES \
+	VPXOR X5, X5, X5; \
+	VPINSRW $0, (AX), X5, X5; \
+	VPINSRW $1, 34(AX), X5, X5; \
+	VPINSRW $2, 68(AX), X5, X5; \
+	VPINSRW $3, 102(AX), X5, X5; \
+	VPINSRW $4, 136(AX), X5, X5; \
+	VPINSRW $5, 170(AX), X5, X5; \
+	VPINSRW $6, 204(AX), X5, X5; \
+	VPINSRW $7, 238(AX), X5, X5; \
+	VCVTPH2PS X5, Y5; \
+	VMULPS (DX), Y5, Y5
+
+// PREFETCH runs two prefetch streams ahead of the group (a group spans 272 bytes, so
+// 5 lines cover it): into L2 6 KiB ahead and into L1 1 KiB ahead. The kernel computes
+// several times faster than memory delivers, but on its own its demand loads and the
+// hardware prefetcher kept too few misses in flight: a loads-only loop over the same
+// bytes ran 1.5× faster without prefetching, 1.3× with one T0 stream 2 KiB ahead, and
+// about 1.17× with these two (measured with BenchmarkMatVecPaired; the L2 stream is
+// what adds memory-level parallelism, the L1 fill buffers being few). Prefetching past
+// the end of the matrix is harmless.
+#define PREFETCH \
+	PREFETCHT1 6144(AX); \
+	PREFETCHT1 6208(AX); \
+	PREFETCHT1 6272(AX); \
+	PREFETCHT1 6336(AX); \
+	PREFETCHT1 6400(AX); \
+	PREFETCHT0 1024(AX); \
+	PREFETCHT0 1088(AX); \
+	PREFETCHT0 1152(AX); \
+	PREFETCHT0 1216(AX); \
+	PREFETCHT0 1280(AX)
+
+// ROWEND stores the horizontal sum of the accumulator Y8 in the order
+// ((a0+a4)+(a2+a6)) + ((a1+a5)+(a3+a7)) and steps to the next row.
+#define ROWEND \
+	VEXTRACTF128 $1, Y8, X0; \
+	VADDPS X0, X8, X0; \
+	VMOVHLPS X0, X0, X1; \
+	VADDPS X1, X0, X0; \
+	VMOVSHDUP X0, X1; \
+	VADDSS X1, X0, X0; \
+	VMOVSS X0, (R14); \
+	ADDQ R9, SI; \
+	ADDQ $4, R14; \
+	DECQ CX
+
+// AVX2 block: planes in Y0..Y3 (mask Y15 = 0x03 bytes), VPMADDUBSW (u8 codes × s8
+// activations, pairs summed to int16: at most 2·3·127, no saturation), the four planes
+// added in int16 (at most 3048) and widened to 8 int32 with VPMADDWD by ones (Y14).
+#define BLK2(woff, qoff, dst) \
+	VMOVDQU (woff+2)(AX), Y0; \
+	VPSRLW $2, Y0, Y1; \
+	VPSRLW $4, Y0, Y2; \
+	VPSRLW $6, Y0, Y3; \
+	VPAND Y15, Y0, Y0; \
+	VPAND Y15, Y1, Y1; \
+	VPAND Y15, Y2, Y2; \
+	VPAND Y15, Y3, Y3; \
+	VPMADDUBSW (qoff)(BX), Y0, Y0; \
+	VPMADDUBSW (qoff+64)(BX), Y1, Y1; \
+	VPMADDUBSW (qoff+128)(BX), Y2, Y2; \
+	VPMADDUBSW (qoff+192)(BX), Y3, Y3; \
+	VPADDW Y1, Y0, Y0; \
+	VPADDW Y3, Y2, Y2; \
+	VPADDW Y2, Y0, Y0; \
+	VPMADDWD Y14, Y0, dst
+
+// func q8RowsAVX2(w *byte, rowBytes, rows, nb8 int, q *int8, d *float32, sum *int32, y *float32)
+TEXT ·q8RowsAVX2(SB), NOSPLIT, $0-64
+	ARGS
+	MOVL $0x03030303, AX
+	VMOVD AX, X15
+	VPBROADCASTD X15, Y15
+	MOVL $0x00010001, AX
+	VMOVD AX, X14
+	VPBROADCASTD X14, Y14
+
+avx2row:
+	MOVQ SI, AX
+	MOVQ R11, BX
+	MOVQ R12, DX
+	MOVQ R13, DI
+	MOVQ R10, R8
+	VXORPS Y8, Y8, Y8
+
+avx2group:
+	PREFETCH
+	SCALES
+	// Blocks 0..3: VPHADDD pairs the blocks and sums within 128-bit lanes, leaving
+	// Y9 = per lane l [B0(l), B1(l), B2(l), B3(l)] (B(l): the lane's 4 dwords summed).
+	BLK2(0, 0, Y9)
+	BLK2(34, 32, Y10)
+	VPHADDD Y10, Y9, Y9
+	BLK2(68, 256, Y10)
+	BLK2(102, 288, Y11)
+	VPHADDD Y11, Y10, Y10
+	VPHADDD Y10, Y9, Y9
+	// Blocks 4..7 into Y10.
+	BLK2(136, 512, Y10)
+	BLK2(170, 544, Y11)
+	VPHADDD Y11, Y10, Y10
+	BLK2(204, 768, Y11)
+	BLK2(238, 800, Y12)
+	VPHADDD Y12, Y11, Y11
+	VPHADDD Y11, Y10, Y10
+	// Add the two lanes: Y11 = [B0 … B7].
+	VPERM2I128 $0x20, Y10, Y9, Y11
+	VPERM2I128 $0x31, Y10, Y9, Y12
+	VPADDD Y12, Y11, Y11
+	VPSUBD (DI), Y11, Y11
+	VCVTDQ2PS Y11, Y11
+	VFMADD231PS Y11, Y5, Y8
+	ADDQ $272, AX
+	ADDQ $1024, BX
+	ADDQ $32, DX
+	ADDQ $32, DI
+	DECQ R8
+	JNZ avx2group
+
+	ROWEND
+	JNZ avx2row
+	VZEROUPPER
+	RET
+
+// AVX-512 pair: blocks 2k and 2k+1 side by side in Z0 (their code bytes in the low and
+// high 256 bits), planes in Z0..Z3 (mask Z31), and VPDPBUSD against the 64 activation
+// bytes of each plane of the pair, giving acc = [8 dwords of block 2k | 8 of 2k+1].
+#define PAIR512(woff, qoff, acc) \
+	VMOVDQU (woff+2)(AX), Y0; \
+	VINSERTI64X4 $1, (woff+36)(AX), Z0, Z0; \
+	VPSRLW $2, Z0, Z1; \
+	VPSRLW $4, Z0, Z2; \
+	VPSRLW $6, Z0, Z3; \
+	VPANDD Z31, Z0, Z0; \
+	VPANDD Z31, Z1, Z1; \
+	VPANDD Z31, Z2, Z2; \
+	VPANDD Z31, Z3, Z3; \
+	VPXORD acc, acc, acc; \
+	VPDPBUSD (qoff)(BX), Z0, acc; \
+	VPDPBUSD (qoff+64)(BX), Z1, acc; \
+	VPDPBUSD (qoff+128)(BX), Z2, acc; \
+	VPDPBUSD (qoff+192)(BX), Z3, acc
+
+// Dword indices that gather [B0 … B7] from the reduced vector (see below).
+DATA q8perm<>+0(SB)/4, $0
+DATA q8perm<>+4(SB)/4, $4
+DATA q8perm<>+8(SB)/4, $8
+DATA q8perm<>+12(SB)/4, $12
+DATA q8perm<>+16(SB)/4, $1
+DATA q8perm<>+20(SB)/4, $5
+DATA q8perm<>+24(SB)/4, $9
+DATA q8perm<>+28(SB)/4, $13
+DATA q8perm<>+32(SB)/4, $0
+DATA q8perm<>+36(SB)/4, $0
+DATA q8perm<>+40(SB)/4, $0
+DATA q8perm<>+44(SB)/4, $0
+DATA q8perm<>+48(SB)/4, $0
+DATA q8perm<>+52(SB)/4, $0
+DATA q8perm<>+56(SB)/4, $0
+DATA q8perm<>+60(SB)/4, $0
+GLOBL q8perm<>(SB), RODATA|NOPTR, $64
+
+// func q8RowsAVX512(w *byte, rowBytes, rows, nb8 int, q *int8, d *float32, sum *int32, y *float32)
+TEXT ·q8RowsAVX512(SB), NOSPLIT, $0-64
+	VMOVDQU32 q8perm<>(SB), Z29
+	ARGS
+	MOVL $0x03030303, AX
+	VPBROADCASTD AX, Z31
+
+avx512row:
+	MOVQ SI, AX
+	MOVQ R11, BX
+	MOVQ R12, DX
+	MOVQ R13, DI
+	MOVQ R10, R8
+	VXORPS Y8, Y8, Y8
+
+avx512group:
+	PREFETCH
+	SCALES
+	PAIR512(0, 0, Z16)
+	PAIR512(68, 256, Z17)
+	PAIR512(136, 512, Z18)
+	PAIR512(204, 768, Z19)
+	// Z20 = [b0, b1, b2, b3], one block per 128-bit lane (each block's two lanes added).
+	VSHUFI64X2 $0x88, Z17, Z16, Z20
+	VSHUFI64X2 $0xDD, Z17, Z16, Z21
+	VPADDD Z21, Z20, Z20
+	// Z22 = [b4, b5, b6, b7].
+	VSHUFI64X2 $0x88, Z19, Z18, Z22
+	VSHUFI64X2 $0xDD, Z19, Z18, Z23
+	VPADDD Z23, Z22, Z22
+	// Lane i: [b_i.0+b_i.2, b_4+i.0+b_4+i.2, b_i.1+b_i.3, b_4+i.1+b_4+i.3].
+	VPUNPCKLDQ Z22, Z20, Z21
+	VPUNPCKHDQ Z22, Z20, Z23
+	VPADDD Z23, Z21, Z21
+	// Lane i: [B_i, B_4+i, B_i, B_4+i].
+	VPSHUFD $0x4E, Z21, Z23
+	VPADDD Z23, Z21, Z21
+	// Y21 = [B0 … B7].
+	VPERMD Z21, Z29, Z21
+	VPSUBD (DI), Y21, Y21
+	VCVTDQ2PS Y21, Y21
+	VFMADD231PS Y21, Y5, Y8
+	ADDQ $272, AX
+	ADDQ $1024, BX
+	ADDQ $32, DX
+	ADDQ $32, DI
+	DECQ R8
+	JNZ avx512group
+
+	ROWEND
+	JNZ avx512row
+	VZEROUPPER
+	RET
+
+// GFNI pair: as PAIR512, but each plane is one VGF2P8AFFINEQB instead of a shift and a
+// mask. The affine map's matrix (one qword, broadcast) has row 7−i selecting the source
+// bit that becomes result bit i: result bits 0 and 1 take source bits 2p and 2p+1.
+#define PAIRGF(woff, qoff, acc) \
+	VMOVDQU (woff+2)(AX), Y4; \
+	VINSERTI64X4 $1, (woff+36)(AX), Z4, Z4; \
+	VGF2P8AFFINEQB $0, Z24, Z4, Z0; \
+	VGF2P8AFFINEQB $0, Z25, Z4, Z1; \
+	VGF2P8AFFINEQB $0, Z26, Z4, Z2; \
+	VGF2P8AFFINEQB $0, Z27, Z4, Z3; \
+	VPXORD acc, acc, acc; \
+	VPDPBUSD (qoff)(BX), Z0, acc; \
+	VPDPBUSD (qoff+64)(BX), Z1, acc; \
+	VPDPBUSD (qoff+128)(BX), Z2, acc; \
+	VPDPBUSD (qoff+192)(BX), Z3, acc
+
+// GFCONST loads the four plane matrices into Z24..Z27.
+#define GFCONST \
+	MOVQ $0x0102000000000000, AX; \
+	VPBROADCASTQ AX, Z24; \
+	MOVQ $0x0408000000000000, AX; \
+	VPBROADCASTQ AX, Z25; \
+	MOVQ $0x1020000000000000, AX; \
+	VPBROADCASTQ AX, Z26; \
+	MOVQ $0x4080000000000000, AX; \
+	VPBROADCASTQ AX, Z27
+
+// func q8RowsGFNI(w *byte, rowBytes, rows, nb8 int, q *int8, d *float32, sum *int32, y *float32)
+TEXT ·q8RowsGFNI(SB), NOSPLIT, $0-64
+	VMOVDQU32 q8perm<>(SB), Z29
+	ARGS
+	GFCONST
+
+gfnirow:
+	MOVQ SI, AX
+	MOVQ R11, BX
+	MOVQ R12, DX
+	MOVQ R13, DI
+	MOVQ R10, R8
+	VXORPS Y8, Y8, Y8
+
+gfnigroup:
+	PREFETCH
+	SCALES
+	PAIRGF(0, 0, Z16)
+	PAIRGF(68, 256, Z17)
+	PAIRGF(136, 512, Z18)
+	PAIRGF(204, 768, Z19)
+	// Z20 = [b0, b1, b2, b3], one block per 128-bit lane (each block's two lanes added).
+	VSHUFI64X2 $0x88, Z17, Z16, Z20
+	VSHUFI64X2 $0xDD, Z17, Z16, Z21
+	VPADDD Z21, Z20, Z20
+	// Z22 = [b4, b5, b6, b7].
+	VSHUFI64X2 $0x88, Z19, Z18, Z22
+	VSHUFI64X2 $0xDD, Z19, Z18, Z23
+	VPADDD Z23, Z22, Z22
+	// Lane i: [b_i.0+b_i.2, b_4+i.0+b_4+i.2, b_i.1+b_i.3, b_4+i.1+b_4+i.3].
+	VPUNPCKLDQ Z22, Z20, Z21
+	VPUNPCKHDQ Z22, Z20, Z23
+	VPADDD Z23, Z21, Z21
+	// Lane i: [B_i, B_4+i, B_i, B_4+i].
+	VPSHUFD $0x4E, Z21, Z23
+	VPADDD Z23, Z21, Z21
+	// Y21 = [B0 … B7].
+	VPERMD Z21, Z29, Z21
+	VPSUBD (DI), Y21, Y21
+	VCVTDQ2PS Y21, Y21
+	VFMADD231PS Y21, Y5, Y8
+	ADDQ $272, AX
+	ADDQ $1024, BX
+	ADDQ $32, DX
+	ADDQ $32, DI
+	DECQ R8
+	JNZ gfnigroup
+
+	ROWEND
+	JNZ gfnirow
+	VZEROUPPER
+	RET
+
+// func memReadAVX2(p *byte, n int) uint64
+TEXT ·memReadAVX2(SB), NOSPLIT, $0-24
+	MOVQ p+0(FP), SI
+	MOVQ n+8(FP), CX
+	SHRQ $7, CX
+	VPXOR Y0, Y0, Y0
+	VPXOR Y1, Y1, Y1
+	VPXOR Y2, Y2, Y2
+	VPXOR Y3, Y3, Y3
+	TESTQ CX, CX
+	JZ avx2rdone
+
+avx2rloop:
+	VPXOR (SI), Y0, Y0
+	VPXOR 32(SI), Y1, Y1
+	VPXOR 64(SI), Y2, Y2
+	VPXOR 96(SI), Y3, Y3
+	ADDQ $128, SI
+	DECQ CX
+	JNZ avx2rloop
+
+avx2rdone:
+	VPXOR Y1, Y0, Y0
+	VPXOR Y3, Y2, Y2
+	VPXOR Y2, Y0, Y0
+	VEXTRACTI128 $1, Y0, X1
+	VPXOR X1, X0, X0
+	VMOVQ X0, AX
+	VPEXTRQ $1, X0, BX
+	XORQ BX, AX
+	MOVQ AX, ret+16(FP)
+	VZEROUPPER
+	RET
+
+// func memReadAVX512(p *byte, n int) uint64
+TEXT ·memReadAVX512(SB), NOSPLIT, $0-24
+	MOVQ p+0(FP), SI
+	MOVQ n+8(FP), CX
+	SHRQ $8, CX
+	VPXORQ Z0, Z0, Z0
+	VPXORQ Z1, Z1, Z1
+	VPXORQ Z2, Z2, Z2
+	VPXORQ Z3, Z3, Z3
+	TESTQ CX, CX
+	JZ avx512rdone
+
+avx512rloop:
+	VPXORQ (SI), Z0, Z0
+	VPXORQ 64(SI), Z1, Z1
+	VPXORQ 128(SI), Z2, Z2
+	VPXORQ 192(SI), Z3, Z3
+	ADDQ $256, SI
+	DECQ CX
+	JNZ avx512rloop
+
+avx512rdone:
+	VPXORQ Z1, Z0, Z0
+	VPXORQ Z3, Z2, Z2
+	VPXORQ Z2, Z0, Z0
+	VEXTRACTI64X4 $1, Z0, Y1
+	VPXOR Y1, Y0, Y0
+	VEXTRACTI128 $1, Y0, X1
+	VPXOR X1, X0, X0
+	VMOVQ X0, AX
+	VPEXTRQ $1, X0, BX
+	XORQ BX, AX
+	MOVQ AX, ret+16(FP)
+	VZEROUPPER
+	RET

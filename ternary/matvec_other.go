@@ -1,0 +1,13 @@
+//go:build !(amd64 || arm64) || purego
+
+package ternary
+
+// No SIMD kernels on this platform (or in a purego build): the generic ones run.
+
+func archQ8Kernels() []q8Kernel { return nil }
+
+func archQ8Rows(id q8ID, w *byte, rowBytes, rows, nb8 int, q *int8, d *float32, sum *int32, y *float32) {
+	panic("ternary: no SIMD Q8 kernels on this platform")
+}
+
+func archMemReaders() []memReader { return nil }

@@ -1,0 +1,578 @@
+package ternary
+
+import (
+	"bytes"
+	"encoding/binary"
+	"math"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/x448/float16"
+)
+
+// withKernel runs f with the Q8 row kernel k in place of the chosen one.
+func withKernel(k q8Kernel, f func()) {
+	save := q8Sel
+	defer useQ8Kernel(save)
+	useQ8Kernel(k)
+	f()
+}
+
+// q8Shapes are the row widths the kernel tests run: odd block counts below, at and
+// around a group of 8, and the model's real widths.
+var q8Shapes = []int{128, 256, 384, 640, 896, 1024, 1152, 1920, 2048, 3200, 5120, 6144, 17408}
+
+// randScale returns fp16 scale bits: mostly ordinary magnitudes of either sign, with
+// zeros (both signs), unit scales, subnormals and the largest finite value mixed in.
+func randScale(r *rand.Rand) uint16 {
+	switch r.IntN(16) {
+	case 0:
+		return 0
+	case 1:
+		return 0x8000
+	case 2:
+		return 0x3c00 // 1
+	case 3:
+		return uint16(1 + r.IntN(0x3ff)) // subnormal
+	case 4:
+		return 0x7bff // 65504
+	}
+	h := float16.Fromfloat32(float32(math.Exp(r.NormFloat64()*2 - 4))).Bits()
+	if r.IntN(2) == 0 {
+		h |= 0x8000
+	}
+	return h
+}
+
+// randPQ2 returns n random PQ2_0 rows of k elements: codes uniform over 0…3 (code 3
+// included) and scales from scale.
+func randPQ2(r *rand.Rand, k, n int, scale func() uint16) []byte {
+	rb := PQ2_0.RowBytes(k)
+	w := make([]byte, n*rb)
+	for i := range w {
+		w[i] = byte(r.Uint32())
+	}
+	for b := 0; b < len(w); b += pq2BlockBytes {
+		binary.LittleEndian.PutUint16(w[b:], scale())
+	}
+	return w
+}
+
+// randQ8 returns a Q8 of width k with D = 1 and random Q in [−127, 127] (extremes
+// favoured), the setting in which every kernel's result is an exact integer.
+func randQ8(r *rand.Rand, k int) *Q8 {
+	x := NewQ8(k)
+	for b := range k / BlockSize {
+		var s int32
+		for i := range BlockSize {
+			var v int32
+			switch r.IntN(8) {
+			case 0:
+				v = 127
+			case 1:
+				v = -127
+			default:
+				v = int32(r.IntN(255)) - 127
+			}
+			x.Q[q8Index(b*BlockSize+i)] = int8(v)
+			s += v
+		}
+		x.D[b], x.Sum[b] = 1, s
+	}
+	return x
+}
+
+// exactQ8 returns Σ_b [d_b ≠ 0]·(Σ c·Q − Sum_b) for one PQ2_0 row whose scales are all
+// 0, −0 or 1, computed from unpacked codes in element order.
+func exactQ8(row []byte, x *Q8) int64 {
+	var codes [BlockSize]uint8
+	var total int64
+	for b := range x.K / BlockSize {
+		h := UnpackPQ2_0(&codes, row[b*pq2BlockBytes:])
+		if h&0x7fff == 0 {
+			continue
+		}
+		var s int64
+		for i, c := range codes {
+			s += int64(c) * int64(x.Q[q8Index(b*BlockSize+i)])
+		}
+		total += s - int64(x.Sum[b])
+	}
+	return total
+}
+
+func TestQ8Kernels(t *testing.T) {
+	names := ""
+	for _, k := range q8Kernels {
+		names += " " + k.name
+	}
+	t.Logf("kernels on this machine:%s; chosen: %s", names, Q8Kernel())
+	if len(q8Kernels) < 1 || q8Kernels[0].name != "generic" {
+		t.Fatal("generic kernel missing")
+	}
+}
+
+// TestQ8KernelsExact checks every implementation against exact integer arithmetic with
+// unit (and zero) scales and D = 1, where the whole float computation is exact (every
+// partial sum is an integer below 2²⁴): all of them must agree to the last bit.
+func TestQ8KernelsExact(t *testing.T) {
+	r := rand.New(rand.NewPCG(1, 2))
+	unit := func() uint16 { return [...]uint16{0x3c00, 0x3c00, 0x3c00, 0, 0x8000}[r.IntN(5)] }
+	for _, k := range q8Shapes {
+		n := 1 + r.IntN(23)
+		if k >= 5120 {
+			n = 37
+		}
+		w := randPQ2(r, k, n, unit)
+		x := randQ8(r, k)
+		rb := PQ2_0.RowBytes(k)
+		want := make([]float32, n)
+		for i := range want {
+			e := exactQ8(w[i*rb:(i+1)*rb], x)
+			if math.Abs(float64(e)) >= 1<<24 {
+				t.Fatalf("k=%d: exact sum %d too large for the test", k, e)
+			}
+			want[i] = float32(e)
+		}
+		for _, kern := range q8Kernels {
+			withKernel(kern, func() {
+				// Row ranges that are multiples of nothing, and the whole matrix.
+				for _, rg := range [][2]int{{0, n}, {n / 3, n - n/4}, {n - 1, n}, {n / 2, n / 2}} {
+					y := make([]float32, n)
+					for i := range y {
+						y[i] = float32(math.NaN()) // rows outside the range stay untouched
+					}
+					MatVecQ8Range(PQ2_0, w, k, x, y, rg[0], rg[1])
+					for i := range y {
+						in := i >= rg[0] && i < rg[1]
+						if in && y[i] != want[i] || !in && !math.IsNaN(float64(y[i])) {
+							t.Fatalf("%s k=%d rows %v: y[%d] = %v, want %v", kern.name, k, rg, i, y[i], want[i])
+						}
+					}
+				}
+			})
+		}
+	}
+}
+
+// TestQ8KernelsFloat compares every SIMD implementation with the generic one on random
+// scales and quantised activations. They compute the same integers I_b and the same
+// float32 scales s_b; only the rounding of the per-lane accumulation differs (FMA
+// against multiply-then-add), so |y − y_generic| ≤ (nb/8 + 4)·2⁻²³·Σ_b |s_b·I_b|.
+func TestQ8KernelsFloat(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 4))
+	for _, k := range q8Shapes {
+		n := 1 + r.IntN(19)
+		if k >= 5120 {
+			n = 29
+		}
+		w := randPQ2(r, k, n, func() uint16 { return randScale(r) })
+		xf := make([]float32, k)
+		for i := range xf {
+			xf[i] = float32(r.NormFloat64() * math.Exp(r.NormFloat64()))
+		}
+		x := NewQ8(k)
+		x.Quantize(xf)
+		nb := k / BlockSize
+		rb := PQ2_0.RowBytes(k)
+		want := make([]float32, n)
+		withKernel(q8Kernels[0], func() { MatVecQ8Range(PQ2_0, w, k, x, want, 0, n) })
+		for _, kern := range q8Kernels[1:] {
+			withKernel(kern, func() {
+				y := make([]float32, n)
+				lo, hi := r.IntN(n), n
+				MatVecQ8Range(PQ2_0, w, k, x, y, lo, hi)
+				for i := lo; i < hi; i++ {
+					var mag float64
+					row := w[i*rb:]
+					for b := range nb {
+						blk := row[b*pq2BlockBytes : (b+1)*pq2BlockBytes]
+						s := fp16(binary.LittleEndian.Uint16(blk)) * x.D[b]
+						mag += math.Abs(float64(s) * float64(q8BlockDot(blk, x.Q, b)-x.Sum[b]))
+					}
+					tol := float64(nb/8+4) * 0x1p-23 * mag
+					if d := math.Abs(float64(y[i] - want[i])); !(d <= tol) {
+						t.Fatalf("%s k=%d row %d: %v, generic %v (|Δ| %g > %g)", kern.name, k, i, y[i], want[i], d, tol)
+					}
+				}
+			})
+		}
+	}
+}
+
+// TestMatVecQ8Accuracy checks the Q8 path against the float64 reference on x itself.
+// The activation rounding bounds the error per row by
+//
+//	E = Σ_b 0.5001·D_b·Σ_{j∈b} |w_j|   (|x − D·Q| ≤ 0.5001·D per element)
+//
+// and the float32 arithmetic adds at most (nb/8+4)·2⁻²³·Σ_b|s_b·I_b| + 2⁻²³·|ref|. On
+// Gaussian activations the error is also checked against Σ_j |w_j·x_j|: a random walk of
+// roughly 0.008/√(nonzero weights) of it (the quantised Gaussian weights here are about
+// 19% nonzero), asserted below 0.1/√k: 1.4·10⁻³ at k = 5120, 7.6·10⁻⁴ at k = 17408.
+func TestMatVecQ8Accuracy(t *testing.T) {
+	r := rand.New(rand.NewPCG(5, 6))
+	for _, k := range []int{128, 640, 1024, 5120, 6144, 17408} {
+		n := 24
+		wf := make([]float32, k*n)
+		for i := range wf {
+			wf[i] = float32(r.NormFloat64() * 0.02)
+		}
+		w := make([]byte, n*PQ2_0.RowBytes(k))
+		if err := PQ2_0.Quantize(w, wf); err != nil {
+			t.Fatal(err)
+		}
+		dec := make([]float32, k*n)
+		if err := PQ2_0.Decode(dec, w); err != nil {
+			t.Fatal(err)
+		}
+		xf := make([]float32, k)
+		for i := range xf {
+			xf[i] = float32(r.NormFloat64())
+		}
+		ref := make([]float32, n)
+		if err := MatVecRef(PQ2_0, w, k, xf, ref); err != nil {
+			t.Fatal(err)
+		}
+		x := NewQ8(k)
+		x.Quantize(xf)
+		nb := k / BlockSize
+		rb := PQ2_0.RowBytes(k)
+		var worst float64
+		for _, kern := range q8Kernels {
+			withKernel(kern, func() {
+				y := make([]float32, n)
+				MatVecQ8Range(PQ2_0, w, k, x, y, 0, n)
+				for i := range y {
+					var eq, mag, absWX float64
+					for b := range nb {
+						var sw float64
+						for j := b * BlockSize; j < (b+1)*BlockSize; j++ {
+							sw += math.Abs(float64(dec[i*k+j]))
+							absWX += math.Abs(float64(dec[i*k+j]) * float64(xf[j]))
+						}
+						eq += 0.5001 * float64(x.D[b]) * sw
+						blk := w[i*rb+b*pq2BlockBytes:]
+						s := fp16(binary.LittleEndian.Uint16(blk)) * x.D[b]
+						mag += math.Abs(float64(s) * float64(q8BlockDot(blk, x.Q, b)-x.Sum[b]))
+					}
+					err := math.Abs(float64(y[i]) - float64(ref[i]))
+					bound := eq + float64(nb/8+4)*0x1p-23*mag + 0x1p-23*math.Abs(float64(ref[i]))
+					if !(err <= bound) {
+						t.Fatalf("%s k=%d row %d: |%v − %v| = %g > bound %g", kern.name, k, i, y[i], ref[i], err, bound)
+					}
+					rel := err / absWX
+					worst = max(worst, rel)
+					if !(rel <= 0.1/math.Sqrt(float64(k))) {
+						t.Fatalf("%s k=%d row %d: error %g of Σ|w·x|", kern.name, k, i, rel)
+					}
+				}
+			})
+		}
+		t.Logf("k=%d: worst |y − ref| / Σ|w·x| = %.2g", k, worst)
+	}
+}
+
+func TestQ8Quantize(t *testing.T) {
+	r := rand.New(rand.NewPCG(7, 8))
+	const k = 12 * BlockSize
+	x := make([]float32, k)
+	for i := range x {
+		x[i] = float32(r.NormFloat64() * math.Exp(4*r.NormFloat64()))
+	}
+	clear(x[BlockSize : 2*BlockSize]) // a zero block
+	for i := 2 * BlockSize; i < 3*BlockSize; i++ {
+		x[i] = float32(r.NormFloat64()) * 1e-41 // subnormals: 127/max|x| overflows
+	}
+	x[3*BlockSize+5] = float32(math.NaN())
+	x[4*BlockSize+77] = float32(math.Inf(-1))
+	for i := 5 * BlockSize; i < 6*BlockSize; i++ { // exact halves: ties to even
+		x[i] = float32(i%7) - 3.5
+	}
+	x[5*BlockSize] = 127
+	for i := 6 * BlockSize; i < 7*BlockSize; i++ { // one big element
+		x[i] = float32(r.NormFloat64()) * 1e-3
+	}
+	x[6*BlockSize+100] = -3e38
+	q := NewQ8(k)
+	for i := range q.Q {
+		q.Q[i] = 99 // padding and all must be overwritten or stay as written
+	}
+	q.Quantize(x)
+	for b := range k / BlockSize {
+		xb := x[b*BlockSize : (b+1)*BlockSize]
+		var amax float32
+		bad := false
+		for _, v := range xb {
+			if math.IsNaN(float64(v)) || math.IsInf(float64(v), 0) {
+				bad = true
+			}
+			amax = max(amax, abs32(v))
+		}
+		d := q.D[b]
+		var sum int32
+		for i, v := range xb {
+			qv := q.Q[q8Index(b*BlockSize+i)]
+			sum += int32(qv)
+			switch {
+			case bad || amax == 0:
+				if qv != 0 {
+					t.Fatalf("block %d element %d: Q = %d, want 0", b, i, qv)
+				}
+			default:
+				if qv < -127 || qv > 127 {
+					t.Fatalf("block %d: Q = %d", b, qv)
+				}
+				if e := math.Abs(float64(v) - float64(d)*float64(qv)); !(e <= 0.5001*float64(d)) {
+					t.Fatalf("block %d element %d: |%g − %g·%d| = %g > 0.5001·D", b, i, v, d, qv, e)
+				}
+			}
+		}
+		if sum != q.Sum[b] {
+			t.Fatalf("block %d: Sum %d, want %d", b, q.Sum[b], sum)
+		}
+		switch {
+		case bad:
+			if !math.IsNaN(float64(d)) {
+				t.Fatalf("block %d: D = %v, want NaN", b, d)
+			}
+		case amax == 0:
+			if d != 0 {
+				t.Fatalf("block %d: D = %v, want 0", b, d)
+			}
+		default:
+			if d != amax/127 {
+				t.Fatalf("block %d: D = %v, want %v", b, d, amax/127)
+			}
+		}
+	}
+	// Ties go to even: block 5 holds −3.5 … 2.5 and 127, so D = 1.
+	for i := 5*BlockSize + 1; i < 6*BlockSize; i++ {
+		want := math.RoundToEven(float64(x[i]))
+		if got := q.Q[q8Index(i)]; float64(got) != want {
+			t.Fatalf("element %d: %v → %d, want %v", i, x[i], got, want)
+		}
+	}
+	// The layout is a permutation of the element indices.
+	seen := make([]bool, len(q.Q))
+	for e := range k {
+		j := q8Index(e)
+		if seen[j] {
+			t.Fatalf("q8Index(%d) = %d twice", e, j)
+		}
+		seen[j] = true
+	}
+	// Odd block counts are padded with zeros.
+	q3 := NewQ8(3 * BlockSize)
+	if len(q3.Q) != 4*BlockSize {
+		t.Fatalf("len(Q) = %d for 3 blocks", len(q3.Q))
+	}
+	q3.Quantize(x)
+	for e := 3 * BlockSize; e < 4*BlockSize; e++ {
+		if q3.Q[q8Index(e)] != 0 {
+			t.Fatal("padding block not zero")
+		}
+	}
+}
+
+// TestMatVecQ8PTQ1 checks that PTQ1_0 rows give bit for bit the result of their PQ2_0
+// transcode, and the block transcoder against Transcode.
+func TestMatVecQ8PTQ1(t *testing.T) {
+	r := rand.New(rand.NewPCG(9, 10))
+	for _, k := range []int{128, 384, 1024, 1152, 5120, 17408} {
+		n := 13
+		wf := make([]float32, k*n)
+		for i := range wf {
+			wf[i] = float32(r.NormFloat64())
+		}
+		tq := make([]byte, n*PTQ1_0.RowBytes(k))
+		pq := make([]byte, n*PQ2_0.RowBytes(k))
+		if err := PTQ1_0.Quantize(tq, wf); err != nil {
+			t.Fatal(err)
+		}
+		if err := Transcode(pq, PQ2_0, tq, PTQ1_0); err != nil {
+			t.Fatal(err)
+		}
+		mine := make([]byte, len(pq))
+		ptq1ToPQ2(mine, tq, n*k/BlockSize)
+		if !bytes.Equal(mine, pq) {
+			t.Fatalf("k=%d: ptq1ToPQ2 differs from Transcode", k)
+		}
+		xf := make([]float32, k)
+		for i := range xf {
+			xf[i] = float32(r.NormFloat64())
+		}
+		x := NewQ8(k)
+		x.Quantize(xf)
+		for _, kern := range q8Kernels {
+			withKernel(kern, func() {
+				y1 := make([]float32, n)
+				y2 := make([]float32, n)
+				MatVecQ8Range(PQ2_0, pq, k, x, y1, 2, n)
+				MatVecQ8Range(PTQ1_0, tq, k, x, y2, 2, n)
+				for i := range y1 {
+					if math.Float32bits(y1[i]) != math.Float32bits(y2[i]) {
+						t.Fatalf("%s k=%d row %d: PTQ1_0 %v, PQ2_0 %v", kern.name, k, i, y2[i], y1[i])
+					}
+				}
+			})
+		}
+	}
+	// Every trit byte the decoder can meet, including the 13 non-canonical ones.
+	blk := make([]byte, ptq1BlockBytes)
+	for v := range 256 {
+		for i := range 26 {
+			blk[i] = byte(v + 37*i)
+		}
+		blk[26], blk[27] = 0, 0x3c
+		want := make([]byte, pq2BlockBytes)
+		var codes [BlockSize]uint8
+		h := UnpackPTQ1_0(&codes, blk)
+		PackPQ2_0(want, &codes, h)
+		got := make([]byte, pq2BlockBytes)
+		ptq1ToPQ2(got, blk, 1)
+		if !bytes.Equal(got, want) {
+			t.Fatalf("byte pattern %d: ptq1ToPQ2 differs from unpack+pack", v)
+		}
+	}
+}
+
+// TestMatMulQ8 checks that the batched product gives, bit for bit, the matrix-vector
+// product of each vector, for both formats and row ranges that cut panels anywhere.
+func TestMatMulQ8(t *testing.T) {
+	r := rand.New(rand.NewPCG(11, 12))
+	for _, tc := range []struct{ k, n, t int }{{128, 7, 1}, {640, 33, 3}, {1024, 100, 5}, {5120, 29, 4}, {17408, 9, 2}, {65536, 3, 2}} {
+		wf := make([]float32, tc.k*tc.n)
+		for i := range wf {
+			wf[i] = float32(r.NormFloat64())
+		}
+		xf := make([]float32, tc.k*tc.t)
+		for i := range xf {
+			xf[i] = float32(r.NormFloat64())
+		}
+		xb := NewQ8Batch(tc.k, tc.t+1)
+		xb.Quantize(xf, tc.t)
+		for _, f := range []Format{PQ2_0, PTQ1_0} {
+			w := make([]byte, tc.n*f.RowBytes(tc.k))
+			if err := f.Quantize(w, wf); err != nil {
+				t.Fatal(err)
+			}
+			for _, kern := range q8Kernels {
+				withKernel(kern, func() {
+					lo, hi := tc.n/5, tc.n-tc.n/7
+					y := make([]float32, tc.t*tc.n)
+					MatMulQ8Range(f, w, tc.k, tc.n, xb, tc.t, y, lo, hi)
+					for s := range tc.t {
+						want := make([]float32, tc.n)
+						MatVecQ8Range(f, w, tc.k, xb.Row(s), want, lo, hi)
+						for i := range want {
+							if math.Float32bits(y[s*tc.n+i]) != math.Float32bits(want[i]) {
+								t.Fatalf("%s %s k=%d vector %d row %d: %v, MatVec %v", kern.name, f, tc.k, s, i, y[s*tc.n+i], want[i])
+							}
+						}
+					}
+				})
+			}
+		}
+	}
+}
+
+func TestQ8NoAllocs(t *testing.T) {
+	r := rand.New(rand.NewPCG(13, 14))
+	const k, n, tt = 5120, 64, 3
+	xf := make([]float32, k*tt)
+	for i := range xf {
+		xf[i] = float32(r.NormFloat64())
+	}
+	x := NewQ8(k)
+	xb := NewQ8Batch(k, tt)
+	y := make([]float32, n*tt)
+	pq := randPQ2(r, k, n, func() uint16 { return 0x2000 })
+	tq := make([]byte, n*PTQ1_0.RowBytes(k))
+	wf := make([]float32, k*n)
+	for i := range wf {
+		wf[i] = float32(r.NormFloat64())
+	}
+	if err := PTQ1_0.Quantize(tq, wf); err != nil {
+		t.Fatal(err)
+	}
+	for name, f := range map[string]func(){
+		"Q8.Quantize":           func() { x.Quantize(xf) },
+		"Q8Batch.Quantize":      func() { xb.Quantize(xf, tt) },
+		"MatVecQ8Range(PQ2_0)":  func() { MatVecQ8Range(PQ2_0, pq, k, x, y, 1, n-1) },
+		"MatVecQ8Range(PTQ1_0)": func() { MatVecQ8Range(PTQ1_0, tq, k, x, y, 1, n-1) },
+		"MatMulQ8Range(PQ2_0)":  func() { MatMulQ8Range(PQ2_0, pq, k, n, xb, tt, y, 1, n-1) },
+		"MatMulQ8Range(PTQ1_0)": func() { MatMulQ8Range(PTQ1_0, tq, k, n, xb, tt, y, 1, n-1) },
+	} {
+		if a := testing.AllocsPerRun(20, f); a != 0 {
+			t.Errorf("%s: %v allocations", name, a)
+		}
+	}
+}
+
+func TestMemReaders(t *testing.T) {
+	r := rand.New(rand.NewPCG(15, 16))
+	buf := make([]byte, 1<<16)
+	for i := range buf {
+		buf[i] = byte(r.Uint32())
+	}
+	for _, n := range []int{0, 256, 4096, 1 << 16} {
+		want := memReadGeneric(&buf[0], n)
+		for _, m := range memReaders {
+			if got := m.read(&buf[0], n); got != want {
+				t.Errorf("%s n=%d: %x, want %x", m.name, n, got, want)
+			}
+		}
+	}
+}
+
+func TestQ8Panics(t *testing.T) {
+	x := NewQ8(256)
+	w := make([]byte, 2*PQ2_0.RowBytes(256))
+	y := make([]float32, 2)
+	// Empty ranges are fine, even with no output.
+	MatVecQ8Range(PQ2_0, w, 256, x, nil, 0, 0)
+	MatMulQ8Range(PQ2_0, w, 256, 2, NewQ8Batch(256, 1), 1, nil, 1, 1)
+	for name, f := range map[string]func(){
+		"width":  func() { MatVecQ8Range(PQ2_0, w, 128, x, y, 0, 1) },
+		"range":  func() { MatVecQ8Range(PQ2_0, w, 256, x, y, 1, 3) },
+		"bytes":  func() { MatVecQ8Range(PQ2_0, w[:10], 256, x, y, 0, 1) },
+		"format": func() { MatVecQ8Range(Format(9), w, 256, x, y, 0, 1) },
+		"NewQ8":  func() { NewQ8(100) },
+		"y":      func() { MatVecQ8Range(PQ2_0, w, 256, x, y[:1], 0, 2) },
+	} {
+		func() {
+			defer func() {
+				if recover() == nil {
+					t.Errorf("%s: no panic", name)
+				}
+			}()
+			f()
+		}()
+	}
+}
+
+// TestQ8NonFinite checks that a NaN activation poisons every row in every
+// implementation (its block's D is NaN), as it would in the float kernels.
+func TestQ8NonFinite(t *testing.T) {
+	r := rand.New(rand.NewPCG(17, 18))
+	const k, n = 2048, 5
+	w := randPQ2(r, k, n, func() uint16 { return randScale(r) })
+	xf := make([]float32, k)
+	for i := range xf {
+		xf[i] = float32(r.NormFloat64())
+	}
+	xf[3*BlockSize+9] = float32(math.NaN())
+	x := NewQ8(k)
+	x.Quantize(xf)
+	for _, kern := range q8Kernels {
+		withKernel(kern, func() {
+			y := make([]float32, n)
+			MatVecQ8Range(PQ2_0, w, k, x, y, 0, n)
+			for i, v := range y {
+				if !math.IsNaN(float64(v)) {
+					t.Errorf("%s row %d: %v, want NaN", kern.name, i, v)
+				}
+			}
+		})
+	}
+}

@@ -65,8 +65,11 @@ func Open(path string, opts ...OpenOption) (*File, error) {
 		}
 	}
 	if unmap == nil {
-		data = make([]byte, size)
+		data, unmap = allocData(int(size))
 		if _, err := io.ReadFull(fh, data); err != nil {
+			if unmap != nil {
+				unmap(data)
+			}
 			return nil, fmt.Errorf("gguf: %s: read: %w", path, err)
 		}
 	}

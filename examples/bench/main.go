@@ -20,6 +20,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"runtime"
+	"runtime/pprof"
 	"strings"
 	"time"
 
@@ -39,6 +40,8 @@ func main() {
 	flag.IntVar(&cfg.gen, "gen-tokens", 16, "tokens to decode")
 	flag.StringVar(&cfg.acts, "activations", "int8", "activation precision: int8 or float32")
 	flag.DurationVar(&cfg.bwTime, "bandwidth-time", 3*time.Second, "how long to measure the read bandwidth")
+	flag.StringVar(&cfg.cpuprofile, "cpuprofile", "", "write a CPU profile of the decode steps to this file")
+	flag.BoolVar(&cfg.mmap, "mmap", true, "memory-map the model (false: read it into memory, in huge pages where the OS allows)")
 	flag.Usage = func() {
 		fmt.Fprintf(flag.CommandLine.Output(), "usage: bench [-model FILE | -preset NAME] [flags]\n\n"+
 			"Measures prefill and decode speed against the machine's read bandwidth.\n\nflags:\n")
@@ -59,6 +62,8 @@ func main() {
 
 type config struct {
 	model, preset, keep, acts string
+	cpuprofile                string
+	mmap                      bool
 	threads, prompt, gen      int
 	bwTime                    time.Duration
 }
@@ -109,7 +114,7 @@ func run(ctx context.Context, out io.Writer, cfg config) error {
 	}
 
 	m, err := bonsai.Open(path, bonsai.WithThreads(cfg.threads), bonsai.WithProfiling(true),
-		bonsai.WithActivations(acts), bonsai.WithContextSize(cfg.prompt+cfg.gen+1), bonsai.WithLoadContext(ctx))
+		bonsai.WithActivations(acts), bonsai.WithMmap(cfg.mmap), bonsai.WithContextSize(cfg.prompt+cfg.gen+1), bonsai.WithLoadContext(ctx))
 	if err != nil {
 		return err
 	}
@@ -119,8 +124,12 @@ func run(ctx context.Context, out io.Writer, cfg config) error {
 	perToken := weightBytesPerToken(w)
 	macs := macsPerToken(w)
 	fmt.Fprintf(out, "model       %s: %d layers, embedding %d, vocabulary %d\n", filepath.Base(path), c.Layers, c.Embedding, c.Vocab)
-	fmt.Fprintf(out, "machine     %s/%s, %d CPUs; backend %s, %d threads, %s activations (kernel %s)\n",
-		runtime.GOOS, runtime.GOARCH, runtime.NumCPU(), m.Backend(), m.Threads(), acts, ternary.Q8Kernel())
+	load := "memory-mapped"
+	if !cfg.mmap {
+		load = "read into memory"
+	}
+	fmt.Fprintf(out, "machine     %s/%s, %d CPUs; backend %s, %d threads, %s activations (kernel %s), weights %s\n",
+		runtime.GOOS, runtime.GOARCH, runtime.NumCPU(), m.Backend(), m.Threads(), acts, ternary.Q8Kernel(), load)
 	fmt.Fprintf(out, "weights     %.3f GB read per decoded token; %.3g G multiply-adds per token\n", float64(perToken)/1e9, float64(macs)/1e9)
 
 	bw := ternary.ReadBandwidth(cfg.threads, 1<<30, cfg.bwTime)
@@ -151,6 +160,17 @@ func run(ctx context.Context, out io.Writer, cfg config) error {
 	}
 
 	s.ResetProfile()
+	if cfg.cpuprofile != "" {
+		f, err := os.Create(cfg.cpuprofile)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return err
+		}
+		defer pprof.StopCPUProfile()
+	}
 	tok := int32(1)
 	start := time.Now()
 	var lat []time.Duration

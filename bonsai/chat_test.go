@@ -122,7 +122,6 @@ func TestChatTemplateQwen3(t *testing.T) {
 	checkRenderings(t, m, filepath.Join("testdata", "chat", "qwen3.json"))
 }
 
-
 func TestChatTemplateErrors(t *testing.T) {
 	path := writeModel(t, "tiny", 1, ternary.PQ2_0)
 	m := open(t, path)

@@ -91,6 +91,18 @@ type Engine interface {
 	Close() error
 }
 
+// GreedyEngine is an Engine that can choose the greedy token itself: a GPU backend takes
+// the argmax on the device, so that a greedy decode step reads back one integer instead
+// of the logits. Generate uses it when the sampling is greedy with no penalties and no
+// log-probabilities are asked for.
+type GreedyEngine interface {
+	Engine
+	// ForwardGreedy feeds tokens as Forward does and returns the index of the largest
+	// logit of the last token (the lowest index among equal ones; NaN never chosen)
+	// without producing the logits.
+	ForwardGreedy(ctx context.Context, st State, tokens []int32) (int32, error)
+}
+
 // State is one sequence's state on a backend. A State may also have a method
 // CopyFrom(State) error that makes it a copy of another state of its engine in place;
 // the chat checkpoints of Generate then reuse their memory instead of cloning.

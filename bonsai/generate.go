@@ -354,18 +354,29 @@ func (g *Generation) run(yield func(Token, error) bool) {
 	}()
 
 	ctxSize := s.m.opts.ctxSize
+	// A greedy draw from an engine that takes the argmax itself skips the logits.
+	greedy, _ := s.m.engine.(GreedyEngine)
+	if !smp.greedy() || smp.penalised() || opt.LogProbs || opt.TopLogProbs > 0 {
+		greedy = nil
+	}
+	next := int32(-1) // the engine's greedy choice, when it made one
 	for {
 		if ctx.Err() != nil {
 			g.finish(FinishCancelled)
 			return
 		}
 		sampleStart := time.Now()
-		logits := s.Logits()
-		if logits == nil {
-			g.err = errors.New("bonsai: generate: the session has no logits")
-			return
+		var logits []float32
+		var id int32
+		if next >= 0 {
+			id, next = next, -1
+		} else {
+			if logits = s.Logits(); logits == nil {
+				g.err = errors.New("bonsai: generate: the session has no logits")
+				return
+			}
+			id = smp.Sample(logits)
 		}
-		id := smp.Sample(logits)
 		smp.Accept(id)
 		if len(g.res.Tokens) == 0 {
 			g.res.Usage.TimeToFirstToken = time.Since(start)
@@ -419,7 +430,13 @@ func (g *Generation) run(yield func(Token, error) bool) {
 			return
 		}
 		stepStart := time.Now()
-		if err := s.Step(ctx, id); err != nil {
+		var err error
+		if greedy != nil {
+			next, err = s.stepGreedy(ctx, greedy, id)
+		} else {
+			err = s.Step(ctx, id)
+		}
+		if err != nil {
 			if ctx.Err() != nil && errors.Is(err, ctx.Err()) {
 				g.finish(FinishCancelled)
 				return

@@ -98,6 +98,29 @@ func (s *Session) Step(ctx context.Context, token int32) error {
 	return s.forward(ctx, s.one, s.logits, false)
 }
 
+// stepGreedy feeds one token through a GreedyEngine and returns the greedy choice of the
+// next one. The session then holds no logits.
+func (s *Session) stepGreedy(ctx context.Context, g GreedyEngine, token int32) (int32, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.st == nil {
+		return 0, ErrClosed
+	}
+	s.m.mu.RLock()
+	defer s.m.mu.RUnlock()
+	if s.m.closed {
+		return 0, ErrClosed
+	}
+	s.one[0] = token
+	before := s.st.Len()
+	id, err := g.ForwardGreedy(ctx, s.st, s.one)
+	if s.st.Len() > before {
+		s.tokens = append(s.tokens, token)
+	}
+	s.hasLogits = false
+	return id, err
+}
+
 func (s *Session) forward(ctx context.Context, tokens []int32, logits []float32, all bool) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()

@@ -98,7 +98,11 @@ func (w *Weights) TernaryBytes() int64 {
 // wrongly shaped tensor, a ternary tensor the contract does not cover, or a width the
 // contract has no signs for is an error naming the tensor. Tensors beyond the model's
 // (a multimodal projector, say) are ignored.
-func Bind(f *gguf.File) (*Weights, error) {
+func Bind(f *gguf.File) (*Weights, error) { return BindProgress(f, nil) }
+
+// BindProgress is Bind that calls progress, when not nil, after each tensor it binds
+// with the number bound so far and the number it binds in all.
+func BindProgress(f *gguf.File, progress func(done, total int)) (*Weights, error) {
 	vocab := 0
 	if t, ok := f.Tensor(NameTokenEmbedding); ok && len(t.Shape) == 2 && t.Shape[1] > 0 && t.Shape[1] <= maxDim {
 		vocab = int(t.Shape[1])
@@ -127,10 +131,16 @@ func Bind(f *gguf.File) (*Weights, error) {
 		w.Layers[i].Index = i
 		w.Layers[i].Attention = cfg.IsAttention(i)
 	}
-	for _, s := range specs {
+	if progress != nil {
+		progress(0, len(specs))
+	}
+	for i, s := range specs {
 		v := get(s)
 		if b.err != nil {
 			return nil, b.err
+		}
+		if progress != nil {
+			progress(i+1, len(specs))
 		}
 		if s.Layer < 0 {
 			switch s.Name {

@@ -13,6 +13,7 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+	"unsafe"
 )
 
 // The matrix-vector benchmarks stream weights from memory as decode does: every
@@ -314,29 +315,131 @@ func BenchmarkQ8Kernel(b *testing.B) {
 	}
 }
 
-// BenchmarkMatMulQ8 measures the batched (prefill) product on one core: t vectors per
-// weight read, reported as the equivalent matrix-vector throughput, t × weight bytes per
-// second ("GB/s-equiv"), comparable with BenchmarkQ8Kernel's in-cache rate.
+// matMulShapes are the prefill benchmark matrices of the 27B model (K×N): the FFN
+// gate/up, the FFN down and the GDN qkv.
+var matMulShapes = [][2]int{{5120, 17408}, {17408, 5120}, {5120, 10240}}
+
+// BenchmarkMatMulQ8 measures the batched (prefill) product: t vectors per weight read on
+// T goroutines, which claim chunks of rows as the model's worker pool does (about an
+// eighth of the rows each). It reports the int8 multiply-adds per second ("GMAC/s",
+// t·K·N per product) and the equivalent matrix-vector throughput, t × weight bytes per
+// second ("GB/s-equiv"), comparable with BenchmarkQ8Kernel's in-cache rate. The matrix
+// is not rotated through copies: at t = 64 a product reads its weights at well under
+// 1 GB/s, so where they come from hardly matters.
 func BenchmarkMatMulQ8(b *testing.B) {
 	benchKernel(b)
-	for _, sh := range [][2]int{{5120, 6144}, {17408, 5120}} {
-		k, n := sh[0], sh[1]
-		for _, t := range []int{16, 64} {
-			b.Run(fmt.Sprintf("%dx%d/t=%d", k, n, t), func(b *testing.B) {
-				r := rand.New(rand.NewPCG(1, 2))
-				w := randPQ2(r, k, n, func() uint16 { return 0x2000 })
-				xf := make([]float32, k*t)
-				for i := range xf {
-					xf[i] = float32(r.NormFloat64())
+	for _, f := range []Format{PQ2_0, PTQ1_0} {
+		for _, sh := range matMulShapes {
+			k, n := sh[0], sh[1]
+			if f == PTQ1_0 && k != 5120 || f == PTQ1_0 && n != 17408 {
+				continue // one PTQ1_0 shape: its panels are transcoded, then the same kernel runs
+			}
+			for _, t := range []int{64} {
+				for _, threads := range []int{1, 2} {
+					name := fmt.Sprintf("%dx%d/t=%d/threads=%d", k, n, t, threads)
+					if f == PTQ1_0 {
+						name = "PTQ1_0/" + name
+					}
+					b.Run(name, func(b *testing.B) { benchMatMul(b, f, k, n, t, threads) })
 				}
-				x := NewQ8Batch(k, t)
-				x.Quantize(xf, t)
-				y := make([]float32, n*t)
-				b.SetBytes(int64(len(w)))
-				for b.Loop() {
-					MatMulQ8Range(PQ2_0, w, k, n, x, t, y, 0, n)
+			}
+		}
+	}
+}
+
+var benchHuge = true
+
+func benchMatMul(b *testing.B, f Format, k, n, t, threads int) {
+	r := rand.New(rand.NewPCG(1, 2))
+	w := randPQ2(r, k, n, func() uint16 { return 0x2000 })
+	if benchHuge {
+		w = append(benchAlloc(len(w))[:0], w...)
+	}
+	if f == PTQ1_0 {
+		tq := make([]byte, n*PTQ1_0.RowBytes(k))
+		for i := range n {
+			var codes [BlockSize]uint8
+			for bl := range k / BlockSize {
+				src := w[i*PQ2_0.RowBytes(k)+bl*pq2BlockBytes:]
+				h := UnpackPQ2_0(&codes, src)
+				for j := range codes {
+					codes[j] = min(codes[j], 2)
 				}
-				b.ReportMetric(float64(len(w))*float64(t)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GB/s-equiv")
+				if err := PackPTQ1_0(tq[i*PTQ1_0.RowBytes(k)+bl*ptq1BlockBytes:], &codes, h); err != nil {
+					b.Fatal(err)
+				}
+			}
+		}
+		w = tq
+		if benchHuge {
+			w = append(benchAlloc(len(w))[:0], w...)
+		}
+	}
+	xf := make([]float32, k*t)
+	for i := range xf {
+		xf[i] = float32(r.NormFloat64())
+	}
+	x := NewQ8Batch(k, t)
+	x.Quantize(xf, t)
+	y := make([]float32, n*t)
+	s := newStreamRows(n, max(16, (n+7)/8), threads, func(_, lo, hi int) {
+		MatMulQ8Range(f, w, k, n, x, t, y, lo, hi)
+	})
+	defer s.stop()
+	b.SetBytes(int64(len(w)))
+	c0 := processCPUSeconds()
+	for b.Loop() {
+		s.run(0)
+	}
+	el := b.Elapsed().Seconds()
+	b.ReportMetric(float64(k)*float64(n)*float64(t)*float64(b.N)/el/1e9, "GMAC/s")
+	b.ReportMetric(float64(PQ2_0.RowBytes(k)*n)*float64(t)*float64(b.N)/el/1e9, "GB/s-equiv")
+	b.ReportMetric((processCPUSeconds()-c0)/el, "cpu")
+}
+
+// BenchmarkQ8TileKernel measures each tiled (prefill) kernel alone on one core: one
+// repacked tile of rows (as many row pairs as the kernel takes) run over 72 vectors
+// whose activations sit in the L2 cache, with no repacking and no memory traffic for
+// the weights: the ceiling of BenchmarkMatMulQ8.
+func BenchmarkQ8TileKernel(b *testing.B) {
+	for _, kern := range q8Kernels {
+		for _, k := range []int{5120, 17408} {
+			b.Run(fmt.Sprintf("%s/K=%d", kern.name, k), func(b *testing.B) {
+				withKernel(kern, func() {
+					const t = q8BatchMax
+					tv := q8TileWidth()
+					r := rand.New(rand.NewPCG(1, 2))
+					rp := q8TilePairs()
+					rows := 2 * rp
+					w := randPQ2(r, k, rows, func() uint16 { return 0x2000 })
+					xf := make([]float32, k*t)
+					for i := range xf {
+						xf[i] = float32(r.NormFloat64())
+					}
+					x := NewQ8Batch(k, t)
+					x.Quantize(xf, t)
+					y := make([]float32, rows*t)
+					nb := k / BlockSize
+					ng := nb / 8
+					buf := make([]byte, ng*rp*q8PairBytes)
+					q8RepackTile(buf, PQ2_0, w, PQ2_0.RowBytes(k), 0, rows, 0, ng)
+					facc := make([]float32, rp*t*16)
+					descs := make([]q8TileDesc, t/tv)
+					tb := q8TileBytes(k)
+					for s := range t {
+						dc := &descs[s/tv]
+						dc.act[s%tv] = &x.tq[s*tb]
+						dc.d[s%tv] = &x.d[s*nb]
+						dc.sum[s%tv] = &x.sum[s*nb]
+						dc.y[s%tv] = &y[s*rows]
+						dc.pf = uintptr(unsafe.Pointer(&w[0]))
+					}
+					for b.Loop() {
+						a := q8TileArgs{w: &buf[0], ng: ng, facc: &facc[0], tiles: t / tv, desc: &descs[0], flags: q8First | q8Last}
+						q8Tile(rp, &a)
+					}
+					b.ReportMetric(float64(k)*float64(rows)*float64(t)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GMAC/s")
+				})
 			})
 		}
 	}

@@ -106,35 +106,62 @@ func q8TailDot(row []byte, x *Q8, b0, n int) float32 {
 // ptq1ToPQ2 transcodes n PTQ1_0 blocks of src into PQ2_0 blocks in dst.
 func ptq1ToPQ2(dst, src []byte, n int) {
 	for k := range n {
-		s := src[k*ptq1BlockBytes : (k+1)*ptq1BlockBytes]
+		s := (*[ptq1BlockBytes]byte)(src[k*ptq1BlockBytes : (k+1)*ptq1BlockBytes])
 		d := dst[k*pq2BlockBytes : (k+1)*pq2BlockBytes]
-		// The PQ2_0 code bytes read as eight little-endian words, word w holding
-		// elements 16w … 16w+15 at bits 2·(e%16).
-		var w [8]uint32
-		for m := range 16 { // elements 16n+m: word n, bits 2m
-			t := &tritTab[s[m]]
-			sh := uint(2 * m)
-			w[0] |= uint32(t[0]) << sh
-			w[1] |= uint32(t[1]) << sh
-			w[2] |= uint32(t[2]) << sh
-			w[3] |= uint32(t[3]) << sh
-			w[4] |= uint32(t[4]) << sh
-		}
-		for m := range 8 { // elements 80+8n+m: word 5+n/2, bits 2·(8·(n%2)+m)
-			t := &tritTab[s[16+m]]
-			sh := uint(2 * m)
-			w[5] |= uint32(t[0])<<sh | uint32(t[1])<<(sh+16)
-			w[6] |= uint32(t[2])<<sh | uint32(t[3])<<(sh+16)
-			w[7] |= uint32(t[4]) << sh
-		}
-		for h := range 2 { // elements 120+2n+h: word 7, bits 2·(8+2n+h)
-			t := &tritTab[s[24+h]]
-			sh := uint(16 + 2*h)
-			w[7] |= uint32(t[0])<<sh | uint32(t[1])<<(sh+4) | uint32(t[2])<<(sh+8) | uint32(t[3])<<(sh+12)
-		}
+		w := ptq1Words(s)
 		d[0], d[1] = s[26], s[27]
 		for i, v := range w {
 			binary.LittleEndian.PutUint32(d[2+4*i:], v)
 		}
+	}
+}
+
+// ptq1Words returns the PQ2_0 code bytes of the PTQ1_0 block s as eight little-endian
+// words, word w holding elements 16w … 16w+15 at bits 2·(e%16).
+//
+// Byte qs[m] (m < 16) holds trit n of element 16n+m: bits 2m of words 0…4, added with
+// two 64-bit lookups (words 0|1 and 2|3, 32 bits each) and one 32-bit one (word 4).
+// Byte qs[16+m] holds elements 80+8n+m: bits 2m (n even) or 16+2m (n odd) of words 5,
+// 6, 7 (one lookup for 5|6, one for 7); byte qh[h] holds elements 120+2n+h: bits
+// 16+4n+2h of word 7.
+func ptq1Words(s *[ptq1BlockBytes]byte) [8]uint32 {
+	var w01, w23, w56 uint64
+	var w4, w7 uint32
+	for m := range 16 {
+		b := s[m]
+		sh := uint(2 * m)
+		w01 |= ptq1Tab01[b] << sh
+		w23 |= ptq1Tab23[b] << sh
+		w4 |= uint32(ptq1Tab4[b]) << sh
+	}
+	for m := range 8 {
+		b := s[16+m]
+		sh := uint(2 * m)
+		w56 |= ptq1Tab56[b] << sh
+		w7 |= uint32(ptq1Tab4[b]) << sh
+	}
+	w7 |= ptq1TabH[s[24]] | ptq1TabH[s[25]]<<2
+	return [8]uint32{uint32(w01), uint32(w01 >> 32), uint32(w23), uint32(w23 >> 32), w4,
+		uint32(w56), uint32(w56 >> 32), w7}
+}
+
+// Trits of a PTQ1_0 byte placed for ptq1Words.
+var (
+	ptq1Tab01, ptq1Tab23, ptq1Tab56 [256]uint64
+	ptq1Tab4                        [256]uint8
+	ptq1TabH                        [256]uint32
+)
+
+func init() {
+	for b := range 256 {
+		var t [5]uint8
+		for n := range t {
+			t[n] = tritOf(uint8(b), n)
+		}
+		ptq1Tab01[b] = uint64(t[0]) | uint64(t[1])<<32
+		ptq1Tab23[b] = uint64(t[2]) | uint64(t[3])<<32
+		ptq1Tab4[b] = t[4]
+		ptq1Tab56[b] = uint64(t[0]) | uint64(t[1])<<16 | uint64(t[2])<<32 | uint64(t[3])<<48
+		ptq1TabH[b] = uint32(t[0])<<16 | uint32(t[1])<<20 | uint32(t[2])<<24 | uint32(t[3])<<28
 	}
 }

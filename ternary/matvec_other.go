@@ -11,3 +11,13 @@ func archQ8Rows(id q8ID, w *byte, rowBytes, rows, nb8 int, q *int8, d *float32, 
 }
 
 func archMemReaders() []memReader { return nil }
+
+func archQ8TilePairs(id q8ID) int { return q8TilePairsMax }
+
+func archQ8TileWidth(id q8ID) int { return q8TileVMax }
+
+func archQ8Tile(id q8ID, rp int, a *q8TileArgs) {
+	panic("ternary: no SIMD Q8 kernels on this platform")
+}
+
+func archQ8Repack(dst *byte, stride int, a, b *byte, ng int) bool { return false }

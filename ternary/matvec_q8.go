@@ -48,6 +48,41 @@ func q8Rows(w *byte, rowBytes, rows, nb8 int, q *int8, d *float32, sum *int32, y
 	archQ8Rows(q8Sel.id, w, rowBytes, rows, nb8, q, d, sum, y)
 }
 
+// q8TilePairs returns the most row pairs the selected tiled kernel takes at once.
+func q8TilePairs() int {
+	if q8Sel.id == q8Generic {
+		return q8TilePairsMax
+	}
+	return archQ8TilePairs(q8Sel.id)
+}
+
+// q8TileWidth returns the number of vectors the selected tiled kernel runs at once.
+func q8TileWidth() int {
+	if q8Sel.id == q8Generic {
+		return q8TileVMax
+	}
+	return archQ8TileWidth(q8Sel.id)
+}
+
+// q8Tile runs the selected tiled kernel on rp row pairs (see q8TileGeneric).
+func q8Tile(rp int, a *q8TileArgs) {
+	if q8Sel.id == q8Generic {
+		q8TileGeneric(rp, a)
+		return
+	}
+	archQ8Tile(q8Sel.id, rp, a)
+}
+
+// q8RepackPQ2 repacks PQ2_0 rows for the tiled kernels (see q8RepackPQ2Generic).
+func q8RepackPQ2(dst []byte, stride int, a, b []byte, ng int) {
+	_ = dst[(ng-1)*stride+q8PairBytes-1]
+	_ = a[ng*8*pq2BlockBytes-1]
+	_ = b[ng*8*pq2BlockBytes-1]
+	if q8Sel.id == q8Generic || !archQ8Repack(&dst[0], stride, &a[0], &b[0], ng) {
+		q8RepackPQ2Generic(dst, stride, a, b, ng)
+	}
+}
+
 // Q8Kernel names the implementation of the integer kernels chosen for this machine at
 // start-up: "avx512gfni", "avx512vnni", "avx2", "neondot", "neon" or "generic".
 func Q8Kernel() string { return q8Sel.name }
@@ -142,16 +177,22 @@ func matVecQ8PTQ1(w []byte, k int, x *Q8, y []float32, lo, hi int) {
 	}
 }
 
-// mmPanel is the size of the weight panel MatMulQ8Range keeps in the L1 cache while it
-// runs every activation vector over it.
+// mmPanel is the size of the weight panel the narrow-row path of MatMulQ8Range keeps in
+// the L1 cache while it runs every activation vector over it, and the widest PQ2_0 row
+// the batched kernels take (k ≤ 61440); it also sizes the PTQ1_0 transcoding chunks.
 const mmPanel = 16 << 10
 
 // MatMulQ8Range computes rows lo ≤ i < hi of Y = X·Wᵀ for the first t activation
 // vectors of x at once: y holds t rows of n values (n = the matrix's row count), and
-// y[s·n + i] is what [MatVecQ8Range] gives for vector s and row i, bit for bit. It walks
-// the rows in panels of about 16 KiB of weights, reads each panel from memory once and
-// runs all t vectors over it while it sits in the L1 cache (PTQ1_0 panels are
-// transcoded once, on the stack, and then used t times). It does not allocate.
+// y[s·n + i] is what [MatVecQ8Range] gives for vector s and row i, bit for bit (with
+// the same kernel family; see [Q8Kernel]). It does not allocate.
+//
+// It is the prefill kernel. For k ≥ 1024 it repacks up to 6 rows at a time (PTQ1_0
+// rows transcoded on the way) and multiplies them with 6 vectors at a time, each
+// extracted code plane and each activation load used several times over, every block's
+// integer product landing in its own lane (see matmul_q8.go); x must have been filled
+// by [Q8Batch.Quantize]. Narrower rows run the matrix-vector kernel once per vector over
+// panels of weights kept in the L1 cache, and rows wider than 61440 one row at a time.
 func MatMulQ8Range(f Format, w []byte, k, n int, x *Q8Batch, t int, y []float32, lo, hi int) {
 	if t < 0 || t > x.T {
 		panic(fmt.Sprintf("ternary: MatMulQ8Range: %d vectors, batch capacity %d", t, x.T))
@@ -174,6 +215,11 @@ func MatMulQ8Range(f Format, w []byte, k, n int, x *Q8Batch, t int, y []float32,
 		}
 		return
 	}
+	if nb >= 8 {
+		matMulQ8Tiled(f, w, k, n, x, t, y, lo, hi)
+		return
+	}
+	// Rows narrower than a group of 8 blocks: the matrix-vector kernel per vector.
 	tile := mmPanel / rb2
 	if f == PQ2_0 {
 		for i0 := lo; i0 < hi; i0 += tile {

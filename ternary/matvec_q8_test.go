@@ -6,6 +6,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"testing"
+	"unsafe"
 
 	"github.com/x448/float16"
 )
@@ -478,7 +479,7 @@ func TestMatMulQ8(t *testing.T) {
 
 func TestQ8NoAllocs(t *testing.T) {
 	r := rand.New(rand.NewPCG(13, 14))
-	const k, n, tt = 5120, 64, 3
+	const k, n, tt = 5120, 64, 7
 	xf := make([]float32, k*tt)
 	for i := range xf {
 		xf[i] = float32(r.NormFloat64())
@@ -495,6 +496,12 @@ func TestQ8NoAllocs(t *testing.T) {
 	if err := PTQ1_0.Quantize(tq, wf); err != nil {
 		t.Fatal(err)
 	}
+	// A width repacked in chunks.
+	const kw = 19*1024 + 256
+	pqw := randPQ2(r, kw, 3, func() uint16 { return 0x2000 })
+	xbw := NewQ8Batch(kw, 2)
+	xbw.Quantize(make([]float32, 2*kw), 2)
+	yw := make([]float32, 6)
 	for name, f := range map[string]func(){
 		"Q8.Quantize":           func() { x.Quantize(xf) },
 		"Q8Batch.Quantize":      func() { xb.Quantize(xf, tt) },
@@ -502,6 +509,7 @@ func TestQ8NoAllocs(t *testing.T) {
 		"MatVecQ8Range(PTQ1_0)": func() { MatVecQ8Range(PTQ1_0, tq, k, x, y, 1, n-1) },
 		"MatMulQ8Range(PQ2_0)":  func() { MatMulQ8Range(PQ2_0, pq, k, n, xb, tt, y, 1, n-1) },
 		"MatMulQ8Range(PTQ1_0)": func() { MatMulQ8Range(PTQ1_0, tq, k, n, xb, tt, y, 1, n-1) },
+		"MatMulQ8Range(wide)":   func() { MatMulQ8Range(PQ2_0, pqw, kw, 3, xbw, 2, yw, 0, 3) },
 	} {
 		if a := testing.AllocsPerRun(20, f); a != 0 {
 			t.Errorf("%s: %v allocations", name, a)
@@ -574,5 +582,312 @@ func TestQ8NonFinite(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// randQ8Batch returns a batch of t vectors of width k with D = 1 and random Q in
+// [−127, 127] (as randQ8), its tiled copy filled as Quantize fills it.
+func randQ8Batch(r *rand.Rand, k, t int) *Q8Batch {
+	xb := NewQ8Batch(k, t)
+	for s := range t {
+		x := randQ8(r, k)
+		row := xb.Row(s)
+		copy(row.Q, x.Q)
+		copy(row.D, x.D)
+		copy(row.Sum, x.Sum)
+		q8TileActs(xb.tile(s), row.Q)
+	}
+	return xb
+}
+
+// matMulTs are the batch sizes the batched tests run: below, at and around the
+// kernels' tile of 6 vectors, and the model's chunk of 64.
+var matMulTs = []int{1, 2, 3, 4, 5, 7, 8, 16, 63, 64}
+
+// matMulRanges returns row ranges of n rows that give every tile shape: 1…7 rows (one
+// to three row pairs, odd and even), and ranges that cut the tiles anywhere.
+func matMulRanges(n int) [][2]int {
+	return [][2]int{{0, n}, {1, n - 1}, {5, 6}, {2, 9}, {3, 7}, {0, 3}, {n - 2, n}, {4, 9}, {n / 2, n / 2}}
+}
+
+// TestMatMulQ8Exact checks every implementation of the batched product against exact
+// integer arithmetic (unit and zero scales, D = 1, as TestQ8KernelsExact does), for
+// both formats, every batch size of matMulTs and row ranges of every tile shape, on
+// widths with and without blocks after the last whole group of 8 and one wide enough to
+// be repacked in chunks. Codes are uniform over 0…3 for PQ2_0 (code 3 included) and
+// over 0…2 for PTQ1_0 (which cannot store 3).
+func TestMatMulQ8Exact(t *testing.T) {
+	r := rand.New(rand.NewPCG(21, 22))
+	unit := func() uint16 { return [...]uint16{0x3c00, 0x3c00, 0x3c00, 0, 0x8000}[r.IntN(5)] }
+	const n = 13
+	for _, k := range []int{1024, 1408, 5120, 19 * 1024, 19*1024 + 384} {
+		if testing.Short() && k > 5120 {
+			continue
+		}
+		pq := randPQ2(r, k, n, unit)
+		tq := make([]byte, n*PTQ1_0.RowBytes(k))
+		pq3 := make([]byte, len(pq)) // pq with code 3 turned into 2: tq's PQ2_0 twin
+		var codes [BlockSize]uint8
+		for b := range n * k / BlockSize {
+			h := UnpackPQ2_0(&codes, pq[b*pq2BlockBytes:])
+			for i := range codes {
+				codes[i] = min(codes[i], 2)
+			}
+			if err := PackPTQ1_0(tq[b*ptq1BlockBytes:], &codes, h); err != nil {
+				t.Fatal(err)
+			}
+			PackPQ2_0(pq3[b*pq2BlockBytes:], &codes, h)
+		}
+		xb := randQ8Batch(r, k, 64)
+		want := make([]float32, 64*n) // [format][vector][row]
+		want3 := make([]float32, 64*n)
+		rb := PQ2_0.RowBytes(k)
+		for s := range 64 {
+			for i := range n {
+				e := exactQ8(pq[i*rb:(i+1)*rb], xb.Row(s))
+				e3 := exactQ8(pq3[i*rb:(i+1)*rb], xb.Row(s))
+				if max(math.Abs(float64(e)), math.Abs(float64(e3))) >= 1<<24 {
+					t.Fatalf("k=%d: exact sum too large for the test", k)
+				}
+				want[s*n+i], want3[s*n+i] = float32(e), float32(e3)
+			}
+		}
+		for _, kern := range q8Kernels {
+			withKernel(kern, func() {
+				for _, f := range []Format{PQ2_0, PTQ1_0} {
+					w, ref := pq, want
+					if f == PTQ1_0 {
+						w, ref = tq, want3
+					}
+					for _, tt := range matMulTs {
+						for _, rg := range matMulRanges(n) {
+							y := make([]float32, tt*n)
+							for i := range y {
+								y[i] = float32(math.NaN()) // rows outside the range stay untouched
+							}
+							MatMulQ8Range(f, w, k, n, xb, tt, y, rg[0], rg[1])
+							for s := range tt {
+								for i := range n {
+									got := y[s*n+i]
+									in := i >= rg[0] && i < rg[1]
+									if in && got != ref[s*n+i] || !in && !math.IsNaN(float64(got)) {
+										t.Fatalf("%s %s k=%d t=%d rows %v: vector %d row %d = %v, want %v",
+											kern.name, f, k, tt, rg, s, i, got, ref[s*n+i])
+									}
+								}
+							}
+						}
+					}
+				}
+			})
+		}
+	}
+}
+
+// TestMatMulQ8Float checks, on random scales and quantised Gaussian activations, that
+// every implementation's batched product gives for every vector bit for bit what its
+// matrix-vector product gives, and that the SIMD implementations stay within the float
+// tolerance of TestQ8KernelsFloat of the generic one; with batches larger than the
+// accumulators of one pass (q8BatchMax) too, on widths repacked whole and in chunks.
+func TestMatMulQ8Float(t *testing.T) {
+	r := rand.New(rand.NewPCG(23, 24))
+	const n = 15
+	for _, k := range []int{1024, 2176, 6144, 19*1024 + 128} {
+		if testing.Short() && k > 6144 {
+			continue
+		}
+		w := randPQ2(r, k, n, func() uint16 { return randScale(r) })
+		const tmax = 2*q8BatchMax + 5 // more than one batch of accumulators
+		xf := make([]float32, k*tmax)
+		for i := range xf {
+			xf[i] = float32(r.NormFloat64() * math.Exp(r.NormFloat64()))
+		}
+		xb := NewQ8Batch(k, tmax)
+		xb.Quantize(xf, tmax)
+		nb := k / BlockSize
+		rb := PQ2_0.RowBytes(k)
+		gen := make([]float32, tmax*n)
+		withKernel(q8Kernels[0], func() { MatMulQ8Range(PQ2_0, w, k, n, xb, tmax, gen, 0, n) })
+		for _, kern := range q8Kernels {
+			withKernel(kern, func() {
+				for _, tt := range []int{1, 5, 7, 64, tmax} {
+					for _, rg := range [][2]int{{0, n}, {3, 10}} {
+						y := make([]float32, tt*n)
+						MatMulQ8Range(PQ2_0, w, k, n, xb, tt, y, rg[0], rg[1])
+						for s := range tt {
+							mv := make([]float32, n)
+							MatVecQ8Range(PQ2_0, w, k, xb.Row(s), mv, rg[0], rg[1])
+							for i := rg[0]; i < rg[1]; i++ {
+								got := y[s*n+i]
+								if math.Float32bits(got) != math.Float32bits(mv[i]) {
+									t.Fatalf("%s k=%d t=%d vector %d row %d: %v, MatVec %v", kern.name, k, tt, s, i, got, mv[i])
+								}
+								var mag float64
+								x := xb.Row(s)
+								for b := range nb {
+									blk := w[i*rb+b*pq2BlockBytes : i*rb+(b+1)*pq2BlockBytes]
+									sc := fp16(binary.LittleEndian.Uint16(blk)) * x.D[b]
+									mag += math.Abs(float64(sc) * float64(q8BlockDot(blk, x.Q, b)-x.Sum[b]))
+								}
+								tol := float64(nb/8+4) * 0x1p-23 * mag
+								if d := math.Abs(float64(got - gen[s*n+i])); !(d <= tol) {
+									t.Fatalf("%s k=%d vector %d row %d: %v, generic %v (|Δ| %g > %g)", kern.name, k, s, i, got, gen[s*n+i], d, tol)
+								}
+							}
+						}
+					}
+				}
+			})
+		}
+	}
+}
+
+// TestMatMulQ8NonFinite checks that a NaN activation poisons every row of its vector,
+// and only its vector, in the batched product of every implementation.
+func TestMatMulQ8NonFinite(t *testing.T) {
+	r := rand.New(rand.NewPCG(25, 26))
+	const k, n, tt = 2048, 7, 8
+	w := randPQ2(r, k, n, func() uint16 { return randScale(r) })
+	xf := make([]float32, k*tt)
+	for i := range xf {
+		xf[i] = float32(r.NormFloat64())
+	}
+	xf[3*k+5*BlockSize+9] = float32(math.NaN())
+	xb := NewQ8Batch(k, tt)
+	xb.Quantize(xf, tt)
+	for _, kern := range q8Kernels {
+		withKernel(kern, func() {
+			y := make([]float32, tt*n)
+			MatMulQ8Range(PQ2_0, w, k, n, xb, tt, y, 0, n)
+			for s := range tt {
+				for i := range n {
+					if v := y[s*n+i]; math.IsNaN(float64(v)) != (s == 3) {
+						t.Errorf("%s vector %d row %d: %v", kern.name, s, i, v)
+					}
+				}
+			}
+		})
+	}
+}
+
+// TestQ8TileActs checks the tiled copy against its definition.
+func TestQ8TileActs(t *testing.T) {
+	r := rand.New(rand.NewPCG(27, 28))
+	x := randQ8(r, 3*1024+256)
+	dst := make([]int8, q8TileBytes(x.K))
+	q8TileActs(dst, x.Q)
+	for g := range len(dst) / 1024 {
+		for s := range 8 {
+			for p := range 4 {
+				for l := range 8 {
+					for j := range 4 {
+						e := (8*g+l)*BlockSize + 16*s + 4*j + p
+						if got, want := dst[1024*g+128*s+32*p+4*l+j], x.Q[q8Index(e)]; got != want {
+							t.Fatalf("group %d step %d plane %d block %d byte %d: %d, want %d", g, s, p, l, j, got, want)
+						}
+					}
+				}
+			}
+		}
+	}
+}
+
+// TestQ8Repack checks every repacking of PQ2_0 rows (the generic one and the SIMD one
+// where there is one) against unpacked codes, and the PTQ1_0 one against its PQ2_0
+// transcode.
+func TestQ8Repack(t *testing.T) {
+	r := rand.New(rand.NewPCG(29, 30))
+	const k, ng = 3 * 1024, 3
+	w := randPQ2(r, k, 2, func() uint16 { return randScale(r) })
+	rb := PQ2_0.RowBytes(k)
+	const stride = 2 * q8PairBytes // as if in a tile of two row pairs
+	want := make([]byte, ng*stride)
+	var codes [BlockSize]uint8
+	for g := range ng {
+		for h := range 2 {
+			for l := range 8 {
+				blk := w[h*rb+(8*g+l)*pq2BlockBytes:]
+				sc := UnpackPQ2_0(&codes, blk)
+				for s := range 8 {
+					var v uint32
+					for e := 16 * s; e < 16*s+16; e++ {
+						v |= uint32(codes[e]) << (2 * (e - 16*s))
+					}
+					binary.LittleEndian.PutUint32(want[g*stride+64*s+32*h+4*l:], v)
+				}
+				binary.LittleEndian.PutUint32(want[g*stride+512+32*h+4*l:], math.Float32bits(fp16(sc)))
+			}
+		}
+	}
+	same := func(name string, got []byte) {
+		t.Helper()
+		for g := range ng {
+			if !bytes.Equal(got[g*stride:g*stride+q8PairBytes], want[g*stride:g*stride+q8PairBytes]) {
+				t.Fatalf("%s: group %d differs", name, g)
+			}
+		}
+	}
+	for _, kern := range q8Kernels {
+		withKernel(kern, func() {
+			got := make([]byte, ng*stride)
+			q8RepackPQ2(got, stride, w[:rb], w[rb:], ng)
+			same(kern.name, got)
+		})
+	}
+	// PTQ1_0: the same values (code 3 excluded) through the transcoder.
+	tq := make([]byte, 2*PTQ1_0.RowBytes(k))
+	wf := make([]float32, 2*k)
+	for i := range wf {
+		wf[i] = float32(r.NormFloat64())
+	}
+	if err := PTQ1_0.Quantize(tq, wf); err != nil {
+		t.Fatal(err)
+	}
+	pq := make([]byte, 2*rb)
+	if err := Transcode(pq, PQ2_0, tq, PTQ1_0); err != nil {
+		t.Fatal(err)
+	}
+	q8RepackPQ2Generic(want, stride, pq[:rb], pq[rb:], ng)
+	got := make([]byte, ng*stride)
+	q8RepackPTQ1(got, stride, tq[:PTQ1_0.RowBytes(k)], tq[PTQ1_0.RowBytes(k):], ng)
+	same("PTQ1_0", got)
+}
+
+// TestQ8TileLayout pins the field offsets the assembly kernels use (the constants of
+// matmul_amd64_gen.go and matmul_arm64_gen.go): a change to q8TileArgs or q8TileDesc
+// must be made there too.
+func TestQ8TileLayout(t *testing.T) {
+	if unsafe.Sizeof(uintptr(0)) != 8 {
+		t.Skip("the assembly kernels are 64-bit only")
+	}
+	var a q8TileArgs
+	var d q8TileDesc
+	for _, c := range []struct {
+		name      string
+		got, want uintptr
+	}{
+		{"args.w", unsafe.Offsetof(a.w), 0},
+		{"args.ng", unsafe.Offsetof(a.ng), 8},
+		{"args.facc", unsafe.Offsetof(a.facc), 16},
+		{"args.tiles", unsafe.Offsetof(a.tiles), 24},
+		{"args.desc", unsafe.Offsetof(a.desc), 32},
+		{"args.yoff", unsafe.Offsetof(a.yoff), 40},
+		{"args.flags", unsafe.Offsetof(a.flags), 48},
+		{"args.pfStep", unsafe.Offsetof(a.pfStep), 56},
+		{"args.cur", unsafe.Offsetof(a.cur), 64},
+		{"args.cfacc", unsafe.Offsetof(a.cfacc), 72},
+		{"args.left", unsafe.Offsetof(a.left), 80},
+		{"sizeof args", unsafe.Sizeof(a), 88},
+		{"desc.act", unsafe.Offsetof(d.act), 0},
+		{"desc.d", unsafe.Offsetof(d.d), 64},
+		{"desc.sum", unsafe.Offsetof(d.sum), 128},
+		{"desc.y", unsafe.Offsetof(d.y), 192},
+		{"desc.pf", unsafe.Offsetof(d.pf), 256},
+		{"sizeof desc", unsafe.Sizeof(d), 264},
+		{"flags", q8First | q8Last<<8 | q8Odd<<16, 1 | 2<<8 | 4<<16},
+	} {
+		if c.got != c.want {
+			t.Errorf("%s = %d, the assembly kernels use %d", c.name, c.got, c.want)
+		}
 	}
 }

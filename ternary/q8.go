@@ -1,8 +1,10 @@
 package ternary
 
 import (
+	"encoding/binary"
 	"fmt"
 	"math"
+	"unsafe"
 )
 
 // Q8 is an activation vector quantised for the integer kernels: per 128-element block an
@@ -138,12 +140,17 @@ func quantizeQ8Block(dst []int8, b int, xb []float32) (float32, int32) {
 // Q8Batch holds t activation vectors quantised for the integer kernels, for prefill:
 // [MatMulQ8Range] reads each weight row once and uses it for all of them. Row s is an
 // ordinary [Q8] (see there for the values and the layout).
+//
+// Fill a batch with [Q8Batch.Quantize] only: besides the rows it keeps a second copy of
+// each vector's int8 values in the order the batched kernels read them (see q8TileActs),
+// which quantising a row through [Q8Batch.Row] would leave stale.
 type Q8Batch struct {
 	K, T int  // width, and capacity in vectors
 	rows []Q8 // views into the shared arrays below
 	q    []int8
 	d    []float32
 	sum  []int32
+	tq   []int8 // per vector 1024·⌊K/1024⌋ bytes: the tiled copy (q8TileActs)
 }
 
 // NewQ8Batch returns a batch of capacity t vectors of width k.
@@ -156,7 +163,8 @@ func NewQ8Batch(k, t int) *Q8Batch {
 	}
 	nb, qb := k/BlockSize, q8QBytes(k)
 	bt := &Q8Batch{K: k, T: t, rows: make([]Q8, t),
-		q: make([]int8, t*qb), d: make([]float32, t*nb), sum: make([]int32, t*nb)}
+		q: make([]int8, t*qb), d: make([]float32, t*nb), sum: make([]int32, t*nb),
+		tq: make([]int8, t*q8TileBytes(k))}
 	for s := range t {
 		bt.rows[s] = Q8{K: k, Q: bt.q[s*qb : (s+1)*qb : (s+1)*qb],
 			D: bt.d[s*nb : (s+1)*nb : (s+1)*nb], Sum: bt.sum[s*nb : (s+1)*nb : (s+1)*nb]}
@@ -166,6 +174,12 @@ func NewQ8Batch(k, t int) *Q8Batch {
 
 // Row returns vector s of the batch (owned by the batch).
 func (bt *Q8Batch) Row(s int) *Q8 { return &bt.rows[s] }
+
+// tile returns the tiled copy of vector s.
+func (bt *Q8Batch) tile(s int) []int8 {
+	n := q8TileBytes(bt.K)
+	return bt.tq[s*n : (s+1)*n : (s+1)*n]
+}
 
 // Quantize stores the first t vectors of the batch from x, which holds t rows of K
 // values. It does not allocate.
@@ -178,5 +192,42 @@ func (bt *Q8Batch) Quantize(x []float32, t int) {
 	}
 	for s := range t {
 		bt.rows[s].Quantize(x[s*bt.K : (s+1)*bt.K])
+		q8TileActs(bt.tile(s), bt.rows[s].Q)
+	}
+}
+
+// q8TileBytes returns the size of the tiled copy of a vector of k elements: its whole
+// groups of 8 blocks (the blocks after the last whole group are read from the row).
+func q8TileBytes(k int) int { return k / (8 * BlockSize) * (8 * BlockSize) }
+
+// q8TileActs writes the tiled copy dst of the int8 values q (laid out as in [Q8]) for
+// the len(dst)/1024 whole groups of 8 blocks. The batched kernels multiply 8 blocks at
+// once, one 32-bit lane per block (see q8RepackPQ2), so the copy interleaves the blocks
+// of a group four bytes at a time: for group g, step s (0…7), plane p (0…3), block
+// 8g+L (L = 0…7) and j = 0…3,
+//
+//	dst[1024·g + 128·s + 32·p + 4·L + j] = element 16·s + 4·j + p of block 8g+L,
+//
+// which is q[256·(b/2) + 64·p + 32·(b%2) + 4·s + j] for b = 8g+L: bytes 4s…4s+3 of the
+// block's plane p. So a 32-byte load at 1024g + 128s + 32p holds, in lane L, the four
+// activations that meet plane p of the code bytes 4s…4s+3 of block 8g+L.
+func q8TileActs(dst, q []int8) {
+	d := unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(dst))), len(dst))
+	src := unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(q))), len(q))
+	for g := 0; g+1024 <= len(d); g += 1024 {
+		grp := (*[1024]byte)(d[g:])
+		in := (*[1024]byte)(src[g:]) // the group's four block pairs, 256 bytes each
+		for pr := range 4 {
+			for p := range 4 {
+				// Plane p of blocks 2pr and 2pr+1: 32 bytes each.
+				e := (*[32]byte)(in[256*pr+64*p:])
+				o := (*[32]byte)(in[256*pr+64*p+32:])
+				for s := range 8 {
+					v0 := binary.LittleEndian.Uint32(e[4*s:])
+					v1 := binary.LittleEndian.Uint32(o[4*s:])
+					binary.LittleEndian.PutUint64(grp[128*s+32*p+8*pr:], uint64(v0)|uint64(v1)<<32)
+				}
+			}
+		}
 	}
 }

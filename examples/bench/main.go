@@ -5,7 +5,7 @@
 //
 // Usage:
 //
-//	bench [-model FILE | -preset NAME] [-threads N] [-prompt-tokens P] [-gen-tokens G]
+//	bench [-model FILE | -preset NAME] [-threads N] [-prompt-tokens P] [-gen-tokens G] [-warmup]
 //
 // With -preset it writes that synthetic model (internal presets tiny, small,
 // real-widths, 27b) to a temporary directory first; -keep FILE keeps it for later runs.
@@ -25,6 +25,7 @@ import (
 	"time"
 
 	"github.com/bonsai-go/sdk/bonsai"
+	"github.com/bonsai-go/sdk/internal/cli"
 	"github.com/bonsai-go/sdk/internal/synth"
 	"github.com/bonsai-go/sdk/qwen35"
 	"github.com/bonsai-go/sdk/ternary"
@@ -42,6 +43,7 @@ func main() {
 	flag.DurationVar(&cfg.bwTime, "bandwidth-time", 3*time.Second, "how long to measure the read bandwidth")
 	flag.StringVar(&cfg.cpuprofile, "cpuprofile", "", "write a CPU profile of the decode steps to this file")
 	flag.BoolVar(&cfg.mmap, "mmap", true, "memory-map the model (false: read it into memory, in huge pages where the OS allows)")
+	flag.BoolVar(&cfg.warmup, "warmup", false, "read every weight page at load, so that the first measurements do not wait for the disk")
 	flag.Usage = func() {
 		fmt.Fprintf(flag.CommandLine.Output(), "usage: bench [-model FILE | -preset NAME] [flags]\n\n"+
 			"Measures prefill and decode speed against the machine's read bandwidth.\n\nflags:\n")
@@ -54,21 +56,20 @@ func main() {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
-	if err := run(ctx, os.Stdout, cfg); err != nil {
-		fmt.Fprintln(os.Stderr, "bench:", err)
-		os.Exit(1)
+	if err := run(ctx, os.Stdout, os.Stderr, cfg); err != nil {
+		cli.Fatal("bench", err)
 	}
 }
 
 type config struct {
 	model, preset, keep, acts string
 	cpuprofile                string
-	mmap                      bool
+	mmap, warmup              bool
 	threads, prompt, gen      int
 	bwTime                    time.Duration
 }
 
-func run(ctx context.Context, out io.Writer, cfg config) error {
+func run(ctx context.Context, out, stderr io.Writer, cfg config) error {
 	if cfg.model != "" && cfg.preset != "" {
 		return fmt.Errorf("-model and -preset exclude each other")
 	}
@@ -113,12 +114,13 @@ func run(ctx context.Context, out io.Writer, cfg config) error {
 		}
 	}
 
-	m, err := bonsai.Open(path, bonsai.WithThreads(cfg.threads), bonsai.WithProfiling(true),
-		bonsai.WithActivations(acts), bonsai.WithMmap(cfg.mmap), bonsai.WithContextSize(cfg.prompt+cfg.gen+1), bonsai.WithLoadContext(ctx))
+	l, err := cli.Load(ctx, stderr, "bench", cli.ModelFlags{Model: path, Threads: cfg.threads, Context: cfg.prompt + cfg.gen + 1, Warmup: cfg.warmup},
+		bonsai.WithProfiling(true), bonsai.WithActivations(acts), bonsai.WithMmap(cfg.mmap))
 	if err != nil {
 		return err
 	}
-	defer m.Close()
+	defer l.Close()
+	m := l.Model
 	c := m.Config()
 	w := m.Weights()
 	perToken := weightBytesPerToken(w)

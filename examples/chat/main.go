@@ -5,6 +5,7 @@
 // Usage:
 //
 //	chat [-model FILE] [-system TEXT] [-think] [-max-tokens N] [-temperature T] [-seed S] [-threads N]
+//	     [-context N] [-verify] [-warmup]
 //
 // Commands, on a line of their own:
 //
@@ -28,22 +29,18 @@ import (
 	"io"
 	"os"
 	"os/signal"
-	"path/filepath"
-	"runtime"
 	"strings"
 	"time"
 
 	"github.com/bonsai-go/sdk/bonsai"
-	"github.com/bonsai-go/sdk/internal/synth"
+	"github.com/bonsai-go/sdk/internal/cli"
 )
 
 type config struct {
-	model      string
-	system     string
-	think      bool
-	opt        bonsai.GenerateOptions
-	threads    int
-	contextLen int
+	load   cli.ModelFlags
+	system string
+	think  bool
+	opt    bonsai.GenerateOptions
 }
 
 func main() {
@@ -57,15 +54,14 @@ func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
 	if err := run(ctx, os.Stdin, os.Stdout, os.Stderr, cfg); err != nil {
-		fmt.Fprintln(os.Stderr, "chat:", err)
-		os.Exit(1)
+		cli.Fatal("chat", err)
 	}
 }
 
 func parseFlags(fs *flag.FlagSet, args []string) (config, error) {
 	var cfg config
 	var seed int64
-	fs.StringVar(&cfg.model, "model", "", "GGUF model file (default: a synthetic model with random weights)")
+	cfg.load.Register(fs)
 	fs.StringVar(&cfg.system, "system", "", "system message that opens the conversation")
 	fs.BoolVar(&cfg.think, "think", false, "let the model think before it answers (toggle with /think on|off)")
 	fs.IntVar(&cfg.opt.MaxTokens, "max-tokens", 1024, "most tokens per reply, thinking included")
@@ -74,8 +70,6 @@ func parseFlags(fs *flag.FlagSet, args []string) (config, error) {
 	fs.IntVar(&cfg.opt.TopK, "top-k", 20, "keep the K most likely tokens (0: off)")
 	minP := fs.Float64("min-p", 0, "keep tokens at least this fraction as likely as the best (0: off)")
 	fs.Int64Var(&seed, "seed", -1, "random seed (-1: from the clock)")
-	fs.IntVar(&cfg.threads, "threads", runtime.NumCPU(), "CPU threads")
-	fs.IntVar(&cfg.contextLen, "context", 0, "context size in tokens (0: the model's, at most 32768)")
 	fs.Usage = func() {
 		fmt.Fprint(fs.Output(), "usage: chat [flags]\n\n"+
 			"An interactive chat: type a message and press enter. Commands: /reset,\n"+
@@ -112,28 +106,12 @@ type chat struct {
 }
 
 func run(ctx context.Context, stdin io.Reader, stdout, stderr io.Writer, cfg config) error {
-	if cfg.model == "" {
-		dir, err := os.MkdirTemp("", "bonsai-chat-")
-		if err != nil {
-			return err
-		}
-		defer os.RemoveAll(dir)
-		c, _ := synth.Preset("tiny")
-		cfg.model = filepath.Join(dir, "tiny.gguf")
-		if err := synth.WriteFile(ctx, cfg.model, synth.Options{Config: c, Seed: 1}, nil); err != nil {
-			return err
-		}
-		fmt.Fprintln(stderr, "chat: no -model given: using a tiny synthetic model whose weights are RANDOM, so its replies are gibberish")
-	}
-	opts := []bonsai.Option{bonsai.WithThreads(max(cfg.threads, 1)), bonsai.WithLoadContext(ctx)}
-	if cfg.contextLen > 0 {
-		opts = append(opts, bonsai.WithContextSize(cfg.contextLen))
-	}
-	m, err := bonsai.Open(cfg.model, opts...)
+	l, err := cli.Load(ctx, stderr, "chat", cfg.load)
 	if err != nil {
 		return err
 	}
-	defer m.Close()
+	defer l.Close()
+	m := l.Model
 	s, err := m.NewSession()
 	if err != nil {
 		return err

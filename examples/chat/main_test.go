@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/bonsai-go/sdk/internal/cli/clitest"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -21,7 +22,7 @@ func TestFlags(t *testing.T) {
 	fs.SetOutput(&out)
 	_, err := parseFlags(fs, []string{"-h"})
 	require.True(t, errors.Is(err, flag.ErrHelp))
-	for _, s := range []string{"-model", "-system", "-think", "/reset", "/think on|off", "/save FILE", "/load FILE", "/quit"} {
+	for _, s := range []string{"-model", "-system", "-think", "-threads", "-context", "-verify", "-warmup", "/reset", "/think on|off", "/save FILE", "/load FILE", "/quit"} {
 		assert.Contains(t, out.String(), s)
 	}
 }
@@ -51,6 +52,7 @@ func TestChatSession(t *testing.T) {
 	t.Logf("stdout:\n%s\nstderr:\n%s", out, errs)
 
 	assert.Contains(t, errs, "weights are RANDOM")
+	assert.Contains(t, errs, "chat: backend cpu, 2 threads")
 	assert.Contains(t, out, "(thinking on)")
 	assert.Contains(t, out, "(saved 5 messages to "+save+")", "system, two user messages and two replies")
 	assert.Contains(t, out, "(conversation reset)")
@@ -78,4 +80,16 @@ func TestChatLoadErrors(t *testing.T) {
 	require.NoError(t, run(context.Background(), strings.NewReader(input), &stdout, &stderr, cfg))
 	assert.Contains(t, stderr.String(), "no such file")
 	assert.Contains(t, stderr.String(), "usage: /save FILE")
+}
+
+func TestChatBadModels(t *testing.T) {
+	for _, bad := range clitest.BadModels(t) {
+		cfg, err := parseFlags(flag.NewFlagSet("chat", flag.ContinueOnError), []string{"-model", bad.Path, "-threads", "1"})
+		require.NoError(t, err)
+		var stdout, stderr bytes.Buffer
+		err = run(context.Background(), strings.NewReader("Hi\n"), &stdout, &stderr, cfg)
+		require.Error(t, err, bad.Name)
+		assert.Contains(t, err.Error(), bad.Want, bad.Name)
+		assert.NotContains(t, err.Error(), "\n")
+	}
 }

@@ -4,10 +4,12 @@
 // Usage:
 //
 //	generate -prompt "..." [-model FILE] [-chat] [-think] [-max-tokens N] [-temperature T]
-//	         [-top-k K] [-top-p P] [-min-p M] [-seed S] [-threads N] [-stop STR]...
+//	         [-top-k K] [-top-p P] [-min-p M] [-seed S] [-threads N] [-context N]
+//	         [-verify] [-warmup] [-stop STR]...
 //
 // The answer goes to standard output; the model's thinking (with -chat -think), the
-// notices and the usage figures go to standard error. With no -model it builds a small
+// load's progress, the backend and thread count, the notices and the usage figures go
+// to standard error. With no -model it builds a small
 // synthetic model whose weights are random, so its text is gibberish: it shows the
 // machinery, not the model.
 package main
@@ -20,13 +22,12 @@ import (
 	"io"
 	"os"
 	"os/signal"
-	"path/filepath"
-	"runtime"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/bonsai-go/sdk/bonsai"
-	"github.com/bonsai-go/sdk/internal/synth"
+	"github.com/bonsai-go/sdk/internal/cli"
 )
 
 // stopFlags collects repeated -stop flags.
@@ -36,13 +37,11 @@ func (s *stopFlags) String() string     { return strings.Join(*s, ", ") }
 func (s *stopFlags) Set(v string) error { *s = append(*s, v); return nil }
 
 type config struct {
-	model      string
-	prompt     string
-	chat       bool
-	think      bool
-	opt        bonsai.GenerateOptions
-	threads    int
-	contextLen int
+	load   cli.ModelFlags
+	prompt string
+	chat   bool
+	think  bool
+	opt    bonsai.GenerateOptions
 }
 
 func main() {
@@ -53,11 +52,10 @@ func main() {
 	if err != nil {
 		os.Exit(2) // the flag package has printed the error and the usage
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if err := run(ctx, os.Stdout, os.Stderr, cfg); err != nil {
-		fmt.Fprintln(os.Stderr, "generate:", err)
-		os.Exit(1)
+		cli.Fatal("generate", err)
 	}
 }
 
@@ -66,7 +64,7 @@ func parseFlags(fs *flag.FlagSet, args []string) (config, error) {
 	var stops stopFlags
 	var seed int64
 	fs.StringVar(&cfg.prompt, "prompt", "", "the prompt (required)")
-	fs.StringVar(&cfg.model, "model", "", "GGUF model file (default: a synthetic model with random weights)")
+	cfg.load.Register(fs)
 	fs.BoolVar(&cfg.chat, "chat", false, "send the prompt as a chat message, through the model's chat template")
 	fs.BoolVar(&cfg.think, "think", false, "with -chat: let the model think before it answers (thinking goes to standard error)")
 	fs.IntVar(&cfg.opt.MaxTokens, "max-tokens", 256, "most tokens to generate, thinking included (0: until the context is full)")
@@ -75,8 +73,6 @@ func parseFlags(fs *flag.FlagSet, args []string) (config, error) {
 	topP := fs.Float64("top-p", 0.8, "keep the most likely tokens up to this total probability (1: off)")
 	minP := fs.Float64("min-p", 0, "keep tokens at least this fraction as likely as the best (0: off)")
 	fs.Int64Var(&seed, "seed", -1, "random seed (-1: from the clock)")
-	fs.IntVar(&cfg.threads, "threads", runtime.NumCPU(), "CPU threads")
-	fs.IntVar(&cfg.contextLen, "context", 0, "context size in tokens (0: the model's, at most 32768)")
 	fs.Var(&stops, "stop", "stop when the answer contains this string (repeatable)")
 	fs.Usage = func() {
 		fmt.Fprint(fs.Output(), "usage: generate -prompt \"...\" [flags]\n\n"+
@@ -106,41 +102,16 @@ func parseFlags(fs *flag.FlagSet, args []string) (config, error) {
 	return cfg, nil
 }
 
-// syntheticModel writes the tiny synthetic model into dir.
-func syntheticModel(ctx context.Context, dir string) (string, error) {
-	c, err := synth.Preset("tiny")
-	if err != nil {
-		return "", err
-	}
-	path := filepath.Join(dir, "tiny.gguf")
-	if err := synth.WriteFile(ctx, path, synth.Options{Config: c, Seed: 1}, nil); err != nil {
-		return "", err
-	}
-	return path, nil
-}
-
 func run(ctx context.Context, stdout, stderr io.Writer, cfg config) error {
-	if cfg.model == "" {
-		dir, err := os.MkdirTemp("", "bonsai-generate-")
-		if err != nil {
-			return err
-		}
-		defer os.RemoveAll(dir)
-		if cfg.model, err = syntheticModel(ctx, dir); err != nil {
-			return err
-		}
-		fmt.Fprintln(stderr, "generate: no -model given: using a tiny synthetic model whose weights are RANDOM, so its text is gibberish")
+	if cfg.think && !cfg.chat {
+		return errors.New("-think needs -chat")
 	}
-	opts := []bonsai.Option{bonsai.WithThreads(max(cfg.threads, 1)), bonsai.WithLoadContext(ctx)}
-	if cfg.contextLen > 0 {
-		opts = append(opts, bonsai.WithContextSize(cfg.contextLen))
-	}
-	m, err := bonsai.Open(cfg.model, opts...)
+	l, err := cli.Load(ctx, stderr, "generate", cfg.load)
 	if err != nil {
 		return err
 	}
-	defer m.Close()
-	s, err := m.NewSession()
+	defer l.Close()
+	s, err := l.Model.NewSession()
 	if err != nil {
 		return err
 	}
@@ -150,8 +121,6 @@ func run(ctx context.Context, stdout, stderr io.Writer, cfg config) error {
 	if cfg.chat {
 		in = bonsai.Chat(bonsai.Message{Role: "user", Content: cfg.prompt})
 		cfg.opt.Thinking = &cfg.think
-	} else if cfg.think {
-		return errors.New("-think needs -chat")
 	}
 	g := s.Generate(ctx, in, cfg.opt)
 	thinking := false

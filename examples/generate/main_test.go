@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/bonsai-go/sdk/internal/cli/clitest"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -25,7 +26,7 @@ func parse(t *testing.T, args ...string) (config, string, error) {
 func TestFlags(t *testing.T) {
 	_, out, err := parse(t, "-h")
 	require.True(t, errors.Is(err, flag.ErrHelp))
-	for _, f := range []string{"-prompt", "-model", "-chat", "-think", "-max-tokens", "-temperature", "-top-k", "-top-p", "-min-p", "-seed", "-threads", "-stop"} {
+	for _, f := range []string{"-prompt", "-model", "-chat", "-think", "-max-tokens", "-temperature", "-top-k", "-top-p", "-min-p", "-seed", "-threads", "-context", "-verify", "-warmup", "-stop"} {
 		assert.Contains(t, out, f)
 	}
 	assert.Contains(t, out, "random weights")
@@ -59,6 +60,7 @@ func TestGenerateSynthetic(t *testing.T) {
 		var stdout, stderr bytes.Buffer
 		require.NoError(t, run(context.Background(), &stdout, &stderr, cfg), "%v", args)
 		assert.Contains(t, stderr.String(), "weights are RANDOM")
+		assert.Contains(t, stderr.String(), "generate: backend cpu, 2 threads")
 		assert.Regexp(t, `finish: (length|stop).*; prompt \d+ tokens at [\d.]+ tok/s; first token after .*; \d+ tokens at [\d.]+ tok/s`, stderr.String())
 		assert.True(t, strings.HasSuffix(stdout.String(), "\n"))
 	}
@@ -82,4 +84,15 @@ func TestGenerateErrors(t *testing.T) {
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "missing.gguf")
 	assert.NotContains(t, err.Error(), "\n", "one line")
+
+	// A missing file, a file that is not a model, a damaged one: one clear line each.
+	for _, bad := range clitest.BadModels(t) {
+		cfg, _, err := parse(t, "-prompt", "x", "-model", bad.Path, "-threads", "1")
+		require.NoError(t, err)
+		err = run(context.Background(), &stdout, &stderr, cfg)
+		require.Error(t, err, bad.Name)
+		assert.Contains(t, err.Error(), bad.Want, bad.Name)
+		assert.Contains(t, err.Error(), bad.Path, bad.Name)
+		assert.NotContains(t, err.Error(), "\n", "one line")
+	}
 }

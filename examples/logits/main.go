@@ -4,10 +4,15 @@
 //
 // Usage:
 //
-//	logits [-model FILE] -tokens 1,2,3 [-mode prefill|step] [-backend cpu] [-threads N] [-kv f16|f32|q8]
+//	logits [-model FILE] -tokens 1,2,3 [-mode prefill|step] [-backend cpu|metal|metal-emulator] [-threads N] [-kv f16|f32|q8]
+//	       [-verify] [-warmup]
+//
+// -backend metal runs on the Mac's GPU; metal-emulator runs the same Metal kernels on the
+// CPU through the MSL emulator (Linux, clang++ needed; slow). Both keep activations in
+// float32, whatever the CPU backend's default.
 //
 // With no -model it runs a small synthetic model (preset tiny, seed 1) and says so on
-// standard error.
+// standard error, where the load's progress and the backend and thread count go too.
 package main
 
 import (
@@ -19,23 +24,25 @@ import (
 	"io"
 	"os"
 	"os/signal"
-	"path/filepath"
 	"runtime"
 	"strconv"
 	"strings"
 
 	"github.com/bonsai-go/sdk/bonsai"
-	"github.com/bonsai-go/sdk/internal/synth"
+	"github.com/bonsai-go/sdk/internal/cli"
+	"github.com/bonsai-go/sdk/metal"
 	"github.com/bonsai-go/sdk/qwen35"
 )
 
 func main() {
-	model := flag.String("model", "", "GGUF model file (default: a synthetic tiny model)")
+	model := flag.String("model", "", "GGUF model `file` (default: a synthetic tiny model)")
 	tokens := flag.String("tokens", "", "comma-separated token ids (required)")
 	mode := flag.String("mode", "prefill", "prefill: all tokens in one pass; step: one token at a time")
-	backend := flag.String("backend", "cpu", "backend: cpu")
+	backend := flag.String("backend", "cpu", "backend: cpu, metal or metal-emulator")
 	threads := flag.Int("threads", runtime.NumCPU(), "CPU threads")
 	kv := flag.String("kv", "f16", "KV cache precision: f16, f32 or q8")
+	verify := flag.Bool("verify", false, "scan every ternary weight at load and refuse a damaged file")
+	warmup := flag.Bool("warmup", false, "read every weight page at load")
 	flag.Usage = func() {
 		fmt.Fprintf(flag.CommandLine.Output(), "usage: logits [-model FILE] -tokens 1,2,3 [flags]\n\n"+
 			"Prints one line per position: the position, then every logit (%%.9g).\n\nflags:\n")
@@ -48,42 +55,26 @@ func main() {
 	}
 	ids, err := parseTokens(*tokens)
 	if err != nil {
-		fatal(err)
+		cli.Fatal("logits", err)
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
-	cfg := config{model: *model, mode: *mode, backend: *backend, threads: *threads, kv: *kv}
-	if cfg.model == "" {
-		dir, err := os.MkdirTemp("", "bonsai-logits-")
-		if err != nil {
-			fatal(err)
-		}
-		defer os.RemoveAll(dir)
-		cfg.model = filepath.Join(dir, "tiny.gguf")
-		c, _ := synth.Preset("tiny")
-		if err := synth.WriteFile(ctx, cfg.model, synth.Options{Config: c, Seed: 1}, nil); err != nil {
-			fatal(err)
-		}
-		fmt.Fprintln(os.Stderr, "logits: no -model given: using a synthetic model (preset tiny, seed 1)")
-	}
+	cfg := config{model: *model, mode: *mode, backend: *backend, threads: *threads, kv: *kv, verify: *verify, warmup: *warmup, stderr: os.Stderr}
 	w := bufio.NewWriterSize(os.Stdout, 1<<20)
 	if err := run(ctx, w, cfg, ids); err != nil {
 		w.Flush()
-		fatal(err)
+		cli.Fatal("logits", err)
 	}
 	if err := w.Flush(); err != nil {
-		fatal(err)
+		cli.Fatal("logits", err)
 	}
-}
-
-func fatal(err error) {
-	fmt.Fprintln(os.Stderr, "logits:", err)
-	os.Exit(1)
 }
 
 type config struct {
 	model, mode, backend, kv string
 	threads                  int
+	verify, warmup           bool
+	stderr                   io.Writer // the load's messages; nil: none
 }
 
 func parseTokens(s string) ([]int32, error) {
@@ -109,8 +100,12 @@ func backendByName(name string) (bonsai.Backend, error) {
 	switch name {
 	case "cpu":
 		return bonsai.CPU(), nil
+	case "metal":
+		return metal.New(), nil
+	case "metal-emulator":
+		return metal.NewEmulator(), nil
 	}
-	return nil, fmt.Errorf("-backend %q: unknown (have: cpu)", name)
+	return nil, fmt.Errorf("-backend %q: unknown (have: cpu, metal, metal-emulator)", name)
 }
 
 func kvByName(name string) (qwen35.KVPrecision, error) {
@@ -137,13 +132,17 @@ func run(ctx context.Context, w io.Writer, cfg config, ids []int32) error {
 	if cfg.mode != "prefill" && cfg.mode != "step" {
 		return fmt.Errorf("-mode %q: want prefill or step", cfg.mode)
 	}
-	m, err := bonsai.Open(cfg.model, bonsai.WithBackend(b), bonsai.WithThreads(cfg.threads),
-		bonsai.WithKVCache(kv), bonsai.WithContextSize(max(len(ids), 1)), bonsai.WithLoadContext(ctx))
+	stderr := cfg.stderr
+	if stderr == nil {
+		stderr = io.Discard
+	}
+	l, err := cli.Load(ctx, stderr, "logits", cli.ModelFlags{Model: cfg.model, Threads: cfg.threads, Context: max(len(ids), 1),
+		Verify: cfg.verify, Warmup: cfg.warmup}, bonsai.WithBackend(b), bonsai.WithKVCache(kv))
 	if err != nil {
 		return err
 	}
-	defer m.Close()
-	s, err := m.NewSession()
+	defer l.Close()
+	s, err := l.Model.NewSession()
 	if err != nil {
 		return err
 	}

@@ -25,8 +25,9 @@ func TestLogitsOutputContract(t *testing.T) {
 
 	outputs := map[string][][]float64{}
 	for _, mode := range []string{"prefill", "step"} {
-		var buf bytes.Buffer
-		require.NoError(t, run(context.Background(), &buf, config{model: path, mode: mode, backend: "cpu", threads: 2, kv: "f32"}, ids))
+		var buf, stderr bytes.Buffer
+		require.NoError(t, run(context.Background(), &buf, config{model: path, mode: mode, backend: "cpu", threads: 2, kv: "f32", stderr: &stderr}, ids))
+		assert.Contains(t, stderr.String(), "logits: backend cpu, 2 threads")
 		lines := strings.Split(strings.TrimSuffix(buf.String(), "\n"), "\n")
 		require.Len(t, lines, len(ids))
 		for p, line := range lines {

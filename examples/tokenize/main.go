@@ -25,6 +25,7 @@ import (
 
 	"github.com/bonsai-go/sdk/bonsai/tokenizer"
 	"github.com/bonsai-go/sdk/gguf"
+	"github.com/bonsai-go/sdk/internal/cli"
 	"github.com/bonsai-go/sdk/internal/synth"
 )
 
@@ -36,8 +37,7 @@ func main() {
 	case errors.Is(err, errUsage):
 		os.Exit(2)
 	case err != nil:
-		fmt.Fprintln(os.Stderr, "tokenize:", err)
-		os.Exit(1)
+		cli.Fatal("tokenize", err)
 	}
 }
 
@@ -96,7 +96,7 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 func openTokenizer(path string) (*tokenizer.Tokenizer, error) {
 	f, err := gguf.Open(path)
 	if err != nil {
-		return nil, err
+		return nil, cli.Explain(path, err)
 	}
 	defer f.Close()
 	tok, err := tokenizer.FromGGUF(f)

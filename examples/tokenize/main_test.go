@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/bonsai-go/sdk/internal/cli/clitest"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -72,7 +73,7 @@ func TestErrors(t *testing.T) {
 	_, _, err := tokenize(t, "x", "-model", filepath.Join(t.TempDir(), "missing.gguf"))
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "missing.gguf")
-	assert.Contains(t, err.Error(), "no such file")
+	assert.Contains(t, err.Error(), "does not exist")
 	assert.NotContains(t, err.Error(), "\n")
 
 	bad := filepath.Join(t.TempDir(), "bad.gguf")
@@ -80,6 +81,16 @@ func TestErrors(t *testing.T) {
 	_, _, err = tokenize(t, "x", "-model", bad)
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "not a GGUF file")
+
+	for _, bad := range clitest.BadModels(t) {
+		if bad.Name == "not Bonsai" || bad.Name == "corrupt" {
+			continue // tokenize reads any GGUF's vocabulary, and no weights
+		}
+		_, _, err = tokenize(t, "x", "-model", bad.Path)
+		require.Error(t, err, bad.Name)
+		assert.Contains(t, err.Error(), bad.Want, bad.Name)
+		assert.NotContains(t, err.Error(), "\n")
+	}
 
 	_, errOut, err := tokenize(t, "x", "-h")
 	assert.True(t, errors.Is(err, flag.ErrHelp))

@@ -1,0 +1,394 @@
+// Command metalcheck checks the Metal backend on this machine, the program to run on a
+// Mac before trusting it:
+//
+//  1. every kernel against the Go code that owns its math (ternary, hadamard, qwen35),
+//     on random inputs at small odd shapes and at the 27B model's shapes;
+//  2. a model (a synthetic one by default) through the CPU backend (float32 activations)
+//     and the Metal backend: the logits of every prompt position, a step-by-step walk,
+//     and greedy generation, compared;
+//  3. the Metal backend's speed: prefill and decode tokens per second, and the decode's
+//     weight bandwidth (bytes a token reads × tokens per second) against the device's.
+//
+// Usage:
+//
+//	metalcheck [-device metal|emulator] [-model FILE | -preset NAME] [-real] [-prompt N]
+//	           [-gen N] [-kv f16|f32|q8] [-bandwidth GB/s] [-cpu=false] [-variants=false]
+//
+// -device emulator runs the same kernels and host code on the CPU through the MSL
+// emulator (Linux, clang++): slow, for checking this program itself. It exits with
+// status 1 when a check fails.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+
+	"github.com/bonsai-go/sdk/bonsai"
+	"github.com/bonsai-go/sdk/gguf"
+	"github.com/bonsai-go/sdk/internal/synth"
+	"github.com/bonsai-go/sdk/metal"
+	"github.com/bonsai-go/sdk/qwen35"
+)
+
+type config struct {
+	device, model, preset, kv string
+	real, cpu, variants       bool
+	prompt, gen               int
+	bandwidth                 float64
+	seed                      uint64
+}
+
+func main() {
+	var cfg config
+	flag.StringVar(&cfg.device, "device", "metal", "metal (this Mac's GPU) or emulator (the MSL emulator on the CPU)")
+	flag.StringVar(&cfg.model, "model", "", "GGUF model `file` (default: a synthetic model, see -preset)")
+	flag.StringVar(&cfg.preset, "preset", "", "synthetic preset when no -model: "+strings.Join(synth.Presets(), ", ")+" (default real-widths on metal, tiny on the emulator)")
+	flag.BoolVar(&cfg.real, "real", true, "also check the kernels at the 27B model's shapes")
+	flag.BoolVar(&cfg.cpu, "cpu", true, "compare with the CPU backend (slow for the 27B model)")
+	flag.BoolVar(&cfg.variants, "variants", true, "also time the decode with the GDN layers split in two dispatches and with the prefill kernels (unfused)")
+	flag.IntVar(&cfg.prompt, "prompt", 24, "prompt tokens for the parity and prefill measurements")
+	flag.IntVar(&cfg.gen, "gen", 32, "tokens to generate greedily")
+	flag.StringVar(&cfg.kv, "kv", "f16", "KV cache precision: f16, f32 or q8")
+	flag.Float64Var(&cfg.bandwidth, "bandwidth", 0, "the device's practical read bandwidth in GB/s, to rate the decode (an M4 Pro's is about 245)")
+	flag.Uint64Var(&cfg.seed, "seed", 1, "seed of the kernel checks' inputs and the synthetic model")
+	flag.Usage = func() {
+		fmt.Fprintf(flag.CommandLine.Output(), "usage: metalcheck [flags]\n\nChecks the Metal kernels, the backend's parity with the CPU backend, and its speed.\n\nflags:\n")
+		flag.PrintDefaults()
+	}
+	flag.Parse()
+	if flag.NArg() > 0 {
+		flag.Usage()
+		os.Exit(2)
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+	ok, err := run(ctx, os.Stdout, cfg)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "metalcheck:", err)
+		os.Exit(1)
+	}
+	if !ok {
+		fmt.Println("FAILED")
+		os.Exit(1)
+	}
+	fmt.Println("ALL OK")
+}
+
+// run performs the checks, writing the report to w; it returns false when one failed.
+func run(ctx context.Context, w io.Writer, cfg config) (bool, error) {
+	var newB func(...metal.Option) bonsai.Backend
+	switch cfg.device {
+	case "metal":
+		newB = metal.New
+		info, err := metal.DeviceInfo()
+		if err != nil {
+			return false, err
+		}
+		fmt.Fprintln(w, "device:", info)
+		if cfg.preset == "" {
+			cfg.preset = "real-widths"
+		}
+	case "emulator":
+		newB = metal.NewEmulator
+		fmt.Fprintln(w, "device: the MSL emulator (CPU); speeds below are the emulator's, not a GPU's")
+		if cfg.preset == "" {
+			cfg.preset = "tiny"
+		}
+	default:
+		return false, fmt.Errorf("-device %q: want metal or emulator", cfg.device)
+	}
+	b := newB()
+	kv := bonsai.KVFloat16
+	switch cfg.kv {
+	case "f16":
+	case "f32":
+		kv = bonsai.KVFloat32
+	case "q8":
+		kv = bonsai.KVInt8
+	default:
+		return false, fmt.Errorf("-kv %q: want f16, f32 or q8", cfg.kv)
+	}
+	ok := true
+
+	// 1. Kernels.
+	fmt.Fprintln(w, "\n== kernels against their Go references")
+	checks, err := metal.CheckKernels(b, metal.CheckOptions{Real: cfg.real, Seed: cfg.seed, Log: func(c metal.KernelCheck) { fmt.Fprintln(w, c) }})
+	if err != nil {
+		return false, err
+	}
+	failed := 0
+	for _, c := range checks {
+		if !c.OK() {
+			failed++
+		}
+	}
+	fmt.Fprintf(w, "%d checks, %d failed\n", len(checks), failed)
+	ok = ok && failed == 0
+
+	// 2. The model.
+	path := cfg.model
+	if path == "" {
+		dir, err := os.MkdirTemp("", "metalcheck-")
+		if err != nil {
+			return false, err
+		}
+		defer os.RemoveAll(dir)
+		c, err := synth.Preset(cfg.preset)
+		if err != nil {
+			return false, err
+		}
+		path = filepath.Join(dir, cfg.preset+".gguf")
+		fmt.Fprintf(w, "\nwriting the synthetic %s model (random weights) ...\n", cfg.preset)
+		if err := synth.WriteFile(ctx, path, synth.Options{Config: c, Seed: cfg.seed}, nil); err != nil {
+			return false, err
+		}
+	}
+	c, bytesPerToken, err := describe(path)
+	if err != nil {
+		return false, err
+	}
+	fmt.Fprintf(w, "\n== model %s: %d layers, embedding %d, vocabulary %d; a decode step reads %.3f GB of weights in %d dispatches (%d with the logits read back)\n",
+		filepath.Base(path), c.Layers, c.Embedding, c.Vocab, float64(bytesPerToken)/1e9, metal.DecodeDispatches(c, true), metal.DecodeDispatches(c, false))
+	ctxSize := cfg.prompt + cfg.gen + 1
+	dev, err := bonsai.Open(path, bonsai.WithBackend(b), bonsai.WithKVCache(kv), bonsai.WithContextSize(ctxSize), bonsai.WithLoadContext(ctx))
+	if err != nil {
+		return false, err
+	}
+	defer dev.Close()
+	prompt := make([]int32, cfg.prompt)
+	for i := range prompt {
+		prompt[i] = int32((uint64(i)*7919 + cfg.seed*104729 + 13) % uint64(min(c.Vocab, 1<<20)))
+	}
+	if cfg.cpu && cfg.prompt > 0 {
+		cpu, err := bonsai.Open(path, bonsai.WithActivations(bonsai.ActivationsFloat32), bonsai.WithKVCache(kv),
+			bonsai.WithContextSize(ctxSize), bonsai.WithLoadContext(ctx))
+		if err != nil {
+			return false, err
+		}
+		pass, err := parity(ctx, w, cpu, dev, prompt, cfg.gen)
+		cpu.Close()
+		if err != nil {
+			return false, err
+		}
+		ok = ok && pass
+	}
+
+	// 3. Speed.
+	if cfg.gen > 0 {
+		variants := []struct {
+			name string
+			m    *bonsai.Model
+			n    int
+		}{{"fused (default)", dev, metal.DecodeDispatches(c, true)}}
+		if cfg.variants {
+			for _, v := range []struct {
+				name string
+				opt  metal.Option
+				n    int
+			}{
+				{"GDN split in two", metal.WithSplitGDNDecode(true), metal.DecodeDispatches(c, true) + c.Layers - c.AttentionLayers()},
+				{"unfused (prefill kernels)", metal.WithUnfusedDecode(true), 0},
+			} {
+				m, err := bonsai.Open(path, bonsai.WithBackend(newB(v.opt)), bonsai.WithKVCache(kv), bonsai.WithContextSize(ctxSize), bonsai.WithLoadContext(ctx))
+				if err != nil {
+					return false, err
+				}
+				defer m.Close()
+				variants = append(variants, struct {
+					name string
+					m    *bonsai.Model
+					n    int
+				}{v.name, m, v.n})
+			}
+		}
+		fmt.Fprintf(w, "\n== speed (%s KV cache, greedy, the argmax on the device)\n", cfg.kv)
+		for _, v := range variants {
+			u, err := speed(ctx, v.m, prompt, cfg.gen)
+			if err != nil {
+				return false, err
+			}
+			gbs := u.DecodeTokensPerSecond * float64(bytesPerToken) / 1e9
+			disp := ""
+			if v.n > 0 {
+				disp = fmt.Sprintf(", %d dispatches", v.n)
+			}
+			fmt.Fprintf(w, "%-26s prefill %d tokens at %.1f tok/s; decode %d tokens at %.2f tok/s = %.1f GB/s of weights%s",
+				v.name+":", u.PromptTokens, u.PrefillTokensPerSecond, u.CompletionTokens, u.DecodeTokensPerSecond, gbs, disp)
+			if cfg.bandwidth > 0 {
+				fmt.Fprintf(w, " = %.0f%% of %.0f GB/s", 100*gbs/cfg.bandwidth, cfg.bandwidth)
+			}
+			fmt.Fprintln(w)
+		}
+		if cfg.bandwidth > 0 {
+			fmt.Fprintf(w, "target: ≥ 85%% of %.0f GB/s = %.1f tok/s (ceiling %.1f tok/s)\n", cfg.bandwidth,
+				0.85*cfg.bandwidth*1e9/float64(bytesPerToken), cfg.bandwidth*1e9/float64(bytesPerToken))
+		}
+	}
+	return ok, nil
+}
+
+// speed times a greedy generation of gen tokens after the prompt, after a warm-up step.
+func speed(ctx context.Context, m *bonsai.Model, prompt []int32, gen int) (bonsai.Usage, error) {
+	s, err := m.NewSession()
+	if err != nil {
+		return bonsai.Usage{}, err
+	}
+	defer s.Close()
+	if err := s.Prefill(ctx, prompt[:1]); err != nil {
+		return bonsai.Usage{}, err
+	}
+	s.Reset()
+	res, err := s.Generate(ctx, bonsai.TokenIDs(prompt...), bonsai.GenerateOptions{MaxTokens: gen, Greedy: true}).Result()
+	return res.Usage, err
+}
+
+// describe reads the model's configuration and the bytes of weights a decode step
+// reads: every ternary matrix but the embedding table, the BF16 GDN projections and the
+// F32 vectors.
+func describe(path string) (*qwen35.Config, int64, error) {
+	f, err := gguf.Open(path)
+	if err != nil {
+		return nil, 0, err
+	}
+	defer f.Close()
+	wts, err := qwen35.Bind(f)
+	if err != nil {
+		return nil, 0, err
+	}
+	n := wts.TernaryBytes()
+	for i := range wts.Layers {
+		l := &wts.Layers[i]
+		n += int64(len(l.Alpha.Data) + len(l.Beta.Data))
+		n += 4 * int64(len(l.AttnNorm)+len(l.PostAttnNorm)+len(l.Conv)+len(l.DTBias)+len(l.A)+len(l.SSMNorm)+len(l.QNorm)+len(l.KNorm))
+	}
+	c := wts.Config
+	return &c, n, nil
+}
+
+// parity compares the two models' logits on a prompt (every position), on a step walk
+// and on a greedy generation.
+func parity(ctx context.Context, w io.Writer, cpu, dev *bonsai.Model, prompt []int32, gen int) (bool, error) {
+	fmt.Fprintln(w, "\n== parity with the CPU backend (float32 activations)")
+	rows := func(m *bonsai.Model) ([][]float32, error) {
+		s, err := m.NewSession()
+		if err != nil {
+			return nil, err
+		}
+		defer s.Close()
+		return s.PrefillAll(ctx, prompt)
+	}
+	want, err := rows(cpu)
+	if err != nil {
+		return false, err
+	}
+	got, err := rows(dev)
+	if err != nil {
+		return false, err
+	}
+	dPre, scale := maxDiff(want, got)
+	walk := prompt[:min(len(prompt), 16)]
+	steps := func(m *bonsai.Model) ([][]float32, error) {
+		s, err := m.NewSession()
+		if err != nil {
+			return nil, err
+		}
+		defer s.Close()
+		var out [][]float32
+		for _, id := range walk {
+			if err := s.Step(ctx, id); err != nil {
+				return nil, err
+			}
+			out = append(out, append([]float32(nil), s.Logits()...))
+		}
+		return out, nil
+	}
+	wantS, err := steps(cpu)
+	if err != nil {
+		return false, err
+	}
+	gotS, err := steps(dev)
+	if err != nil {
+		return false, err
+	}
+	dStep, _ := maxDiff(wantS, gotS)
+	agree := 0
+	for i := range wantS {
+		if argmax(wantS[i]) == argmax(gotS[i]) {
+			agree++
+		}
+	}
+	// A generous bound: float32 sums in another order through every layer, relative to
+	// the logits' size.
+	tol := 1e-3 * math.Max(scale, 1)
+	pass := dPre <= tol && dStep <= tol
+	fmt.Fprintf(w, "prefill %d positions: max |Δlogit| %.2e (logits up to %.1f; bound %.1e)\nstep walk %d:         max |Δlogit| %.2e, argmax agrees %d/%d\n",
+		len(prompt), dPre, scale, tol, len(walk), dStep, agree, len(walk))
+	if gen > 0 {
+		g := func(m *bonsai.Model) ([]int32, error) {
+			s, err := m.NewSession()
+			if err != nil {
+				return nil, err
+			}
+			defer s.Close()
+			r, err := s.Generate(ctx, bonsai.TokenIDs(prompt...), bonsai.GenerateOptions{MaxTokens: min(gen, 16), Greedy: true}).Result()
+			return r.Tokens, err
+		}
+		a, err := g(cpu)
+		if err != nil {
+			return false, err
+		}
+		b, err := g(dev)
+		if err != nil {
+			return false, err
+		}
+		same := len(a) == len(b)
+		first := -1
+		for i := 0; i < min(len(a), len(b)); i++ {
+			if a[i] != b[i] {
+				same, first = false, i
+				break
+			}
+		}
+		if same {
+			fmt.Fprintf(w, "greedy generation:   %d tokens identical\n", len(a))
+		} else {
+			// A near-tie can flip one token: not a failure by itself, but reported.
+			fmt.Fprintf(w, "greedy generation:   differs from token %d (cpu %v, metal %v)\n", first, a, b)
+		}
+	}
+	if !pass {
+		fmt.Fprintln(w, "PARITY FAILED")
+	}
+	return pass, nil
+}
+
+func maxDiff(a, b [][]float32) (d, scale float64) {
+	for i := range a {
+		for j := range a[i] {
+			x := math.Abs(float64(a[i][j]) - float64(b[i][j]))
+			if math.IsNaN(x) {
+				x = math.Inf(1)
+			}
+			d = math.Max(d, x)
+			scale = math.Max(scale, math.Abs(float64(a[i][j])))
+		}
+	}
+	return d, scale
+}
+
+func argmax(v []float32) int {
+	b := 0
+	for i, x := range v {
+		if x > v[b] {
+			b = i
+		}
+	}
+	return b
+}

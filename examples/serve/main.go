@@ -1,0 +1,165 @@
+// Command serve serves a Ternary Bonsai model over HTTP with the OpenAI API, for the
+// clients written against it: the official SDKs, LangChain, curl.
+//
+// Usage:
+//
+//	serve [-model FILE] [-addr HOST:PORT] [-parallel N] [-queue N] [-threads N] [-context N]
+//	      [-model-name NAME] [-max-body BYTES] [-shutdown-timeout D] [-temperature T] ...
+//
+// Endpoints:
+//
+//	POST /v1/chat/completions   a chat turn; "stream": true for server-sent events
+//	POST /v1/completions        a plain-text continuation, also streamed
+//	GET  /v1/models             the model served
+//	GET  /health                liveness and load (also /v1/health)
+//
+// Each request runs on one of -parallel sessions, kept between requests so that a
+// conversation's next turn prefills only its new messages; up to -queue more requests
+// wait, and beyond that the server answers 503 with Retry-After. A client that
+// disconnects stops its generation within one token. On SIGINT or SIGTERM the server
+// stops accepting connections, lets the requests in flight finish for
+// -shutdown-timeout, then stops them.
+//
+// Thinking is switched with chat_template_kwargs {"enable_thinking": false} (as vLLM
+// and llama.cpp take it) or a top-level "enable_thinking"; the thinking comes back in
+// reasoning_content. With no -model it serves a tiny synthetic model whose weights are
+// random, so its text is gibberish: it shows the machinery, not the model.
+//
+// Example:
+//
+//	serve -model Ternary-Bonsai-2-27B-PQ2_0.gguf -parallel 2 &
+//	curl http://127.0.0.1:8080/v1/chat/completions -H 'Content-Type: application/json' \
+//	  -d '{"messages": [{"role": "user", "content": "Hello"}], "stream": true}'
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log"
+	"net"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/bonsai-go/sdk/internal/cli"
+	"github.com/bonsai-go/sdk/internal/openai"
+)
+
+type config struct {
+	load     cli.ModelFlags
+	addr     string
+	name     string
+	parallel int
+	queue    int
+	maxBody  int64
+	grace    time.Duration
+	quiet    bool
+	defaults openai.Defaults
+	onListen func(addr string) // tests: called with the address once listening
+}
+
+func main() {
+	cfg, err := parseFlags(flag.CommandLine, os.Args[1:])
+	if errors.Is(err, flag.ErrHelp) {
+		os.Exit(0)
+	}
+	if err != nil {
+		os.Exit(2) // the flag package has printed the error and the usage
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, os.Stderr, cfg); err != nil {
+		cli.Fatal("serve", err)
+	}
+}
+
+func parseFlags(fs *flag.FlagSet, args []string) (config, error) {
+	var cfg config
+	cfg.load.Register(fs)
+	fs.StringVar(&cfg.addr, "addr", "127.0.0.1:8080", "`host:port` to listen on (port 0: any free port)")
+	fs.IntVar(&cfg.parallel, "parallel", 1, "generations that run at once, each on its own session")
+	fs.IntVar(&cfg.queue, "queue", 64, "requests that may wait for a session; beyond, 503 with Retry-After")
+	fs.StringVar(&cfg.name, "model-name", "", "the model's id in the API (default: the file's name without .gguf)")
+	fs.Int64Var(&cfg.maxBody, "max-body", 4<<20, "largest request body in `bytes`; larger ones get 413")
+	fs.DurationVar(&cfg.grace, "shutdown-timeout", 30*time.Second, "on SIGINT or SIGTERM, how long requests in flight may finish before they are stopped")
+	fs.BoolVar(&cfg.quiet, "quiet", false, "do not log each request")
+	temp := fs.Float64("temperature", 0.7, "sampling temperature of requests that give none (0: greedy)")
+	topP := fs.Float64("top-p", 0.8, "top_p of requests that give none (1: off)")
+	fs.IntVar(&cfg.defaults.TopK, "top-k", 20, "top_k of requests that give none (0: off)")
+	minP := fs.Float64("min-p", 0, "min_p of requests that give none (0: off)")
+	fs.IntVar(&cfg.defaults.MaxTokens, "max-tokens", 0, "most tokens a request without max_tokens may generate (0: until the context is full)")
+	fs.Usage = func() {
+		fmt.Fprint(fs.Output(), "usage: serve [-model FILE] [-addr HOST:PORT] [-parallel N] [flags]\n\n"+
+			"Serves the model over HTTP with the OpenAI API: POST /v1/chat/completions,\n"+
+			"POST /v1/completions (both also streamed), GET /v1/models, GET /health.\n"+
+			"Thinking is switched with chat_template_kwargs {\"enable_thinking\": false} or a\n"+
+			"top-level \"enable_thinking\", and comes back in reasoning_content.\n"+
+			"Without -model it serves a small synthetic model with random weights: the text\n"+
+			"is gibberish.\n\nflags:\n")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		return cfg, err
+	}
+	if fs.NArg() > 0 {
+		err := fmt.Errorf("unexpected argument %q", fs.Arg(0))
+		fmt.Fprintln(fs.Output(), err)
+		fs.Usage()
+		return cfg, err
+	}
+	cfg.defaults.Temperature, cfg.defaults.TopP, cfg.defaults.MinP = float32(*temp), float32(*topP), float32(*minP)
+	for _, c := range []struct {
+		name string
+		bad  bool
+	}{{"-parallel", cfg.parallel < 1}, {"-queue", cfg.queue < 0}, {"-max-body", cfg.maxBody < 1}, {"-max-tokens", cfg.defaults.MaxTokens < 0}} {
+		if c.bad {
+			err := fmt.Errorf("%s: out of range", c.name)
+			fmt.Fprintln(fs.Output(), err)
+			return cfg, err
+		}
+	}
+	return cfg, nil
+}
+
+func run(ctx context.Context, stderr io.Writer, cfg config) error {
+	l, err := cli.Load(ctx, stderr, "serve", cfg.load)
+	if err != nil {
+		return err
+	}
+	defer l.Close()
+	name := cfg.name
+	if name == "" {
+		name = strings.TrimSuffix(filepath.Base(l.Path), ".gguf")
+		if l.Synthetic {
+			name = "bonsai-synthetic-tiny"
+		}
+	}
+	logger := log.New(stderr, "serve: ", log.LstdFlags)
+	sc := openai.Config{ModelName: name, Parallel: cfg.parallel, Queue: cfg.queue, MaxBodyBytes: cfg.maxBody, Defaults: cfg.defaults}
+	if !cfg.quiet {
+		sc.Log = logger.Printf
+	}
+	srv, err := openai.NewServer(l.Model, sc)
+	if err != nil {
+		return err
+	}
+	defer srv.Close()
+	ln, err := net.Listen("tcp", cfg.addr)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stderr, "serve: model %q on http://%s/v1 — %d parallel, queue %d; stop with Ctrl-C\n", name, ln.Addr(), cfg.parallel, cfg.queue)
+	if cfg.onListen != nil {
+		cfg.onListen(ln.Addr().String())
+	}
+	err = openai.Serve(ctx, ln, srv, cfg.grace)
+	st := srv.Stats()
+	fmt.Fprintf(stderr, "serve: stopped after %d requests, %d generations (%d cancelled), %d refused\n", st.Requests, st.Generations, st.Cancelled, st.Rejected)
+	return err
+}

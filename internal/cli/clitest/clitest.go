@@ -1,0 +1,78 @@
+// Package clitest writes the model files that the example programs' tests feed them:
+// the synthetic tiny model and files a loader must refuse.
+package clitest
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/bonsai-go/sdk/gguf"
+	"github.com/bonsai-go/sdk/internal/synth"
+)
+
+// BadModel is a file a loader must refuse, with words its one-line error must contain.
+type BadModel struct {
+	Name, Path, Want string
+}
+
+// TinyModel writes the synthetic tiny model (seed 1) into a temporary directory.
+func TinyModel(t testing.TB) string {
+	t.Helper()
+	c, err := synth.Preset("tiny")
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "tiny.gguf")
+	if err := synth.WriteFile(context.Background(), path, synth.Options{Config: c, Seed: 1}, nil); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// BadModels writes, into a temporary directory, a file that is not GGUF, a GGUF of
+// another architecture, a truncated Bonsai model and one whose output norm holds a NaN,
+// and names a file that does not exist.
+func BadModels(t testing.TB) []BadModel {
+	t.Helper()
+	dir := t.TempDir()
+	write := func(name string, data []byte) string {
+		path := filepath.Join(dir, name)
+		if err := os.WriteFile(path, data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return path
+	}
+	var llama bytes.Buffer
+	w, err := gguf.NewWriter(&llama, []gguf.KV{{Key: "general.architecture", Value: gguf.MustValue("llama")}}, nil)
+	if err == nil {
+		err = w.Close()
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	good, err := os.ReadFile(TinyModel(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := gguf.Parse(good)
+	if err != nil {
+		t.Fatal(err)
+	}
+	norm, ok := f.Tensor("output_norm.weight")
+	if !ok {
+		t.Fatal("no output_norm.weight")
+	}
+	nan := bytes.Clone(good)
+	at := f.DataOffset + int64(norm.Offset)
+	copy(nan[at:], []byte{0x00, 0x00, 0xc0, 0x7f}) // a float32 NaN
+	return []BadModel{
+		{"missing", filepath.Join(dir, "missing.gguf"), "does not exist"},
+		{"not GGUF", write("notes.txt", []byte("hello, this is not a model\n")), "not a GGUF file"},
+		{"not Bonsai", write("llama.gguf", llama.Bytes()), "not a Ternary Bonsai model"},
+		{"truncated", write("truncated.gguf", good[:len(good)*2/3]), "damaged"},
+		{"corrupt", write("nan.gguf", nan), "damaged"},
+	}
+}

@@ -1,0 +1,181 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"time"
+
+	"github.com/bonsai-go/sdk/bonsai"
+	"github.com/bonsai-go/sdk/gguf"
+	"github.com/bonsai-go/sdk/hadamard"
+	"github.com/bonsai-go/sdk/internal/synth"
+	"github.com/bonsai-go/sdk/qwen35"
+	"github.com/bonsai-go/sdk/ternary"
+)
+
+// ModelFlags are the loading options every program that runs a model offers.
+type ModelFlags struct {
+	Model   string // the GGUF file; "" for the synthetic tiny model
+	Threads int
+	Context int  // tokens; 0 for the model's, capped by bonsai
+	Verify  bool // scan every ternary tensor at load
+	Warmup  bool // read every weight page at load
+}
+
+// Register adds -model, -threads, -context, -verify and -warmup to fs.
+func (f *ModelFlags) Register(fs *flag.FlagSet) {
+	fs.StringVar(&f.Model, "model", "", "GGUF model `file` (default: a tiny synthetic model with random weights)")
+	fs.IntVar(&f.Threads, "threads", runtime.NumCPU(), "CPU threads")
+	fs.IntVar(&f.Context, "context", 0, "context size in tokens (0: the model's, at most 32768)")
+	fs.BoolVar(&f.Verify, "verify", false, "scan every ternary weight at load and refuse a damaged file (about 1 s per 2 GB)")
+	fs.BoolVar(&f.Warmup, "warmup", false, "read every weight page at load, so that the first token does not wait for the disk")
+}
+
+// Loaded is an open model, and the temporary directory of a synthetic one.
+type Loaded struct {
+	Model     *bonsai.Model
+	Path      string
+	Synthetic bool
+	dir       string
+}
+
+// Close closes the model and removes a synthetic model's file.
+func (l *Loaded) Close() error {
+	err := l.Model.Close()
+	if l.dir != "" {
+		os.RemoveAll(l.dir)
+	}
+	return err
+}
+
+// Load opens the model flags name, with a progress bar on stderr, and prints what runs
+// where: "prog: model FILE (…); backend cpu, N threads, context N tokens". Without a
+// file it writes the tiny synthetic model to a temporary directory and says that its
+// weights are random (what tells the user that the output is gibberish). Errors are
+// one line, naming the file and what is wrong with it: missing, not a Bonsai model,
+// damaged. opts are passed on to bonsai.Open after the flags' own.
+func Load(ctx context.Context, stderr io.Writer, prog string, f ModelFlags, opts ...bonsai.Option) (*Loaded, error) {
+	l := &Loaded{Path: f.Model}
+	if l.Path == "" {
+		dir, err := os.MkdirTemp("", "bonsai-"+prog+"-")
+		if err != nil {
+			return nil, err
+		}
+		c, err := synth.Preset("tiny")
+		if err == nil {
+			l.Path = filepath.Join(dir, "tiny.gguf")
+			err = synth.WriteFile(ctx, l.Path, synth.Options{Config: c, Seed: 1}, nil)
+		}
+		if err != nil {
+			os.RemoveAll(dir)
+			return nil, fmt.Errorf("writing the synthetic model: %w", err)
+		}
+		l.dir, l.Synthetic = dir, true
+		fmt.Fprintf(stderr, "%s: no -model given: using a tiny synthetic model whose weights are RANDOM, so its text is gibberish\n", prog)
+	}
+	if f.Threads < 1 {
+		f.Threads = 1
+	}
+	bar := NewBar(stderr, prog)
+	all := []bonsai.Option{bonsai.WithThreads(f.Threads), bonsai.WithLoadContext(ctx), bonsai.WithProgress(bar.Progress),
+		bonsai.WithVerify(f.Verify), bonsai.WithWarmup(f.Warmup)}
+	if f.Context > 0 {
+		all = append(all, bonsai.WithContextSize(f.Context))
+	}
+	start := time.Now()
+	m, err := bonsai.Open(l.Path, append(all, opts...)...)
+	bar.Done()
+	if err != nil {
+		if l.dir != "" {
+			os.RemoveAll(l.dir)
+		}
+		return nil, Explain(l.Path, err)
+	}
+	l.Model = m
+	c := m.Config()
+	size := int64(0)
+	if st, err := os.Stat(l.Path); err == nil {
+		size = st.Size()
+	}
+	fmt.Fprintf(stderr, "%s: model %s: %d layers, embedding %d, vocabulary %d, %s; loaded in %.2f s\n",
+		prog, filepath.Base(l.Path), c.Layers, c.Embedding, c.Vocab, Bytes(size), time.Since(start).Seconds())
+	fmt.Fprintf(stderr, "%s: backend %s, %d threads, context %d tokens\n", prog, m.Backend(), m.Threads(), m.ContextSize())
+	return l, nil
+}
+
+// Explain rewrites an error of bonsai.Open on path as one line that says what is wrong
+// with the file: that it does not exist or cannot be read, that it is not a GGUF file,
+// not a Ternary Bonsai model, or damaged. It wraps err.
+func Explain(path string, err error) error {
+	detail := trimPrefixes(OneLine(err), path)
+	switch {
+	case errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded):
+		return fmt.Errorf("loading %s: interrupted: %w", path, err)
+	case errors.Is(err, fs.ErrNotExist):
+		return &explained{fmt.Sprintf("model file %s does not exist", path), err}
+	case errors.Is(err, fs.ErrPermission):
+		return &explained{fmt.Sprintf("model file %s cannot be read: permission denied", path), err}
+	case errors.Is(err, bonsai.ErrNotBonsai):
+		return &explained{fmt.Sprintf("%s is a GGUF file but not a Ternary Bonsai model (%s)", path, strings.TrimPrefix(detail, "not a Ternary Bonsai model: ")), err}
+	case errors.Is(err, gguf.ErrVersion):
+		return &explained{fmt.Sprintf("%s is a GGUF file of a version this program does not read (%s)", path, detail), err}
+	}
+	if st, serr := os.Stat(path); serr == nil && st.IsDir() {
+		return &explained{fmt.Sprintf("%s is a directory, not a model file", path), err}
+	}
+	if !hasMagic(path) {
+		return &explained{fmt.Sprintf("%s is not a GGUF file (it does not start with \"GGUF\")", path), err}
+	}
+	for _, damaged := range []error{gguf.ErrFormat, gguf.ErrUnknownType, qwen35.ErrWeights, qwen35.ErrConfig, hadamard.ErrInvalid,
+		hadamard.ErrUnsupported, ternary.ErrCode3, ternary.ErrSize, ternary.ErrFormat} {
+		if errors.Is(err, damaged) {
+			return &explained{fmt.Sprintf("%s is damaged (truncated or corrupt): %s", path, detail), err}
+		}
+	}
+	if strings.Contains(detail, "tokenizer") || strings.Contains(detail, "non-finite scale") {
+		return &explained{fmt.Sprintf("%s is damaged (truncated or corrupt): %s", path, detail), err}
+	}
+	return &explained{fmt.Sprintf("cannot load %s: %s", path, detail), err}
+}
+
+type explained struct {
+	msg string
+	err error
+}
+
+func (e *explained) Error() string { return e.msg }
+func (e *explained) Unwrap() error { return e.err }
+
+// hasMagic reports whether the file starts with GGUF's magic.
+func hasMagic(path string) bool {
+	f, err := os.Open(path)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	var b [4]byte
+	_, err = io.ReadFull(f, b[:])
+	return err == nil && string(b[:]) == "GGUF"
+}
+
+// trimPrefixes drops the package prefixes and the file name that lead a nested error
+// message ("bonsai: gguf: /x/m.gguf: offset 12: …").
+func trimPrefixes(msg, path string) string {
+	for {
+		before := msg
+		for _, p := range []string{"bonsai: ", "gguf: ", "qwen35: ", path + ": "} {
+			msg = strings.TrimPrefix(msg, p)
+		}
+		if msg == before {
+			return msg
+		}
+	}
+}

@@ -1,0 +1,219 @@
+package openai
+
+import (
+	"encoding/json"
+	"math/rand/v2"
+	"net/http"
+	"time"
+
+	"github.com/bonsai-go/sdk/bonsai"
+)
+
+// maxTopLogprobs bounds top_logprobs, as OpenAI does.
+const maxTopLogprobs = 20
+
+// chatCompletions serves POST /v1/chat/completions.
+func (s *Server) chatCompletions(w http.ResponseWriter, r *http.Request) {
+	var req chatRequest
+	if e := s.readBody(w, r, &req); e != nil {
+		writeError(w, e)
+		return
+	}
+	j, e := s.chatJob(&req)
+	if e != nil {
+		writeError(w, e)
+		return
+	}
+	s.run(w, r, j, &chatResponder{id: newID("chatcmpl-"), created: time.Now().Unix(), model: s.cfg.ModelName,
+		logprobs: j.opt.LogProbs, includeUsage: j.includeUsage})
+}
+
+// chatJob validates a chat request.
+func (s *Server) chatJob(req *chatRequest) (*job, *apiError) {
+	opt, e := req.options(s.cfg.Defaults, rand.Uint64)
+	if e != nil {
+		return nil, e
+	}
+	if e := req.unsupported(); e != nil {
+		return nil, e
+	}
+	if req.Logprobs != nil && *req.Logprobs {
+		opt.LogProbs = true
+	}
+	if req.TopLogprobs != nil {
+		n := *req.TopLogprobs
+		switch {
+		case n < 0 || n > maxTopLogprobs:
+			return nil, invalid("top_logprobs", "Invalid 'top_logprobs': %d is not in [0, %d].", n, maxTopLogprobs)
+		case n > 0 && !opt.LogProbs:
+			return nil, invalid("top_logprobs", "'top_logprobs' needs 'logprobs' set to true.")
+		}
+		opt.TopLogProbs = n
+	}
+	think, e := req.thinking()
+	if e != nil {
+		return nil, e
+	}
+	opt.Thinking = think
+	msgs, e := req.messages()
+	if e != nil {
+		return nil, e
+	}
+	if e := s.checkModel(req.Model); e != nil {
+		return nil, e
+	}
+	j := &job{endpoint: "chat.completions", promptParam: "messages", in: bonsai.Chat(msgs...), opt: opt, stream: req.Stream,
+		includeUsage: req.Stream && req.StreamOptions != nil && req.StreamOptions.IncludeUsage}
+	var err error
+	if j.prompt, j.boundary, err = s.tokenize(j.in, think); err != nil {
+		return nil, invalid("messages", "The chat template could not render the messages: %v.", err)
+	}
+	if e := s.checkPrompt(j); e != nil {
+		return nil, e
+	}
+	return j, nil
+}
+
+// chatResponder shapes chat.completion and chat.completion.chunk objects.
+type chatResponder struct {
+	id           string
+	created      int64
+	model        string
+	logprobs     bool
+	includeUsage bool
+}
+
+type chatDelta struct {
+	Role             string  `json:"role,omitempty"`
+	Content          *string `json:"content,omitempty"`
+	ReasoningContent *string `json:"reasoning_content,omitempty"`
+}
+
+type chatLogprob struct {
+	Token       string       `json:"token"`
+	Logprob     float32      `json:"logprob"`
+	Bytes       []int        `json:"bytes"`
+	TopLogprobs []topLogprob `json:"top_logprobs"`
+}
+
+type topLogprob struct {
+	Token   string  `json:"token"`
+	Logprob float32 `json:"logprob"`
+	Bytes   []int   `json:"bytes"`
+}
+
+type chatLogprobs struct {
+	Content []chatLogprob `json:"content"`
+}
+
+type chunkChoice struct {
+	Index        int           `json:"index"`
+	Delta        chatDelta     `json:"delta"`
+	Logprobs     *chatLogprobs `json:"logprobs"`
+	FinishReason *string       `json:"finish_reason"`
+}
+
+type chatChunk struct {
+	ID      string        `json:"id"`
+	Object  string        `json:"object"`
+	Created int64         `json:"created"`
+	Model   string        `json:"model"`
+	Choices []chunkChoice `json:"choices"`
+	Usage   any           `json:"usage,omitempty"`
+}
+
+func byteList(s string) []int {
+	b := make([]int, len(s))
+	for i := range len(s) {
+		b[i] = int(s[i])
+	}
+	return b
+}
+
+func chatLP(lp *tokenLP) chatLogprob {
+	c := chatLogprob{Token: lp.token, Logprob: lp.logprob, Bytes: byteList(lp.token), TopLogprobs: []topLogprob{}}
+	for _, t := range lp.top {
+		c.TopLogprobs = append(c.TopLogprobs, topLogprob{Token: t.Text, Logprob: t.LogProb, Bytes: byteList(t.Text)})
+	}
+	return c
+}
+
+func (c *chatResponder) chunkOf(choices []chunkChoice) chatChunk {
+	ch := chatChunk{ID: c.id, Object: "chat.completion.chunk", Created: c.created, Model: c.model, Choices: choices}
+	if c.includeUsage {
+		ch.Usage = json.RawMessage("null")
+	}
+	return ch
+}
+
+func (c *chatResponder) head() any {
+	empty := ""
+	return c.chunkOf([]chunkChoice{{Delta: chatDelta{Role: "assistant", Content: &empty}}})
+}
+
+func (c *chatResponder) chunk(p piece) any {
+	text := p.text
+	var d chatDelta
+	var lps *chatLogprobs
+	switch {
+	case p.reasoning:
+		if text == "" {
+			return nil
+		}
+		d.ReasoningContent = &text
+	default:
+		if text == "" && (p.lp == nil || !c.logprobs) {
+			return nil
+		}
+		d.Content = &text
+		if c.logprobs && p.lp != nil {
+			lps = &chatLogprobs{Content: []chatLogprob{chatLP(p.lp)}}
+		}
+	}
+	return c.chunkOf([]chunkChoice{{Delta: d, Logprobs: lps}})
+}
+
+func (c *chatResponder) tail(finish string) any {
+	return c.chunkOf([]chunkChoice{{FinishReason: &finish}})
+}
+
+func (c *chatResponder) usage(u usage) any {
+	ch := c.chunkOf([]chunkChoice{})
+	ch.Usage = u
+	return ch
+}
+
+type chatMessageOut struct {
+	Role             string `json:"role"`
+	Content          string `json:"content"`
+	ReasoningContent string `json:"reasoning_content,omitempty"`
+}
+
+type chatChoice struct {
+	Index        int            `json:"index"`
+	Message      chatMessageOut `json:"message"`
+	Logprobs     *chatLogprobs  `json:"logprobs"`
+	FinishReason string         `json:"finish_reason"`
+}
+
+type chatCompletion struct {
+	ID      string       `json:"id"`
+	Object  string       `json:"object"`
+	Created int64        `json:"created"`
+	Model   string       `json:"model"`
+	Choices []chatChoice `json:"choices"`
+	Usage   usage        `json:"usage"`
+}
+
+func (c *chatResponder) whole(res bonsai.Result, pieces []piece, finish string, u usage) any {
+	choice := chatChoice{Message: chatMessageOut{Role: "assistant", Content: res.Text, ReasoningContent: res.Thinking}, FinishReason: finish}
+	if c.logprobs {
+		choice.Logprobs = &chatLogprobs{Content: []chatLogprob{}}
+		for _, p := range pieces {
+			if p.lp != nil && !p.reasoning {
+				choice.Logprobs.Content = append(choice.Logprobs.Content, chatLP(p.lp))
+			}
+		}
+	}
+	return chatCompletion{ID: c.id, Object: "chat.completion", Created: c.created, Model: c.model, Choices: []chatChoice{choice}, Usage: u}
+}

@@ -1,0 +1,67 @@
+package openai
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strconv"
+)
+
+// apiError is an error response in OpenAI's shape:
+// {"error": {"message", "type", "param", "code"}}.
+type apiError struct {
+	status  int
+	Message string  `json:"message"`
+	Type    string  `json:"type"`
+	Param   *string `json:"param"`
+	Code    *string `json:"code"`
+	// retryAfter, in seconds, is sent as Retry-After when positive.
+	retryAfter int
+}
+
+func (e *apiError) Error() string { return e.Message }
+
+func strPtr(s string) *string {
+	if s == "" {
+		return nil
+	}
+	return &s
+}
+
+// Error types, as OpenAI names them.
+const (
+	typeInvalidRequest = "invalid_request_error"
+	typeServer         = "server_error"
+)
+
+// invalid is a 400 invalid_request_error about param.
+func invalid(param, format string, args ...any) *apiError {
+	return &apiError{status: http.StatusBadRequest, Type: typeInvalidRequest, Param: strPtr(param), Message: fmt.Sprintf(format, args...)}
+}
+
+func (e *apiError) withCode(code string) *apiError {
+	e.Code = strPtr(code)
+	return e
+}
+
+func serverError(format string, args ...any) *apiError {
+	return &apiError{status: http.StatusInternalServerError, Type: typeServer, Message: fmt.Sprintf(format, args...)}
+}
+
+func overloaded(msg, code string, retryAfter int) *apiError {
+	return &apiError{status: http.StatusServiceUnavailable, Type: typeServer, Message: msg, Code: strPtr(code), retryAfter: retryAfter}
+}
+
+// writeError sends e as the response.
+func writeError(w http.ResponseWriter, e *apiError) {
+	h := w.Header()
+	h.Set("Content-Type", "application/json")
+	if e.retryAfter > 0 {
+		h.Set("Retry-After", strconv.Itoa(e.retryAfter))
+	}
+	w.WriteHeader(e.status)
+	b, _ := json.Marshal(struct {
+		Error *apiError `json:"error"`
+	}{e})
+	w.Write(append(b, '\n'))
+}

@@ -1,0 +1,119 @@
+package openai
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"strings"
+	"testing"
+
+	oai "github.com/openai/openai-go/v3"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// TestErrors: each bad request gets OpenAI's error shape, the right status, and the
+// parameter at fault.
+func TestErrors(t *testing.T) {
+	_, ts := newTestServer(t, tinyModel, Config{MaxBodyBytes: 64 << 10})
+	const user = `"messages":[{"role":"user","content":"Hi"}]`
+	long := strings.Repeat("hello world ", 3000) // more tokens than the 4096 of the context
+	for _, c := range []struct {
+		name, path, body string
+		status           int
+		param, code      string
+	}{
+		{"malformed JSON", "/v1/chat/completions", `{"messages": [`, 400, "", ""},
+		{"not an object", "/v1/chat/completions", `[1, 2]`, 400, "", ""},
+		{"empty body", "/v1/chat/completions", ``, 400, "", ""},
+		{"wrong type", "/v1/chat/completions", `{"temperature": "hot", ` + user + `}`, 400, "temperature", ""},
+		{"temperature", "/v1/chat/completions", `{"temperature": 3, ` + user + `}`, 400, "temperature", ""},
+		{"top_p", "/v1/chat/completions", `{"top_p": 1.5, ` + user + `}`, 400, "top_p", ""},
+		{"top_k", "/v1/chat/completions", `{"top_k": -5, ` + user + `}`, 400, "top_k", ""},
+		{"presence_penalty", "/v1/chat/completions", `{"presence_penalty": 2.5, ` + user + `}`, 400, "presence_penalty", ""},
+		{"frequency_penalty", "/v1/chat/completions", `{"frequency_penalty": -3, ` + user + `}`, 400, "frequency_penalty", ""},
+		{"max_tokens", "/v1/chat/completions", `{"max_tokens": 0, ` + user + `}`, 400, "max_tokens", ""},
+		{"max_completion_tokens", "/v1/chat/completions", `{"max_completion_tokens": -1, ` + user + `}`, 400, "max_completion_tokens", ""},
+		{"n", "/v1/chat/completions", `{"n": 2, ` + user + `}`, 400, "n", ""},
+		{"stop type", "/v1/chat/completions", `{"stop": 5, ` + user + `}`, 400, "stop", ""},
+		{"top_logprobs", "/v1/chat/completions", `{"logprobs": true, "top_logprobs": 50, ` + user + `}`, 400, "top_logprobs", ""},
+		{"top_logprobs alone", "/v1/chat/completions", `{"top_logprobs": 2, ` + user + `}`, 400, "top_logprobs", ""},
+		{"no messages", "/v1/chat/completions", `{"messages": []}`, 400, "messages", ""},
+		{"bad role", "/v1/chat/completions", `{"messages": [{"role": "robot", "content": "x"}]}`, 400, "messages[0].role", ""},
+		{"image part", "/v1/chat/completions", `{"messages": [{"role": "user", "content": [{"type": "image_url", "image_url": {"url": "x"}}]}]}`, 400, "messages[0].content", ""},
+		{"thinking type", "/v1/chat/completions", `{"chat_template_kwargs": {"enable_thinking": "yes"}, ` + user + `}`, 400, "chat_template_kwargs.enable_thinking", ""},
+		{"tools", "/v1/chat/completions", `{"tools": [{"type": "function", "function": {"name": "f"}}], ` + user + `}`, 400, "tools", ""},
+		{"response_format", "/v1/chat/completions", `{"response_format": {"type": "json_object"}, ` + user + `}`, 400, "response_format", ""},
+		{"too long", "/v1/chat/completions", `{"messages": [{"role": "user", "content": "` + long + `"}]}`, 400, "messages", "context_length_exceeded"},
+		{"unknown model", "/v1/chat/completions", `{"model": "gpt-4o", ` + user + `}`, 404, "model", "model_not_found"},
+		{"body too large", "/v1/chat/completions", `{"messages": [{"role": "user", "content": "` + strings.Repeat("x", 70<<10) + `"}]}`, 413, "", "request_too_large"},
+		{"no prompt", "/v1/completions", `{"max_tokens": 3}`, 400, "prompt", ""},
+		{"empty prompt", "/v1/completions", `{"prompt": ""}`, 400, "prompt", ""},
+		{"two prompts", "/v1/completions", `{"prompt": ["a", "b"]}`, 400, "prompt", ""},
+		{"token out of range", "/v1/completions", `{"prompt": [1, 99999]}`, 400, "prompt", ""},
+		{"completion logprobs", "/v1/completions", `{"prompt": "a", "logprobs": 9}`, 400, "logprobs", ""},
+		{"echo", "/v1/completions", `{"prompt": "a", "echo": true}`, 400, "echo", ""},
+		{"completion too long", "/v1/completions", `{"prompt": "` + long + `"}`, 400, "prompt", "context_length_exceeded"},
+		{"completion unknown model", "/v1/completions", `{"model": "davinci", "prompt": "a"}`, 404, "model", "model_not_found"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			code, h, body := post(t, ts.URL+c.path, c.body)
+			require.Equal(t, c.status, code, "%s", body)
+			assert.Equal(t, "application/json", h.Get("Content-Type"))
+			var e apiErrorBody
+			require.NoError(t, json.Unmarshal(body, &e), "%s", body)
+			assert.NotEmpty(t, e.Error.Message)
+			assert.Equal(t, "invalid_request_error", e.Error.Type)
+			if c.param == "" {
+				assert.Nil(t, e.Error.Param, "%s", body)
+			} else if assert.NotNil(t, e.Error.Param, "%s", body) {
+				assert.Equal(t, c.param, *e.Error.Param)
+			}
+			if c.code != "" && assert.NotNil(t, e.Error.Code, "%s", body) {
+				assert.Equal(t, c.code, *e.Error.Code)
+			}
+		})
+	}
+
+	// Methods and paths.
+	for _, c := range []struct {
+		method, path string
+		status       int
+		allow        string
+	}{
+		{http.MethodGet, "/v1/chat/completions", 405, "POST"},
+		{http.MethodPut, "/v1/completions", 405, "POST"},
+		{http.MethodPost, "/v1/models", 405, "GET, HEAD"},
+		{http.MethodDelete, "/health", 405, "GET, HEAD"},
+		{http.MethodGet, "/v1/embeddings", 404, ""},
+		{http.MethodGet, "/", 404, ""},
+	} {
+		req, err := http.NewRequest(c.method, ts.URL+c.path, nil)
+		require.NoError(t, err)
+		resp, err := http.DefaultClient.Do(req)
+		require.NoError(t, err)
+		var e apiErrorBody
+		require.NoError(t, json.NewDecoder(resp.Body).Decode(&e))
+		resp.Body.Close()
+		assert.Equal(t, c.status, resp.StatusCode, "%s %s", c.method, c.path)
+		assert.Equal(t, c.allow, resp.Header.Get("Allow"), "%s %s", c.method, c.path)
+		assert.Equal(t, "invalid_request_error", e.Error.Type)
+		assert.NotEmpty(t, e.Error.Message)
+	}
+
+	// The official client sees them as *openai.Error.
+	c, _ := client(ts)
+	_, err := c.Chat.Completions.New(context.Background(), oai.ChatCompletionNewParams{Model: "gpt-4o",
+		Messages: []oai.ChatCompletionMessageParamUnion{oai.UserMessage("Hi")}})
+	var apiErr *oai.Error
+	require.True(t, errors.As(err, &apiErr), "%v", err)
+	assert.Equal(t, http.StatusNotFound, apiErr.StatusCode)
+	assert.Equal(t, "model_not_found", apiErr.Code)
+	assert.Equal(t, "model", apiErr.Param)
+	_, err = c.Chat.Completions.New(context.Background(), oai.ChatCompletionNewParams{Model: modelName,
+		Messages: []oai.ChatCompletionMessageParamUnion{oai.UserMessage("Hi")}, N: oai.Int(3)})
+	require.True(t, errors.As(err, &apiErr), "%v", err)
+	assert.Equal(t, http.StatusBadRequest, apiErr.StatusCode)
+	assert.Equal(t, "n", apiErr.Param)
+}

@@ -1,0 +1,281 @@
+package metal
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"io"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/bonsai-go/sdk/bonsai"
+	"github.com/bonsai-go/sdk/gguf"
+	"github.com/bonsai-go/sdk/internal/gpu"
+	"github.com/bonsai-go/sdk/internal/synth"
+	"github.com/bonsai-go/sdk/qwen35"
+	"github.com/bonsai-go/sdk/ternary"
+)
+
+// sparse27B writes a file with the 27B configuration's full header and tensor table
+// and a sparse (all-zero) data section: the dispatch count needs the real shapes and
+// the real file size (for the buffer views), not the weights' values, and a sparse
+// 7.2 GB file costs neither disk nor time.
+func sparse27B(t *testing.T) string {
+	t.Helper()
+	cfg, err := synth.Preset("27b")
+	if err != nil {
+		t.Fatal(err)
+	}
+	opt := synth.Options{Config: cfg, Seed: 1}
+	kv, err := synth.Metadata(opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	infos, err := synth.TensorInfos(opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "27b-sparse.gguf")
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	bw := bufio.NewWriter(f)
+	w, err := gguf.NewWriter(bw, kv, infos) // writes the header; the data stay holes
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := bw.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	header, err := f.Seek(0, io.SeekCurrent)
+	if err != nil {
+		t.Fatal(err)
+	}
+	laid := w.Tensors()
+	last := laid[len(laid)-1]
+	size, err := last.Size()
+	if err != nil {
+		t.Fatal(err)
+	}
+	const align = 32
+	data := (header + align - 1) / align * align
+	if err := f.Truncate(data + int64(last.Offset) + size); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// loadCounting binds the model at path and loads it on a counting device.
+func loadCounting(t *testing.T, path string, maxBuf int, opts ...Option) (*engine, *countingDevice, func()) {
+	t.Helper()
+	f, err := gguf.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := qwen35.Bind(f)
+	if err != nil {
+		f.Close()
+		t.Fatal(err)
+	}
+	dev := newCountingDevice(maxBuf)
+	b := newBackend("counting", func() (gpu.Device, error) { return dev, nil }, opts)
+	en, err := b.Load(context.Background(), w, bonsai.LoadOptions{Threads: 1})
+	if err != nil {
+		f.Close()
+		t.Fatal(err)
+	}
+	return en.(*engine), dev, func() { en.Close(); f.Close() }
+}
+
+// decodeDispatches encodes (without running) one decode step and returns the command
+// buffer.
+func decodeDispatches(t *testing.T, e *engine, mode outMode) *countingCB {
+	t.Helper()
+	s, err := e.NewState(bonsai.StateOptions{ContextSize: 16, KVCache: qwen35.KVFloat16})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	cb, _ := e.dev.NewCommandBuffer()
+	e.encodeChunk(cb, s.(*state), []int32{1}, mode)
+	if err := cb.Wait(); err != nil {
+		t.Fatal(err)
+	}
+	return cb.(*countingCB)
+}
+
+func perKernel(cb *countingCB) string {
+	var names []string
+	for n := range cb.perName {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	var b strings.Builder
+	for _, n := range names {
+		b.WriteString(" " + n + "×")
+		b.WriteString(itoa(cb.perName[n]))
+	}
+	return b.String()
+}
+
+func itoa(n int) string {
+	if n == 0 {
+		return "0"
+	}
+	s := ""
+	for ; n > 0; n /= 10 {
+		s = string(rune('0'+n%10)) + s
+	}
+	return s
+}
+
+// TestDispatchCount27B counts the dispatches of one greedy decode step of the 27B
+// configuration, encoded against a counting device: the target is at most 300.
+func TestDispatchCount27B(t *testing.T) {
+	// A 2 GiB largest buffer makes the 7.2 GB file wrap as several overlapping views.
+	e, dev, done := loadCounting(t, sparse27B(t), 2<<30)
+	defer done()
+	if len(dev.wrapped) < 4 {
+		t.Errorf("the 7.2 GB file wrapped as %d views, want at least 4 under a 2 GiB buffer limit", len(dev.wrapped))
+	}
+	if e.copied > 1<<20 {
+		t.Errorf("%d bytes of weights copied, want the file wrapped in place", e.copied)
+	}
+	cb := decodeDispatches(t, e, outArgmax)
+	c := e.cfg
+	want := DecodeDispatches(c, true)
+	t.Logf("27B greedy decode step: %d dispatches in one command buffer (views: %d; ternary bytes per step %.3f GB):%s",
+		cb.n, len(dev.wrapped), float64(e.w.TernaryBytes())/1e9, perKernel(cb))
+	pre, _ := e.dev.NewCommandBuffer()
+	ps, err := e.NewState(bonsai.StateOptions{ContextSize: 64, KVCache: qwen35.KVFloat16})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ps.Close()
+	e.encodeChunk(pre, ps.(*state), make([]int32, 64), outLast)
+	t.Logf("27B prefill chunk of 64 tokens: %d dispatches:%s", pre.Dispatches(), perKernel(pre.(*countingCB)))
+	if cb.n != want || cb.n > 300 {
+		t.Errorf("%d dispatches, want %d (≤ 300)", cb.n, want)
+	}
+	cbLogits := decodeDispatches(t, e, outLast)
+	if cbLogits.n != want-1 {
+		t.Errorf("logits step: %d dispatches, want %d", cbLogits.n, want-1)
+	}
+}
+
+// TestDispatchCountTiny checks the same count and the host's argument bindings on the
+// tiny configuration, for the fused and unfused decode paths and a prefill chunk.
+func TestDispatchCountTiny(t *testing.T) {
+	path := writeTiny(t)
+	e, _, done := loadCounting(t, path, 1<<30)
+	defer done()
+	cb := decodeDispatches(t, e, outArgmax)
+	c := e.cfg
+	want := DecodeDispatches(c, true)
+	if cb.n != want {
+		t.Errorf("tiny decode: %d dispatches, want %d:%s", cb.n, want, perKernel(cb))
+	}
+	e2, _, done2 := loadCounting(t, path, 1<<30, WithUnfusedDecode(true))
+	defer done2()
+	cb2 := decodeDispatches(t, e2, outArgmax)
+	t.Logf("tiny decode: fused %d dispatches, unfused %d", cb.n, cb2.n)
+	if cb2.n <= cb.n {
+		t.Errorf("unfused decode has %d dispatches, fused %d", cb2.n, cb.n)
+	}
+}
+
+// TestViewsSplit wraps the tiny model with a largest buffer of a few pages, so that the
+// file is split into overlapping views, and checks every tensor landed inside one.
+func TestViewsSplit(t *testing.T) {
+	path := writeTiny(t)
+	e, dev, done := loadCounting(t, path, 8*16384)
+	defer done()
+	if len(dev.wrapped) < 3 {
+		t.Fatalf("%d views, want several", len(dev.wrapped))
+	}
+	check := func(name string, r ref, n int) {
+		if r.buf == nil || r.off < 0 || r.off+n > r.buf.Len() {
+			t.Errorf("%s: offset %d + %d outside its %d-byte buffer", name, r.off, n, r.buf.Len())
+		}
+	}
+	w := e.w
+	check("token_embd", e.emb, len(w.TokenEmbedding.Data))
+	check("output", e.out, len(w.Output.Data))
+	for i := range e.layers {
+		l, r := &w.Layers[i], &e.layers[i]
+		check("ffn_down", r.ffnDown, len(l.FFNDown.Data))
+		check("ffn_gate", r.ffnGate, len(l.FFNGate.Data))
+		if l.Attention {
+			check("attn_q", r.q, len(l.Q.Data))
+		} else {
+			check("attn_qkv", r.qkv, len(l.QKV.Data))
+			check("ssm_alpha", r.alpha, len(l.Alpha.Data))
+		}
+	}
+	// The bytes behind every reference are the tensor's.
+	for i := range e.layers {
+		l, r := &w.Layers[i], &e.layers[i]
+		got := r.ffnDown.bytes(len(l.FFNDown.Data))
+		if string(got) != string(l.FFNDown.Data) {
+			t.Fatalf("layer %d ffn_down: the view's bytes differ from the tensor's", i)
+		}
+	}
+	decodeDispatches(t, e, outArgmax)
+}
+
+// writeTiny writes the tiny synthetic model (seed 1) into a temporary directory.
+func writeTiny(t testing.TB) string {
+	t.Helper()
+	c, err := synth.Preset("tiny")
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := t.TempDir() + "/tiny.gguf"
+	if err := synth.WriteFile(context.Background(), path, synth.Options{Config: c, Seed: 1}, nil); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// TestRefusals: a PTQ1_0 file and an unknown KV precision are refused with errors that
+// say what to do, and New fails where there is no Metal.
+func TestRefusals(t *testing.T) {
+	c, err := synth.Preset("tiny")
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := t.TempDir() + "/tiny-ptq.gguf"
+	if err := synth.WriteFile(context.Background(), path, synth.Options{Config: c, Seed: 1, Format: ternary.PTQ1_0}, nil); err != nil {
+		t.Fatal(err)
+	}
+	f, err := gguf.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	w, err := qwen35.Bind(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dev := newCountingDevice(1 << 30)
+	b := newBackend("counting", func() (gpu.Device, error) { return dev, nil }, nil)
+	if _, err := b.Load(context.Background(), w, bonsai.LoadOptions{}); err == nil || !strings.Contains(err.Error(), "PQ2_0") {
+		t.Errorf("PTQ1_0 model: %v, want a refusal naming PQ2_0", err)
+	}
+
+	e, _, done := loadCounting(t, writeTiny(t), 1<<30)
+	defer done()
+	if _, err := e.NewState(bonsai.StateOptions{ContextSize: 8, KVCache: qwen35.KVPrecision(9)}); err == nil || !strings.Contains(err.Error(), "not supported") {
+		t.Errorf("unknown KV precision: %v, want a clear refusal", err)
+	}
+	if _, err := New().Load(context.Background(), e.w, bonsai.LoadOptions{}); err == nil {
+		t.Error("metal.New().Load succeeded on a machine without Metal")
+	} else if !errors.Is(err, ErrUnavailable) {
+		t.Logf("metal.New().Load: %v (a Mac: not ErrUnavailable)", err)
+	}
+}

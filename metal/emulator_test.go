@@ -1,0 +1,504 @@
+package metal
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"math"
+	"os"
+	"sync"
+	"testing"
+
+	"github.com/bonsai-go/sdk/bonsai"
+	"github.com/bonsai-go/sdk/internal/gpu"
+	"github.com/bonsai-go/sdk/internal/mslemu"
+	"github.com/bonsai-go/sdk/qwen35"
+)
+
+// The emulator tests run the backend's kernels, unchanged, on the CPU. They need clang++
+// (and linux/amd64 or arm64); without them they skip.
+
+var (
+	emuOnce sync.Once
+	emuErr  error
+)
+
+// emulator skips the test when the emulator cannot run here.
+func emulator(t testing.TB) {
+	t.Helper()
+	emuOnce.Do(func() {
+		d, err := mslemu.New()
+		if err == nil {
+			d.Close()
+		}
+		emuErr = err
+	})
+	if emuErr != nil {
+		// A missing clang is a real missing capability; CI installs it and sets
+		// MSLEMU_REQUIRE so that the tests cannot pass by skipping.
+		if os.Getenv("MSLEMU_REQUIRE") != "" {
+			t.Fatalf("emulator unavailable: %v", emuErr)
+		}
+		t.Skipf("emulator unavailable: %v", emuErr)
+	}
+}
+
+// TestCompileCheck compiles the library with the emulator's CompileCheck (clang against
+// the shim, syntax and types) for the 27B geometry and the tiny preset's.
+func TestCompileCheck(t *testing.T) {
+	for _, g := range []geometry{
+		{E: 5120, D: 128, Rep: 3, HD: 256, fusedGDN: true},
+		{E: 256, D: 32, Rep: 3, HD: 64, fusedGDN: true},
+	} {
+		if err := mslemu.CompileCheck(map[string]string{sourceFile: Source()}, g.macros()); err != nil {
+			if errors.Is(err, gpu.ErrUnavailable) && os.Getenv("MSLEMU_REQUIRE") == "" {
+				t.Skip(err)
+			}
+			t.Fatalf("%+v: %v", g, err)
+		}
+	}
+	// Each file also compiles on its own (with the headers), as a device that joins the
+	// sources itself would compile them.
+	src := Sources()
+	for name, text := range src {
+		if name == "common.h" || name == "pq2.h" {
+			continue
+		}
+		one := map[string]string{"common.h": src["common.h"], "pq2.h": src["pq2.h"], name: text}
+		if err := mslemu.CompileCheck(one, geometry{E: 5120, D: 128, Rep: 3, HD: 256, fusedGDN: true}.macros()); err != nil {
+			t.Errorf("%s alone: %v", name, err)
+		}
+	}
+}
+
+// TestKernels runs every kernel against its Go reference at small odd shapes.
+func TestKernels(t *testing.T) {
+	emulator(t)
+	cs, err := CheckKernels(NewEmulator(), CheckOptions{Seed: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	report(t, cs)
+}
+
+// TestKernelsRealShapes runs the kernels at the 27B model's shapes (seconds on the
+// emulator).
+func TestKernelsRealShapes(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short")
+	}
+	emulator(t)
+	cs, err := CheckKernels(NewEmulator(), CheckOptions{Seed: 2, Real: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	report(t, cs)
+}
+
+func report(t *testing.T, cs []KernelCheck) {
+	t.Helper()
+	for _, c := range cs {
+		if c.OK() {
+			t.Log(c)
+		} else {
+			t.Error(c)
+		}
+	}
+}
+
+// openTiny opens the tiny synthetic model (seed 1) at path on backend b: float32
+// activations (the CPU's exact path), the given KV precision and context.
+func openTiny(t *testing.T, path string, b bonsai.Backend, kv qwen35.KVPrecision, ctx int) *bonsai.Model {
+	t.Helper()
+	m, err := bonsai.Open(path, bonsai.WithBackend(b), bonsai.WithThreads(1),
+		bonsai.WithActivations(bonsai.ActivationsFloat32), bonsai.WithKVCache(kv), bonsai.WithContextSize(ctx))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { m.Close() })
+	return m
+}
+
+func newSession(t *testing.T, m *bonsai.Model) *bonsai.Session {
+	t.Helper()
+	s, err := m.NewSession()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
+// promptIDs returns n token ids of the tiny vocabulary, deterministic.
+func promptIDs(n int) []int32 {
+	ids := make([]int32, n)
+	for i := range ids {
+		ids[i] = int32((i*7919 + 13) % 500)
+	}
+	return ids
+}
+
+func maxAbsDiff(a, b []float32) float64 {
+	d := 0.0
+	for i := range a {
+		x := math.Abs(float64(a[i]) - float64(b[i]))
+		if math.IsNaN(x) {
+			return math.Inf(1)
+		}
+		d = math.Max(d, x)
+	}
+	return d
+}
+
+func maxAbs(a []float32) float64 {
+	m := 0.0
+	for _, v := range a {
+		m = math.Max(m, math.Abs(float64(v)))
+	}
+	return m
+}
+
+func argmax(v []float32) int {
+	b := 0
+	for i, x := range v {
+		if x > v[b] {
+			b = i
+		}
+	}
+	return b
+}
+
+func stepAll(t *testing.T, s *bonsai.Session, ids []int32) [][]float32 {
+	t.Helper()
+	var rows [][]float32
+	for _, id := range ids {
+		if err := s.Step(context.Background(), id); err != nil {
+			t.Fatal(err)
+		}
+		rows = append(rows, append([]float32(nil), s.Logits()...))
+	}
+	return rows
+}
+
+// tolLogit is the allowed |Δlogit| between the emulated Metal backend and the CPU
+// backend's float32 path on the tiny model (logits up to ~20): float32 sums in another
+// order through four layers, and fp16 keys that may round to the other neighbouring
+// half. An int8 cache's code may round the other way: tolLogitInt8.
+const (
+	tolLogit     = 2e-3
+	tolLogitInt8 = 1e-2
+)
+
+// TestParity compares the logits of every position, for a 70-token prefill (two chunks)
+// and for a step-by-step walk, with the CPU backend.
+func TestParity(t *testing.T) {
+	emulator(t)
+	path := writeTiny(t)
+	for _, kv := range []qwen35.KVPrecision{qwen35.KVFloat16, qwen35.KVFloat32, qwen35.KVInt8} {
+		cpu := openTiny(t, path, bonsai.CPU(), kv, 96)
+		dev := openTiny(t, path, NewEmulator(), kv, 96)
+		ids := promptIDs(70)
+		want, err := newSession(t, cpu).PrefillAll(context.Background(), ids)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := newSession(t, dev).PrefillAll(context.Background(), ids)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var dPre, dStep, scale float64
+		for i := range want {
+			dPre = math.Max(dPre, maxAbsDiff(got[i], want[i]))
+			scale = math.Max(scale, maxAbs(want[i]))
+		}
+		walk := ids[:24]
+		wantS := stepAll(t, newSession(t, cpu), walk)
+		gotS := stepAll(t, newSession(t, dev), walk)
+		agree := 0
+		for i := range wantS {
+			dStep = math.Max(dStep, maxAbsDiff(gotS[i], wantS[i]))
+			if argmax(gotS[i]) == argmax(wantS[i]) {
+				agree++
+			}
+		}
+		t.Logf("KV %s: max |Δlogit| prefill (70 positions) %.2e, step walk (24) %.2e; logits up to %.1f; argmax %d/%d",
+			kv, dPre, dStep, scale, agree, len(walk))
+		tol := tolLogit
+		if kv == qwen35.KVInt8 {
+			tol = tolLogitInt8
+		}
+		if dPre > tol || dStep > tol {
+			t.Errorf("KV %s: |Δlogit| prefill %.2e, steps %.2e > %.0e", kv, dPre, dStep, tol)
+		}
+		if agree != len(walk) {
+			t.Errorf("KV %s: greedy choice differs at %d of %d steps", kv, len(walk)-agree, len(walk))
+		}
+		if kv != qwen35.KVFloat16 {
+			continue
+		}
+		// The step form of the GDN recurrence in prefill (gdn_seq instead of gdn_chunk).
+		stepped, err := newSession(t, openTiny(t, path, NewEmulator(WithStepGDN(true)), kv, 96)).PrefillAll(context.Background(), ids)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var dSeq, dForms float64
+		for i := range want {
+			dSeq = math.Max(dSeq, maxAbsDiff(stepped[i], want[i]))
+			dForms = math.Max(dForms, maxAbsDiff(stepped[i], got[i]))
+		}
+		t.Logf("KV %s, GDN step form in prefill: max |Δlogit| vs cpu %.2e, vs the chunked form %.2e", kv, dSeq, dForms)
+		if dSeq > tolLogit || dForms > tolLogit {
+			t.Errorf("step-form prefill: |Δlogit| %.2e vs cpu, %.2e vs chunked", dSeq, dForms)
+		}
+	}
+}
+
+// TestGreedyGeneration generates greedily on both backends (the emulated one taking the
+// argmax on the device through bonsai.GreedyEngine): the same tokens.
+func TestGreedyGeneration(t *testing.T) {
+	emulator(t)
+	path := writeTiny(t)
+	cpu := openTiny(t, path, bonsai.CPU(), qwen35.KVFloat16, 64)
+	dev := openTiny(t, path, NewEmulator(), qwen35.KVFloat16, 64)
+	in := bonsai.TokenIDs(promptIDs(9)...)
+	opt := bonsai.GenerateOptions{MaxTokens: 20}
+	want, err := newSession(t, cpu).Generate(context.Background(), in, opt).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := newSession(t, dev).Generate(context.Background(), in, opt).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("greedy: cpu %v, metal-emulator %v", want.Tokens, got.Tokens)
+	if !slicesEqual(want.Tokens, got.Tokens) {
+		t.Errorf("greedy tokens differ:\ncpu   %v\nmetal %v", want.Tokens, got.Tokens)
+	}
+}
+
+func slicesEqual(a, b []int32) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// TestSnapshotsAcrossBackends saves a session on each backend and loads it on the other:
+// the next steps' logits agree with the session that was saved.
+func TestSnapshotsAcrossBackends(t *testing.T) {
+	emulator(t)
+	path := writeTiny(t)
+	for _, kv := range []qwen35.KVPrecision{qwen35.KVFloat16, qwen35.KVFloat32, qwen35.KVInt8} {
+		cpu := openTiny(t, path, bonsai.CPU(), kv, 48)
+		dev := openTiny(t, path, NewEmulator(), kv, 48)
+		ids := promptIDs(30)
+		for _, dir := range []struct {
+			name     string
+			from, to *bonsai.Model
+		}{{"metal→cpu", dev, cpu}, {"cpu→metal", cpu, dev}} {
+			s := newSession(t, dir.from)
+			if err := s.Prefill(context.Background(), ids[:20]); err != nil {
+				t.Fatal(err)
+			}
+			var snap bytes.Buffer
+			if err := s.Save(&snap); err != nil {
+				t.Fatal(err)
+			}
+			l, err := dir.to.LoadSession(bytes.NewReader(snap.Bytes()))
+			if err != nil {
+				t.Fatalf("%s: %v", dir.name, err)
+			}
+			t.Cleanup(func() { l.Close() })
+			if l.Len() != 20 {
+				t.Fatalf("%s: loaded session holds %d tokens", dir.name, l.Len())
+			}
+			a := stepAll(t, s, ids[20:])
+			b := stepAll(t, l, ids[20:])
+			d := 0.0
+			for i := range a {
+				d = math.Max(d, maxAbsDiff(a[i], b[i]))
+			}
+			t.Logf("KV %s %s: %d bytes, next 10 steps max |Δlogit| %.2e", kv, dir.name, snap.Len(), d)
+			if d > tolLogitInt8 || kv != qwen35.KVInt8 && d > tolLogit {
+				t.Errorf("KV %s %s: |Δlogit| %.2e", kv, dir.name, d)
+			}
+		}
+	}
+	// Snapshots across precisions load converted: int8 (CPU) on Metal's f16 cache, f16
+	// (CPU) on Metal's int8 cache; the next logits match the CPU's same conversion.
+	for _, pair := range [][2]qwen35.KVPrecision{{qwen35.KVInt8, qwen35.KVFloat16}, {qwen35.KVFloat16, qwen35.KVInt8}} {
+		src := openTiny(t, path, bonsai.CPU(), pair[0], 48)
+		cpuTo := openTiny(t, path, bonsai.CPU(), pair[1], 48)
+		dev := openTiny(t, path, NewEmulator(), pair[1], 48)
+		s := newSession(t, src)
+		if err := s.Prefill(context.Background(), promptIDs(12)); err != nil {
+			t.Fatal(err)
+		}
+		var snap bytes.Buffer
+		if err := s.Save(&snap); err != nil {
+			t.Fatal(err)
+		}
+		a, err := dev.LoadSession(bytes.NewReader(snap.Bytes()))
+		if err != nil {
+			t.Fatalf("%s snapshot on metal %s: %v", pair[0], pair[1], err)
+		}
+		t.Cleanup(func() { a.Close() })
+		b, err := cpuTo.LoadSession(bytes.NewReader(snap.Bytes()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { b.Close() })
+		ga, gb := stepAll(t, a, promptIDs(14)[12:]), stepAll(t, b, promptIDs(14)[12:])
+		d := 0.0
+		for i := range ga {
+			d = math.Max(d, maxAbsDiff(ga[i], gb[i]))
+		}
+		t.Logf("%s snapshot loaded into a %s cache: metal vs cpu max |Δlogit| %.2e", pair[0], pair[1], d)
+		if d > tolLogitInt8 {
+			t.Errorf("%s → %s: |Δlogit| %.2e", pair[0], pair[1], d)
+		}
+	}
+}
+
+// TestStates covers the state methods: Clone, Reset and the context limit.
+func TestStates(t *testing.T) {
+	emulator(t)
+	path := writeTiny(t)
+	dev := openTiny(t, path, NewEmulator(), qwen35.KVFloat16, 24)
+	s := newSession(t, dev)
+	ids := promptIDs(24)
+	if err := s.Prefill(context.Background(), ids[:10]); err != nil {
+		t.Fatal(err)
+	}
+	c, err := s.Clone()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	a := stepAll(t, s, ids[10:14])
+	b := stepAll(t, c, ids[10:14])
+	for i := range a {
+		if d := maxAbsDiff(a[i], b[i]); d != 0 {
+			t.Fatalf("clone step %d differs by %g", i, d)
+		}
+	}
+	if err := s.Prefill(context.Background(), ids[14:24]); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Step(context.Background(), 1); !errors.Is(err, bonsai.ErrContextFull) {
+		t.Errorf("step past the context: %v, want ErrContextFull", err)
+	}
+	// Two sessions of one model stepping concurrently match a lone session.
+	var wg sync.WaitGroup
+	res := make([][][]float32, 2)
+	sessions := []*bonsai.Session{newSession(t, dev), newSession(t, dev)}
+	for i := range sessions {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for _, id := range ids[:6] {
+				if err := sessions[i].Step(context.Background(), id); err != nil {
+					t.Error(err)
+					return
+				}
+				res[i] = append(res[i], append([]float32(nil), sessions[i].Logits()...))
+			}
+		}()
+	}
+	wg.Wait()
+	lone := stepAll(t, newSession(t, dev), ids[:6])
+	for i := range res {
+		for j := range lone {
+			if j >= len(res[i]) || maxAbsDiff(res[i][j], lone[j]) != 0 {
+				t.Fatalf("concurrent session %d step %d differs from a lone session", i, j)
+			}
+		}
+	}
+	s.Reset()
+	r := stepAll(t, s, ids[:2])
+	f := stepAll(t, newSession(t, dev), ids[:2])
+	if d := maxAbsDiff(r[1], f[1]); d != 0 {
+		t.Errorf("after Reset the logits differ from a fresh session's by %g", d)
+	}
+}
+
+// TestUnfusedDecode checks the fused decode kernels against the prefill kernels run one
+// token at a time, and the emulator's thread orders against each other (a missing
+// barrier or a race shows as a difference).
+func TestUnfusedDecode(t *testing.T) {
+	emulator(t)
+	path := writeTiny(t)
+	ids := promptIDs(8)
+	fused := stepAll(t, newSession(t, openTiny(t, path, NewEmulator(), qwen35.KVFloat16, 16)), ids)
+	unfused := stepAll(t, newSession(t, openTiny(t, path, NewEmulator(WithUnfusedDecode(true)), qwen35.KVFloat16, 16)), ids)
+	d := 0.0
+	for i := range fused {
+		d = math.Max(d, maxAbsDiff(fused[i], unfused[i]))
+	}
+	split := stepAll(t, newSession(t, openTiny(t, path, NewEmulator(WithSplitGDNDecode(true)), qwen35.KVFloat16, 16)), ids)
+	ds := 0.0
+	for i := range fused {
+		ds = math.Max(ds, maxAbsDiff(fused[i], split[i]))
+	}
+	t.Logf("fused vs unfused decode: max |Δlogit| %.2e; fused vs split GDN: %.2e", d, ds)
+	if d > tolLogit || ds > tolLogit {
+		t.Errorf("fused vs unfused: %.2e, vs split GDN: %.2e", d, ds)
+	}
+	for _, o := range []mslemu.Order{mslemu.Reverse, mslemu.Random} {
+		b := NewEmulator(WithDevice("metal-emulator", func() (gpu.Device, error) { return mslemu.New(mslemu.WithOrder(o), mslemu.WithSeed(7)) }))
+		got := stepAll(t, newSession(t, openTiny(t, path, b, qwen35.KVFloat16, 16)), ids)
+		for i := range got {
+			if dd := maxAbsDiff(got[i], fused[i]); dd != 0 {
+				t.Errorf("order %s: step %d differs from forward order by %g", o, i, dd)
+				break
+			}
+		}
+	}
+}
+
+// smallDevice reports a small largest buffer, so that the model is wrapped as several
+// overlapping views.
+type smallDevice struct {
+	gpu.Device
+	max int
+}
+
+func (d smallDevice) MaxBufferLength() int { return d.max }
+
+func (d smallDevice) WrapNoCopy(mem []byte) (gpu.Buffer, error) { return d.Device.WrapNoCopy(mem) }
+
+// TestSplitViews runs the tiny model wrapped as views of 64 KiB.
+func TestSplitViews(t *testing.T) {
+	emulator(t)
+	path := writeTiny(t)
+	b := NewEmulator(WithDevice("metal-emulator", func() (gpu.Device, error) {
+		d, err := mslemu.New()
+		if err != nil {
+			return nil, err
+		}
+		return smallDevice{d, 64 << 10}, nil
+	}))
+	dev := openTiny(t, path, b, qwen35.KVFloat16, 16)
+	cpu := openTiny(t, path, bonsai.CPU(), qwen35.KVFloat16, 16)
+	ids := promptIDs(5)
+	got, err := newSession(t, dev).PrefillAll(context.Background(), ids)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := newSession(t, cpu).PrefillAll(context.Background(), ids)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := 0.0
+	for i := range got {
+		d = math.Max(d, maxAbsDiff(got[i], want[i]))
+	}
+	if d > tolLogit {
+		t.Errorf("split views: |Δlogit| %.2e", d)
+	}
+}

@@ -1,0 +1,970 @@
+package metal
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"strings"
+	"time"
+
+	"github.com/bonsai-go/sdk/bonsai"
+	"github.com/bonsai-go/sdk/hadamard"
+	"github.com/bonsai-go/sdk/internal/gpu"
+	"github.com/bonsai-go/sdk/qwen35"
+	"github.com/bonsai-go/sdk/ternary"
+	"github.com/x448/float16"
+)
+
+// KernelCheck is one kernel run on the device and compared with the Go code that owns
+// its math (ternary, hadamard, qwen35), on random inputs of one shape.
+type KernelCheck struct {
+	Kernel string // the kernel, e.g. "mv_norm"
+	Case   string // what ran: shape and variant
+	// Err is the largest error, measured as Metric says; Tol the largest allowed.
+	Err, Tol float64
+	Metric   string
+	Time     time.Duration // the command buffer's wall time (one run)
+	Failure  error         // the run itself failed
+}
+
+// OK reports whether the kernel ran and agreed within the tolerance.
+func (k KernelCheck) OK() bool { return k.Failure == nil && k.Err <= k.Tol && !math.IsNaN(k.Err) }
+
+func (k KernelCheck) String() string {
+	status := "ok  "
+	if !k.OK() {
+		status = "FAIL"
+	}
+	s := fmt.Sprintf("%s %-16s %-44s %s %.2e (tol %.0e) %8.2f ms", status, k.Kernel, k.Case, k.Metric, k.Err, k.Tol, float64(k.Time.Microseconds())/1000)
+	if k.Failure != nil {
+		s += ": " + k.Failure.Error()
+	}
+	return s
+}
+
+// CheckOptions choose the shapes CheckKernels runs.
+type CheckOptions struct {
+	// Real adds the 27B model's shapes: inputs of 5120, 6144 and 17408, a 17408-row
+	// product, the GDN group at d = 128 and the attention at 24 × 256 heads. They take
+	// seconds on the emulator.
+	Real bool
+	// Seed seeds the random inputs.
+	Seed uint64
+	// Log, when set, receives each check as it completes.
+	Log func(KernelCheck)
+}
+
+// CheckKernels opens the backend's device (b must be one of this package's backends),
+// compiles the library and runs every kernel against its Go reference, at small odd
+// shapes and, with opt.Real, at the 27B model's.
+//
+// Tolerances: the products are compared in float64 against the float32 inputs the Go
+// code forms, the error of each output scaled by Σ|w·x| of its row (float32 summation
+// in another order: a few 1e-7; allowed 2e-5). The transforms and the embedding follow
+// the Go butterflies exactly (allowed 1e-6 of the vector's largest value). The GDN and
+// attention cores are compared elementwise relative to their outputs' largest value
+// (allowed 1e-4; 3e-3 for an fp16 KV cache, where a key may round to the other
+// neighbouring half; 2e-2 for an int8 cache, where a code may round the other way).
+func CheckKernels(b bonsai.Backend, opt CheckOptions) ([]KernelCheck, error) {
+	mb, ok := b.(*Backend)
+	if !ok {
+		return nil, errors.New("metal: CheckKernels needs a backend of this package")
+	}
+	dev, err := mb.cfg.device()
+	if err != nil {
+		return nil, err
+	}
+	defer dev.Close()
+	k := &checker{dev: dev, rng: rand.New(rand.NewPCG(opt.Seed, 0x5eed)), libs: map[string]map[string]gpu.Pipeline{}, log: opt.Log}
+	defer k.releaseAll()
+	if err := k.smallChecks(); err != nil {
+		return k.out, err
+	}
+	if opt.Real {
+		if err := k.realChecks(); err != nil {
+			return k.out, err
+		}
+	}
+	return k.out, nil
+}
+
+// checker holds a device and the pipelines compiled per geometry.
+type checker struct {
+	dev  gpu.Device
+	rng  *rand.Rand
+	libs map[string]map[string]gpu.Pipeline
+	bufs []gpu.Buffer
+	out  []KernelCheck
+	log  func(KernelCheck)
+}
+
+func (k *checker) releaseAll() {
+	for _, b := range k.bufs {
+		b.Release()
+	}
+	k.bufs = nil
+}
+
+func (k *checker) add(c KernelCheck) {
+	k.out = append(k.out, c)
+	if k.log != nil {
+		k.log(c)
+	}
+}
+
+// newBuf allocates a device buffer of n bytes holding b's bytes when b is given.
+func (k *checker) newBuf(n int, b []byte) (gpu.Buffer, error) {
+	buf, err := k.dev.NewBuffer(max(n, 16))
+	if err != nil {
+		return nil, err
+	}
+	k.bufs = append(k.bufs, buf)
+	copy(buf.Contents(), b)
+	return buf, nil
+}
+
+// ckEngine is an engine over random tensors of a configuration: the same dispatch
+// helpers as a loaded model, so the checks exercise the host's argument layouts too.
+type ckEngine struct {
+	*engine
+	k    *checker
+	rots map[int]*hadamard.Rotation
+}
+
+func (k *checker) engine(c qwen35.Config, blk int, widths []int, maxGroups, chunkCap int) (*ckEngine, error) {
+	geo, err := newGeometry(&c, blk)
+	if err != nil {
+		return nil, err
+	}
+	key := fmt.Sprint(geo.macros())
+	p := k.libs[key]
+	if p == nil {
+		if p, err = compile(k.dev, geo); err != nil {
+			return nil, err
+		}
+		k.libs[key] = p
+	}
+	e := &engine{
+		b: &Backend{cfg: config{maxGroups: maxGroups}}, dev: k.dev, cfg: &c, geo: geo, p: p, blk: blk,
+		scale: float32(1 / math.Sqrt(float64(blk))), eps: float32(c.RMSEpsilon), fused: geo.fusedGDN,
+		chunkCap: chunkCap, layers: make([]layerRefs, c.Layers),
+	}
+	e.w = &qwen35.Weights{Config: c}
+	e.w.TokenEmbedding.Format = ternary.PQ2_0
+	ce := &ckEngine{engine: e, k: k, rots: map[int]*hadamard.Rotation{}}
+	total := 0
+	for _, w := range widths {
+		total += w
+	}
+	signs := make([]float32, 0, total)
+	e.signOff = map[int]int{}
+	for _, w := range widths {
+		s := make([]int8, w)
+		for i := range s {
+			s[i] = int8(1 - 2*k.rng.IntN(2))
+		}
+		r, err := hadamard.NewRotation(s, blk)
+		if err != nil {
+			return nil, err
+		}
+		ce.rots[w] = r
+		e.signOff[w] = 4 * len(signs)
+		for _, v := range s {
+			signs = append(signs, float32(v))
+		}
+	}
+	if e.signs, err = k.newBuf(4*len(signs), f32Bytes(signs)); err != nil {
+		return nil, err
+	}
+	return ce, nil
+}
+
+// run records with rec into one command buffer, commits it and waits.
+func (k *checker) run(rec func(cb gpu.CommandBuffer)) (time.Duration, error) {
+	cb, err := k.dev.NewCommandBuffer()
+	if err != nil {
+		return 0, err
+	}
+	rec(cb)
+	t0 := time.Now()
+	cb.Commit()
+	err = cb.Wait()
+	return time.Since(t0), err
+}
+
+// ---- random data ----
+
+func (k *checker) floats(n int, scale float32) []float32 {
+	v := make([]float32, n)
+	for i := range v {
+		v[i] = float32(k.rng.NormFloat64()) * scale
+	}
+	return v
+}
+
+// pq returns a random PQ2_0 matrix of n rows of K (codes 0..2, scales 0.01–0.06).
+func (k *checker) pq(n, K int) []byte {
+	out := make([]byte, n*ternary.PQ2_0.RowBytes(K))
+	var codes [ternary.BlockSize]uint8
+	for b := 0; b < n*K/ternary.BlockSize; b++ {
+		for j := range codes {
+			codes[j] = uint8(k.rng.IntN(3))
+		}
+		d := float16.Fromfloat32(0.01 + 0.05*k.rng.Float32()).Bits()
+		ternary.PackPQ2_0(out[b*34:], &codes, d)
+	}
+	return out
+}
+
+func (k *checker) bf16(n int, scale float32) []byte {
+	out := make([]byte, 2*n)
+	for i := 0; i < n; i++ {
+		b := math.Float32bits(float32(k.rng.NormFloat64()) * scale)
+		out[2*i], out[2*i+1] = byte(b>>16), byte(b>>24)
+	}
+	return out
+}
+
+// put uploads bytes and returns them as a reference.
+func (k *checker) put(b []byte) (ref, error) {
+	buf, err := k.newBuf(len(b), b)
+	return ref{buf, 0}, err
+}
+
+func (k *checker) putF(v []float32) (ref, error) { return k.put(f32Bytes(v)) }
+
+func readF(b gpu.Buffer, off, n int) []float32 {
+	return append([]float32(nil), floats(b.Contents()[off:])[:n]...)
+}
+
+// ---- references ----
+
+// refMatVec returns W·x in float64 and Σ|w·x| per row.
+func refMatVec(w []byte, K, N int, x []float32) (y, l1 []float64) {
+	y, l1 = make([]float64, N), make([]float64, N)
+	rb := ternary.PQ2_0.RowBytes(K)
+	row := make([]float32, K)
+	for i := 0; i < N; i++ {
+		if err := ternary.PQ2_0.Decode(row, w[i*rb:(i+1)*rb]); err != nil {
+			panic(err)
+		}
+		for j, v := range row {
+			p := float64(v) * float64(x[j])
+			y[i] += p
+			l1[i] += math.Abs(p)
+		}
+	}
+	return y, l1
+}
+
+// errL1 is max |got − want| / max(Σ|w·x|, tiny) over the rows.
+func errL1(got []float32, want, l1 []float64) float64 {
+	e := 0.0
+	for i := range want {
+		d := math.Abs(float64(got[i])-want[i]) / math.Max(l1[i], 1e-30)
+		if math.IsNaN(float64(got[i])) {
+			d = math.Inf(1)
+		}
+		e = math.Max(e, d)
+	}
+	return e
+}
+
+// errRel is max |got − want| / max |want|.
+func errRel(got, want []float32) float64 {
+	m, e := 0.0, 0.0
+	for i := range want {
+		m = math.Max(m, math.Abs(float64(want[i])))
+	}
+	for i := range want {
+		d := math.Abs(float64(got[i]) - float64(want[i]))
+		if math.IsNaN(float64(got[i])) {
+			d = math.Inf(1)
+		}
+		e = math.Max(e, d)
+	}
+	return e / math.Max(m, 1e-30)
+}
+
+const (
+	tolL1    = 2e-5
+	tolExact = 1e-6
+	tolCore  = 1e-4
+	tolF16KV = 3e-3
+	tolI8KV  = 2e-2
+)
+
+// ---- the checks ----
+
+// tinyLike is the tiny synthetic preset's configuration (kept here so that the check
+// needs no model file): block 64, odd-ish widths.
+func tinyLike() (qwen35.Config, int) {
+	return qwen35.Config{
+		Layers: 4, Embedding: 256, FeedForward: 512, Heads: 4, KVHeads: 2, HeadDim: 64,
+		RMSEpsilon: 1e-6, RopeBase: 1e7, RopeDims: 16, RopeSections: [4]int{3, 3, 2, 0},
+		ConvKernel: 4, StateSize: 32, InnerSize: 384, VHeads: 12, KHeads: 4,
+		FullAttentionInterval: 4, ContextLength: 4096, Vocab: 160,
+	}, 64
+}
+
+func realLike() (qwen35.Config, int) {
+	return qwen35.Config{
+		Layers: 4, Embedding: 5120, FeedForward: 17408, Heads: 24, KVHeads: 4, HeadDim: 256,
+		RMSEpsilon: 1e-6, RopeBase: 1e7, RopeDims: 64, RopeSections: [4]int{11, 11, 10, 0},
+		ConvKernel: 4, StateSize: 128, InnerSize: 768, VHeads: 6, KHeads: 2,
+		FullAttentionInterval: 4, ContextLength: 262144, Vocab: 64,
+	}, 1024
+}
+
+func (k *checker) smallChecks() error {
+	c, blk := tinyLike()
+	e, err := k.engine(c, blk, []int{256, 384, 512}, 3, 0)
+	if err != nil {
+		return err
+	}
+	steps := []func() error{
+		func() error { return e.checkEmbed(5) },
+		func() error { return e.checkSites(3) },
+		func() error { return e.checkMV(mvPlain, 384, []int{37}, 0, "odd rows") },
+		func() error { return e.checkMV(mvFWHT, 384, []int{37, 5, 70}, 0, "3 sets, odd splits") },
+		func() error { return e.checkMV(mvNorm, 256, []int{100, 29}, mvfDelta|mvfXOut, "2 sets, add+xout") },
+		func() error { return e.checkMV(mvNorm, 256, []int{64}, mvfHOut, "no delta, hout") },
+		func() error { return e.checkMV(mvSwiGLU, 512, []int{77}, 0, "") },
+		func() error { return e.checkGemm(384, 70, 37) },
+		func() error { return e.checkGemm(256, 33, 1) },
+		func() error { return e.checkGDN(7) },
+		func() error { return e.checkGDNChunk(45) },
+		func() error { return e.checkAttention(qwen35.KVFloat16, 5, 3) },
+		func() error { return e.checkAttention(qwen35.KVFloat32, 4, 2) },
+		func() error { return e.checkAttention(qwen35.KVInt8, 4, 3) },
+		func() error { return e.checkArgmax(1000) },
+	}
+	for _, f := range steps {
+		if err := f(); err != nil {
+			return err
+		}
+	}
+	// The streamed (chunked) product at small widths: chunks of 128 values.
+	s, err := k.engine(c, blk, []int{256, 384, 512}, 3, 128)
+	if err != nil {
+		return err
+	}
+	for _, f := range []func() error{
+		func() error { return s.checkMV(mvSwiGLU, 512, []int{45}, 0, "streamed, chunk 128") },
+		func() error {
+			return s.checkMV(mvNorm, 384, []int{40, 9}, mvfDelta|mvfXOut|mvfHOut, "streamed, chunk 128, xout+hout")
+		},
+	} {
+		if err := f(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (k *checker) realChecks() error {
+	c, blk := realLike()
+	e, err := k.engine(c, blk, []int{5120, 6144, 17408}, 128, 0)
+	if err != nil {
+		return err
+	}
+	for _, f := range []func() error{
+		func() error { return e.checkEmbed(2) },
+		func() error { return e.checkMV(mvNorm, 5120, []int{17408}, mvfDelta|mvfXOut, "ffn_gate rows") },
+		func() error { return e.checkMV(mvNorm, 5120, []int{512, 256, 256}, mvfDelta|mvfXOut, "q+k+v, 3 sets") },
+		func() error { return e.checkMV(mvFWHT, 6144, []int{512}, 0, "o_proj / ssm_out width") },
+		func() error { return e.checkMV(mvSwiGLU, 17408, []int{256}, 0, "ffn_down width, streamed") },
+		func() error { return e.checkGemm(5120, 96, 9) },
+		func() error { return e.checkGDN(3) },
+		func() error { return e.checkGDNChunk(40) },
+		func() error { return e.checkAttention(qwen35.KVFloat16, 3, 2) },
+		func() error { return e.checkAttention(qwen35.KVInt8, 2, 2) },
+		func() error { return e.checkArgmax(248320) },
+	} {
+		if err := f(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// state allocates a sequence state of the check configuration.
+func (e *ckEngine) state(ctx int, p qwen35.KVPrecision) (*state, error) {
+	s, err := e.NewState(bonsai.StateOptions{ContextSize: ctx, KVCache: p})
+	if err != nil {
+		return nil, err
+	}
+	st := s.(*state)
+	e.k.bufs = append(e.k.bufs, st.all...)
+	st.all = nil
+	return st, nil
+}
+
+func shape(c *qwen35.Config) string { return fmt.Sprintf("E %d", c.Embedding) }
+
+func (e *ckEngine) checkEmbed(T int) error {
+	c := e.cfg
+	vocab := 3 + T
+	table := e.k.pq(vocab, c.Embedding)
+	var err error
+	if e.emb, err = e.k.put(table); err != nil {
+		return err
+	}
+	st, err := e.state(T, qwen35.KVFloat16)
+	if err != nil {
+		return err
+	}
+	ids := make([]int32, T)
+	for i := range ids {
+		ids[i] = int32(e.k.rng.IntN(vocab))
+		putU32(st.ids.Contents()[4*i:], uint32(ids[i]))
+	}
+	dt, err := e.k.run(func(cb gpu.CommandBuffer) { e.embed(cb, st, T) })
+	ck := KernelCheck{Kernel: kEmbed, Case: fmt.Sprintf("%s × %d tokens, block %d", shape(c), T, e.blk), Tol: tolExact, Metric: "rel", Time: dt, Failure: err}
+	if err == nil {
+		got := readF(st.xa, 0, T*c.Embedding)
+		want := make([]float32, T*c.Embedding)
+		rb := ternary.PQ2_0.RowBytes(c.Embedding)
+		for t, id := range ids {
+			x := want[t*c.Embedding : (t+1)*c.Embedding]
+			_ = ternary.PQ2_0.Decode(x, table[int(id)*rb:(int(id)+1)*rb])
+			e.rots[c.Embedding].Inverse(x)
+		}
+		ck.Err = errRel(got, want)
+	}
+	e.k.add(ck)
+	return nil
+}
+
+func putU32(b []byte, v uint32) {
+	b[0], b[1], b[2], b[3] = byte(v), byte(v>>8), byte(v>>16), byte(v>>24)
+}
+
+func (e *ckEngine) checkSites(T int) error {
+	c := e.cfg
+	E, ff := c.Embedding, c.FeedForward
+	st, err := e.state(T, qwen35.KVFloat16)
+	if err != nil {
+		return err
+	}
+	x, delta := e.k.floats(T*E, 1), e.k.floats(T*E, 0.5)
+	gain := e.k.floats(E, 0.3)
+	for i := range gain {
+		gain[i] += 1
+	}
+	g, err := e.k.putF(gain)
+	if err != nil {
+		return err
+	}
+	copy(floats(st.xa.Contents()), x)
+	copy(floats(st.delta.Contents()), delta)
+	gate, up := e.k.floats(T*ff, 2), e.k.floats(T*ff, 1)
+	copy(floats(st.gate.Contents()), gate)
+	copy(floats(st.up.Contents()), up)
+	inner := c.InnerSize
+	mix := e.k.floats(T*inner, 1)
+	copy(floats(st.mix.Contents()), mix)
+	dt, err := e.k.run(func(cb gpu.CommandBuffer) {
+		e.siteNorm(cb, st, T, g, true, true)
+		e.siteBlocks(cb, kSiteSwiGLU, ff, T, st.gate, st.up, st.act)
+		e.siteBlocks(cb, kSiteFWHT, inner, T, st.mix, st.mixr)
+	})
+	// References.
+	wx, wh, whr := make([]float32, T*E), make([]float32, T*E), make([]float32, T*E)
+	wact, wmix := make([]float32, T*ff), make([]float32, T*inner)
+	for t := 0; t < T; t++ {
+		for i := 0; i < E; i++ {
+			wx[t*E+i] = x[t*E+i] + delta[t*E+i]
+		}
+		qwen35.RMSNorm(wh[t*E:(t+1)*E], wx[t*E:(t+1)*E], gain, e.eps)
+		copy(whr[t*E:], wh[t*E:(t+1)*E])
+		e.rots[E].Forward(whr[t*E : (t+1)*E])
+		qwen35.SwiGLU(wact[t*ff:(t+1)*ff], gate[t*ff:(t+1)*ff], up[t*ff:(t+1)*ff])
+		e.rots[ff].Forward(wact[t*ff : (t+1)*ff])
+		copy(wmix[t*inner:], mix[t*inner:(t+1)*inner])
+		e.rots[inner].Forward(wmix[t*inner : (t+1)*inner])
+	}
+	cases := []struct {
+		kernel, what string
+		got, want    []float32
+		tol          float64
+	}{
+		{kSiteNorm, "x + delta", readF(st.xa, 0, T*E), wx, tolExact},
+		{kSiteNorm, "h = RMSNorm(x)·gain", readF(st.h, 0, T*E), wh, tolExact},
+		{kSiteNorm, "hr = R·h", readF(st.hr, 0, T*E), whr, tolExact},
+		{kSiteSwiGLU, "R·(silu(gate)·up)", readF(st.act, 0, T*ff), wact, tolExact},
+		{kSiteFWHT, "R·x", readF(st.mixr, 0, T*inner), wmix, tolExact},
+	}
+	for _, cs := range cases {
+		ck := KernelCheck{Kernel: cs.kernel, Case: fmt.Sprintf("%s, %d rows: %s", shape(c), T, cs.what), Tol: cs.tol, Metric: "rel", Time: dt, Failure: err}
+		if err == nil {
+			ck.Err = errRel(cs.got, cs.want)
+		}
+		e.k.add(ck)
+	}
+	return nil
+}
+
+// checkMV runs one matrix-vector product of K inputs over the given row counts.
+func (e *ckEngine) checkMV(mode mvMode, K int, rows []int, flags uint32, what string) error {
+	k := e.k
+	var sets []mvSet
+	var ws [][]byte
+	for _, n := range rows {
+		w := k.pq(n, K)
+		wr, err := k.put(w)
+		if err != nil {
+			return err
+		}
+		y, err := k.newBuf(4*n, nil)
+		if err != nil {
+			return err
+		}
+		sets = append(sets, mvSet{wr, n, ref{y, 0}})
+		ws = append(ws, w)
+	}
+	in0, in1 := k.floats(K, 1), k.floats(K, 0.5)
+	gain := k.floats(K, 0.2)
+	for i := range gain {
+		gain[i] += 1
+	}
+	r0b, err := k.putF(in0)
+	if err != nil {
+		return err
+	}
+	r1b, err := k.putF(in1)
+	if err != nil {
+		return err
+	}
+	gb, err := k.putF(gain)
+	if err != nil {
+		return err
+	}
+	xo, err := k.newBuf(4*K, nil)
+	if err != nil {
+		return err
+	}
+	ho, err := k.newBuf(4*K, nil)
+	if err != nil {
+		return err
+	}
+	in := mvIn{in0: r0b, in1: r1b, xout: ref{xo, 0}, gain: gb, signs: e.signsOf(K), hout: ref{ho, 0}, flags: flags}
+	dt, err := k.run(func(cb gpu.CommandBuffer) { e.mv(cb, mode, K, in, sets...) })
+	// The Go input of the product.
+	x := make([]float32, K)
+	var wantX, wantH []float32
+	switch mode {
+	case mvPlain:
+		copy(x, in0)
+	case mvFWHT:
+		copy(x, in0)
+		e.rots[K].Forward(x)
+	case mvNorm:
+		wantX = make([]float32, K)
+		for i := range wantX {
+			wantX[i] = in0[i]
+			if flags&mvfDelta != 0 {
+				wantX[i] += in1[i]
+			}
+		}
+		qwen35.RMSNorm(x, wantX, gain, e.eps)
+		wantH = append([]float32(nil), x...)
+		e.rots[K].Forward(x)
+	case mvSwiGLU:
+		qwen35.SwiGLU(x, in0, in1)
+		e.rots[K].Forward(x)
+	}
+	total := 0
+	for _, n := range rows {
+		total += n
+	}
+	name := fmt.Sprintf("K %d, rows %v", K, rows)
+	if what != "" {
+		name += ", " + what
+	}
+	ck := KernelCheck{Kernel: mode.kernel(), Case: name, Tol: tolL1, Metric: "L1 ", Time: dt, Failure: err}
+	if err == nil {
+		for i, s := range sets {
+			want, l1 := refMatVec(ws[i], K, s.rows, x)
+			ck.Err = math.Max(ck.Err, errL1(readF(s.y.buf, 0, s.rows), want, l1))
+		}
+		if mode == mvNorm && flags&mvfXOut != 0 {
+			ck.Err = math.Max(ck.Err, errRel(readF(xo, 0, K), wantX))
+		}
+		if mode == mvNorm && flags&mvfHOut != 0 {
+			ck.Err = math.Max(ck.Err, errRel(readF(ho, 0, K), wantH))
+		}
+	}
+	k.add(ck)
+	return nil
+}
+
+func (e *ckEngine) checkGemm(K, N, T int) error {
+	k := e.k
+	w := k.pq(N, K)
+	wr, err := k.put(w)
+	if err != nil {
+		return err
+	}
+	x := k.floats(T*K, 1)
+	xb, err := k.newBuf(4*T*K, f32Bytes(x))
+	if err != nil {
+		return err
+	}
+	y, err := k.newBuf(4*T*N, nil)
+	if err != nil {
+		return err
+	}
+	dt, err := k.run(func(cb gpu.CommandBuffer) { e.gemm(cb, wr, K, N, T, xb, y) })
+	ck := KernelCheck{Kernel: kGemm, Case: fmt.Sprintf("K %d, N %d, T %d", K, N, T), Tol: tolL1, Metric: "L1 ", Time: dt, Failure: err}
+	if err == nil {
+		got := readF(y, 0, T*N)
+		for t := 0; t < T; t++ {
+			want, l1 := refMatVec(w, K, N, x[t*K:(t+1)*K])
+			ck.Err = math.Max(ck.Err, errL1(got[t*N:(t+1)*N], want, l1))
+		}
+	}
+	k.add(ck)
+	return nil
+}
+
+// gdnLayer fills layer 0 with random GDN tensors and returns the Go layer.
+func (e *ckEngine) gdnLayer() (*qwen35.Layer, error) {
+	k, c := e.k, e.cfg
+	E := c.Embedding
+	l := &qwen35.Layer{Index: 0}
+	l.AttnNorm = k.floats(E, 0.2)
+	for i := range l.AttnNorm {
+		l.AttnNorm[i] += 1
+	}
+	l.QKV = qwen35.Matrix{Name: "qkv", Format: ternary.PQ2_0, K: E, N: c.QKVWidth(), Data: k.pq(c.QKVWidth(), E)}
+	l.Gate = qwen35.Matrix{Name: "gate", Format: ternary.PQ2_0, K: E, N: c.InnerSize, Data: k.pq(c.InnerSize, E)}
+	l.Alpha = qwen35.BF16Matrix{Name: "alpha", K: E, N: c.VHeads, Data: k.bf16(E*c.VHeads, 0.05)}
+	l.Beta = qwen35.BF16Matrix{Name: "beta", K: E, N: c.VHeads, Data: k.bf16(E*c.VHeads, 0.05)}
+	l.Conv = k.floats(c.QKVWidth()*c.ConvKernel, 0.5)
+	l.DTBias = k.floats(c.VHeads, 1)
+	l.A = k.floats(c.VHeads, 1)
+	for i := range l.A {
+		l.A[i] = -float32(math.Exp(float64(l.A[i])))
+	}
+	l.SSMNorm = k.floats(c.StateSize, 0.3)
+	for i := range l.SSMNorm {
+		l.SSMNorm[i] += 1
+	}
+	r := &e.layers[0]
+	var err error
+	put := func(dst *ref, b []byte) {
+		if err == nil {
+			*dst, err = k.put(b)
+		}
+	}
+	put(&r.attnNorm, f32Bytes(l.AttnNorm))
+	put(&r.qkv, l.QKV.Data)
+	put(&r.gate, l.Gate.Data)
+	put(&r.alpha, l.Alpha.Data)
+	put(&r.beta, l.Beta.Data)
+	put(&r.conv, f32Bytes(l.Conv))
+	put(&r.dt, f32Bytes(l.DTBias))
+	put(&r.a, f32Bytes(l.A))
+	put(&r.ssmNorm, f32Bytes(l.SSMNorm))
+	return l, err
+}
+
+// checkGDN runs gdn_seq over T tokens, then gdn_decode for one more, against qwen35's
+// GDN (step form) fed by the Go products.
+func (e *ckEngine) checkGDN(T int) error {
+	c := e.cfg
+	E, W, inner, VH := c.Embedding, c.QKVWidth(), c.InnerSize, c.VHeads
+	l, err := e.gdnLayer()
+	if err != nil {
+		return err
+	}
+	st, err := e.state(T+1, qwen35.KVFloat16)
+	if err != nil {
+		return err
+	}
+	// A non-zero starting state, as after earlier tokens.
+	gs := e.gdnRef().NewState()
+	for i := range gs.S {
+		gs.S[i] = float32(e.k.rng.NormFloat64() * 0.1)
+	}
+	for i := range gs.Conv {
+		gs.Conv[i] = float32(e.k.rng.NormFloat64())
+	}
+	copy(floats(st.ssm[0].bytes(4*len(gs.S))), gs.S)
+	copy(floats(st.conv[0].bytes(4*len(gs.Conv))), gs.Conv)
+	qkv, z, h := e.k.floats(T*W, 1), e.k.floats(T*inner, 1), e.k.floats(T*E, 1)
+	copy(floats(st.qkv.Contents()), qkv)
+	copy(floats(st.z.Contents()), z)
+	copy(floats(st.h.Contents()), h)
+	dt, err := e.k.run(func(cb gpu.CommandBuffer) { e.gdnSeq(cb, st, 0, T) })
+	gdn := e.gdnRef()
+	sc := gdn.NewScratch(T)
+	alpha, beta := make([]float32, T*VH), make([]float32, T*VH)
+	for t := 0; t < T; t++ {
+		l.Alpha.MulVec(alpha[t*VH:(t+1)*VH], h[t*E:(t+1)*E])
+		l.Beta.MulVec(beta[t*VH:(t+1)*VH], h[t*E:(t+1)*E])
+	}
+	want := make([]float32, T*inner)
+	gdn.Forward(want, qkv, z, alpha, beta, T, l, gs, sc, false)
+	name := fmt.Sprintf("d %d, %d×%d heads, %d tokens", c.StateSize, c.KHeads, c.HeadRepeat(), T)
+	ck := KernelCheck{Kernel: kGDNSeq, Case: name + ": out", Tol: tolCore, Metric: "rel", Time: dt, Failure: err}
+	if err == nil {
+		ck.Err = errRel(readF(st.mix, 0, T*inner), want)
+	}
+	e.k.add(ck)
+	ck2 := KernelCheck{Kernel: kGDNSeq, Case: name + ": states", Tol: tolCore, Metric: "rel", Time: dt, Failure: err}
+	if err == nil {
+		ck2.Err = math.Max(errRel(readF(st.ssmBuf, st.ssm[0].off, len(gs.S)), gs.S), errRel(readF(st.convBuf, st.conv[0].off, len(gs.Conv)), gs.Conv))
+	}
+	e.k.add(ck2)
+	if !e.geo.fusedGDN {
+		return nil
+	}
+	// One fused decode step from the state the Go side now holds.
+	copy(floats(st.ssm[0].bytes(4*len(gs.S))), gs.S)
+	copy(floats(st.conv[0].bytes(4*len(gs.Conv))), gs.Conv)
+	x, delta := e.k.floats(E, 1), e.k.floats(E, 0.5)
+	copy(floats(st.xa.Contents()), x)
+	copy(floats(st.delta.Contents()), delta)
+	dt, err = e.k.run(func(cb gpu.CommandBuffer) {
+		e.gdnDecode(cb, st, 0, r0(st.xa), r0(st.delta), r0(st.xb), true)
+	})
+	xn := make([]float32, E)
+	for i := range xn {
+		xn[i] = x[i] + delta[i]
+	}
+	hn, hr := make([]float32, E), make([]float32, E)
+	qwen35.RMSNorm(hn, xn, l.AttnNorm, e.eps)
+	copy(hr, hn)
+	e.rots[E].Forward(hr)
+	q1, z1 := make([]float32, W), make([]float32, inner)
+	for i, v := range refRows(l.QKV.Data, E, W, hr) {
+		q1[i] = float32(v)
+	}
+	for i, v := range refRows(l.Gate.Data, E, inner, hr) {
+		z1[i] = float32(v)
+	}
+	a1, b1 := make([]float32, VH), make([]float32, VH)
+	l.Alpha.MulVec(a1, hn)
+	l.Beta.MulVec(b1, hn)
+	want1 := make([]float32, inner)
+	gdn.Forward(want1, q1, z1, a1, b1, 1, l, gs, sc, false)
+	ck3 := KernelCheck{Kernel: kGDNDecode, Case: fmt.Sprintf("E %d, d %d, %d×%d heads: out", E, c.StateSize, c.KHeads, c.HeadRepeat()), Tol: tolCore, Metric: "rel", Time: dt, Failure: err}
+	if err == nil {
+		ck3.Err = math.Max(errRel(readF(st.mix, 0, inner), want1), errRel(readF(st.xb, 0, E), xn))
+		ck3.Err = math.Max(ck3.Err, errRel(readF(st.ssmBuf, st.ssm[0].off, len(gs.S)), gs.S))
+		ck3.Err = math.Max(ck3.Err, errRel(readF(st.convBuf, st.conv[0].off, len(gs.Conv)), gs.Conv))
+	}
+	e.k.add(ck3)
+	return nil
+}
+
+// checkGDNChunk runs gdn_chunk over T tokens (chunks of 32) against qwen35's GDN in
+// the step form (the chunked form is the same function; both are reported).
+func (e *ckEngine) checkGDNChunk(T int) error {
+	c := e.cfg
+	E, W, inner, VH := c.Embedding, c.QKVWidth(), c.InnerSize, c.VHeads
+	l, err := e.gdnLayer()
+	if err != nil {
+		return err
+	}
+	st, err := e.state(T, qwen35.KVFloat16)
+	if err != nil {
+		return err
+	}
+	gdn := e.gdnRef()
+	step, chunk := gdn.NewState(), gdn.NewState()
+	for i := range step.S {
+		step.S[i] = float32(e.k.rng.NormFloat64() * 0.1)
+	}
+	for i := range step.Conv {
+		step.Conv[i] = float32(e.k.rng.NormFloat64())
+	}
+	chunk.CopyFrom(step)
+	copy(floats(st.ssm[0].bytes(4*len(step.S))), step.S)
+	copy(floats(st.conv[0].bytes(4*len(step.Conv))), step.Conv)
+	qkv, z, h := e.k.floats(T*W, 1), e.k.floats(T*inner, 1), e.k.floats(T*E, 1)
+	copy(floats(st.qkv.Contents()), qkv)
+	copy(floats(st.z.Contents()), z)
+	copy(floats(st.h.Contents()), h)
+	dt, err := e.k.run(func(cb gpu.CommandBuffer) { e.gdnChunk(cb, st, 0, T) })
+	alpha, beta := make([]float32, T*VH), make([]float32, T*VH)
+	for t := 0; t < T; t++ {
+		l.Alpha.MulVec(alpha[t*VH:(t+1)*VH], h[t*E:(t+1)*E])
+		l.Beta.MulVec(beta[t*VH:(t+1)*VH], h[t*E:(t+1)*E])
+	}
+	wantStep, wantChunk := make([]float32, T*inner), make([]float32, T*inner)
+	gdn.Forward(wantStep, qkv, z, alpha, beta, T, l, step, gdn.NewScratch(T), false)
+	gdn.Forward(wantChunk, qkv, z, alpha, beta, T, l, chunk, gdn.NewScratch(T), true)
+	name := fmt.Sprintf("d %d, %d×%d heads, %d tokens", c.StateSize, c.KHeads, c.HeadRepeat(), T)
+	ck := KernelCheck{Kernel: kGDNChunk, Case: name + ": out, states vs step form", Tol: tolCore, Metric: "rel", Time: dt, Failure: err}
+	if err == nil {
+		got := readF(st.mix, 0, T*inner)
+		ck.Err = errRel(got, wantStep)
+		ck.Err = math.Max(ck.Err, errRel(readF(st.ssmBuf, st.ssm[0].off, len(step.S)), step.S))
+		ck.Err = math.Max(ck.Err, errRel(readF(st.convBuf, st.conv[0].off, len(step.Conv)), step.Conv))
+		ck.Case += fmt.Sprintf(" (Go chunked vs step: %.1e)", errRel(wantChunk, wantStep))
+	}
+	e.k.add(ck)
+	return nil
+}
+
+func refRows(w []byte, K, N int, x []float32) []float64 {
+	y, _ := refMatVec(w, K, N, x)
+	return y
+}
+
+func (e *ckEngine) gdnRef() *qwen35.GDN { return qwen35.NewGDN(e.cfg) }
+
+// checkAttention runs T tokens through attn_append + attn, then one fused decode step,
+// against qwen35's Attention and KV cache.
+func (e *ckEngine) checkAttention(p qwen35.KVPrecision, T, pre int) error {
+	k, c := e.k, e.cfg
+	H, KV, D := c.Heads, c.KVHeads, c.HeadDim
+	li := c.FullAttentionInterval - 1
+	l := &qwen35.Layer{Index: li, Attention: true, QNorm: k.floats(D, 0.2), KNorm: k.floats(D, 0.2)}
+	for i := 0; i < D; i++ {
+		l.QNorm[i] += 1
+		l.KNorm[i] += 1
+	}
+	r := &e.layers[li]
+	var err error
+	if r.qNorm, err = k.putF(l.QNorm); err != nil {
+		return err
+	}
+	if r.kNorm, err = k.putF(l.KNorm); err != nil {
+		return err
+	}
+	ctx := pre + T + 1
+	st, err := e.state(ctx, p)
+	if err != nil {
+		return err
+	}
+	at := qwen35.NewAttention(c)
+	cache := qwen35.NewKVCache(KV, D, p, ctx)
+	sc := at.NewScratch(T)
+	tol := tolCore
+	switch p {
+	case qwen35.KVFloat16:
+		tol = tolF16KV
+	case qwen35.KVInt8:
+		tol = tolI8KV
+	}
+	// Runs of n tokens: a prefix (pre tokens, its output unchecked), then T, then 1 fused.
+	step := func(n int, fused bool, what string) error {
+		qg, kk, vv := k.floats(n*2*H*D, 1), k.floats(n*KV*D, 1), k.floats(n*KV*D, 1)
+		copy(floats(st.qg.Contents()), qg)
+		copy(floats(st.k.Contents()), kk)
+		copy(floats(st.v.Contents()), vv)
+		// The RoPE table, as encodeChunk writes it.
+		half := c.RopeDims / 2
+		rope := floats(st.rope.Contents())
+		for t := 0; t < n; t++ {
+			for i := 0; i < half; i++ {
+				f := math.Pow(c.RopeBase, -2*float64(i)/float64(c.RopeDims))
+				s, co := math.Sincos(float64(st.pos+t) * f)
+				rope[t*2*half+i], rope[t*2*half+half+i] = float32(co), float32(s)
+			}
+		}
+		dt, err := k.run(func(cb gpu.CommandBuffer) { e.attention(cb, st, li, n, fused) })
+		want := make([]float32, n*H*D)
+		if err := at.Forward(want, qg, kk, vv, n, st.pos, l, cache, sc); err != nil {
+			return err
+		}
+		st.pos += n
+		if what == "" {
+			return nil
+		}
+		kernel := map[qwen35.KVPrecision]string{qwen35.KVFloat16: kAttnF16, qwen35.KVFloat32: kAttnF32, qwen35.KVInt8: kAttnI8}[p]
+		ck := KernelCheck{Kernel: kernel, Case: fmt.Sprintf("%d×%d heads of %d, kv %s: %s", H, KV, D, p, what), Tol: tol, Metric: "rel", Time: dt, Failure: err}
+		if err == nil {
+			ck.Err = errRel(readF(st.mix, 0, n*H*D), want)
+			// The cache, every position so far.
+			kr, vr := make([]float32, KV*D), make([]float32, KV*D)
+			var gotK, gotV, wantK, wantV []float32
+			for pos := 0; pos < st.pos; pos++ {
+				cache.Row(pos, kr, vr)
+				wantK, wantV = append(wantK, kr...), append(wantV, vr...)
+				for g := 0; g < KV; g++ {
+					for i := 0; i < D; i++ {
+						o := (g*ctx+pos)*D + i
+						gotK = append(gotK, cacheValue(st.kc[li], st.ks[li], st.kvElem, o))
+						gotV = append(gotV, cacheValue(st.vc[li], st.vs[li], st.kvElem, o))
+					}
+				}
+			}
+			ck.Err = math.Max(ck.Err, math.Max(errRel(gotK, wantK), errRel(gotV, wantV)))
+		}
+		k.add(ck)
+		return nil
+	}
+	if pre > 0 {
+		if err := step(pre, false, ""); err != nil {
+			return err
+		}
+	}
+	if err := step(T, false, fmt.Sprintf("prefill %d after %d", T, pre)); err != nil {
+		return err
+	}
+	return step(1, true, fmt.Sprintf("fused decode at %d", pre+T))
+}
+
+func cacheValue(b, scales gpu.Buffer, elem, i int) float32 {
+	m := b.Contents()
+	switch elem {
+	case 1:
+		return float32(int8(m[i])) * floats(scales.Contents())[i/kvBlock]
+	case 2:
+		return float16.Frombits(uint16(m[2*i]) | uint16(m[2*i+1])<<8).Float32()
+	}
+	return floats(m)[i]
+}
+
+func (e *ckEngine) checkArgmax(n int) error {
+	k := e.k
+	v := k.floats(n, 1)
+	// A tie for the maximum (the lower index must win), a NaN, and −Inf.
+	hi := 3 + n/3
+	v[hi], v[hi+n/2] = 9, 9
+	v[n/5] = float32(math.NaN())
+	v[n-1] = float32(math.Inf(-1))
+	b, err := k.newBuf(4*n, f32Bytes(v))
+	if err != nil {
+		return err
+	}
+	out, err := k.newBuf(4, nil)
+	if err != nil {
+		return err
+	}
+	p := e.p[kArgmax]
+	dt, err := k.run(func(cb gpu.CommandBuffer) {
+		cb.Dispatch(p, gpu.Size{1, 1, 1}, gpu.Size{threads(p, 1024), 1, 1},
+			bytesArg(args{uint32(n), 0, 0, 0}), buf(1, b), buf(2, out))
+	})
+	ck := KernelCheck{Kernel: kArgmax, Case: fmt.Sprintf("%d values, a tie, a NaN", n), Tol: 0, Metric: "idx", Time: dt, Failure: err}
+	if err == nil {
+		got := int(floatsU32(out.Contents()))
+		if got != hi {
+			ck.Err = 1
+			ck.Failure = fmt.Errorf("argmax %d, want %d", got, hi)
+		}
+	}
+	k.add(ck)
+	return nil
+}
+
+func floatsU32(b []byte) uint32 {
+	return uint32(b[0]) | uint32(b[1])<<8 | uint32(b[2])<<16 | uint32(b[3])<<24
+}
+
+// FormatChecks renders checks one per line.
+func FormatChecks(cs []KernelCheck) string {
+	var b strings.Builder
+	for _, c := range cs {
+		b.WriteString(c.String())
+		b.WriteByte('\n')
+	}
+	return b.String()
+}

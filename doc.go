@@ -14,8 +14,8 @@
 //	          the Gated DeltaNet and gated-attention blocks and their float reference
 //	bonsai    what a program imports: Model, Session, generation, tokenizer, and the
 //	          Backend interface with its pure-Go implementation
-//	metal     a bonsai.Backend that runs the model on Apple GPUs through Metal
-//	          (not written yet)
+//	metal     a bonsai.Backend that runs the model on Apple GPUs through Metal, from
+//	          pure Go (purego, no cgo), verified on Linux with an MSL emulator
 //
 // A Bonsai model stores every linear layer W as ternary codes folded with a Hadamard
 // rotation, W′ = W·Rᵀ with R = H·S/√n applied blockwise over the input width. At run
@@ -25,7 +25,16 @@
 // multiplies them without unpacking; hadamard rotates the activations; qwen35 wires the
 // layers; bonsai runs them on a backend.
 //
-// The examples directory holds the command-line programs: inspect (the model card of a
-// file), transcode (PQ2_0 ↔ PTQ1_0), synth (synthetic models), logits (the logits of a
-// token sequence), and more as the SDK grows.
+// The main entry point is [github.com/bonsai-go/sdk/bonsai.Open]:
+//
+//	m, err := bonsai.Open("Ternary-Bonsai-2-27B-PQ2_0.gguf") // or add bonsai.WithBackend(metal.New())
+//	s, err := m.NewSession()
+//	g := s.Generate(ctx, bonsai.Text("The capital of France is"), bonsai.GenerateOptions{MaxTokens: 32})
+//	for tok, err := range g.Tokens() { fmt.Print(tok.Text) }
+//
+// The examples directory holds the command-line programs: generate and chat (text in,
+// text out), serve (an OpenAI-compatible HTTP server), inspect (the model card of a
+// file), tokenize, logits (the logits of a token sequence), bench (speed against the
+// machine's bandwidth), metalcheck (the Metal backend checked on a Mac), transcode
+// (PQ2_0 ↔ PTQ1_0) and synth (synthetic models).
 package sdk

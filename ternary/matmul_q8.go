@@ -199,10 +199,12 @@ func q8TileGeneric(rp int, a *q8TileArgs) {
 					continue
 				}
 				q8TileReduceGeneric(facc[(q*q8TileVMax+v)*16:(q*q8TileVMax+v)*16+16], out[:])
-				y := (*[2]float32)(unsafe.Add(unsafe.Pointer(dc.y[v]), a.yoff+8*q))
-				y[0] = out[0]
+				// Element by element: with an odd row count the last pair's second
+				// output lies past the end of y, and a *[2]float32 would straddle it.
+				y0 := unsafe.Add(unsafe.Pointer(dc.y[v]), a.yoff+8*q)
+				*(*float32)(y0) = out[0]
 				if q < rp-1 || a.flags&q8Odd == 0 {
-					y[1] = out[1]
+					*(*float32)(unsafe.Add(y0, 4)) = out[1]
 				}
 			}
 		}

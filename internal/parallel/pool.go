@@ -4,8 +4,10 @@
 package parallel
 
 import (
+	"runtime"
 	"sync"
 	"sync/atomic"
+	"time"
 )
 
 // Body is a loop body over an index range. Run is called concurrently on disjoint ranges.
@@ -24,21 +26,31 @@ func (f Func) Run(lo, hi int) { f(lo, hi) }
 
 // Pool is a set of workers. Its methods are safe for concurrent use: several callers
 // may run loops at once, each using whichever workers are idle plus its own goroutine.
+//
+// A decode step runs hundreds of short loops (a few hundred microseconds each) with a
+// little serial work between them. Handing a loop to a parked goroutine costs a
+// futex wake-up, tens of microseconds on a virtual machine, which would be paid on every
+// loop; so a worker that has just finished a loop polls for the next one for a while
+// (spinFor) before it parks, and a caller that has run out of chunks takes back the
+// loop handles no worker has picked up instead of waiting for a worker to wake.
 type Pool struct {
 	workers int
-	tasks   chan *task
+	tasks   chan *task // buffered: workers−1 handles at most are ever queued
 	mu      sync.Mutex
 	free    []*task
 	closed  bool
 	stopped sync.WaitGroup
 }
 
+// spinFor is how long an idle worker polls for work before it parks.
+const spinFor = 200 * time.Microsecond
+
 type task struct {
-	body  Body
-	n     int
-	chunk int
-	next  atomic.Int64
-	wg    sync.WaitGroup
+	body    Body
+	n       int
+	chunk   int
+	next    atomic.Int64
+	pending atomic.Int32 // handles sent and not yet finished
 }
 
 // NewPool returns a pool of n workers (at least 1). The caller of For counts as one of
@@ -47,7 +59,7 @@ func NewPool(n int) *Pool {
 	if n < 1 {
 		n = 1
 	}
-	p := &Pool{workers: n, tasks: make(chan *task)}
+	p := &Pool{workers: n, tasks: make(chan *task, n-1)}
 	p.stopped.Add(n - 1)
 	for i := 1; i < n; i++ {
 		go p.work()
@@ -60,10 +72,37 @@ func (p *Pool) Workers() int { return p.workers }
 
 func (p *Pool) work() {
 	defer p.stopped.Done()
-	for t := range p.tasks {
+	for {
+		t, ok := p.poll()
+		if !ok {
+			return
+		}
 		t.run()
-		t.wg.Done()
+		t.pending.Add(-1)
 	}
+}
+
+// poll returns the next loop handle, spinning for spinFor before it blocks; ok is false
+// once the pool is closed.
+func (p *Pool) poll() (t *task, ok bool) {
+	var start time.Time
+	for i := 0; ; i++ {
+		select {
+		case t, ok = <-p.tasks:
+			return t, ok
+		default:
+		}
+		if i%64 == 0 {
+			if i == 0 {
+				start = time.Now()
+			} else if time.Since(start) > spinFor {
+				break
+			}
+			runtime.Gosched()
+		}
+	}
+	t, ok = <-p.tasks
+	return t, ok
 }
 
 func (t *task) run() {
@@ -85,7 +124,8 @@ func (p *Pool) For(n, grain int, body Body) {
 		return
 	}
 	grain = max(grain, 1)
-	// Four chunks per worker balance uneven progress without much claiming overhead.
+	// About four chunks per worker, so that a worker slowed by the machine's other load
+	// holds up the loop by a small part of it.
 	chunk := max(grain, (n+4*p.workers-1)/(4*p.workers))
 	chunks := (n + chunk - 1) / chunk
 	if p.workers == 1 || chunks == 1 {
@@ -96,22 +136,36 @@ func (p *Pool) For(n, grain int, body Body) {
 	t.body, t.n, t.chunk = body, n, chunk
 	t.next.Store(0)
 	helpers := min(p.workers-1, chunks-1)
-	t.wg.Add(helpers)
+	t.pending.Store(int32(helpers))
 	sent := 0
 send:
 	for sent < helpers {
 		select {
 		case p.tasks <- t:
 			sent++
-		default:
+		default: // the queue holds other callers' handles: use fewer workers
 			break send
 		}
 	}
-	for i := sent; i < helpers; i++ {
-		t.wg.Done()
-	}
+	t.pending.Add(int32(sent - helpers))
 	t.run()
-	t.wg.Wait()
+	// Handles still queued were not picked up in time: take them back (they may be
+	// another caller's; running one is correct, and its chunks are gone anyway once
+	// that caller has run out).
+	for t.pending.Load() > 0 {
+		select {
+		case u := <-p.tasks:
+			if u == nil { // closed: For after Close is a misuse, but do not spin forever
+				return
+			}
+			u.run()
+			u.pending.Add(-1)
+			continue
+		default:
+		}
+		// The rest are running their last chunk.
+		runtime.Gosched()
+	}
 	t.body = nil
 	p.put(t)
 }

@@ -4,6 +4,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 )
@@ -55,6 +56,28 @@ func TestConcurrentCallers(t *testing.T) {
 		}()
 	}
 	wg.Wait()
+}
+
+// After an idle spell longer than spinFor the workers are parked; a loop must still
+// cover every index once. A slow body makes the caller run out of chunks while handles
+// may still be queued, the case where it takes them back: none may be left behind.
+func TestForAfterIdleAndTakeBack(t *testing.T) {
+	p := NewPool(4)
+	defer p.Close()
+	for r := range 6 {
+		if r%2 == 0 {
+			time.Sleep(2 * spinFor)
+		}
+		b := &countBody{hits: make([]atomic.Int32, 64)}
+		p.For(len(b.hits), 1, Func(func(lo, hi int) {
+			time.Sleep(50 * time.Microsecond)
+			b.Run(lo, hi)
+		}))
+		for i := range b.hits {
+			require.Equal(t, int32(1), b.hits[i].Load(), "round %d index %d", r, i)
+		}
+		require.Zero(t, len(p.tasks), "round %d: loop handles left queued", r)
+	}
 }
 
 type noop struct{ sum atomic.Int64 }

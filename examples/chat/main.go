@@ -77,13 +77,7 @@ func parseFlags(fs *flag.FlagSet, args []string) (config, error) {
 			"synthetic model with random weights: the replies are gibberish.\n\nflags:\n")
 		fs.PrintDefaults()
 	}
-	if err := fs.Parse(args); err != nil {
-		return cfg, err
-	}
-	if fs.NArg() > 0 {
-		err := fmt.Errorf("unexpected argument %q", fs.Arg(0))
-		fmt.Fprintln(fs.Output(), err)
-		fs.Usage()
+	if err := cli.ParseFlags(fs, args); err != nil {
 		return cfg, err
 	}
 	cfg.opt.Temperature, cfg.opt.TopP, cfg.opt.MinP = float32(*temp), float32(*topP), float32(*minP)

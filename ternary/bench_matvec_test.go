@@ -14,6 +14,8 @@ import (
 	"testing"
 	"time"
 	"unsafe"
+
+	"github.com/bonsai-go/sdk/internal/parallel"
 )
 
 // The matrix-vector benchmarks stream weights from memory as decode does: every
@@ -124,57 +126,46 @@ func benchKernel(b *testing.B) {
 	b.Logf("Q8 kernel: %s", Q8Kernel())
 }
 
-// streamRows runs body over rows [0, n) on T goroutines started for the benchmark,
-// which claim chunks of rows in order from a shared counter (a worker that falls behind
-// on a noisy machine takes fewer chunks). Each iteration passes the copy to read.
+// streamRows runs body over rows [0, n) on the model's worker pool (internal/parallel),
+// split as the model splits a product: chunks of about n/(16·threads) rows and at least
+// grain, claimed in order from a shared counter (a worker that falls behind on a noisy
+// machine takes fewer chunks). Each iteration passes the copy to read.
 type streamRows struct {
-	n, chunk, threads int
-	body              func(copy, lo, hi int)
-	start             []chan int
-	next              atomic.Int64
-	wg                sync.WaitGroup
+	n, grain int
+	pool     *parallel.Pool
+	body     func(copy, lo, hi int)
+	cp       int
+	own      bool // the pool is this loop's, closed by stop
 }
 
-func newStreamRows(n, chunk, threads int, body func(copy, lo, hi int)) *streamRows {
-	s := &streamRows{n: n, chunk: chunk, threads: threads, body: body}
-	for range threads - 1 {
-		c := make(chan int)
-		s.start = append(s.start, c)
-		go func() {
-			for cp := range c {
-				s.work(cp)
-				s.wg.Done()
-			}
-		}()
-	}
-	return s
+func newStreamRows(n, grain, threads int, body func(copy, lo, hi int)) *streamRows {
+	return &streamRows{n: n, grain: grain, pool: parallel.NewPool(threads), body: body, own: true}
 }
 
-func (s *streamRows) work(cp int) {
-	for {
-		lo := int(s.next.Add(int64(s.chunk))) - s.chunk
-		if lo >= s.n {
-			return
-		}
-		s.body(cp, lo, min(lo+s.chunk, s.n))
-	}
+// newStreamRowsOn is newStreamRows on a pool shared with other loops, as the model
+// shares one pool between all its products: two loops that alternate on pools of their
+// own would each find their worker parked (a wake-up costs more than a small product).
+func newStreamRowsOn(pool *parallel.Pool, n, grain int, body func(copy, lo, hi int)) *streamRows {
+	return &streamRows{n: n, grain: grain, pool: pool, body: body}
 }
+
+// Run is the pool's loop body.
+func (s *streamRows) Run(lo, hi int) { s.body(s.cp, lo, hi) }
 
 func (s *streamRows) run(cp int) {
-	s.next.Store(0)
-	s.wg.Add(len(s.start))
-	for _, c := range s.start {
-		c <- cp
-	}
-	s.work(cp)
-	s.wg.Wait()
+	s.cp = cp
+	s.pool.For(s.n, s.grain, s)
 }
 
 func (s *streamRows) stop() {
-	for _, c := range s.start {
-		close(c)
+	if s.own {
+		s.pool.Close()
 	}
 }
+
+// productGrain is the fewest rows per chunk of the model's product loops (bonsai's CPU
+// backend), so the benchmarks split a matrix as a decode step does.
+const productGrain = 16
 
 // benchStream times body over rotating copies of a matrix of n rows of rb bytes and
 // reports the weight bytes read per second.
@@ -182,9 +173,7 @@ func benchStream(b *testing.B, n, rb, threads int, body func(w []byte, lo, hi in
 	ar := benchArena(b)
 	size := n * rb
 	copies := max(1, len(ar)/size)
-	// Chunks of about 256 KiB, at least 8 rows.
-	chunk := max(8, (256<<10)/rb)
-	s := newStreamRows(n, chunk, threads, func(cp, lo, hi int) {
+	s := newStreamRows(n, productGrain, threads, func(cp, lo, hi int) {
 		body(ar[cp*size:(cp+1)*size], lo, hi)
 	})
 	defer s.stop()
@@ -382,7 +371,7 @@ func benchMatMul(b *testing.B, f Format, k, n, t, threads int) {
 	x := NewQ8Batch(k, t)
 	x.Quantize(xf, t)
 	y := make([]float32, n*t)
-	s := newStreamRows(n, max(16, (n+7)/8), threads, func(_, lo, hi int) {
+	s := newStreamRows(n, productGrain, threads, func(_, lo, hi int) {
 		MatMulQ8Range(f, w, k, n, x, t, y, lo, hi)
 	})
 	defer s.stop()
@@ -476,12 +465,13 @@ func BenchmarkMatVecPaired(b *testing.B) {
 					b.Skip("arena holds fewer than two copies")
 				}
 				var sink [64]atomic.Uint64
-				chunk := max(8, (256<<10)/rb)
-				mv := newStreamRows(n, chunk, threads, func(cp, lo, hi int) {
+				pool := parallel.NewPool(threads)
+				defer pool.Close()
+				mv := newStreamRowsOn(pool, n, productGrain, func(cp, lo, hi int) {
 					MatVecQ8Range(PQ2_0, ar[cp*size:(cp+1)*size], k, x, y, lo, hi)
 				})
 				defer mv.stop()
-				ld := newStreamRows(n, chunk, threads, func(cp, lo, hi int) {
+				ld := newStreamRowsOn(pool, n, productGrain, func(cp, lo, hi int) {
 					p := ar[cp*size+lo*rb : cp*size+hi*rb]
 					sink[lo%64].Store(rd.read(&p[0], len(p)/rd.align*rd.align))
 				})

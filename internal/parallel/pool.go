@@ -124,9 +124,9 @@ func (p *Pool) For(n, grain int, body Body) {
 		return
 	}
 	grain = max(grain, 1)
-	// About four chunks per worker, so that a worker slowed by the machine's other load
+	// About sixteen chunks per worker, so that a worker slowed by the machine's other load
 	// holds up the loop by a small part of it.
-	chunk := max(grain, (n+4*p.workers-1)/(4*p.workers))
+	chunk := max(grain, (n+16*p.workers-1)/(16*p.workers))
 	chunks := (n + chunk - 1) / chunk
 	if p.workers == 1 || chunks == 1 {
 		body.Run(0, n)

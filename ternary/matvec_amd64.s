@@ -191,6 +191,32 @@ DATA q8perm<>+56(SB)/4, $0
 DATA q8perm<>+60(SB)/4, $0
 GLOBL q8perm<>(SB), RODATA|NOPTR, $64
 
+// GROUPEND512 reduces the four pair accumulators Z16..Z19 of a group (two blocks each,
+// 8 lanes per block) to its 8 block sums — shuffles into one block per 128-bit lane, then
+// interleaves and adds until Y21 = [B0 … B7] — subtracts the activation sums (the −1 fold), adds them scaled by Y5 into the
+// row accumulator Y8, and steps to the next group (flags: the group counter R8).
+#define GROUPEND512 \
+	VSHUFI64X2 $0x88, Z17, Z16, Z20; \
+	VSHUFI64X2 $0xDD, Z17, Z16, Z21; \
+	VPADDD Z21, Z20, Z20; \
+	VSHUFI64X2 $0x88, Z19, Z18, Z22; \
+	VSHUFI64X2 $0xDD, Z19, Z18, Z23; \
+	VPADDD Z23, Z22, Z22; \
+	VPUNPCKLDQ Z22, Z20, Z21; \
+	VPUNPCKHDQ Z22, Z20, Z23; \
+	VPADDD Z23, Z21, Z21; \
+	VPSHUFD $0x4E, Z21, Z23; \
+	VPADDD Z23, Z21, Z21; \
+	VPERMD Z21, Z29, Z21; \
+	VPSUBD (DI), Y21, Y21; \
+	VCVTDQ2PS Y21, Y21; \
+	VFMADD231PS Y21, Y5, Y8; \
+	ADDQ $272, AX; \
+	ADDQ $1024, BX; \
+	ADDQ $32, DX; \
+	ADDQ $32, DI; \
+	DECQ R8
+
 // func q8RowsAVX512(w *byte, rowBytes, rows, nb8 int, q *int8, d *float32, sum *int32, y *float32)
 TEXT ·q8RowsAVX512(SB), NOSPLIT, $0-64
 	VMOVDQU32 q8perm<>(SB), Z29
@@ -213,31 +239,7 @@ avx512group:
 	PAIR512(68, 256, Z17)
 	PAIR512(136, 512, Z18)
 	PAIR512(204, 768, Z19)
-	// Z20 = [b0, b1, b2, b3], one block per 128-bit lane (each block's two lanes added).
-	VSHUFI64X2 $0x88, Z17, Z16, Z20
-	VSHUFI64X2 $0xDD, Z17, Z16, Z21
-	VPADDD Z21, Z20, Z20
-	// Z22 = [b4, b5, b6, b7].
-	VSHUFI64X2 $0x88, Z19, Z18, Z22
-	VSHUFI64X2 $0xDD, Z19, Z18, Z23
-	VPADDD Z23, Z22, Z22
-	// Lane i: [b_i.0+b_i.2, b_4+i.0+b_4+i.2, b_i.1+b_i.3, b_4+i.1+b_4+i.3].
-	VPUNPCKLDQ Z22, Z20, Z21
-	VPUNPCKHDQ Z22, Z20, Z23
-	VPADDD Z23, Z21, Z21
-	// Lane i: [B_i, B_4+i, B_i, B_4+i].
-	VPSHUFD $0x4E, Z21, Z23
-	VPADDD Z23, Z21, Z21
-	// Y21 = [B0 … B7].
-	VPERMD Z21, Z29, Z21
-	VPSUBD (DI), Y21, Y21
-	VCVTDQ2PS Y21, Y21
-	VFMADD231PS Y21, Y5, Y8
-	ADDQ $272, AX
-	ADDQ $1024, BX
-	ADDQ $32, DX
-	ADDQ $32, DI
-	DECQ R8
+	GROUPEND512
 	JNZ avx512group
 
 	ROWEND
@@ -293,31 +295,7 @@ gfnigroup:
 	PAIRGF(68, 256, Z17)
 	PAIRGF(136, 512, Z18)
 	PAIRGF(204, 768, Z19)
-	// Z20 = [b0, b1, b2, b3], one block per 128-bit lane (each block's two lanes added).
-	VSHUFI64X2 $0x88, Z17, Z16, Z20
-	VSHUFI64X2 $0xDD, Z17, Z16, Z21
-	VPADDD Z21, Z20, Z20
-	// Z22 = [b4, b5, b6, b7].
-	VSHUFI64X2 $0x88, Z19, Z18, Z22
-	VSHUFI64X2 $0xDD, Z19, Z18, Z23
-	VPADDD Z23, Z22, Z22
-	// Lane i: [b_i.0+b_i.2, b_4+i.0+b_4+i.2, b_i.1+b_i.3, b_4+i.1+b_4+i.3].
-	VPUNPCKLDQ Z22, Z20, Z21
-	VPUNPCKHDQ Z22, Z20, Z23
-	VPADDD Z23, Z21, Z21
-	// Lane i: [B_i, B_4+i, B_i, B_4+i].
-	VPSHUFD $0x4E, Z21, Z23
-	VPADDD Z23, Z21, Z21
-	// Y21 = [B0 … B7].
-	VPERMD Z21, Z29, Z21
-	VPSUBD (DI), Y21, Y21
-	VCVTDQ2PS Y21, Y21
-	VFMADD231PS Y21, Y5, Y8
-	ADDQ $272, AX
-	ADDQ $1024, BX
-	ADDQ $32, DX
-	ADDQ $32, DI
-	DECQ R8
+	GROUPEND512
 	JNZ gfnigroup
 
 	ROWEND

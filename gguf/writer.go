@@ -46,6 +46,11 @@ type Writer struct {
 // value of a "general.alignment" key in kv (a uint32 power of two) or 32.
 // The tensors' data must then be written, in the same order, with
 // WriteTensor or BeginTensor, and the Writer closed.
+//
+// A tensor whose type this package does not know is refused with an error
+// wrapping ErrUnknownType, even though Open and Parse accept one: without
+// the type's block size the Writer cannot know the tensor's size in bytes,
+// so it can neither place the tensors after it nor check the data written.
 func NewWriter(w io.Writer, kv []KV, tensors []TensorInfo, opts ...WriterOption) (*Writer, error) {
 	cfg := writerConfig{version: maxVersion}
 	for _, o := range opts {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"io"
+	"runtime"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -180,4 +181,61 @@ func TestWriterStickyError(t *testing.T) {
 	require.ErrorIs(t, err, errDisk)
 	assert.ErrorIs(t, w.WriteTensor("b", make([]byte, 8)), errDisk)
 	assert.ErrorIs(t, w.Close(), errDisk)
+}
+
+// countWriter counts the bytes written through it and keeps none.
+type countWriter struct{ n int64 }
+
+func (c *countWriter) Write(p []byte) (int, error) {
+	c.n += int64(len(p))
+	return len(p), nil
+}
+
+// TestWriterStreamsLarge streams a 1 GiB tensor in 1 MiB pieces and checks
+// that the Writer allocates a bounded amount, independent of the tensor's
+// size: nothing of the data is buffered or copied.
+func TestWriterStreamsLarge(t *testing.T) {
+	const (
+		size  = 1 << 30 // bytes: 2^28 F32 elements
+		piece = 1 << 20
+		bound = 1 << 20 // bytes the Writer may allocate in all
+	)
+	tensors := []TensorInfo{
+		{Name: "small", Type: TypeF32, Shape: []int64{3}},
+		{Name: "big", Type: TypeF32, Shape: []int64{1 << 14, 1 << 14}},
+		{Name: "tail", Type: TypeI8, Shape: []int64{5}},
+	}
+	kv := []KV{{"general.alignment", MustValue(uint32(64))}}
+	small, tail := f32bytes(1, 2, 3), seq(5)
+	chunk := seq(piece)
+	var out countWriter
+
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+
+	w, err := NewWriter(&out, kv, tensors)
+	require.NoError(t, err)
+	hdr := out.n
+	require.NoError(t, w.WriteTensor("small", small))
+	tw, err := w.BeginTensor("big")
+	require.NoError(t, err)
+	for range size / piece {
+		if _, err := tw.Write(chunk); err != nil {
+			t.Fatal(err)
+		}
+	}
+	require.NoError(t, w.WriteTensor("tail", tail))
+	require.NoError(t, w.Close())
+
+	runtime.ReadMemStats(&after)
+	alloc := after.TotalAlloc - before.TotalAlloc
+	mallocs := after.Mallocs - before.Mallocs
+
+	// header, small (12 bytes padded to 64), big, tail (5 padded to 64)
+	assert.Equal(t, hdr+64+size+64, out.n, "bytes written")
+	assert.Zero(t, hdr%64, "header padded to the alignment")
+	assert.Less(t, alloc, uint64(bound), "bytes allocated while writing %d bytes", out.n)
+	t.Logf("wrote %d bytes (%d MiB) in %d-byte pieces: %d bytes allocated in %d allocations",
+		out.n, out.n>>20, piece, alloc, mallocs)
 }

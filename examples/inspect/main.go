@@ -12,6 +12,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -29,41 +30,60 @@ import (
 )
 
 func main() {
-	scan := flag.Bool("scan", true, "scan the codes and scales of every ternary tensor")
-	keys := flag.Bool("keys", false, "print every metadata key with its full value")
-	flag.Usage = func() {
-		fmt.Fprintf(flag.CommandLine.Output(), "usage: inspect [flags] [FILE]\n\n"+
+	err := run(os.Args[1:], os.Stdout, os.Stderr)
+	switch {
+	case errors.Is(err, flag.ErrHelp):
+		os.Exit(0)
+	case errors.Is(err, errUsage):
+		os.Exit(2)
+	case err != nil:
+		fmt.Fprintln(os.Stderr, "inspect:", err)
+		os.Exit(1)
+	}
+}
+
+// errUsage marks a command line that was wrong; the usage has been printed.
+var errUsage = errors.New("usage")
+
+// run is the program: it parses args (without the program name), writes the model card
+// to stdout and the usage to stderr. A bad command line returns errUsage, -h
+// flag.ErrHelp.
+func run(args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("inspect", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	scan := fs.Bool("scan", true, "scan the codes and scales of every ternary tensor")
+	keys := fs.Bool("keys", false, "print every metadata key with its full value")
+	fs.Usage = func() {
+		fmt.Fprintf(fs.Output(), "usage: inspect [flags] [FILE]\n\n"+
 			"Prints the model card of a GGUF file. With no FILE, writes a small synthetic\n"+
 			"Bonsai model to a temporary directory and inspects that.\n\nflags:\n")
-		flag.PrintDefaults()
+		fs.PrintDefaults()
 	}
-	flag.Parse()
-	if flag.NArg() > 1 {
-		flag.Usage()
-		os.Exit(2)
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return err
+		}
+		return errUsage // fs.Parse has printed the error and the usage
 	}
-	path := flag.Arg(0)
+	if fs.NArg() > 1 {
+		fs.Usage()
+		return errUsage
+	}
+	path := fs.Arg(0)
 	if path == "" {
 		dir, err := os.MkdirTemp("", "bonsai-inspect-")
 		if err != nil {
-			fatal(err)
+			return err
 		}
 		defer os.RemoveAll(dir)
 		path = filepath.Join(dir, "tiny.gguf")
 		cfg, _ := synth.Preset("tiny")
 		if err := synth.WriteFile(context.Background(), path, synth.Options{Config: cfg, Seed: 1}, nil); err != nil {
-			fatal(err)
+			return err
 		}
-		fmt.Printf("no FILE given: inspecting a synthetic model (preset tiny, seed 1) written to %s\n\n", path)
+		fmt.Fprintf(stdout, "no FILE given: inspecting a synthetic model (preset tiny, seed 1) written to %s\n\n", path)
 	}
-	if err := inspect(os.Stdout, path, *scan, *keys); err != nil {
-		fatal(err)
-	}
-}
-
-func fatal(err error) {
-	fmt.Fprintln(os.Stderr, "inspect:", err)
-	os.Exit(1)
+	return inspect(stdout, path, *scan, *keys)
 }
 
 func inspect(w io.Writer, path string, scan, allKeys bool) error {

@@ -3,13 +3,18 @@ package main
 import (
 	"bytes"
 	"context"
+	"errors"
+	"flag"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
 
+	"github.com/bonsai-go/sdk/gguf"
 	"github.com/bonsai-go/sdk/internal/synth"
+	"github.com/bonsai-go/sdk/ternary"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -64,4 +69,134 @@ func TestInspectRejectsGarbage(t *testing.T) {
 	err := inspect(&out, path, true, false)
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "junk.gguf")
+}
+
+// With no FILE, run writes the synthetic tiny model (seed 1) to a temporary directory,
+// says so, prints that file's card and scans its ternary tensors, then removes the
+// directory. The facts printed are checked against the same model written here.
+func TestRunNoFile(t *testing.T) {
+	var out, errOut bytes.Buffer
+	require.NoError(t, run(nil, &out, &errOut))
+	assert.Empty(t, errOut.String())
+	s := out.String()
+	lines := strings.Split(s, "\n")
+
+	const intro = "no FILE given: inspecting a synthetic model (preset tiny, seed 1) written to "
+	require.True(t, strings.HasPrefix(lines[0], intro), "first line: %q", lines[0])
+	path := strings.TrimPrefix(lines[0], intro)
+	assert.Equal(t, "tiny.gguf", filepath.Base(path))
+	assert.Empty(t, lines[1], "a blank line after the note")
+	_, err := os.Stat(filepath.Dir(path))
+	assert.True(t, os.IsNotExist(err), "temporary directory %s removed: %v", filepath.Dir(path), err)
+
+	// The same model, written here, to compare with.
+	ref := filepath.Join(t.TempDir(), "tiny.gguf")
+	cfg, err := synth.Preset("tiny")
+	require.NoError(t, err)
+	require.NoError(t, synth.WriteFile(context.Background(), ref, synth.Options{Config: cfg, Seed: 1}, nil))
+	f, err := gguf.Open(ref)
+	require.NoError(t, err)
+	defer f.Close()
+	name, err := f.String("general.name")
+	require.NoError(t, err)
+
+	assert.Equal(t, fmt.Sprintf("file        %s (%s)", path, human(f.Size())), lines[2])
+	assert.Equal(t, fmt.Sprintf("format      GGUF v%d, alignment %d, %d keys, %d tensors, data at offset %d",
+		f.Version, f.Alignment, len(f.KV), len(f.Tensors), f.DataOffset), lines[3])
+	assert.Equal(t, fmt.Sprintf("model       %s, architecture %q", name, "qwen35"), lines[4])
+	assert.Contains(t, name, "seed 1")
+	assert.NotContains(t, s, "WARNING")
+	assert.NotContains(t, s, "INVALID")
+	for _, kv := range f.KV {
+		assert.NotEmpty(t, lineWith(s, "  "+kv.Key+" "), "metadata key %s listed", kv.Key)
+	}
+
+	// The tensor table: a header, then one row per tensor in file order, name and type.
+	start := indexOf(lines, func(l string) bool { return strings.HasPrefix(l, "tensor ") })
+	require.GreaterOrEqual(t, start, 0, s)
+	rows := lines[start+1:]
+	require.Greater(t, len(rows), len(f.Tensors), s)
+	ternaryTensors := 0
+	for i, ti := range f.Tensors {
+		fields := strings.Fields(rows[i])
+		require.GreaterOrEqual(t, len(fields), 2, rows[i])
+		assert.Equal(t, ti.Name, fields[0], "row %d", i)
+		assert.Equal(t, ti.Type.String(), fields[1], "row %d", i)
+		if _, ok := ternary.FormatOf(ti.Type); ok {
+			ternaryTensors++
+		}
+	}
+	assert.True(t, strings.HasPrefix(rows[len(f.Tensors)], "totals "), "the table has %d rows: %q", len(f.Tensors), rows[len(f.Tensors)])
+	assert.Contains(t, rows[len(f.Tensors)], fmt.Sprintf("PQ2_0: %d tensors", ternaryTensors))
+
+	// The scan: one row per ternary tensor, then the total.
+	require.Equal(t, 27, ternaryTensors)
+	scan := indexOf(lines, func(l string) bool { return strings.Contains(l, "ternary scan") })
+	require.Greater(t, scan, start, s)
+	scanned := 0
+	for _, ti := range f.Tensors {
+		if _, ok := ternary.FormatOf(ti.Type); ok {
+			assert.Equal(t, ti.Name, strings.Fields(lines[scan+1+scanned])[0])
+			scanned++
+		}
+	}
+	total := strings.Fields(lines[scan+1+scanned])
+	require.GreaterOrEqual(t, len(total), 8, lines[scan+1+scanned])
+	assert.Equal(t, []string{"all", fmt.Sprint(ternaryTensors), "tensors"}, total[:3])
+	assert.Equal(t, "0", total[7], "code-3 count")
+}
+
+func indexOf(lines []string, ok func(string) bool) int {
+	for i, l := range lines {
+		if ok(l) {
+			return i
+		}
+	}
+	return -1
+}
+
+// The flags and the command line's errors: -scan=false drops the scan, -keys prints
+// whole arrays, -h prints the usage, and a second argument or an unknown flag is a
+// usage error; a file that cannot be opened is an error naming it.
+func TestRunFlags(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "tiny.gguf")
+	cfg, err := synth.Preset("tiny")
+	require.NoError(t, err)
+	require.NoError(t, synth.WriteFile(context.Background(), path, synth.Options{Config: cfg, Seed: 1}, nil))
+
+	var out, errOut bytes.Buffer
+	require.NoError(t, run([]string{"-scan=false", path}, &out, &errOut))
+	assert.True(t, strings.HasPrefix(out.String(), "file        "+path+" "), out.String())
+	assert.Contains(t, out.String(), "metadata (long arrays abbreviated; -keys prints them whole)")
+	assert.Contains(t, out.String(), "totals ")
+	assert.NotContains(t, out.String(), "ternary scan")
+	assert.NotContains(t, out.String(), "no FILE given")
+	assert.Empty(t, errOut.String())
+
+	out.Reset()
+	require.NoError(t, run([]string{"-keys", "-scan=false", path}, &out, &errOut))
+	assert.Contains(t, out.String(), "\nmetadata\n")
+	assert.NotContains(t, out.String(), "abbreviated")
+
+	for _, c := range []struct {
+		args []string
+		want error
+	}{
+		{[]string{"-h"}, flag.ErrHelp},
+		{[]string{path, path}, errUsage},
+		{[]string{"-bogus"}, errUsage},
+	} {
+		out.Reset()
+		errOut.Reset()
+		err := run(c.args, &out, &errOut)
+		assert.True(t, errors.Is(err, c.want), "%v: %v", c.args, err)
+		assert.Empty(t, out.String(), "%v", c.args)
+		assert.True(t, strings.HasPrefix(lineWith(errOut.String(), "usage:"), "usage: inspect [flags] [FILE]"), "%v: %s", c.args, errOut.String())
+	}
+
+	missing := filepath.Join(t.TempDir(), "missing.gguf")
+	err = run([]string{missing}, &out, &errOut)
+	require.Error(t, err)
+	assert.False(t, errors.Is(err, errUsage))
+	assert.Contains(t, err.Error(), "missing.gguf")
 }

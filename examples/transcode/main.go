@@ -2,6 +2,13 @@
 // format (PQ2_0 ↔ PTQ1_0), losslessly, and copies everything else byte for byte. It
 // streams: neither file is ever held in memory.
 //
+// Only the tensors' types and data change. The metadata are copied byte for byte, in
+// their order, with the file's GGUF version and alignment, so keys that describe the
+// quantisation keep their original values: general.file_type and general.name still say
+// what the input was (a PTQ1_0 file made from a PQ2_0 one still has the PQ2_0 file type,
+// 141, and a name that may say PQ2_0). Loaders in this SDK go by the tensors' types; to
+// relabel a file, edit those keys with the gguf package.
+//
 // Usage:
 //
 //	transcode -in A.gguf -out B.gguf -to pq2_0|ptq1_0

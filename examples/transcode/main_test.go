@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"os"
 	"path/filepath"
 	"testing"
@@ -84,4 +85,62 @@ func TestTranscodeErrors(t *testing.T) {
 	require.ErrorIs(t, err, context.Canceled)
 	_, statErr := os.Stat(out)
 	assert.True(t, os.IsNotExist(statErr), "a failed transcode leaves no partial file")
+}
+
+// The metadata are copied as they are: the PTQ1_0 file made from a PQ2_0 one keeps the
+// PQ2_0 general.file_type and the input's general.name, and its header up to the tensor
+// infos (magic, version, counts, every key and value) is the input's, byte for byte.
+func TestTranscodeKeepsMetadata(t *testing.T) {
+	dir := t.TempDir()
+	ctx := context.Background()
+	cfg, err := synth.Preset("tiny")
+	require.NoError(t, err)
+	pq := filepath.Join(dir, "pq.gguf")
+	require.NoError(t, synth.WriteFile(ctx, pq, synth.Options{Config: cfg, Seed: 5, Format: ternary.PQ2_0}, nil))
+	ptq := filepath.Join(dir, "ptq.gguf")
+	_, err = transcodeFile(ctx, pq, ptq, ternary.PTQ1_0, nil)
+	require.NoError(t, err)
+
+	in, err := gguf.Open(pq)
+	require.NoError(t, err)
+	defer in.Close()
+	out, err := gguf.Open(ptq)
+	require.NoError(t, err)
+	defer out.Close()
+
+	ft, err := out.Uint32("general.file_type")
+	require.NoError(t, err)
+	assert.Equal(t, uint32(synth.FileTypePQ2_0), ft, "general.file_type still says PQ2_0")
+	inName, err := in.String("general.name")
+	require.NoError(t, err)
+	outName, err := out.String("general.name")
+	require.NoError(t, err)
+	assert.Equal(t, inName, outName)
+	assert.Contains(t, outName, "PQ2_0", "the name still says PQ2_0")
+	for _, ti := range out.Tensors {
+		assert.NotEqual(t, gguf.TypePQ2_0, ti.Type, "tensor %s converted", ti.Name)
+	}
+
+	// The key-value section ends where the first tensor info begins: its name's length,
+	// the name, the number of dimensions and the dimensions (the name alone also occurs
+	// in the metadata, in the Hadamard contract's lists). Everything before is the same
+	// in both files.
+	a, err := os.ReadFile(pq)
+	require.NoError(t, err)
+	b, err := os.ReadFile(ptq)
+	require.NoError(t, err)
+	first := in.Tensors[0]
+	info := binary.LittleEndian.AppendUint64(nil, uint64(len(first.Name)))
+	info = append(info, first.Name...)
+	info = binary.LittleEndian.AppendUint32(info, uint32(len(first.Shape)))
+	for _, d := range first.Shape {
+		info = binary.LittleEndian.AppendUint64(info, uint64(d))
+	}
+	require.Equal(t, 1, bytes.Count(a[:in.DataOffset], info), "the first tensor info occurs once in the header")
+	end := bytes.Index(a, info)
+	require.Greater(t, end, 24)
+	assert.True(t, bytes.Equal(a[:end], b[:end]), "header and metadata copied byte for byte")
+	assert.Equal(t, in.Version, out.Version)
+	assert.Equal(t, in.Alignment, out.Alignment)
+	assert.Equal(t, len(in.KV), len(out.KV))
 }

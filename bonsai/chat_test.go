@@ -122,6 +122,39 @@ func TestChatTemplateQwen3(t *testing.T) {
 	checkRenderings(t, m, filepath.Join("testdata", "chat", "qwen3.json"))
 }
 
+// qwen35TemplateSHA256 is the SHA-256 of testdata/chat/qwen35.jinja, the Qwen3.5 chat
+// template (Qwen3.5-4B's, as llama.cpp keeps it among its test templates) that
+// testdata/chat/qwen35.json was rendered from; the README there says where it comes from.
+const qwen35TemplateSHA256 = "a4aee8afcf2e0711942cf848899be66016f8d14a889ff9ede07bca099c28f715"
+
+// The Qwen3.5 template renders as jinja2 renders it: its thinking switch (an empty think
+// block when off, an open one on the generation prompt otherwise), reasoning_content and
+// inline think blocks of earlier turns, tool results.
+func TestChatTemplateQwen35(t *testing.T) {
+	data, err := os.ReadFile(filepath.Join("testdata", "chat", "qwen35.jinja"))
+	require.NoError(t, err)
+	sum := sha256.Sum256(data)
+	require.Equal(t, qwen35TemplateSHA256, hex.EncodeToString(sum[:]), "qwen35.jinja is not the template qwen35.json was rendered from")
+	src := string(data)
+	m := open(t, writeModel(t, "tiny", 1, ternary.PQ2_0), bonsai.WithChatTemplate(src))
+	assert.Equal(t, src, m.ChatTemplate())
+	checkRenderings(t, m, filepath.Join("testdata", "chat", "qwen35.json"))
+}
+
+// TestChatTemplateExtra checks any template against renderings of render.py, neither of
+// them committed: BONSAI_CHAT_TEMPLATE names the template file, BONSAI_CHAT_EXPECTED the
+// renderings (testdata/chat/README.md). It skips unless both are set.
+func TestChatTemplateExtra(t *testing.T) {
+	tmpl, expected := os.Getenv("BONSAI_CHAT_TEMPLATE"), os.Getenv("BONSAI_CHAT_EXPECTED")
+	if tmpl == "" || expected == "" {
+		t.Skip("set BONSAI_CHAT_TEMPLATE (a template file) and BONSAI_CHAT_EXPECTED (its renderings by testdata/chat/render.py) to check a template")
+	}
+	data, err := os.ReadFile(tmpl)
+	require.NoError(t, err)
+	m := open(t, writeModel(t, "tiny", 1, ternary.PQ2_0), bonsai.WithChatTemplate(string(data)))
+	checkRenderings(t, m, expected)
+}
+
 func TestChatTemplateErrors(t *testing.T) {
 	path := writeModel(t, "tiny", 1, ternary.PQ2_0)
 	m := open(t, path)

@@ -21,14 +21,20 @@ type Input struct {
 	Tokens   []int32
 }
 
-// Text is the input of a plain completion of s.
+// Text is the input of a plain completion of s. It is tokenized as llama.cpp tokenizes
+// a prompt: BOS first when the vocabulary sets tokenizer.ggml.add_bos_token (and s does
+// not already begin with it), EOS last when it sets tokenizer.ggml.add_eos_token (and
+// the tokens do not already end with it). The Qwen vocabularies set neither.
 func Text(s string) Input { return Input{Text: s} }
 
 // Chat is the input of a chat turn: the conversation so far, rendered with the model's
-// chat template and the opening of the assistant's reply.
+// chat template and the opening of the assistant's reply. The rendering gets a BOS as
+// a Text input does, but never an EOS: the template writes the end-of-turn markers,
+// and the reply's opening must stay open.
 func Chat(msgs ...Message) Input { return Input{Messages: msgs} }
 
-// TokenIDs is the input of a completion of token ids, which are fed as they are.
+// TokenIDs is the input of a completion of token ids, which are fed as they are, with
+// no BOS or EOS added.
 func TokenIDs(ids ...int32) Input { return Input{Tokens: ids} }
 
 // GenerateOptions control a generation. The zero value is greedy decoding until an
@@ -65,8 +71,10 @@ type GenerateOptions struct {
 	// Thinking switches a chat template's thinking on or off (its enable_thinking);
 	// nil leaves the template's default, which for Qwen is on.
 	Thinking *bool
-	// ParseSpecial makes special-token text in a Text input ("<|im_start|>") the
-	// special token rather than its characters. A chat rendering is always parsed so.
+	// ParseSpecial makes control-token text in a Text input ("<|im_start|>",
+	// "<|endoftext|>") the control token rather than its characters. User-defined
+	// tokens ("<think>", "<tool_call>") are matched whatever it says, as llama.cpp
+	// matches them. A chat rendering is always parsed with special tokens.
 	ParseSpecial bool
 }
 
@@ -262,6 +270,13 @@ func (g *Generation) tokenize() (prompt, error) {
 		}
 	default:
 		p.ids = bos(in.Text, tok.Encode(in.Text, g.opt.ParseSpecial))
+		// As llama.cpp tokenizes a prompt with its special tokens added: EOS last when
+		// the vocabulary asks for it (tokenizer.ggml.add_eos_token), unless the text
+		// already ends with it. A chat rendering gets none: the template writes every
+		// end-of-turn marker itself, and the generation prompt must end open.
+		if id, ok := tok.EOS(); ok && tok.AddEOS() && (len(p.ids) == 0 || p.ids[len(p.ids)-1] != id) {
+			p.ids = append(p.ids, id)
+		}
 	}
 	if len(p.ids) == 0 {
 		return prompt{}, errors.New("bonsai: empty prompt")
@@ -384,10 +399,10 @@ func (g *Generation) run(yield func(Token, error) bool) {
 		g.res.Tokens = append(g.res.Tokens, id)
 		tk := Token{ID: id}
 		if opt.LogProbs || opt.TopLogProbs > 0 {
-			logZ := logNormalizer(logits)
-			tk.LogProb = float32(float64(logits[id]) - logZ)
+			z := newLogSoftmax(logits)
+			tk.LogProb = z.of(logits[id])
 			if opt.TopLogProbs > 0 {
-				tk.TopLogProbs = topLogProbs(make([]TokenLogProb, 0, opt.TopLogProbs), logits, opt.TopLogProbs, logZ, topBuf)
+				tk.TopLogProbs = topLogProbs(make([]TokenLogProb, 0, opt.TopLogProbs), logits, opt.TopLogProbs, z, topBuf)
 				for i := range tk.TopLogProbs {
 					tk.TopLogProbs[i].Text = t.Decode([]int32{tk.TopLogProbs[i].ID})
 				}

@@ -1,6 +1,7 @@
 package bonsai
 
 import (
+	"math"
 	"strings"
 	"testing"
 
@@ -93,4 +94,35 @@ func TestThinkingSeparation(t *testing.T) {
 	f.answerHead = true
 	outs, _ = feed(f, "\n", " Hi", "  there\n")
 	assert.Equal(t, "Hi  there\n", strings.Join(outs, ""))
+}
+
+// The log-probabilities Generate reports are finite for every token that can be drawn,
+// whatever the logits: NaN counts as −∞, and +∞ tokens share the probability.
+func TestLogSoftmaxNonFinite(t *testing.T) {
+	inf, nan := float32(math.Inf(1)), float32(math.NaN())
+	negInf := float32(math.Inf(-1))
+	l := []float32{1, nan, 2, negInf}
+	z := newLogSoftmax(l)
+	want := 2 + math.Log(1+math.Exp(-1))
+	assert.InDelta(t, 1-want, z.of(l[0]), 1e-6)
+	assert.InDelta(t, 2-want, z.of(l[2]), 1e-6)
+	assert.Equal(t, negInf, z.of(l[1]))
+	assert.Equal(t, negInf, z.of(l[3]))
+
+	l = []float32{1, inf, nan, inf, negInf}
+	z = newLogSoftmax(l)
+	assert.InDelta(t, -math.Ln2, z.of(l[1]), 1e-6)
+	assert.InDelta(t, -math.Ln2, z.of(l[3]), 1e-6)
+	for _, i := range []int{0, 2, 4} {
+		assert.Equal(t, negInf, z.of(l[i]), "token %d", i)
+	}
+	top := topLogProbs(nil, l, 3, z, make([]candidate, 0, len(l)))
+	assert.Equal(t, []TokenLogProb{{ID: 1, LogProb: float32(-math.Ln2)}, {ID: 3, LogProb: float32(-math.Ln2)}, {ID: 0, LogProb: negInf}}, top)
+
+	l = []float32{nan, negInf, negInf}
+	z = newLogSoftmax(l)
+	assert.InDelta(t, -math.Ln2, z.of(l[1]), 1e-6, "every logit −∞: they share the probability")
+	assert.Equal(t, negInf, z.of(l[0]))
+	z = newLogSoftmax([]float32{nan, nan})
+	assert.Equal(t, negInf, z.of(nan))
 }

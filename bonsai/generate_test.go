@@ -3,11 +3,18 @@ package bonsai_test
 import (
 	"context"
 	"math"
+	"os"
+	"path/filepath"
+	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
+	"time"
 	"unicode/utf8"
 
 	"github.com/bonsai-go/sdk/bonsai"
+	"github.com/bonsai-go/sdk/gguf"
+	"github.com/bonsai-go/sdk/qwen35"
 	"github.com/bonsai-go/sdk/ternary"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -213,6 +220,109 @@ func TestGenerateCancel(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, bonsai.FinishCancelled, res.FinishReason)
 	assert.Len(t, res.Tokens, 1)
+}
+
+// errHookContext is a context that calls hook (once, from whichever goroutine) when its
+// Err method has been asked for the n-th time: the CPU engine asks it before each
+// prefill chunk, so the hook runs while a long prompt is being prefilled.
+type errHookContext struct {
+	context.Context
+	n     int32
+	calls atomic.Int32
+	hook  func()
+}
+
+func (c *errHookContext) Err() error {
+	if c.calls.Add(1) == c.n {
+		c.hook()
+	}
+	return c.Context.Err()
+}
+
+// Cancelling from another goroutine while a long prompt is prefilled stops the prefill
+// between two chunks: the generation finishes cancelled, with no error and no token, and
+// the session holds the chunks it completed, a prefix of the prompt.
+func TestGenerateCancelDuringPrefill(t *testing.T) {
+	m := tiny(t)
+	s := session(t, m)
+	parent, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	cancelled := make(chan time.Time, 1)
+	ctx := &errHookContext{Context: parent, n: 2, hook: func() {
+		go func() { // another goroutine, which the prefill does not wait for
+			cancel()
+			cancelled <- time.Now()
+		}()
+	}}
+	prompt := tokens(4000, 512, 8) // 63 chunks of 64: seconds of work on the tiny model
+	start := time.Now()
+	var toks []bonsai.Token
+	g := s.Generate(ctx, bonsai.TokenIDs(prompt...), bonsai.GenerateOptions{MaxTokens: 10})
+	for tok, err := range g.Tokens() {
+		require.NoError(t, err)
+		toks = append(toks, tok)
+	}
+	end := time.Now()
+	res, err := g.Result()
+	require.NoError(t, err, "cancellation is a finish, not an error")
+	assert.Equal(t, bonsai.FinishCancelled, res.FinishReason)
+	assert.Empty(t, toks)
+	assert.Empty(t, res.Tokens)
+	held := s.Len()
+	assert.Less(t, held, len(prompt), "the prefill stopped before the end of the prompt")
+	assert.Equal(t, prompt[:held], s.Tokens(), "the session holds a prefix of the prompt")
+	at := <-cancelled
+	t.Logf("cancelled after %v of prefill, holding %d of %d prompt tokens; the generation ended %v after the cancel",
+		at.Sub(start).Round(time.Microsecond), held, len(prompt), end.Sub(at).Round(time.Microsecond))
+
+	// The next generation resumes from what was prefilled.
+	res = generate(t, s, bonsai.TokenIDs(prompt[:held+5]...), bonsai.GenerateOptions{MaxTokens: 2})
+	assert.Equal(t, held, res.Usage.CachedTokens)
+}
+
+// Cancelling from another goroutine during decoding stops the generation within one
+// step: once the cancel has returned, at most the token of the step already under way
+// is reported.
+func TestGenerateCancelDuringDecode(t *testing.T) {
+	m := tiny(t)
+	s := session(t, m)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var done atomic.Bool
+	var at atomic.Int64
+	prompt := tokens(10, 512, 9)
+	g := s.Generate(ctx, bonsai.TokenIDs(prompt...), bonsai.GenerateOptions{MaxTokens: 2000, Temperature: 1, Seed: 3})
+	n, after := 0, 0
+	for tok, err := range g.Tokens() {
+		require.NoError(t, err)
+		if tok.ID < 0 {
+			continue // the last report, of text held back
+		}
+		n++
+		if done.Load() {
+			after++
+		}
+		if n == 20 {
+			go func() {
+				cancel()
+				at.Store(time.Now().UnixNano())
+				done.Store(true)
+			}()
+		}
+	}
+	end := time.Now()
+	res, err := g.Result()
+	require.NoError(t, err)
+	assert.Equal(t, bonsai.FinishCancelled, res.FinishReason)
+	assert.LessOrEqual(t, after, 1, "tokens reported after the cancel returned")
+	assert.GreaterOrEqual(t, n, 20)
+	assert.Less(t, n, 2000)
+	assert.Len(t, res.Tokens, n)
+	// The step under way when the cancel came either completed, feeding the last token
+	// drawn, or stopped before its work.
+	assert.Contains(t, []int{len(prompt) + n - 1, len(prompt) + n}, s.Len())
+	require.True(t, done.Load())
+	t.Logf("cancelled after token 20; %d tokens in all, the generation ended %v after the cancel", n, end.Sub(time.Unix(0, at.Load())))
 }
 
 func TestGenerateContextFull(t *testing.T) {
@@ -422,4 +532,207 @@ func BenchmarkGenerate(b *testing.B) {
 	}
 	b.ReportMetric(float64(generated)/float64(b.N), "tokens/op")
 	b.ReportMetric(decode/float64(b.N), "decode-tok/s")
+}
+
+// forceBackend wraps the CPU backend in an engine that rewrites the logits of the last
+// position of every forward pass: while the sequence holds fewer than at tokens, the
+// end-of-generation tokens eog are masked with −∞; from at on, token id gets the logit
+// value.
+type forceBackend struct {
+	bonsai.Backend
+	id    int32
+	at    int
+	value float32
+	eog   []int32
+}
+
+func (b forceBackend) Load(ctx context.Context, w *qwen35.Weights, opt bonsai.LoadOptions) (bonsai.Engine, error) {
+	e, err := b.Backend.Load(ctx, w, opt)
+	if err != nil {
+		return nil, err
+	}
+	return &forceEngine{Engine: e, b: b, vocab: w.Config.Vocab}, nil
+}
+
+type forceEngine struct {
+	bonsai.Engine
+	b     forceBackend
+	vocab int
+}
+
+func (e *forceEngine) Forward(ctx context.Context, st bonsai.State, tokens []int32, logits []float32, all bool) error {
+	if err := e.Engine.Forward(ctx, st, tokens, logits, all); err != nil || logits == nil {
+		return err
+	}
+	last := logits[:e.vocab]
+	if all {
+		last = logits[(len(tokens)-1)*e.vocab : len(tokens)*e.vocab]
+	}
+	if st.Len() >= e.b.at {
+		last[e.b.id] = e.b.value
+		return nil
+	}
+	for _, id := range e.b.eog {
+		last[id] = float32(math.Inf(-1))
+	}
+	return nil
+}
+
+// An end-of-generation token (EOS, <|im_end|>, <|endoftext|>) ends a generation with
+// FinishStop: it is the last of the result's tokens, but it is neither streamed nor part
+// of the text, and it is not fed to the model.
+func TestGenerateEndOfGeneration(t *testing.T) {
+	path := writeModel(t, "tiny", 11, ternary.PQ2_0)
+	probe := open(t, path, bonsai.WithThreads(2))
+	tk := probe.Tokenizer()
+	eos, ok := tk.EOS()
+	require.True(t, ok)
+	endOfText, ok := tk.Lookup("<|endoftext|>")
+	require.True(t, ok)
+	require.True(t, tk.IsEndOfGeneration(endOfText))
+	var eog []int32
+	for id := range int32(tk.Len()) {
+		if tk.IsEndOfGeneration(id) {
+			eog = append(eog, id)
+		}
+	}
+	const n = 7 // tokens before the forced one
+	prompt := tokens(12, 512, 21)
+	for _, c := range []struct {
+		name  string
+		id    int32
+		value float32
+		opt   bonsai.GenerateOptions
+	}{
+		{"EOS greedy", eos, 1e4, bonsai.GenerateOptions{MaxTokens: 50}},
+		{"EOS sampled", eos, 1e4, bonsai.GenerateOptions{MaxTokens: 50, Temperature: 1.2, TopK: 40, TopP: 0.95, MinP: 0.01, Seed: 5}},
+		{"EOS +Inf with log-probabilities", eos, float32(math.Inf(1)), bonsai.GenerateOptions{MaxTokens: 50, Temperature: 1, TopP: 0.9, Seed: 6, TopLogProbs: 3}},
+		{"<|endoftext|>", endOfText, 1e4, bonsai.GenerateOptions{MaxTokens: 50, Temperature: 0.8, Seed: 7}},
+		{"<|im_end|> in a chat", eos, 1e4, bonsai.GenerateOptions{MaxTokens: 50, Temperature: 0.7, Seed: 8}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			in, promptLen := bonsai.TokenIDs(prompt...), len(prompt)
+			if strings.Contains(c.name, "chat") {
+				msg := bonsai.Message{Role: "user", Content: "Say something."}
+				in = bonsai.Chat(msg)
+				text, err := probe.RenderChat([]bonsai.Message{msg}, bonsai.ChatOptions{AddGenerationPrompt: true})
+				require.NoError(t, err)
+				promptLen = len(tk.Encode(text, true))
+			}
+			// Token k (from 1) is drawn from the logits of the sequence of promptLen+k−1.
+			m := open(t, path, bonsai.WithThreads(2), bonsai.WithBackend(forceBackend{Backend: bonsai.CPU(), id: c.id, at: promptLen + n, value: c.value, eog: eog}))
+			s := session(t, m)
+			toks, res := collect(t, s.Generate(context.Background(), in, c.opt))
+			assert.Equal(t, bonsai.FinishStop, res.FinishReason)
+			assert.Empty(t, res.StopSequence)
+			require.Len(t, res.Tokens, n+1)
+			assert.Equal(t, c.id, res.Tokens[n], "the end token is the result's last")
+			assert.NotContains(t, res.Tokens[:n], c.id)
+			assert.Equal(t, n+1, res.Usage.CompletionTokens)
+			var streamed strings.Builder
+			reported := 0
+			for _, tok := range toks {
+				assert.NotEqual(t, c.id, tok.ID, "the end token is not streamed")
+				streamed.WriteString(tok.Text)
+				if tok.ID >= 0 { // not the last report of held-back text
+					reported++
+				}
+			}
+			assert.Equal(t, n, reported)
+			assert.Equal(t, res.Text, streamed.String())
+			assert.NotContains(t, res.Text, tk.Text(c.id))
+			assert.Equal(t, promptLen, res.Usage.PromptTokens)
+			assert.Equal(t, promptLen+n, s.Len(), "the end token is not fed")
+			for _, tok := range toks {
+				if c.opt.TopLogProbs > 0 {
+					assert.False(t, math.IsNaN(float64(tok.LogProb)) || math.IsInf(float64(tok.LogProb), 0), "log-probability %v", tok.LogProb)
+				}
+			}
+		})
+	}
+}
+
+// withKV rewrites the GGUF file src as a new file with the metadata keys of set added or
+// replaced, and returns its path.
+func withKV(t *testing.T, src string, set ...gguf.KV) string {
+	t.Helper()
+	f, err := gguf.Open(src)
+	require.NoError(t, err)
+	defer f.Close()
+	var kv []gguf.KV
+	for _, x := range f.KV {
+		if !slices.ContainsFunc(set, func(y gguf.KV) bool { return y.Key == x.Key }) {
+			kv = append(kv, x)
+		}
+	}
+	kv = append(kv, set...)
+	dst := filepath.Join(t.TempDir(), "with-kv.gguf")
+	out, err := os.Create(dst)
+	require.NoError(t, err)
+	defer out.Close()
+	w, err := gguf.NewWriter(out, kv, f.Tensors)
+	require.NoError(t, err)
+	for _, ti := range f.Tensors {
+		data, err := f.TensorData(ti.Name)
+		require.NoError(t, err)
+		require.NoError(t, w.WriteTensor(ti.Name, data))
+	}
+	require.NoError(t, w.Close())
+	require.NoError(t, out.Close())
+	return dst
+}
+
+// A vocabulary that sets tokenizer.ggml.add_eos_token (and add_bos_token) gets EOS at
+// the end of a Text prompt (and BOS at its start), as llama.cpp tokenizes a prompt; a
+// chat rendering gets no EOS, and token ids are fed as they are.
+func TestGenerateAddEOS(t *testing.T) {
+	path := writeModel(t, "tiny", 11, ternary.PQ2_0)
+	plain := open(t, path, bonsai.WithThreads(2))
+	assert.False(t, plain.Tokenizer().AddEOS())
+	flag := func(key string, v bool) gguf.KV { return gguf.KV{Key: key, Value: gguf.MustValue(v)} }
+	for _, addBOS := range []bool{false, true} {
+		m := open(t, withKV(t, path, flag("tokenizer.ggml.add_eos_token", true), flag("tokenizer.ggml.add_bos_token", addBOS)), bonsai.WithThreads(2))
+		tk := m.Tokenizer()
+		require.True(t, tk.AddEOS())
+		require.Equal(t, addBOS, tk.AddBOS())
+		eos, _ := tk.EOS()
+		bos, _ := tk.BOS()
+		var head []int32
+		if addBOS {
+			head = []int32{bos}
+		}
+		opt := bonsai.GenerateOptions{MaxTokens: 1}
+
+		// Text: [BOS] text EOS. With one token drawn, the session holds the prompt.
+		s := session(t, m)
+		res := generate(t, s, bonsai.Text("Hello there"), opt)
+		want := append(append(slices.Clone(head), tk.Encode("Hello there", false)...), eos)
+		assert.Equal(t, want, s.Tokens(), "add_bos %v", addBOS)
+		assert.Equal(t, len(want), res.Usage.PromptTokens)
+		// ... and the file without the keys: no EOS.
+		s0 := session(t, plain)
+		generate(t, s0, bonsai.Text("Hello there"), opt)
+		assert.Equal(t, tk.Encode("Hello there", false), s0.Tokens())
+
+		// A text that already ends with EOS (parsed as a special token) gets no second one.
+		s = session(t, m)
+		generate(t, s, bonsai.Text("Hello there"+tk.Text(eos)), bonsai.GenerateOptions{MaxTokens: 1, ParseSpecial: true})
+		assert.Equal(t, want, s.Tokens())
+
+		// Chat: the template's rendering, with BOS as for a text but no EOS.
+		msgs := []bonsai.Message{{Role: "user", Content: "Hi"}}
+		text, err := m.RenderChat(msgs, bonsai.ChatOptions{AddGenerationPrompt: true})
+		require.NoError(t, err)
+		s = session(t, m)
+		res = generate(t, s, bonsai.Chat(msgs...), opt)
+		want = append(slices.Clone(head), tk.Encode(text, true)...)
+		assert.Equal(t, want, s.Tokens())
+		assert.NotEqual(t, eos, s.Tokens()[s.Len()-1])
+		assert.Equal(t, len(want), res.Usage.PromptTokens)
+
+		// Token ids: as they are.
+		s = session(t, m)
+		generate(t, s, bonsai.TokenIDs(5, 6, 7), opt)
+		assert.Equal(t, []int32{5, 6, 7}, s.Tokens())
+	}
 }

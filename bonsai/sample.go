@@ -255,6 +255,11 @@ func (s *Sampler) Penalize(dst, logits []float32) []float32 {
 }
 
 // Sample draws the next token from logits (Vocab values, not modified).
+//
+// The logits need not be finite. NaN counts as −∞, and a −∞ token is never drawn
+// while some logit is above −∞. A +∞ logit is certain: the first +∞ token is drawn,
+// whatever the options. When every logit is −∞ or NaN, the draw is the first −∞ token
+// (token 0 if all are NaN), as greedy decoding chooses.
 func (s *Sampler) Sample(logits []float32) int32 {
 	if len(logits) < s.vocab {
 		panic(fmt.Sprintf("bonsai: Sampler.Sample: %d logits for a vocabulary of %d", len(logits), s.vocab))
@@ -294,15 +299,32 @@ func (s *Sampler) Candidates(logits []float32) []TokenLogProb {
 func (s *Sampler) temperature() float32 { return s.opt.Temperature }
 
 // candidates applies top-k, top-p and min-p to l and returns the survivors.
+//
+// Logits that are not finite are settled first, so that the truncations and the draw
+// see finite logits only: a −∞ or NaN logit has no probability and is left out; a +∞
+// one is certain, and the first +∞ token is the only candidate; when every logit is −∞
+// or NaN, the only candidate is the greedy choice (the first −∞ token, or token 0).
 func (s *Sampler) candidates(l []float32) []candidate {
 	c := s.cands[:0]
+	negInf := float32(math.Inf(-1))
+	best, hi := -1, negInf
 	for i, v := range l {
-		if !math.IsNaN(float64(v)) {
+		if v > negInf { // neither −∞ nor NaN
 			c = append(c, candidate{int32(i), v})
+			if v > hi {
+				best, hi = i, v
+			}
 		}
 	}
-	if len(c) == 0 { // every logit NaN: nothing to prefer
-		c = append(c, candidate{0, 0})
+	switch {
+	case best < 0: // every logit −∞ or NaN: nothing to prefer
+		c = append(c[:0], candidate{int32(argmax32(l)), 0})
+	case math.IsInf(float64(hi), 1):
+		c = append(c[:0], candidate{int32(best), 0})
+	}
+	if len(c) == 1 {
+		s.cands = c[:0]
+		return c
 	}
 	sorted := false
 	if k := s.opt.TopK; k > 0 && k < len(c) {
@@ -336,13 +358,18 @@ func (s *Sampler) draw(c []candidate) int32 {
 	}
 	u := s.rng.Float64() * sum
 	var acc float64
+	last := c[0].id
 	for _, x := range c {
-		acc += math.Exp(float64(x.logit-hi) / t)
+		e := math.Exp(float64(x.logit-hi) / t)
+		acc += e
 		if u < acc {
 			return x.id
 		}
+		if e > 0 {
+			last = x.id
+		}
 	}
-	return c[len(c)-1].id // rounding left u at the very top
+	return last // rounding left u at the very top: the last token that had a chance
 }
 
 // byLogit orders candidates most likely first, ties to the smaller id, so that every
@@ -493,7 +520,11 @@ func minP(c []candidate, mp float32) []candidate {
 // path).
 func softmaxTemp(c []candidate, t float32) []float64 {
 	out := make([]float64, len(c))
-	if len(c) == 0 {
+	switch len(c) {
+	case 0:
+		return out
+	case 1:
+		out[0] = 1
 		return out
 	}
 	hi := c[0].logit
@@ -511,8 +542,9 @@ func softmaxTemp(c []candidate, t float32) []float64 {
 	return out
 }
 
-// argmax32 returns the index of the largest value, the first of equal ones, skipping
-// NaNs (0 if all are).
+// argmax32 returns the index of the largest value, the first of equal ones (the first
+// +∞ one, or the first −∞ one when there is nothing larger), skipping NaNs (0 if all
+// are).
 func argmax32(v []float32) int {
 	best, bv := 0, float32(math.Inf(-1))
 	found := false
@@ -524,23 +556,54 @@ func argmax32(v []float32) int {
 	return best
 }
 
-// logProbs computes log-softmax statistics of the raw logits: logZ such that
-// log p(i) = logits[i] − logZ.
-func logNormalizer(logits []float32) float64 {
-	hi := float32(math.Inf(-1))
+// logSoftmax is the log-softmax of a vector of raw logits, NaN counting as −∞. When
+// the largest logit is not finite (+∞, or −∞ because nothing is larger), the tokens at
+// it share the probability equally, as in the limit, and the others have none.
+type logSoftmax struct {
+	logZ float64 // log p(i) = logits[i] − logZ, when top is finite
+	top  float32 // the largest logit
+	ties int     // tokens at top, when top is not finite
+}
+
+func newLogSoftmax(logits []float32) logSoftmax {
+	z := logSoftmax{top: float32(math.Inf(-1))}
 	for _, v := range logits {
-		hi = max(hi, v)
+		if v > z.top {
+			z.top = v
+		}
+	}
+	if math.IsInf(float64(z.top), 0) {
+		for _, v := range logits {
+			if v == z.top {
+				z.ties++
+			}
+		}
+		return z
 	}
 	var sum float64
 	for _, v := range logits {
-		sum += math.Exp(float64(v - hi))
+		if v > float32(math.Inf(-1)) {
+			sum += math.Exp(float64(v - z.top))
+		}
 	}
-	return float64(hi) + math.Log(sum)
+	z.logZ = float64(z.top) + math.Log(sum)
+	return z
+}
+
+// of returns the log-probability of a token of logit v.
+func (z logSoftmax) of(v float32) float32 {
+	switch {
+	case z.ties > 0 && v == z.top:
+		return float32(-math.Log(float64(z.ties)))
+	case z.ties > 0 || math.IsNaN(float64(v)):
+		return float32(math.Inf(-1))
+	}
+	return float32(float64(v) - z.logZ)
 }
 
 // topLogProbs appends the n most likely tokens of logits (raw model distribution) to dst
-// with their log-probabilities under logZ. buf is scratch of at least len(logits).
-func topLogProbs(dst []TokenLogProb, logits []float32, n int, logZ float64, buf []candidate) []TokenLogProb {
+// with their log-probabilities under z. buf is scratch of at least len(logits).
+func topLogProbs(dst []TokenLogProb, logits []float32, n int, z logSoftmax, buf []candidate) []TokenLogProb {
 	if n <= 0 {
 		return dst
 	}
@@ -550,7 +613,7 @@ func topLogProbs(dst []TokenLogProb, logits []float32, n int, logZ float64, buf 
 	}
 	n = min(n, len(c))
 	for _, x := range topK(c, n) {
-		dst = append(dst, TokenLogProb{ID: x.id, LogProb: float32(float64(x.logit) - logZ)})
+		dst = append(dst, TokenLogProb{ID: x.id, LogProb: z.of(x.logit)})
 	}
 	return dst
 }

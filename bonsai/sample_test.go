@@ -301,3 +301,113 @@ func BenchmarkSample(b *testing.B) {
 		})
 	}
 }
+
+// Logits that are not finite never crash a draw, whatever the truncation. NaN counts as
+// −∞ (never drawn while any logit is above −∞); a +∞ logit is certain, and the first
+// +∞ token is drawn; when every logit is −∞ or NaN the draw is the first −∞ token (token
+// 0 if all are NaN), as greedy decoding picks. Candidates agrees with every draw.
+func TestSamplerNonFiniteLogits(t *testing.T) {
+	inf, nan := float32(math.Inf(1)), float32(math.NaN())
+	modes := []struct {
+		name string
+		opt  bonsai.SamplerOptions
+	}{
+		{"greedy", bonsai.SamplerOptions{}},
+		{"temperature", bonsai.SamplerOptions{Temperature: 1}},
+		{"hot", bonsai.SamplerOptions{Temperature: 50}},
+		{"cold", bonsai.SamplerOptions{Temperature: 1e-30}},
+		{"top-k", bonsai.SamplerOptions{Temperature: 1, TopK: 2}},
+		{"top-k 1", bonsai.SamplerOptions{Temperature: 1, TopK: 1}},
+		{"top-p", bonsai.SamplerOptions{Temperature: 1, TopP: 0.9}},
+		{"top-p tiny", bonsai.SamplerOptions{Temperature: 1, TopP: 1e-6}},
+		{"min-p", bonsai.SamplerOptions{Temperature: 1, MinP: 0.2}},
+		{"combined", bonsai.SamplerOptions{Temperature: 0.8, TopK: 3, TopP: 0.95, MinP: 0.05}},
+		{"top-p and min-p", bonsai.SamplerOptions{Temperature: 1.2, TopP: 0.99, MinP: 0.01}},
+		{"penalties", bonsai.SamplerOptions{Temperature: 1, TopP: 0.9, RepeatPenalty: 1.3, PresencePenalty: 0.5, FrequencyPenalty: 0.5}},
+	}
+	cases := []struct {
+		name   string
+		l      []float32
+		choose func(mode string) []int32 // the tokens a draw may give
+	}{
+		{
+			// +∞ wins; the first of two +∞ tokens is the draw.
+			"+Inf", []float32{1, nan, -inf, 2, inf, nan, inf, 0.5, -inf},
+			func(string) []int32 { return []int32{4} },
+		},
+		{
+			"+Inf first", []float32{inf, nan, -inf, 1e30, inf},
+			func(string) []int32 { return []int32{0} },
+		},
+		{
+			// No +∞: NaN and −∞ are never drawn; the truncations apply to the rest.
+			"NaN and -Inf", []float32{nan, -inf, 1, nan, 3, -inf, 2.5, nan},
+			func(mode string) []int32 {
+				switch mode {
+				case "greedy", "cold", "top-k 1", "top-p tiny":
+					return []int32{4}
+				case "top-k":
+					return []int32{4, 6}
+				}
+				return []int32{2, 4, 6}
+			},
+		},
+		{
+			// Finite logits beside them whose differences overflow float32.
+			"extremes", []float32{-3e38, nan, 3e38, -inf, 3e38},
+			func(string) []int32 { return []int32{2, 4} },
+		},
+		{
+			"all -Inf or NaN", []float32{nan, -inf, nan, -inf},
+			func(string) []int32 { return []int32{1} },
+		},
+		{
+			"all NaN", []float32{nan, nan, nan},
+			func(string) []int32 { return []int32{0} },
+		},
+		{
+			"all -Inf", []float32{-inf, -inf, -inf},
+			func(string) []int32 { return []int32{0} },
+		},
+	}
+	for _, c := range cases {
+		for _, m := range modes {
+			t.Run(c.name+"/"+m.name, func(t *testing.T) {
+				allowed := c.choose(m.name)
+				if m.name == "greedy" {
+					allowed = allowed[:1] // the argmax, ties to the smaller id
+				}
+				seen := map[int32]int{}
+				for seed := range uint64(200) {
+					opt := m.opt
+					opt.Seed = seed
+					s := newSampler(t, len(c.l), opt)
+					s.Observe(0, 2, 4) // the prompt, for the repetition penalty
+					s.Accept(4)
+					var id int32
+					require.NotPanics(t, func() { id = s.Sample(c.l) }, "seed %d", seed)
+					require.Contains(t, allowed, id, "seed %d: %v", seed, c.l)
+					seen[id]++
+					var cands []bonsai.TokenLogProb
+					require.NotPanics(t, func() { cands = s.Candidates(c.l) })
+					require.NotEmpty(t, cands)
+					var sum float64
+					for _, x := range cands {
+						require.False(t, math.IsNaN(float64(x.LogProb)), "candidate %d", x.ID)
+						p := math.Exp(float64(x.LogProb))
+						if !slices.Contains(allowed, x.ID) {
+							// A finite logit far below the top: in the support, never drawn.
+							require.Zero(t, p, "candidate %d", x.ID)
+							require.False(t, math.IsNaN(float64(c.l[x.ID])) || math.IsInf(float64(c.l[x.ID]), 0), "candidate %d", x.ID)
+						}
+						sum += p
+					}
+					require.InDelta(t, 1, sum, 1e-5, "the candidates' probabilities sum to 1")
+				}
+				if len(allowed) == 1 {
+					assert.Equal(t, 200, seen[allowed[0]])
+				}
+			})
+		}
+	}
+}

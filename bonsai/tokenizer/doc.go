@@ -18,7 +18,8 @@
 //     lowest merge rank first. Words' tokens are cached.
 //
 // Text is not normalized (llama.cpp does not apply Hugging Face's NFC normalizer), and
-// invalid UTF-8 is encoded as U+FFFD. Encode adds no BOS or EOS token; see AddBOS.
+// invalid UTF-8 is encoded as U+FFFD. Encode adds no BOS or EOS token; see AddBOS and
+// AddEOS.
 //
 // # Decoding
 //

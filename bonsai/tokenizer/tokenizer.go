@@ -59,6 +59,7 @@ const (
 	keyTokenType = "tokenizer.ggml.token_type"
 	keyMerges    = "tokenizer.ggml.merges"
 	keyAddBOS    = "tokenizer.ggml.add_bos_token"
+	keyAddEOS    = "tokenizer.ggml.add_eos_token"
 )
 
 // attr is llama.cpp's llama_token_attr: the token type as flags, which loading may
@@ -96,6 +97,7 @@ type Tokenizer struct {
 	eog          map[int32]bool
 	bos, eos     int32
 	addBOS       bool
+	addEOS       bool
 	cache        *wordCache
 }
 
@@ -188,6 +190,11 @@ func FromGGUF(md Metadata) (*Tokenizer, error) {
 	if md.Has(keyAddBOS) {
 		if t.addBOS, err = md.Bool(keyAddBOS); err != nil {
 			return nil, keyError(keyAddBOS, err)
+		}
+	}
+	if md.Has(keyAddEOS) {
+		if t.addEOS, err = md.Bool(keyAddEOS); err != nil {
+			return nil, keyError(keyAddEOS, err)
 		}
 	}
 
@@ -347,3 +354,8 @@ func (t *Tokenizer) EOS() (int32, bool) { return t.eos, t.eos >= 0 }
 // AddBOS reports whether a prompt should start with the BOS token
 // (tokenizer.ggml.add_bos_token; false when absent). Encode never adds it.
 func (t *Tokenizer) AddBOS() bool { return t.addBOS }
+
+// AddEOS reports whether a prompt should end with the EOS token
+// (tokenizer.ggml.add_eos_token; false when absent, as in the Qwen vocabularies).
+// Encode never adds it.
+func (t *Tokenizer) AddEOS() bool { return t.addEOS }

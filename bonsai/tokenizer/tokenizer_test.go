@@ -62,6 +62,7 @@ func TestSyntheticVocabulary(t *testing.T) {
 	assert.True(t, ok)
 	assert.EqualValues(t, v.EOS, eos)
 	assert.False(t, tk.AddBOS())
+	assert.False(t, tk.AddEOS(), "no add_eos key: false")
 
 	for _, s := range []string{
 		"", "Hello, world!", "The quick brown fox jumps over the lazy dog.\n\n",
@@ -114,6 +115,7 @@ func TestQwen3Vocabulary(t *testing.T) {
 	eos, _ := tk.EOS()
 	assert.Equal(t, "<|im_end|>", tk.Text(eos))
 	assert.False(t, tk.AddBOS())
+	assert.False(t, tk.AddEOS())
 
 	id := func(s string) int32 {
 		i, ok := tk.Lookup(s)
@@ -185,6 +187,27 @@ func TestUserDefinedOverride(t *testing.T) {
 	assert.NotContains(t, tk.Encode("<|fim_prefix|><|eot_id|>", false), int32(301))
 }
 
+// add_bos_token and add_eos_token are read as the file sets them; Encode adds neither.
+func TestAddBOSAndEOS(t *testing.T) {
+	for _, c := range []struct{ bos, eos bool }{{false, true}, {true, true}, {true, false}, {false, false}} {
+		kv := append(synthKV(t, 512), gguf.KV{Key: keyAddEOS, Value: gguf.MustValue(c.eos)})
+		for i := range kv {
+			if kv[i].Key == keyAddBOS {
+				kv[i].Value = gguf.MustValue(c.bos)
+			}
+		}
+		tk, err := FromGGUF(parseKV(t, kv))
+		require.NoError(t, err)
+		assert.Equal(t, c.bos, tk.AddBOS(), "%+v", c)
+		assert.Equal(t, c.eos, tk.AddEOS(), "%+v", c)
+		bos, _ := tk.BOS()
+		eos, _ := tk.EOS()
+		ids := tk.Encode("hello", true)
+		assert.NotContains(t, ids, bos)
+		assert.NotContains(t, ids, eos)
+	}
+}
+
 func TestErrors(t *testing.T) {
 	base := synthKV(t, 512)
 	set := func(key string, v any) []gguf.KV {
@@ -222,6 +245,8 @@ func TestErrors(t *testing.T) {
 		{"negative eos", set("tokenizer.ggml.eos_token_id", int32(-1)), "tokenizer: tokenizer.ggml.eos_token_id is -1, outside the vocabulary of 512 tokens"},
 		{"bos a string", set("tokenizer.ggml.bos_token_id", "x"), `tokenizer: gguf: key "tokenizer.ggml.bos_token_id": want integer`},
 		{"add_bos an int", set(keyAddBOS, uint32(1)), `tokenizer: gguf: key "tokenizer.ggml.add_bos_token": want bool`},
+		{"add_eos an int", set(keyAddEOS, uint32(1)), `tokenizer: gguf: key "tokenizer.ggml.add_eos_token": want bool`},
+		{"add_eos a string", set(keyAddEOS, "true"), `tokenizer: gguf: key "tokenizer.ggml.add_eos_token": want bool`},
 		{"duplicate token", set(keyTokens, append(slices.Repeat([]string{"a"}, 2), make([]string, 510)...)), `tokenizer: tokens 0 and 1 are both "a"`},
 	} {
 		t.Run(c.name, func(t *testing.T) {

@@ -4,8 +4,10 @@
 //
 // Usage:
 //
-//	chat [-model FILE] [-system TEXT] [-think] [-max-tokens N] [-temperature T] [-seed S] [-threads N]
-//	     [-context N] [-verify] [-warmup]
+//	chat [-model FILE] [-system TEXT] [-think] [-max-tokens N] [-temperature T] [-top-k K]
+//	     [-top-p P] [-min-p M] [-repeat-penalty R] [-presence-penalty P]
+//	     [-frequency-penalty F] [-greedy] [-seed S] [-threads N] [-context N] [-verify]
+//	     [-warmup]
 //
 // Commands, on a line of their own:
 //
@@ -69,6 +71,10 @@ func parseFlags(fs *flag.FlagSet, args []string) (config, error) {
 	topP := fs.Float64("top-p", 0.8, "keep the most likely tokens up to this total probability (1: off)")
 	fs.IntVar(&cfg.opt.TopK, "top-k", 20, "keep the K most likely tokens (0: off)")
 	minP := fs.Float64("min-p", 0, "keep tokens at least this fraction as likely as the best (0: off)")
+	repeat := fs.Float64("repeat-penalty", 1, "divide the positive logits of the last 64 tokens by this, multiply the negative ones (1: off)")
+	presence := fs.Float64("presence-penalty", 0, "lower the logit of every token generated so far in a reply by this (0: off)")
+	frequency := fs.Float64("frequency-penalty", 0, "lower the logit of a token generated in a reply by this times its count (0: off)")
+	fs.BoolVar(&cfg.opt.Greedy, "greedy", false, "take the most likely token each time, whatever the temperature")
 	fs.Int64Var(&seed, "seed", -1, "random seed (-1: from the clock)")
 	fs.Usage = func() {
 		fmt.Fprint(fs.Output(), "usage: chat [flags]\n\n"+
@@ -81,6 +87,7 @@ func parseFlags(fs *flag.FlagSet, args []string) (config, error) {
 		return cfg, err
 	}
 	cfg.opt.Temperature, cfg.opt.TopP, cfg.opt.MinP = float32(*temp), float32(*topP), float32(*minP)
+	cfg.opt.RepeatPenalty, cfg.opt.PresencePenalty, cfg.opt.FrequencyPenalty = float32(*repeat), float32(*presence), float32(*frequency)
 	if seed < 0 {
 		seed = time.Now().UnixNano() & (1<<63 - 1)
 	}

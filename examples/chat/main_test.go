@@ -22,9 +22,23 @@ func TestFlags(t *testing.T) {
 	fs.SetOutput(&out)
 	_, err := parseFlags(fs, []string{"-h"})
 	require.True(t, errors.Is(err, flag.ErrHelp))
-	for _, s := range []string{"-model", "-system", "-think", "-threads", "-context", "-verify", "-warmup", "/reset", "/think on|off", "/save FILE", "/load FILE", "/quit"} {
+	for _, s := range []string{"-model", "-system", "-think", "-threads", "-context", "-verify", "-warmup", "/reset", "/think on|off", "/save FILE", "/load FILE", "/quit",
+		"-temperature", "-top-k", "-top-p", "-min-p", "-repeat-penalty", "-presence-penalty", "-frequency-penalty", "-greedy", "-seed"} {
 		assert.Contains(t, out.String(), s)
 	}
+
+	cfg, err := parseFlags(flag.NewFlagSet("chat", flag.ContinueOnError), []string{"-repeat-penalty", "1.2", "-presence-penalty", "0.5", "-frequency-penalty", "0.25", "-greedy"})
+	require.NoError(t, err)
+	assert.Equal(t, float32(1.2), cfg.opt.RepeatPenalty)
+	assert.Equal(t, float32(0.5), cfg.opt.PresencePenalty)
+	assert.Equal(t, float32(0.25), cfg.opt.FrequencyPenalty)
+	assert.True(t, cfg.opt.Greedy)
+	cfg, err = parseFlags(flag.NewFlagSet("chat", flag.ContinueOnError), nil)
+	require.NoError(t, err)
+	assert.Equal(t, float32(1), cfg.opt.RepeatPenalty, "off by default")
+	assert.Zero(t, cfg.opt.PresencePenalty)
+	assert.Zero(t, cfg.opt.FrequencyPenalty)
+	assert.False(t, cfg.opt.Greedy)
 }
 
 func TestChatSession(t *testing.T) {

@@ -4,7 +4,8 @@
 // Usage:
 //
 //	generate -prompt "..." [-model FILE] [-chat] [-think] [-max-tokens N] [-temperature T]
-//	         [-top-k K] [-top-p P] [-min-p M] [-seed S] [-threads N] [-context N]
+//	         [-top-k K] [-top-p P] [-min-p M] [-repeat-penalty R] [-presence-penalty P]
+//	         [-frequency-penalty F] [-greedy] [-seed S] [-threads N] [-context N]
 //	         [-verify] [-warmup] [-stop STR]...
 //
 // The answer goes to standard output; the model's thinking (with -chat -think), the
@@ -72,6 +73,10 @@ func parseFlags(fs *flag.FlagSet, args []string) (config, error) {
 	fs.IntVar(&cfg.opt.TopK, "top-k", 20, "keep the K most likely tokens (0: off)")
 	topP := fs.Float64("top-p", 0.8, "keep the most likely tokens up to this total probability (1: off)")
 	minP := fs.Float64("min-p", 0, "keep tokens at least this fraction as likely as the best (0: off)")
+	repeat := fs.Float64("repeat-penalty", 1, "divide the positive logits of the last 64 tokens by this, multiply the negative ones (1: off)")
+	presence := fs.Float64("presence-penalty", 0, "lower the logit of every token generated so far by this (0: off)")
+	frequency := fs.Float64("frequency-penalty", 0, "lower the logit of a generated token by this times its count (0: off)")
+	fs.BoolVar(&cfg.opt.Greedy, "greedy", false, "take the most likely token each time, whatever the temperature")
 	fs.Int64Var(&seed, "seed", -1, "random seed (-1: from the clock)")
 	fs.Var(&stops, "stop", "stop when the answer contains this string (repeatable)")
 	fs.Usage = func() {
@@ -94,6 +99,7 @@ func parseFlags(fs *flag.FlagSet, args []string) (config, error) {
 		return cfg, err
 	}
 	cfg.opt.Temperature, cfg.opt.TopP, cfg.opt.MinP = float32(*temp), float32(*topP), float32(*minP)
+	cfg.opt.RepeatPenalty, cfg.opt.PresencePenalty, cfg.opt.FrequencyPenalty = float32(*repeat), float32(*presence), float32(*frequency)
 	cfg.opt.Stop = stops
 	if seed < 0 {
 		seed = time.Now().UnixNano() & (1<<63 - 1)

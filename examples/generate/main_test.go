@@ -26,7 +26,8 @@ func parse(t *testing.T, args ...string) (config, string, error) {
 func TestFlags(t *testing.T) {
 	_, out, err := parse(t, "-h")
 	require.True(t, errors.Is(err, flag.ErrHelp))
-	for _, f := range []string{"-prompt", "-model", "-chat", "-think", "-max-tokens", "-temperature", "-top-k", "-top-p", "-min-p", "-seed", "-threads", "-context", "-verify", "-warmup", "-stop"} {
+	for _, f := range []string{"-prompt", "-model", "-chat", "-think", "-max-tokens", "-temperature", "-top-k", "-top-p", "-min-p", "-seed", "-threads", "-context", "-verify", "-warmup", "-stop",
+		"-repeat-penalty", "-presence-penalty", "-frequency-penalty", "-greedy"} {
 		assert.Contains(t, out, f)
 	}
 	assert.Contains(t, out, "random weights")
@@ -47,6 +48,17 @@ func TestFlags(t *testing.T) {
 	assert.Equal(t, 5, cfg.opt.TopK)
 	assert.Equal(t, 7, cfg.opt.MaxTokens)
 	assert.True(t, cfg.chat && cfg.think)
+	assert.Equal(t, float32(1), cfg.opt.RepeatPenalty, "off by default")
+	assert.Zero(t, cfg.opt.PresencePenalty)
+	assert.Zero(t, cfg.opt.FrequencyPenalty)
+	assert.False(t, cfg.opt.Greedy)
+
+	cfg, _, err = parse(t, "-prompt", "hi", "-repeat-penalty", "1.1", "-presence-penalty", "1.5", "-frequency-penalty", "0.5", "-greedy")
+	require.NoError(t, err)
+	assert.Equal(t, float32(1.1), cfg.opt.RepeatPenalty)
+	assert.Equal(t, float32(1.5), cfg.opt.PresencePenalty)
+	assert.Equal(t, float32(0.5), cfg.opt.FrequencyPenalty)
+	assert.True(t, cfg.opt.Greedy)
 }
 
 func TestGenerateSynthetic(t *testing.T) {
@@ -54,6 +66,8 @@ func TestGenerateSynthetic(t *testing.T) {
 		{"-prompt", "Once upon a time", "-max-tokens", "12", "-seed", "1", "-threads", "2"},
 		{"-prompt", "Hello", "-chat", "-max-tokens", "12", "-seed", "1", "-threads", "2", "-temperature", "0"},
 		{"-prompt", "Hello", "-chat", "-think", "-max-tokens", "12", "-seed", "1", "-threads", "2"},
+		{"-prompt", "Hello", "-max-tokens", "12", "-seed", "1", "-threads", "2", "-repeat-penalty", "1.3", "-presence-penalty", "0.5", "-frequency-penalty", "0.5"},
+		{"-prompt", "Hello", "-max-tokens", "12", "-threads", "2", "-greedy"},
 	} {
 		cfg, _, err := parse(t, args...)
 		require.NoError(t, err)

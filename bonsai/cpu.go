@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"sync/atomic"
 	"time"
 
 	"github.com/bonsai-go/sdk/hadamard"
@@ -109,6 +110,7 @@ type scratch struct {
 	q8Embed, q8Inner, q8Attn, q8FF *ternary.Q8Batch
 
 	prod    productJob
+	rows    rowScratch // the float32 prefill products' decoded weight rows
 	rotate  rotateJob
 	decoded []float32 // one embedding row
 
@@ -139,7 +141,7 @@ func (e *cpuEngine) newScratch(chunk int) *scratch {
 	gs, as := e.gdn.NewScratch(chunk), e.attn.NewScratch(chunk)
 	// The GDN heads and the attention KV groups are independent: spread them too.
 	gs.Runner, as.Runner = e.pool, e.pool
-	return &scratch{
+	s := &scratch{
 		chunk: chunk,
 		x:     f(c.Embedding), h: f(c.Embedding), hr: f(c.Embedding), delta: f(c.Embedding),
 		qkv: f(c.QKVWidth()), z: f(c.InnerSize),
@@ -156,6 +158,14 @@ func (e *cpuEngine) newScratch(chunk int) *scratch {
 		q8Attn:  ternary.NewQ8Batch(c.AttentionWidth(), chunk),
 		q8FF:    ternary.NewQ8Batch(c.FeedForward, chunk),
 	}
+	if !e.int8 && chunk > 1 {
+		// Float32 prefill decodes each weight row once per chunk into a row of K floats:
+		// one per goroutine that can run a product at once (the pool's workers, the
+		// caller among them), so that a chunk allocates nothing.
+		s.rows = newRowScratch(e.pool.Workers(), max(c.Embedding, c.InnerSize, c.AttentionWidth(), c.FeedForward))
+	}
+	s.prod.rows = &s.rows
+	return s
 }
 
 func (st *cpuState) Len() int { return st.pos }
@@ -249,6 +259,9 @@ func (st *cpuState) Bytes() int64 {
 	s := st.s
 	for _, b := range [][]float32{s.x, s.h, s.hr, s.delta, s.qkv, s.z, s.alpha, s.beta, s.mix, s.qg, s.k, s.v, s.gate, s.up, s.logits, s.decoded} {
 		n += 4 * int64(len(b))
+	}
+	for _, r := range s.rows.rows {
+		n += 4 * int64(len(r))
 	}
 	return n
 }
@@ -532,6 +545,40 @@ type productJob struct {
 	n     int
 	total int
 	ps    [4]product
+	rows  *rowScratch // decoded rows for the float32 matrix-matrix products
+}
+
+// rowScratch is a set of K-wide rows, one per goroutine that may run a productJob's
+// chunks at once: a pool's For runs a loop on at most Workers goroutines (the helpers it
+// hands the loop to and the caller), so a free row is always found.
+type rowScratch struct {
+	busy []atomic.Bool
+	rows [][]float32
+}
+
+func newRowScratch(n, k int) rowScratch {
+	r := rowScratch{busy: make([]atomic.Bool, n), rows: make([][]float32, n)}
+	for i := range r.rows {
+		r.rows[i] = make([]float32, k)
+	}
+	return r
+}
+
+// get claims a free row, or returns −1 and nil when none is (MatMulRange then allocates
+// its own: correct, only slower).
+func (r *rowScratch) get() (int, []float32) {
+	for i := range r.busy {
+		if r.busy[i].CompareAndSwap(false, true) {
+			return i, r.rows[i]
+		}
+	}
+	return -1, nil
+}
+
+func (r *rowScratch) put(i int) {
+	if i >= 0 {
+		r.busy[i].Store(false)
+	}
 }
 
 type product struct {
@@ -572,7 +619,9 @@ func (j *productJob) Run(lo, hi int) {
 		case p.tern != nil && j.t == 1:
 			ternary.MatVecRange(p.tern.Format, p.tern.Data, p.tern.K, p.x, p.y, a, b)
 		case p.tern != nil:
-			ternary.MatMulRange(p.tern.Format, p.tern.Data, p.tern.K, p.tern.N, p.x, j.t, p.y, a, b, nil)
+			ri, row := j.rows.get()
+			ternary.MatMulRange(p.tern.Format, p.tern.Data, p.tern.K, p.tern.N, p.x, j.t, p.y, a, b, row)
+			j.rows.put(ri)
 		default:
 			k, n := p.bf.K, p.bf.N
 			for t := 0; t < j.t; t++ {

@@ -205,7 +205,8 @@ func (a *Attention) attend(out, qg []float32, g, T, pos0 int, cache *KVCache, sc
 	clear(sum)
 	clear(acc)
 	end := pos0 + T
-	for _, p := range cache.pages {
+	for pi := range cache.pages {
+		p := &cache.pages[pi]
 		if p.start >= end {
 			break
 		}

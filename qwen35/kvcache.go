@@ -62,14 +62,28 @@ type kvPage struct {
 }
 
 // KVCache is the key/value cache of one attention layer for one sequence. Memory grows
-// in pages as positions are appended; nothing is reserved for MaxLen up front.
+// in pages as positions are appended; nothing is reserved for MaxLen up front but the
+// page table (pageCount(MaxLen) page headers, about 6 KB at 32768 positions). A page
+// growth is therefore one allocation (two for an int8 cache: codes and scales), and
+// every other Append allocates nothing.
 type KVCache struct {
 	heads, dim, blocks int
 	prec               KVPrecision
 	maxLen             int
 	n                  int
-	pages              []*kvPage
+	pages              []kvPage // capacity pageCount(maxLen): appending never moves it
 	capacity           int
+}
+
+// pageCount returns the number of pages that hold maxLen positions.
+func pageCount(maxLen int) int {
+	n, capacity, size := 0, 0, kvFirstPage
+	for capacity < maxLen {
+		capacity += min(size, maxLen-capacity)
+		size = min(2*size, kvMaxPage)
+		n++
+	}
+	return n
 }
 
 // NewKVCache returns an empty cache of kvHeads heads of headDim values per position
@@ -81,7 +95,8 @@ func NewKVCache(kvHeads, headDim int, p KVPrecision, maxLen int) *KVCache {
 	if p > KVInt8 {
 		panic(fmt.Sprintf("qwen35: NewKVCache: unknown precision %v", p))
 	}
-	return &KVCache{heads: kvHeads, dim: headDim, blocks: (headDim + kvBlock - 1) / kvBlock, prec: p, maxLen: maxLen}
+	return &KVCache{heads: kvHeads, dim: headDim, blocks: (headDim + kvBlock - 1) / kvBlock, prec: p, maxLen: maxLen,
+		pages: make([]kvPage, 0, pageCount(maxLen))}
 }
 
 // Len returns the number of positions held.
@@ -99,7 +114,8 @@ func (c *KVCache) Cap() int { return c.capacity }
 // Bytes returns the bytes of key/value storage allocated.
 func (c *KVCache) Bytes() int64 {
 	var b int64
-	for _, p := range c.pages {
+	for i := range c.pages {
+		p := &c.pages[i]
 		b += int64(len(p.k32)+len(p.v32)+len(p.ks)+len(p.vs))*4 + int64(len(p.k16)+len(p.v16))*2 + int64(len(p.k8)+len(p.v8))
 	}
 	return b
@@ -123,16 +139,17 @@ func (c *KVCache) CopyFrom(o *KVCache) {
 	if c.heads != o.heads || c.dim != o.dim || c.prec != o.prec || c.maxLen != o.maxLen {
 		// Page lengths follow from the sizes alone, so pages are reusable exactly
 		// when the sizes agree.
-		c.pages, c.capacity = nil, 0
 		c.heads, c.dim, c.blocks, c.prec, c.maxLen = o.heads, o.dim, o.blocks, o.prec, o.maxLen
+		c.pages, c.capacity = make([]kvPage, 0, pageCount(c.maxLen)), 0
 	}
 	c.n = 0
 	c.Reserve(o.n)
-	for i, op := range o.pages {
+	for i := range o.pages {
+		op := &o.pages[i]
 		if op.start >= o.n {
 			break
 		}
-		cp := c.pages[i]
+		cp := &c.pages[i]
 		used := min(op.n, o.n-op.start)
 		for h := 0; h < c.heads; h++ {
 			a, b := h*op.n*c.dim, (h*op.n+used)*c.dim
@@ -155,18 +172,24 @@ func (c *KVCache) CopyFrom(o *KVCache) {
 	c.n = o.n
 }
 
-// newPage allocates a page for positions [start, start+n).
-func (c *KVCache) newPage(start, n int) *kvPage {
-	p := &kvPage{start: start, n: n}
+// newPage allocates a page for positions [start, start+n): keys and values share one
+// allocation (codes and scales one each for int8).
+func (c *KVCache) newPage(start, n int) kvPage {
+	p := kvPage{start: start, n: n}
 	size := c.heads * n * c.dim
 	switch c.prec {
 	case KVFloat32:
-		p.k32, p.v32 = make([]float32, size), make([]float32, size)
+		b := make([]float32, 2*size)
+		p.k32, p.v32 = b[:size:size], b[size:]
 	case KVFloat16:
-		p.k16, p.v16 = make([]uint16, size), make([]uint16, size)
+		b := make([]uint16, 2*size)
+		p.k16, p.v16 = b[:size:size], b[size:]
 	case KVInt8:
-		p.k8, p.v8 = make([]int8, size), make([]int8, size)
-		p.ks, p.vs = make([]float32, c.heads*n*c.blocks), make([]float32, c.heads*n*c.blocks)
+		b := make([]int8, 2*size)
+		p.k8, p.v8 = b[:size:size], b[size:]
+		ns := c.heads * n * c.blocks
+		s := make([]float32, 2*ns)
+		p.ks, p.vs = s[:ns:ns], s[ns:]
 	}
 	return p
 }
@@ -197,7 +220,7 @@ func (c *KVCache) page(pos int) (*kvPage, int) {
 			hi = m
 		}
 	}
-	p := c.pages[lo]
+	p := &c.pages[lo]
 	return p, pos - p.start
 }
 

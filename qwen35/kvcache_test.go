@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"runtime"
+	"runtime/pprof"
 	"testing"
 
 	"github.com/bonsai-go/sdk/qwen35"
@@ -159,6 +161,61 @@ func TestKVCacheReserveAppendNoAllocs(t *testing.T) {
 		assert.Zero(t, allocs, p.String())
 		c.Reserve(1 << 30)
 		assert.Equal(t, 10000, c.Cap(), "Reserve stops at MaxLen")
+	}
+}
+
+// TestKVCacheGrowthAllocations counts the heap allocations of every Append exactly
+// (runtime.MemStats.Mallocs, not AllocsPerRun's rounded average): an Append that fits in
+// the allocated pages allocates nothing, and one that adds a page allocates once (keys
+// and values share it; an int8 cache adds its scales) — the page table is allocated with
+// the cache and never moves.
+//
+// The counter is the process's, so the measurement runs on one P (as AllocsPerRun does:
+// other goroutines then run only when this one yields), and an Append during which the
+// runtime collected garbage or started an OS thread (7 allocations of its own) is left
+// out; the page growths never are.
+func TestKVCacheGrowthAllocations(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
+	tc := pprof.Lookup("threadcreate")
+	for _, tc2 := range []struct {
+		p         qwen35.KVPrecision
+		perGrowth uint64
+	}{{qwen35.KVFloat16, 1}, {qwen35.KVFloat32, 1}, {qwen35.KVInt8, 2}} {
+		const maxLen = 3000 // pages of 16, 32, …, 1024, 1024, 952 (the last cut at MaxLen)
+		c := qwen35.NewKVCache(2, 64, tc2.p, maxLen)
+		row := make([]float32, 2*64)
+		var ms runtime.MemStats
+		runtime.GC()
+		growths, skipped := 0, 0
+		var within uint64
+		for i := 0; i < maxLen; i++ {
+			capBefore := c.Cap()
+			th := tc.Count()
+			runtime.ReadMemStats(&ms)
+			before, gc := ms.Mallocs, ms.NumGC
+			err := c.Append(row, row) // nothing else between the two readings
+			runtime.ReadMemStats(&ms)
+			n := ms.Mallocs - before
+			require.NoError(t, err)
+			if c.Cap() != capBefore {
+				growths++
+				assert.Equal(t, tc2.perGrowth, n, "%v: Append at %d (a new page)", tc2.p, i)
+				continue
+			}
+			if ms.NumGC != gc || tc.Count() != th {
+				skipped++
+				continue
+			}
+			within += n
+			if n != 0 {
+				t.Errorf("%v: Append at %d allocated %d times within a page", tc2.p, i, n)
+			}
+		}
+		assert.Equal(t, 8, growths, tc2.p.String())
+		assert.Equal(t, maxLen, c.Cap(), tc2.p.String())
+		assert.Less(t, skipped, 10, "appends left out")
+		t.Logf("%v cache, %d appends: %d page growths of %d allocation(s) each; %d allocations in the other %d appends measured (%d left out)",
+			tc2.p, maxLen, growths, tc2.perGrowth, within, maxLen-growths-skipped, skipped)
 	}
 }
 

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"unsafe"
 
 	"github.com/bonsai-go/sdk/gguf"
@@ -95,9 +96,10 @@ func (w *Weights) TernaryBytes() int64 {
 
 // Bind reads the configuration and the Hadamard contract of a Bonsai file and binds
 // every tensor of SPEC §1, checking its type and shape. A missing, wrongly typed or
-// wrongly shaped tensor, a ternary tensor the contract does not cover, or a width the
-// contract has no signs for is an error naming the tensor. Tensors beyond the model's
-// (a multimodal projector, say) are ignored.
+// wrongly shaped tensor, or a ternary tensor the contract does not cover, is an error
+// naming the tensor; an input width the contract has no sign vector for is a
+// [*hadamard.ContractError] naming prism.hadamard.sign_widths and the width. Tensors
+// beyond the model's (a multimodal projector, say) are ignored.
 func Bind(f *gguf.File) (*Weights, error) { return BindProgress(f, nil) }
 
 // BindProgress is Bind that calls progress, when not nil, after each tensor it binds
@@ -117,9 +119,18 @@ func BindProgress(f *gguf.File, progress func(done, total int)) (*Weights, error
 	}
 	w := &Weights{Config: *cfg, Contract: contract, rotations: map[int]*hadamard.Rotation{}}
 	for _, width := range cfg.RotationWidths() {
+		if !slices.Contains(contract.Widths, width) {
+			// The error names the key to fix: the contract must carry a sign vector
+			// for every input width of a folded linear.
+			return nil, fmt.Errorf("%w: %w", ErrWeights, &hadamard.ContractError{
+				Key:    hadamard.KeySignWidths,
+				Reason: fmt.Sprintf("no sign vector for width %d, an input width of the model's folded linears (it has %v)", width, contract.Widths),
+				Kind:   hadamard.ErrInvalid,
+			})
+		}
 		r, err := contract.Rotation(width)
 		if err != nil {
-			return nil, fmt.Errorf("%w: %w", ErrWeights, err)
+			return nil, fmt.Errorf("%w: %s: width %d: %w", ErrWeights, hadamard.KeySignWidths, width, err)
 		}
 		w.rotations[width] = r
 	}

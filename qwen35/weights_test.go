@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"slices"
 	"testing"
 
 	"github.com/bonsai-go/sdk/gguf"
@@ -155,6 +156,25 @@ func TestBindRefuses(t *testing.T) {
 			}
 			return keep, infos
 		}, `prism.hadamard`},
+		{"no sign vector", func(kv []gguf.KV, infos []gguf.TensorInfo, data map[string][]byte) ([]gguf.KV, []gguf.TensorInfo) {
+			// Drop width 384 (the GDN inner width) and its signs: the contract stays
+			// valid on its own, but the model needs that width.
+			c, err := hadamard.ParseContract(f)
+			require.NoError(t, err)
+			i := slices.Index(c.Widths, 384)
+			require.GreaterOrEqual(t, i, 0)
+			c.Widths = slices.Delete(c.Widths, i, i+1)
+			c.Signs = slices.Delete(c.Signs, i, i+1)
+			require.NoError(t, c.Validate())
+			for _, e := range c.KeyValues() {
+				for j := range kv {
+					if kv[j].Key == e.Key && (e.Key == hadamard.KeySignWidths || e.Key == hadamard.KeySignValues) {
+						kv[j].Value = gguf.MustValue(e.Value)
+					}
+				}
+			}
+			return kv, infos
+		}, `prism.hadamard.sign_widths: no sign vector for width 384`},
 		{"config", func(kv []gguf.KV, infos []gguf.TensorInfo, data map[string][]byte) ([]gguf.KV, []gguf.TensorInfo) {
 			for i := range kv {
 				if kv[i].Key == qwen35.KeyGroupCount {
@@ -177,6 +197,13 @@ func TestBindRefuses(t *testing.T) {
 			require.Error(t, err)
 			assert.Contains(t, err.Error(), c.want)
 			assert.True(t, errors.Is(err, qwen35.ErrWeights) || errors.Is(err, qwen35.ErrConfig), "%v", err)
+			if c.name == "no sign vector" {
+				var ce *hadamard.ContractError
+				require.ErrorAs(t, err, &ce)
+				assert.Equal(t, hadamard.KeySignWidths, ce.Key)
+				assert.ErrorIs(t, err, hadamard.ErrInvalid)
+				t.Logf("%v", err)
+			}
 		})
 	}
 }

@@ -10,6 +10,19 @@ import (
 // Linear is one folded ternary linear layer y = W′·(R x): N rows of K ternary weights
 // stored in place (a view of the model file), and the Hadamard rotation R of its input
 // width. It needs no model around it.
+//
+// Linear is the standalone form of the product the model engine runs; the engine does not
+// build Linear values. The CPU backend binds each weight as a qwen35.Matrix (a view of the
+// same bytes), rotates an activation once per site with the same hadamard.Rotation
+// (bonsai's cpuEngine.rotateRows), and spreads the rows of the matrices that share the
+// site over its worker pool (bonsai's productJob), calling the kernels of this package:
+// [MatVecRange] for one token in float32 — exactly what [Linear.Forward] and
+// [Linear.Apply] call, so their results are bit-identical to the engine's float32 decode
+// step — [MatMulRange] for a float32 prefill chunk (the same products summed in another
+// order: within float32 rounding), and, with int8 activations (the engine's default),
+// [MatVecQ8Range] and [MatMulQ8Range] on the site quantised once (within the activations'
+// quantisation error). bonsai TestFidelityLinearMatchesEngine checks all three at the
+// real widths.
 type Linear struct {
 	Format   Format
 	K, N     int

@@ -1,10 +1,12 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"fmt"
 	"math"
+	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -65,4 +67,88 @@ func TestLogitsErrors(t *testing.T) {
 	require.ErrorContains(t, err, `-backend "tpu"`)
 	err = run(context.Background(), &buf, config{model: "x", mode: "walk", backend: "cpu", threads: 1, kv: "f16"}, []int32{1})
 	require.ErrorContains(t, err, `-mode "walk"`)
+	err = run(context.Background(), &buf, config{model: "x", mode: "prefill", backend: "cpu", threads: 1, kv: "f16", acts: "int4"}, []int32{1})
+	require.ErrorContains(t, err, `-activations "int4"`)
+	err = run(context.Background(), &buf, config{model: "x", mode: "prefill", backend: "cpu", threads: 1, kv: "bf16"}, []int32{1})
+	require.ErrorContains(t, err, `-kv "bf16"`)
+}
+
+// parseLogits reads the tool's output (or a golden file in the same format).
+func parseLogits(t *testing.T, out []byte) [][]float64 {
+	t.Helper()
+	var rows [][]float64
+	sc := bufio.NewScanner(bytes.NewReader(out))
+	sc.Buffer(make([]byte, 1<<20), 1<<24)
+	for sc.Scan() {
+		fields := strings.Fields(sc.Text())
+		require.Equal(t, strconv.Itoa(len(rows)), fields[0])
+		row := make([]float64, len(fields)-1)
+		for i, f := range fields[1:] {
+			v, err := strconv.ParseFloat(f, 64)
+			require.NoError(t, err)
+			row[i] = v
+		}
+		rows = append(rows, row)
+	}
+	require.NoError(t, sc.Err())
+	return rows
+}
+
+func argmax(v []float64) int {
+	best := 0
+	for i, x := range v {
+		if x > v[best] {
+			best = i
+		}
+	}
+	return best
+}
+
+// TestLogitsReproducesGolden runs the tool as the contract's other side would: no -model
+// (the tiny seed-1 synthetic model, the one the golden logits were computed on), float32
+// activations and an F32 KV cache, and compares its printed logits with upstream
+// llama.cpp's (qwen35/testdata/golden) to bonsai TestTinyMatchesLlamaCpp's tolerance:
+// max |Δlogit| < 1e-4 and the same argmax at every position. The default int8
+// activations are run too, to show that -activations takes effect.
+func TestLogitsReproducesGolden(t *testing.T) {
+	const dir = "../../qwen35/testdata/golden/"
+	raw, err := os.ReadFile(dir + "tiny-seed1.tokens")
+	require.NoError(t, err)
+	ids, err := parseTokens(strings.Join(strings.Fields(string(raw)), ","))
+	require.NoError(t, err)
+	goldenRaw, err := os.ReadFile(dir + "tiny-seed1.logits")
+	require.NoError(t, err)
+	golden := parseLogits(t, goldenRaw)
+	require.Len(t, golden, len(ids))
+
+	diff := func(got [][]float64) (worst float64, flips int) {
+		require.Len(t, got, len(golden))
+		for p := range golden {
+			require.Len(t, got[p], len(golden[p]))
+			for i := range golden[p] {
+				worst = max(worst, math.Abs(got[p][i]-golden[p][i]))
+			}
+			if argmax(got[p]) != argmax(golden[p]) {
+				flips++
+			}
+		}
+		return worst, flips
+	}
+	runTool := func(mode, acts, kv string) [][]float64 {
+		var buf, stderr bytes.Buffer
+		require.NoError(t, run(context.Background(), &buf, config{mode: mode, backend: "cpu", threads: 2, kv: kv, acts: acts, stderr: &stderr}, ids))
+		require.Contains(t, stderr.String(), "tiny synthetic model")
+		return parseLogits(t, buf.Bytes())
+	}
+	for _, mode := range []string{"prefill", "step"} {
+		worst, flips := diff(runTool(mode, "float32", "f32"))
+		t.Logf("logits -mode %s -activations float32 -kv f32 vs llama.cpp golden (tiny seed 1, %d positions × %d logits): max |Δlogit| %.3g, argmax changes %d",
+			mode, len(ids), len(golden[0]), worst, flips)
+		assert.Less(t, worst, 1e-4, mode)
+		assert.Zero(t, flips, mode)
+	}
+	worst, flips := diff(runTool("prefill", "int8", "f32"))
+	t.Logf("logits -mode prefill -activations int8 -kv f32 vs golden: max |Δlogit| %.3g, argmax changes %d of %d", worst, flips, len(ids))
+	assert.Greater(t, worst, 1e-3, "int8 activations should differ visibly from float32")
+	assert.Less(t, worst, 1.5)
 }

@@ -172,42 +172,88 @@ avx2group:
 	VPDPBUSD (qoff+128)(BX), Z2, acc; \
 	VPDPBUSD (qoff+192)(BX), Z3, acc
 
-// Dword indices that gather [B0 … B7] from the reduced vector (see below).
-DATA q8perm<>+0(SB)/4, $0
-DATA q8perm<>+4(SB)/4, $4
-DATA q8perm<>+8(SB)/4, $8
-DATA q8perm<>+12(SB)/4, $12
-DATA q8perm<>+16(SB)/4, $1
-DATA q8perm<>+20(SB)/4, $5
-DATA q8perm<>+24(SB)/4, $9
-DATA q8perm<>+28(SB)/4, $13
-DATA q8perm<>+32(SB)/4, $0
-DATA q8perm<>+36(SB)/4, $0
-DATA q8perm<>+40(SB)/4, $0
-DATA q8perm<>+44(SB)/4, $0
-DATA q8perm<>+48(SB)/4, $0
-DATA q8perm<>+52(SB)/4, $0
-DATA q8perm<>+56(SB)/4, $0
-DATA q8perm<>+60(SB)/4, $0
-GLOBL q8perm<>(SB), RODATA|NOPTR, $64
+// Dword indices that pick, from the reduced vector of GROUPEND512 (below), the two halves
+// of each block sum in block order: the first half from 128-bit lanes 0 and 2, the second
+// from lanes 1 and 3.
+DATA q8half0<>+0(SB)/4, $0
+DATA q8half0<>+4(SB)/4, $8
+DATA q8half0<>+8(SB)/4, $1
+DATA q8half0<>+12(SB)/4, $9
+DATA q8half0<>+16(SB)/4, $2
+DATA q8half0<>+20(SB)/4, $10
+DATA q8half0<>+24(SB)/4, $3
+DATA q8half0<>+28(SB)/4, $11
+DATA q8half0<>+32(SB)/4, $4
+DATA q8half0<>+36(SB)/4, $12
+DATA q8half0<>+40(SB)/4, $5
+DATA q8half0<>+44(SB)/4, $13
+DATA q8half0<>+48(SB)/4, $6
+DATA q8half0<>+52(SB)/4, $14
+DATA q8half0<>+56(SB)/4, $7
+DATA q8half0<>+60(SB)/4, $15
+GLOBL q8half0<>(SB), RODATA|NOPTR, $64
+
+// CONST512 loads what GROUPEND512 and SCALES512 use: Z28 = int16 ones, Z29/Z30 the two
+// halves of q8half0 (Y30 its second half), and in K1…K7 the word masks 1<<k.
+#define CONST512 \
+	MOVL $0x00010001, AX; \
+	VPBROADCASTD AX, Z28; \
+	VMOVDQU32 q8half0<>(SB), Z29; \
+	VMOVDQU32 q8half0<>+32(SB), Y30; \
+	MOVL $2, AX; \
+	KMOVW AX, K1; \
+	MOVL $4, AX; \
+	KMOVW AX, K2; \
+	MOVL $8, AX; \
+	KMOVW AX, K3; \
+	MOVL $16, AX; \
+	KMOVW AX, K4; \
+	MOVL $32, AX; \
+	KMOVW AX, K5; \
+	MOVL $64, AX; \
+	KMOVW AX, K6; \
+	MOVL $128, AX; \
+	KMOVW AX, K7
+
+// SCALES512 is SCALES without the eight VPINSRW, whose shuffle µops competed with the
+// products for port 5: block k's scale (at 34k) lands in word k through a word-masked
+// load from 32k (masked loads with zeroing are plain loads), word 0 by a dword load
+// whose upper word the merge-masked load of word 1 overwrites, and three three-way ORs
+// (VPTERNLOGD 0xFE) join them.
+#define SCALES512 \
+	VMOVD (AX), X5; \
+	VMOVDQU16 32(AX), K1, X5; \
+	VMOVDQU16.Z 64(AX), K2, X9; \
+	VMOVDQU16.Z 96(AX), K3, X10; \
+	VMOVDQU16.Z 128(AX), K4, X11; \
+	VMOVDQU16.Z 160(AX), K5, X12; \
+	VMOVDQU16.Z 192(AX), K6, X13; \
+	VMOVDQU16.Z 224(AX), K7, X14; \
+	VPTERNLOGD $0xFE, X11, X10, X9; \
+	VPTERNLOGD $0xFE, X14, X13, X12; \
+	VPTERNLOGD $0xFE, X12, X9, X5; \
+	VCVTPH2PS X5, Y5; \
+	VMULPS (DX), Y5, Y5
 
 // GROUPEND512 reduces the four pair accumulators Z16..Z19 of a group (two blocks each,
-// 8 lanes per block) to its 8 block sums — shuffles into one block per 128-bit lane, then
-// interleaves and adds until Y21 = [B0 … B7] — subtracts the activation sums (the −1 fold), adds them scaled by Y5 into the
-// row accumulator Y8, and steps to the next group (flags: the group counter R8).
+// 8 dwords per block, each dword a sum of 16 products, |·| ≤ 16·3·127 < 2¹⁵) to its 8
+// block sums. Pairwise sums by packing to int16 and VPMADDWD by ones (port 0 or 5)
+// replace most of the shuffles (port 5 only): after two rounds 128-bit lane l holds
+// [B0 B2 B4 B6] (l = 0, 1) or [B1 B3 B5 B7] (l = 2, 3) over that lane's bytes, every
+// value |·| ≤ 64·3·127 < 2¹⁵ so no pack saturates; two VPERMD gather the halves in block
+// order and one add gives Y21 = [B0 … B7]. Then it subtracts the activation sums (the
+// −1 fold), adds them scaled by Y5 into the row accumulator Y8, and steps to the next
+// group (flags: the group counter R8).
 #define GROUPEND512 \
-	VSHUFI64X2 $0x88, Z17, Z16, Z20; \
-	VSHUFI64X2 $0xDD, Z17, Z16, Z21; \
-	VPADDD Z21, Z20, Z20; \
-	VSHUFI64X2 $0x88, Z19, Z18, Z22; \
-	VSHUFI64X2 $0xDD, Z19, Z18, Z23; \
-	VPADDD Z23, Z22, Z22; \
-	VPUNPCKLDQ Z22, Z20, Z21; \
-	VPUNPCKHDQ Z22, Z20, Z23; \
-	VPADDD Z23, Z21, Z21; \
-	VPSHUFD $0x4E, Z21, Z23; \
-	VPADDD Z23, Z21, Z21; \
-	VPERMD Z21, Z29, Z21; \
+	VPACKSSDW Z17, Z16, Z20; \
+	VPACKSSDW Z19, Z18, Z21; \
+	VPMADDWD Z28, Z20, Z20; \
+	VPMADDWD Z28, Z21, Z21; \
+	VPACKSSDW Z21, Z20, Z20; \
+	VPMADDWD Z28, Z20, Z20; \
+	VPERMD Z20, Z29, Z21; \
+	VPERMD Z20, Z30, Z22; \
+	VPADDD Y22, Y21, Y21; \
 	VPSUBD (DI), Y21, Y21; \
 	VCVTDQ2PS Y21, Y21; \
 	VFMADD231PS Y21, Y5, Y8; \
@@ -219,7 +265,7 @@ GLOBL q8perm<>(SB), RODATA|NOPTR, $64
 
 // func q8RowsAVX512(w *byte, rowBytes, rows, nb8 int, q *int8, d *float32, sum *int32, y *float32)
 TEXT ·q8RowsAVX512(SB), NOSPLIT, $0-64
-	VMOVDQU32 q8perm<>(SB), Z29
+	CONST512
 	ARGS
 	MOVL $0x03030303, AX
 	VPBROADCASTD AX, Z31
@@ -234,7 +280,7 @@ avx512row:
 
 avx512group:
 	PREFETCH
-	SCALES
+	SCALES512
 	PAIR512(0, 0, Z16)
 	PAIR512(68, 256, Z17)
 	PAIR512(136, 512, Z18)
@@ -276,7 +322,7 @@ avx512group:
 
 // func q8RowsGFNI(w *byte, rowBytes, rows, nb8 int, q *int8, d *float32, sum *int32, y *float32)
 TEXT ·q8RowsGFNI(SB), NOSPLIT, $0-64
-	VMOVDQU32 q8perm<>(SB), Z29
+	CONST512
 	ARGS
 	GFCONST
 
@@ -290,7 +336,7 @@ gfnirow:
 
 gfnigroup:
 	PREFETCH
-	SCALES
+	SCALES512
 	PAIRGF(0, 0, Z16)
 	PAIRGF(68, 256, Z17)
 	PAIRGF(136, 512, Z18)

@@ -180,22 +180,28 @@ func benchStream(b *testing.B, n, rb, threads int, body func(w []byte, lo, hi in
 	b.SetBytes(int64(size))
 	cp := 0
 	c0 := processCPUSeconds()
+	var rates []float64
 	for b.Loop() {
+		t0 := time.Now()
 		s.run(cp)
+		rates = append(rates, float64(size)/time.Since(t0).Seconds()/1e9)
 		if cp++; cp == copies {
 			cp = 0
 		}
 	}
-	reportStream(b, float64(size), c0)
+	reportStream(b, float64(size), c0, rates)
 }
 
-// reportStream reports the GB/s of a streaming benchmark that read size bytes per
-// iteration, and "cpu": the process's CPU seconds per wall second since c0 (about T
-// when the T threads had their cores to themselves; less on a shared machine, where a
-// run with less than its share of the cores is not a measure of the kernel).
-func reportStream(b *testing.B, size, c0 float64) {
+// reportStream reports the rate of a streaming benchmark that read size bytes per
+// iteration: "GB/s", the median of the iterations' rates (the machines these run on are
+// shared, and a mean over b.N iterations moves with every neighbour's burst; the MB/s
+// column of SetBytes is the mean), and "cpu": the process's CPU seconds per wall second
+// since c0 (about T when the T threads had their cores to themselves; less on a shared
+// machine, where a run with less than its share of the cores is not a measure of the
+// kernel).
+func reportStream(b *testing.B, size, c0 float64, rates []float64) {
 	el := b.Elapsed().Seconds()
-	b.ReportMetric(size*float64(b.N)/el/1e9, "GB/s")
+	b.ReportMetric(medianOf(rates), "GB/s")
 	b.ReportMetric((processCPUSeconds()-c0)/el, "cpu")
 }
 
@@ -270,10 +276,13 @@ func benchStreamRaw(b *testing.B, n, chunk, threads int, body func(lo, hi int)) 
 	size := int64(n) * int64(chunk)
 	b.SetBytes(size)
 	c0 := processCPUSeconds()
+	var rates []float64
 	for b.Loop() {
+		t0 := time.Now()
 		s.run(0)
+		rates = append(rates, float64(size)/time.Since(t0).Seconds()/1e9)
 	}
-	reportStream(b, float64(size), c0)
+	reportStream(b, float64(size), c0, rates)
 }
 
 // BenchmarkQ8Kernel measures each implementation's compute rate with the weights in

@@ -48,7 +48,8 @@ const spinFor = 200 * time.Microsecond
 type task struct {
 	body    Body
 	n       int
-	chunk   int
+	grain   int // the smallest chunk
+	div     int // a claim takes about 1/div of what is left
 	next    atomic.Int64
 	pending atomic.Int32 // handles sent and not yet finished
 }
@@ -105,13 +106,22 @@ func (p *Pool) poll() (t *task, ok bool) {
 	return t, ok
 }
 
+// run claims chunks until none is left. A claim takes a share of what is left (guided
+// scheduling): large chunks first, so that a worker streams long runs of rows, and
+// chunks shrinking to the grain at the end, so that the workers finish together. With
+// equal chunks (of n/16 per worker, as before) the last chunk left one worker idle for
+// half a chunk on average, about 70 µs of every product loop of a 27B decode step.
 func (t *task) run() {
 	for {
-		lo := int(t.next.Add(int64(t.chunk))) - t.chunk
+		lo := int(t.next.Load())
 		if lo >= t.n {
 			return
 		}
-		t.body.Run(lo, min(lo+t.chunk, t.n))
+		size := max(t.grain, (t.n-lo)/t.div)
+		if !t.next.CompareAndSwap(int64(lo), int64(lo+size)) {
+			continue
+		}
+		t.body.Run(lo, min(lo+size, t.n))
 	}
 }
 
@@ -124,16 +134,16 @@ func (p *Pool) For(n, grain int, body Body) {
 		return
 	}
 	grain = max(grain, 1)
-	// About sixteen chunks per worker, so that a worker slowed by the machine's other load
-	// holds up the loop by a small part of it.
-	chunk := max(grain, (n+16*p.workers-1)/(16*p.workers))
-	chunks := (n + chunk - 1) / chunk
+	chunks := (n + grain - 1) / grain
 	if p.workers == 1 || chunks == 1 {
 		body.Run(0, n)
 		return
 	}
 	t := p.get()
-	t.body, t.n, t.chunk = body, n, chunk
+	// Each claim takes 1/(2·workers) of what is left: the first chunks are a quarter of
+	// the loop on two workers, so that a worker slowed by the machine's other load holds
+	// up the loop by no more than a small chunk at the end.
+	t.body, t.n, t.grain, t.div = body, n, grain, 2*p.workers
 	t.next.Store(0)
 	helpers := min(p.workers-1, chunks-1)
 	t.pending.Store(int32(helpers))

@@ -127,8 +127,8 @@ func benchKernel(b *testing.B) {
 }
 
 // streamRows runs body over rows [0, n) on the model's worker pool (internal/parallel),
-// split as the model splits a product: chunks of about n/(16·threads) rows and at least
-// grain, claimed in order from a shared counter (a worker that falls behind on a noisy
+// split as the model splits a product: guided chunks (each a share of the rows left, at
+// least grain), claimed in order from a shared counter (a worker that falls behind on a noisy
 // machine takes fewer chunks). Each iteration passes the copy to read.
 type streamRows struct {
 	n, grain int

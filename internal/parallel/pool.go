@@ -109,8 +109,9 @@ func (p *Pool) poll() (t *task, ok bool) {
 // run claims chunks until none is left. A claim takes a share of what is left (guided
 // scheduling): large chunks first, so that a worker streams long runs of rows, and
 // chunks shrinking to the grain at the end, so that the workers finish together. With
-// equal chunks (of n/16 per worker, as before) the last chunk left one worker idle for
-// half a chunk on average, about 70 µs of every product loop of a 27B decode step.
+// equal chunks of n/16 per worker the last chunk left one worker idle for half a chunk
+// on average, about 70 µs of every product loop of a 27B decode step; guided chunks
+// took a 27B decode step from 369 to 352 ms on two cores (examples/bench).
 func (t *task) run() {
 	for {
 		lo := int(t.next.Load())

@@ -103,3 +103,46 @@ func BenchmarkFor(b *testing.B) {
 		p.For(1024, 64, body)
 	}
 }
+
+type rangeBody struct {
+	mu     sync.Mutex
+	ranges [][2]int
+}
+
+func (b *rangeBody) Run(lo, hi int) {
+	b.mu.Lock()
+	b.ranges = append(b.ranges, [2]int{lo, hi})
+	b.mu.Unlock()
+}
+
+// TestForChunksShrink checks the guided split: claimed in order, each chunk is
+// max(grain, left/(2·workers)) of what was left when it was claimed (the last one cut at
+// n), so the chunks never grow and the loop ends with chunks of the grain.
+func TestForChunksShrink(t *testing.T) {
+	for _, workers := range []int{2, 3} {
+		p := NewPool(workers)
+		for _, c := range []struct{ n, grain int }{{34816, 16}, {1000, 1}, {5000, 64}} {
+			b := &rangeBody{}
+			p.For(c.n, c.grain, b)
+			rs := b.ranges
+			// Sort by start: workers append in completion order.
+			for i := 1; i < len(rs); i++ {
+				for j := i; j > 0 && rs[j][0] < rs[j-1][0]; j-- {
+					rs[j], rs[j-1] = rs[j-1], rs[j]
+				}
+			}
+			lo := 0
+			for i, r := range rs {
+				require.Equal(t, lo, r[0], "workers %d %+v chunk %d starts after a gap", workers, c, i)
+				want := min(max(c.grain, (c.n-lo)/(2*workers)), c.n-lo)
+				require.Equal(t, want, r[1]-r[0], "workers %d %+v chunk %d at %d", workers, c, i, lo)
+				lo = r[1]
+			}
+			require.Equal(t, c.n, lo)
+			last := rs[len(rs)-1]
+			require.LessOrEqual(t, last[1]-last[0], c.grain, "workers %d %+v: the last chunk is the grain or less", workers, c)
+			require.Equal(t, c.n/(2*workers), rs[0][1]-rs[0][0], "workers %d %+v: the first chunk", workers, c)
+		}
+		p.Close()
+	}
+}

@@ -141,20 +141,6 @@ func TestChatTemplateQwen35(t *testing.T) {
 	checkRenderings(t, m, filepath.Join("testdata", "chat", "qwen35.json"))
 }
 
-// TestChatTemplateExtra checks any template against renderings of render.py, neither of
-// them committed: BONSAI_CHAT_TEMPLATE names the template file, BONSAI_CHAT_EXPECTED the
-// renderings (testdata/chat/README.md). It skips unless both are set.
-func TestChatTemplateExtra(t *testing.T) {
-	tmpl, expected := os.Getenv("BONSAI_CHAT_TEMPLATE"), os.Getenv("BONSAI_CHAT_EXPECTED")
-	if tmpl == "" || expected == "" {
-		t.Skip("set BONSAI_CHAT_TEMPLATE (a template file) and BONSAI_CHAT_EXPECTED (its renderings by testdata/chat/render.py) to check a template")
-	}
-	data, err := os.ReadFile(tmpl)
-	require.NoError(t, err)
-	m := open(t, writeModel(t, "tiny", 1, ternary.PQ2_0), bonsai.WithChatTemplate(string(data)))
-	checkRenderings(t, m, expected)
-}
-
 func TestChatTemplateErrors(t *testing.T) {
 	path := writeModel(t, "tiny", 1, ternary.PQ2_0)
 	m := open(t, path)

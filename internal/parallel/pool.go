@@ -141,9 +141,10 @@ func (p *Pool) For(n, grain int, body Body) {
 		return
 	}
 	t := p.get()
-	// Each claim takes 1/(2·workers) of what is left: the first chunks are a quarter of
-	// the loop on two workers, so that a worker slowed by the machine's other load holds
-	// up the loop by no more than a small chunk at the end.
+	// Each claim takes 1/(2·workers) of what is left: on two workers the first chunk is a
+	// quarter of the loop and the last ones are grain-sized, so the workers end within a
+	// small chunk of each other. (A worker descheduled in the middle of an early, large
+	// chunk still holds the loop up by the rest of that chunk.)
 	t.body, t.n, t.grain, t.div = body, n, grain, 2*p.workers
 	t.next.Store(0)
 	helpers := min(p.workers-1, chunks-1)

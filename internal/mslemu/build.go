@@ -21,7 +21,7 @@ import (
 
 //go:generate go run gen_swizzle.go
 
-//go:embed shim/metal_stdlib.h shim/mslemu_abi.h shim/swizzle.inc runtime/runtime.cpp
+//go:embed shim/metal_stdlib.h shim/mslemu_abi.h shim/swizzle.inc shim/opencl_msl.h runtime/runtime.cpp
 var assets embed.FS
 
 // ErrNoCompiler is returned (wrapped, together with gpu.ErrUnavailable) by New,
@@ -147,7 +147,9 @@ func generate(sources map[string]string) (*program, error) {
 			return nil, fmt.Errorf("mslemu: bad source name %q", n)
 		}
 		res, err := rewriteSource(n, sources[n], &tgID)
-		if err != nil {
+		if errors.Is(err, ErrRule) {
+			return nil, err // already an ErrCompile
+		} else if err != nil {
 			return nil, fmt.Errorf("%w: %v", ErrCompile, err)
 		}
 		if isHeader(n) {
@@ -184,6 +186,9 @@ func generate(sources map[string]string) (*program, error) {
 				k.MaxThreads = t.MaxThreads
 			}
 		}
+		if err := lintKernel(k); err != nil {
+			return nil, err
+		}
 		writeEntry(&tu, k)
 	}
 	p.tu = tu.String()
@@ -211,6 +216,7 @@ func writeEntry(b *strings.Builder, k *kernelDecl) {
 	fmt.Fprintf(b, "#line %d %q\n", k.Line, k.File)
 	fmt.Fprintf(b, "extern \"C\" MSLEMU_EXPORT void mslemu_k_%s(void) { ::mslemu::invoke(&%s%s); }\n", sym, k.Call, descs.String())
 	fmt.Fprintf(b, "extern \"C\" MSLEMU_EXPORT void mslemu_i_%s(int64_t* o) { ::mslemu::describe(&%s, o%s); }\n", sym, k.Call, descs.String())
+	b.WriteString(kernelAsserts(k))
 }
 
 func macroFlags(macros map[string]string) []string {

@@ -227,6 +227,13 @@ type kernelDecl struct {
 	// Base names the template whose parameters an instantiation without a parameter
 	// list uses.
 	Base string
+	// Threadgroup lists the threadgroup variables declared in the kernel's body, as the
+	// C++ type of each (for the 32 KiB check, evaluated by clang with the real macros).
+	Threadgroup []string
+	// Namespaced is set for a kernel defined inside a namespace.
+	Namespaced bool
+
+	bodyStart, bodyEnd int // token indices of the body's braces; 0 when there is none
 }
 
 var builtinAttrs = map[string]string{
@@ -250,6 +257,13 @@ var builtinAttrs = map[string]string{
 	"thread_index_in_quadgroup":           "B_TIIQG",
 }
 
+// tgDecl is one threadgroup variable declared in a function body.
+type tgDecl struct {
+	tok  int    // token index of the threadgroup keyword
+	typ  string // its C++ type: the element type and the dimensions, "float[256]"
+	line int
+}
+
 // rewriteResult is one source after rewriting.
 type rewriteResult struct {
 	Text    string
@@ -257,13 +271,15 @@ type rewriteResult struct {
 }
 
 type rewriter struct {
-	file   string
-	src    string
-	toks   []token
-	edits  []edit
-	groups map[int]*attrGroup // by the token index of the first '['
-	byLast map[int]int        // the first '[' of a group by the token index of its last ']'
-	tgID   *int
+	tgDecls []tgDecl
+	doubles []int // lines that use double
+	file    string
+	src     string
+	toks    []token
+	edits   []edit
+	groups  map[int]*attrGroup // by the token index of the first '['
+	byLast  map[int]int        // the first '[' of a group by the token index of its last ']'
+	tgID    *int
 }
 
 func parseAttrGroup(toks []token, src string, i int) (*attrGroup, bool) {
@@ -428,6 +444,7 @@ func rewriteSource(file, src string, tgID *int) (*rewriteResult, error) {
 							}
 						}
 						k.Call = "::" + prefix + k.Call
+						k.Namespaced = prefix != ""
 						kernels = append(kernels, *k)
 					}
 				}
@@ -455,6 +472,17 @@ func rewriteSource(file, src string, tgID *int) (*rewriteResult, error) {
 				brackets--
 			}
 		}
+	}
+	for ki := range kernels {
+		k := &kernels[ki]
+		for _, d := range r.tgDecls {
+			if k.bodyStart > 0 && d.tok > k.bodyStart && d.tok < k.bodyEnd {
+				k.Threadgroup = append(k.Threadgroup, d.typ)
+			}
+		}
+	}
+	if err := lintSource(file, toks); err != nil {
+		return nil, err
 	}
 	sort.Slice(r.edits, func(a, b int) bool { return r.edits[a].start < r.edits[b].start })
 	var b strings.Builder
@@ -609,6 +637,7 @@ func (r *rewriter) threadgroupDecl(i int) (int, edit, bool, error) {
 		}
 		*r.tgID++
 		id := *r.tgID
+		r.tgDecls = append(r.tgDecls, tgDecl{tok: i, typ: typeText + dims, line: toks[i].line})
 		fmt.Fprintf(&b, "static char mslemu_tgk_%d; typedef %s mslemu_tgt_%d%s; mslemu_tgt_%d& %s = ::mslemu::tg_static<mslemu_tgt_%d>(&mslemu_tgk_%d); ",
 			id, typeText, id, dims, id, name, id, id)
 	}
@@ -764,6 +793,30 @@ func (r *rewriter) kernel(i int) (*kernelDecl, int, error) {
 				return nil, i, err
 			}
 			k.Params = append(k.Params, p)
+		}
+	}
+	// the body: the next '{' after the parameters (attributes may come between)
+	b := j + 1
+	for {
+		if g, ok := r.groups[b]; ok {
+			b = g.last + 1
+			continue
+		}
+		break
+	}
+	if b < len(toks) && toks[b].s == "{" {
+		depth := 0
+		for e := b; e < len(toks); e++ {
+			switch toks[e].s {
+			case "{":
+				depth++
+			case "}":
+				depth--
+			}
+			if depth == 0 {
+				k.bodyStart, k.bodyEnd = b, e
+				break
+			}
 		}
 	}
 	return k, j, nil

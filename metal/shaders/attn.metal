@@ -205,10 +205,11 @@ kernel void attn_append_f16(constant AttnArgs& a [[buffer(0)]],
                             device float* vsc [[buffer(8)]],
                             uint2 tgp [[threadgroup_position_in_grid]],
                             uint tid [[thread_index_in_threadgroup]],
-                            uint nt [[threads_per_threadgroup]],
+                            uint2 tptg [[threads_per_threadgroup]],
                             uint lane [[thread_index_in_simdgroup]],
                             uint sg [[simdgroup_index_in_threadgroup]],
                             uint nsg [[simdgroups_per_threadgroup]]) {
+    const uint nt = tptg.x; // one width for the position/size attributes (MSL)
     threadgroup float ks[BONSAI_HD];
     threadgroup float red[MAX_SG];
     att_append<KV_F16>(a, k, v, knorm, rope, kc, vc, ksc, vsc, ks, red, tgp, tid, nt, lane, sg, nsg);
@@ -225,10 +226,11 @@ kernel void attn_append_f32(constant AttnArgs& a [[buffer(0)]],
                             device float* vsc [[buffer(8)]],
                             uint2 tgp [[threadgroup_position_in_grid]],
                             uint tid [[thread_index_in_threadgroup]],
-                            uint nt [[threads_per_threadgroup]],
+                            uint2 tptg [[threads_per_threadgroup]],
                             uint lane [[thread_index_in_simdgroup]],
                             uint sg [[simdgroup_index_in_threadgroup]],
                             uint nsg [[simdgroups_per_threadgroup]]) {
+    const uint nt = tptg.x; // one width for the position/size attributes (MSL)
     threadgroup float ks[BONSAI_HD];
     threadgroup float red[MAX_SG];
     att_append<KV_F32>(a, k, v, knorm, rope, kc, vc, ksc, vsc, ks, red, tgp, tid, nt, lane, sg, nsg);
@@ -245,10 +247,11 @@ kernel void attn_append_i8(constant AttnArgs& a [[buffer(0)]],
                             device float* vsc [[buffer(8)]],
                             uint2 tgp [[threadgroup_position_in_grid]],
                             uint tid [[thread_index_in_threadgroup]],
-                            uint nt [[threads_per_threadgroup]],
+                            uint2 tptg [[threads_per_threadgroup]],
                             uint lane [[thread_index_in_simdgroup]],
                             uint sg [[simdgroup_index_in_threadgroup]],
                             uint nsg [[simdgroups_per_threadgroup]]) {
+    const uint nt = tptg.x; // one width for the position/size attributes (MSL)
     threadgroup float ks[BONSAI_HD];
     threadgroup float red[MAX_SG];
     att_append<KV_I8>(a, k, v, knorm, rope, kc, vc, ksc, vsc, ks, red, tgp, tid, nt, lane, sg, nsg);
@@ -268,10 +271,11 @@ kernel void attn_f16(constant AttnArgs& a [[buffer(0)]],
                      device float* vsc [[buffer(11)]],
                      uint2 tgp [[threadgroup_position_in_grid]],
                      uint tid [[thread_index_in_threadgroup]],
-                     uint nt [[threads_per_threadgroup]],
+                     uint2 tptg [[threads_per_threadgroup]],
                      uint lane [[thread_index_in_simdgroup]],
                      uint sg [[simdgroup_index_in_threadgroup]],
                      uint nsg [[simdgroups_per_threadgroup]]) {
+    const uint nt = tptg.x; // one width for the position/size attributes (MSL)
     threadgroup float qs[BONSAI_HD];
     threadgroup float ks[BONSAI_HD];
     threadgroup float vs[BONSAI_HD];
@@ -297,10 +301,11 @@ kernel void attn_f32(constant AttnArgs& a [[buffer(0)]],
                      device float* vsc [[buffer(11)]],
                      uint2 tgp [[threadgroup_position_in_grid]],
                      uint tid [[thread_index_in_threadgroup]],
-                     uint nt [[threads_per_threadgroup]],
+                     uint2 tptg [[threads_per_threadgroup]],
                      uint lane [[thread_index_in_simdgroup]],
                      uint sg [[simdgroup_index_in_threadgroup]],
                      uint nsg [[simdgroups_per_threadgroup]]) {
+    const uint nt = tptg.x; // one width for the position/size attributes (MSL)
     threadgroup float qs[BONSAI_HD];
     threadgroup float ks[BONSAI_HD];
     threadgroup float vs[BONSAI_HD];
@@ -326,10 +331,11 @@ kernel void attn_i8(constant AttnArgs& a [[buffer(0)]],
                      device float* vsc [[buffer(11)]],
                      uint2 tgp [[threadgroup_position_in_grid]],
                      uint tid [[thread_index_in_threadgroup]],
-                     uint nt [[threads_per_threadgroup]],
+                     uint2 tptg [[threads_per_threadgroup]],
                      uint lane [[thread_index_in_simdgroup]],
                      uint sg [[simdgroup_index_in_threadgroup]],
                      uint nsg [[simdgroups_per_threadgroup]]) {
+    const uint nt = tptg.x; // one width for the position/size attributes (MSL)
     threadgroup float qs[BONSAI_HD];
     threadgroup float ks[BONSAI_HD];
     threadgroup float vs[BONSAI_HD];

@@ -18,7 +18,8 @@ kernel void embed(constant SiteArgs& a [[buffer(0)]],
                   device float* x [[buffer(4)]],
                   uint2 tgp [[threadgroup_position_in_grid]],
                   uint tid [[thread_index_in_threadgroup]],
-                  uint nt [[threads_per_threadgroup]]) {
+                  uint2 tptg [[threads_per_threadgroup]]) {
+    const uint nt = tptg.x; // one width for the position/size attributes (MSL)
     threadgroup float xs[SITE_MAXBLK];
     uint t = tgp.y;
     uint e0 = tgp.x * a.blk;
@@ -92,7 +93,8 @@ kernel void site_fwht(constant SiteArgs& a [[buffer(0)]],
                       device float* out [[buffer(3)]],
                       uint2 tgp [[threadgroup_position_in_grid]],
                       uint tid [[thread_index_in_threadgroup]],
-                      uint nt [[threads_per_threadgroup]]) {
+                      uint2 tptg [[threads_per_threadgroup]]) {
+    const uint nt = tptg.x; // one width for the position/size attributes (MSL)
     threadgroup float xs[SITE_MAXBLK];
     uint base = tgp.y * a.W + tgp.x * a.blk;
     uint s0 = tgp.x * a.blk;
@@ -109,7 +111,8 @@ kernel void site_swiglu(constant SiteArgs& a [[buffer(0)]],
                         device float* out [[buffer(4)]],
                         uint2 tgp [[threadgroup_position_in_grid]],
                         uint tid [[thread_index_in_threadgroup]],
-                        uint nt [[threads_per_threadgroup]]) {
+                        uint2 tptg [[threads_per_threadgroup]]) {
+    const uint nt = tptg.x; // one width for the position/size attributes (MSL)
     threadgroup float xs[SITE_MAXBLK];
     uint base = tgp.y * a.W + tgp.x * a.blk;
     uint s0 = tgp.x * a.blk;

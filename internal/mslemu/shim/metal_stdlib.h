@@ -1098,6 +1098,17 @@ template <class P> constexpr int64_t arg_align() {
   else return int64_t(alignof(E));
 }
 template <class P> constexpr int64_t arg_is_ref() { return std::is_reference<P>::value ? 1 : 0; }
+// The linter's threadgroup-memory check (lint.go): the type of a declaration, each
+// variable rounded up to Metal's 16-byte granularity, and the limit; a failing tg_limit
+// names the byte count in its instantiation.
+template <class F> struct tg_type;
+template <class T> struct tg_type<void(T*)> { using type = T; };
+constexpr uint64_t tg_round(uint64_t n) { return (n + 15) / 16 * 16; }
+template <uint64_t N, uint64_t Max> struct tg_limit {
+  static_assert(N <= Max, "static threadgroup memory of a kernel over the limit");
+  static constexpr bool ok = N <= Max;
+};
+
 template <class T> inline T& tg_static(const void* key) {
   return *(T*)mslemu_tg_static(key, sizeof(T), alignof(T));
 }

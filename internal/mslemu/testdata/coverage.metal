@@ -20,12 +20,12 @@ kernel void coverage(device float* out [[buffer(0)]],
                      device atomic_int* ai [[buffer(2)]],
                      device atomic_float* af [[buffer(3)]],
                      device const Packed* pk [[buffer(4)]],
-                     uint gid [[thread_position_in_grid]],
+                     uint2 gid2 [[thread_position_in_grid]],
                      ushort lane [[thread_index_in_simdgroup]],
                      uint quad_lane [[thread_index_in_quadgroup]],
                      uint quad [[quadgroup_index_in_threadgroup]],
                      uint2 tg2 [[threadgroup_position_in_grid]]) {
-  float x = float(gid) * 0.25f + 0.5f;
+  uint gid = gid2.x;  float x = float(gid) * 0.25f + 0.5f;
   half h = half(x);
   bfloat bf = bfloat(x);
   float4 v = float4(x, 2.0, 3.0, 4.0);

@@ -140,3 +140,29 @@ kernel void k(device float* a [[buffer(0)]]) { a[0] = WIDTH; }
 kernel void k(device float* a [[buffer(0)]], float3 gid [[thread_position_in_grid]]) {}
 `}, nil), ErrCompile)
 }
+
+// TestLanguageLevelAndWarnings: the kernels are compiled as C++14 (MSL 3's base) with
+// warnings fatal. Each case is valid C++17 or valid-but-suspect code that clang's C++17
+// build with -w accepted, and that must now fail.
+func TestLanguageLevelAndWarnings(t *testing.T) {
+	const head = "#include <metal_stdlib>\nusing namespace metal;\n"
+	ok := head + `kernel void k(device float* a [[buffer(0)]], uint gid [[thread_position_in_grid]]) {
+  a[gid] = a[gid] * 2.0f;
+}
+`
+	require.NoError(t, checkOrSkip(t, map[string]string{"k.metal": ok}, nil))
+	for name, body := range map[string]string{
+		"if constexpr (C++17)":         "if constexpr (sizeof(float) == 4) { a[gid] = 1.0f; }",
+		"structured binding (C++17)":   "struct P { float x, y; }; P p = {1.0f, 2.0f}; auto [u, v] = p; a[gid] = u + v;",
+		"init-statement in if (C++17)": "if (float v = a[gid]; v > 0.0f) { a[gid] = v; }",
+		"unused variable":              "float unused = a[gid]; a[gid] = 1.0f;",
+		"sign comparison":              "int n = -1; if (gid < n) { a[gid] = 1.0f; }",
+		"uninitialized":                "float v; if (gid > 3u) { v = 1.0f; } a[gid] = v;",
+	} {
+		src := head + "kernel void k(device float* a [[buffer(0)]], uint gid [[thread_position_in_grid]]) {\n  " + body + "\n}\n"
+		err := checkOrSkip(t, map[string]string{"k.metal": src}, nil)
+		if !errors.Is(err, ErrCompile) || !strings.Contains(err.Error(), "k.metal:4:") {
+			t.Errorf("%s: got %v, want a compile error at k.metal:4", name, err)
+		}
+	}
+}

@@ -1,7 +1,7 @@
 // Package mslemu runs Metal Shading Language compute kernels on the CPU, so that the
 // Metal backend's kernels and host logic can be tested on Linux, where there is no GPU.
 //
-// It compiles the very MSL sources the Metal backend ships, as C++17 with clang, against
+// It compiles the very MSL sources the Metal backend ships, as C++14 with clang, against
 // a shim header that provides Metal's types and functions (shim/metal_stdlib.h), links
 // them with a small runtime (runtime/runtime.cpp) into a shared library, loads it with
 // purego (no cgo) and runs dispatches with Metal's execution semantics. It implements
@@ -20,6 +20,17 @@
 // other than linux/amd64 and linux/arm64. CompileCheck type-checks MSL sources against
 // the shim without running anything (for CI).
 //
+// # Checks of what the C++ build cannot see
+//
+// Apple's compiler refuses things clang compiling MSL as C++ accepts. Two checks close
+// the gap, each with negative tests: the parser's attribute linter (lint.go: matching
+// widths of the position/size attributes, uint/ushort index attributes, unique
+// [[buffer(n)]] ≤ 30, no double, static threadgroup memory ≤ 32 KiB after the macros),
+// run by every Compile and CompileCheck and refusing with ErrRule; and
+// AddressSpaceCheck, which compiles the sources as C++ for OpenCL 2021 with MSL's
+// address spaces mapped onto OpenCL's and the generic address space disabled, so that
+// any conversion between address spaces is an error.
+//
 // # Compilation
 //
 // Sources are a map of file name to text. Files named *.h (or *.hpp) are headers, found
@@ -30,8 +41,9 @@
 // lines: attributes are read and removed, threadgroup variables in kernel bodies become
 // per-threadgroup storage, unsuffixed floating literals get an f (they are float in MSL),
 // and 1.0h becomes half(1.0f). Entry points are generated per kernel that bind each
-// parameter from the dispatch. Compiler flags: -O2 -fno-fast-math -ffp-contract=off
-// -fno-strict-aliasing. Libraries are cached by a hash of the sources, shim, runtime,
+// parameter from the dispatch. Compiler flags: -std=c++14 (MSL 3 is based on C++14)
+// -Wall -Wextra -Werror -O2 -fno-fast-math -ffp-contract=off -fno-strict-aliasing.
+// Libraries are cached by a hash of the sources, shim, runtime,
 // macros, flags and compiler version in os.UserCacheDir()/bonsai-mslemu ($MSLEMU_CACHE,
 // WithCacheDir), so an unchanged source set compiles once.
 //

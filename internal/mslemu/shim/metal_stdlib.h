@@ -1,6 +1,6 @@
 // metal_stdlib.h — mslemu's stand-in for Metal's <metal_stdlib>.
 //
-// It lets clang compile unchanged MSL compute kernels as C++17 for the CPU: Metal's scalar
+// It lets clang compile unchanged MSL compute kernels as C++14 for the CPU: Metal's scalar
 // and vector types, address-space keywords, math, conversion, atomic, barrier and
 // SIMD-group functions. The generated translation unit includes this header first; the
 // kernel sources follow, rewritten by the Go driver only where C++ cannot express MSL
@@ -12,6 +12,14 @@
 // namespace to collide with metal::exp, metal::abs and friends.
 #ifndef MSLEMU_METAL_STDLIB_H
 #define MSLEMU_METAL_STDLIB_H
+
+// The translation unit is C++14 with warnings fatal (MSL 3 is based on C++14: a kernel
+// that needs C++17 fails here as it fails on Apple's compiler). This header, which is
+// not MSL but the emulator's implementation of Metal's library, uses two C++17 features
+// clang accepts in C++14 as extensions (if constexpr, fold expressions); they are
+// allowed here only, between this push and the pop at the end.
+#pragma clang diagnostic push
+#pragma clang diagnostic ignored "-Wc++17-extensions"
 
 #include <stddef.h>
 #include <stdint.h>
@@ -1224,5 +1232,7 @@ MSLEMU_GLOBAL_VEC(bfloat)
 #define threadgroup
 #define ray_data
 #define object_data
+
+#pragma clang diagnostic pop
 
 #endif

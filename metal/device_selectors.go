@@ -7,7 +7,11 @@ package metal
 // device_darwin.go resolves the strings with objc.RegisterName once and sends through
 // the typed senders of the signature; a selector can only be passed to the sender of its
 // own signature type, so the pairing of selector and C signature is checked by the Go
-// compiler, and the colon count by the test.
+// compiler, and the colon count by the test. device_prototypes.go holds each selector's
+// declaration from Apple's headers; device_sendsites_test.go parses the darwin sources
+// and checks every send site against it (arity, register kinds, structs over 16 bytes
+// by pointer to a Go mirror of the right size, BOOL results masked, void results
+// unused).
 //
 // Signatures (receiver and _cmd are always x0 and x1; every argument below is one
 // integer register — pointers, NSUInteger, NSInteger, BOOL, id, SEL — and every result
@@ -121,6 +125,7 @@ var (
 	selName                    = defMsg0("name", "<MTLDevice>")                                                    // +0 NSString
 	selMaxBufferLength         = defMsg0("maxBufferLength", "<MTLDevice>")                                         // NSUInteger
 	selMaxThreadgroupMemLength = defMsg0("maxThreadgroupMemoryLength", "<MTLDevice>")                              // NSUInteger
+	selRecommendedWorkingSet   = defMsg0("recommendedMaxWorkingSetSize", "<MTLDevice>")                            // uint64_t
 	selNewCommandQueue         = defMsg0("newCommandQueue", "<MTLDevice>")                                         // +1
 	selNewBufferWithLength     = defMsg2("newBufferWithLength:options:", "<MTLDevice>")                            // +1 (NSUInteger, MTLResourceOptions)
 	selNewBufferNoCopy         = defMsgPtr4("newBufferWithBytesNoCopy:length:options:deallocator:", "<MTLDevice>") // +1 (void *, NSUInteger, MTLResourceOptions, block)
@@ -144,6 +149,7 @@ var (
 	selWaitUntilCompleted      = defMsg0("waitUntilCompleted", "<MTLCommandBuffer>")
 	selStatus                  = defMsg0("status", "<MTLCommandBuffer>") // MTLCommandBufferStatus
 	selError                   = defMsg0("error", "<MTLCommandBuffer>")  // +0 NSError or nil
+	selCode                    = defMsg0("code", "NSError")              // NSInteger (MTLCommandBufferError for a command buffer's error)
 	selSetComputePipelineState = defMsg1("setComputePipelineState:", "<MTLComputeCommandEncoder>")
 	selSetBuffer               = defMsg3("setBuffer:offset:atIndex:", "<MTLComputeCommandEncoder>")
 	selSetBufferOffset         = defMsg2("setBufferOffset:atIndex:", "<MTLComputeCommandEncoder>")

@@ -1,6 +1,7 @@
 package metal
 
 import (
+	"cmp"
 	"fmt"
 	"sync"
 
@@ -12,6 +13,7 @@ import (
 // logic — bindings, offsets, geometry, the dispatch count — without a GPU or emulator.
 type countingDevice struct {
 	maxBuf, page int
+	simdWidth    int // the pipelines' threadExecutionWidth; 0 means 32
 	mu           sync.Mutex
 	wrapped      []int // lengths of the wrapped views
 	last         *countingCB
@@ -47,16 +49,19 @@ func (d *countingDevice) WrapNoCopy(mem []byte) (gpu.Buffer, error) {
 	return &countingBuf{mem}, nil
 }
 
-type countingPipe struct{ name string }
+type countingPipe struct {
+	name  string
+	width int
+}
 
 func (p *countingPipe) Name() string                  { return p.name }
 func (p *countingPipe) MaxThreadsPerThreadgroup() int { return 1024 }
-func (p *countingPipe) ThreadExecutionWidth() int     { return 32 }
+func (p *countingPipe) ThreadExecutionWidth() int     { return p.width }
 
 func (d *countingDevice) Compile(sources, macros map[string]string, kernels []string) (map[string]gpu.Pipeline, error) {
 	out := map[string]gpu.Pipeline{}
 	for _, k := range kernels {
-		out[k] = &countingPipe{k}
+		out[k] = &countingPipe{k, cmp.Or(d.simdWidth, 32)}
 	}
 	return out, nil
 }

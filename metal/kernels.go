@@ -198,6 +198,12 @@ func compile(dev gpu.Device, g geometry) (map[string]gpu.Pipeline, error) {
 		if p[k] == nil {
 			return nil, fmt.Errorf("metal: compile: no pipeline for kernel %s", k)
 		}
+		// The kernels are written for 32-lane SIMD-groups (lane == t in gdn_chunk, the
+		// int8 kv_put's one scale per SIMD-group, every lane + 32u*u loop): on any other
+		// width they would compute garbage without an error.
+		if w := p[k].ThreadExecutionWidth(); w != simdWidth {
+			return nil, fmt.Errorf("metal: compile: kernel %s runs SIMD-groups of %d threads (threadExecutionWidth); the kernels need %d, the width of every Apple GPU: this GPU is not supported", k, w, simdWidth)
+		}
 		if p[k].MaxThreadsPerThreadgroup() < simdWidth {
 			return nil, fmt.Errorf("metal: kernel %s runs at most %d threads per threadgroup", k, p[k].MaxThreadsPerThreadgroup())
 		}

@@ -55,8 +55,9 @@ type engine struct {
 	chunkCap int
 
 	// mu serialises the command buffers of the engine's states.
-	mu     sync.Mutex
-	closed bool
+	mu       sync.Mutex
+	closed   bool
+	resident int64 // bytes counted against the working set: weights and live states (backend_memory.go)
 
 	owned   []gpu.Buffer // released at Close
 	views   int          // how many of owned are views of the mapped file
@@ -286,6 +287,9 @@ func (e *engine) bind() error {
 		}
 	} else {
 		viewLen = span
+	}
+	if err := e.checkWeightsFit(int64(span) + outsideBytes(ts, inSpan)); err != nil {
+		return err
 	}
 	var views []gpu.Buffer
 	for start := 0; ; start += stride {

@@ -38,8 +38,9 @@ type state struct {
 	best                 gpu.Buffer // the argmax (uint32)
 	ssmBuf, convBuf      gpu.Buffer
 
-	all    []gpu.Buffer // every buffer, for Bytes and Close
-	closed bool
+	all      []gpu.Buffer // every buffer, for Bytes and Close
+	reserved int64        // bytes of the device's working set counted for this state
+	closed   bool
 }
 
 var _ bonsai.State = (*state)(nil)
@@ -72,6 +73,11 @@ func (e *engine) NewState(opt bonsai.StateOptions) (bonsai.State, error) {
 	if closed {
 		return nil, bonsai.ErrClosed
 	}
+	need := e.stateBytes(st)
+	if err := e.reserve(need, opt); err != nil {
+		return nil, err
+	}
+	st.reserved = need
 	fail := func(err error) (bonsai.State, error) {
 		st.release()
 		return nil, fmt.Errorf("metal: state: %w", err)
@@ -84,6 +90,19 @@ func (e *engine) NewState(opt bonsai.StateOptions) (bonsai.State, error) {
 		st.all = append(st.all, b)
 		return b, nil
 	}
+	if err := e.layoutState(st, alloc); err != nil {
+		return fail(err)
+	}
+	st.Reset()
+	return st, nil
+}
+
+// layoutState allocates st's buffers through alloc, in one fixed order; stateBytes
+// runs it with an allocator that only counts, so that the size check and the
+// allocation cannot disagree.
+func (e *engine) layoutState(st *state, alloc func(n int) (gpu.Buffer, error)) error {
+	c := e.cfg
+	opt := st.opt
 	T := st.chunk
 	sizes := []struct {
 		dst *gpu.Buffer
@@ -100,7 +119,7 @@ func (e *engine) NewState(opt bonsai.StateOptions) (bonsai.State, error) {
 	for _, s := range sizes {
 		b, err := alloc(4 * s.n)
 		if err != nil {
-			return fail(err)
+			return err
 		}
 		*s.dst = b
 	}
@@ -115,10 +134,10 @@ func (e *engine) NewState(opt bonsai.StateOptions) (bonsai.State, error) {
 	convPer := 4 * (c.ConvKernel - 1) * c.QKVWidth()
 	var err error
 	if st.ssmBuf, err = alloc(gdnLayers * ssmPer); err != nil {
-		return fail(err)
+		return err
 	}
 	if st.convBuf, err = alloc(gdnLayers * convPer); err != nil {
-		return fail(err)
+		return err
 	}
 	st.ssm, st.conv = make([]ref, c.Layers), make([]ref, c.Layers)
 	st.kc, st.vc = make([]gpu.Buffer, c.Layers), make([]gpu.Buffer, c.Layers)
@@ -128,18 +147,18 @@ func (e *engine) NewState(opt bonsai.StateOptions) (bonsai.State, error) {
 	for i := 0; i < c.Layers; i++ {
 		if c.IsAttention(i) {
 			if st.kc[i], err = alloc(kvBytes); err != nil {
-				return fail(err)
+				return err
 			}
 			if st.vc[i], err = alloc(kvBytes); err != nil {
-				return fail(err)
+				return err
 			}
 			if st.kvElem == 1 {
 				sb := 4 * opt.ContextSize * c.KVHeads * c.HeadDim / kvBlock
 				if st.ks[i], err = alloc(sb); err != nil {
-					return fail(err)
+					return err
 				}
 				if st.vs[i], err = alloc(sb); err != nil {
-					return fail(err)
+					return err
 				}
 			}
 			continue
@@ -148,8 +167,7 @@ func (e *engine) NewState(opt bonsai.StateOptions) (bonsai.State, error) {
 		st.conv[i] = ref{st.convBuf, g * convPer}
 		g++
 	}
-	st.Reset()
-	return st, nil
+	return nil
 }
 
 func (st *state) release() {
@@ -157,6 +175,8 @@ func (st *state) release() {
 		b.Release()
 	}
 	st.all = nil
+	st.e.unreserve(st.reserved)
+	st.reserved = 0
 }
 
 // Len returns the number of tokens the sequence holds.

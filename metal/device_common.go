@@ -23,7 +23,7 @@ import (
 var ErrUnavailable = gpu.ErrUnavailable
 
 // DeviceInfo opens the system's Metal device, describes it and closes it again:
-// "Apple M4 Pro (max buffer 27.0 GiB, page 16 KiB)". Where Metal is not available the
+// "Apple M4 Pro (max buffer 27.0 GiB, working set 36.0 GiB, page 16 KiB)". Where Metal is not available the
 // error wraps ErrUnavailable (errors.Is(err, metal.ErrUnavailable)).
 func DeviceInfo() (string, error) {
 	d, err := newDevice()
@@ -31,7 +31,11 @@ func DeviceInfo() (string, error) {
 		return "", err
 	}
 	defer d.Close()
-	return fmt.Sprintf("%s (max buffer %s, page %d KiB)", d.Name(), mtlFormatBytes(d.MaxBufferLength()), d.PageSize()/1024), nil
+	ws := ""
+	if w, ok := d.(gpu.WorkingSet); ok && w.RecommendedWorkingSet() > 0 {
+		ws = ", working set " + mtlFormatBytes(int(w.RecommendedWorkingSet()))
+	}
+	return fmt.Sprintf("%s (max buffer %s%s, page %d KiB)", d.Name(), mtlFormatBytes(d.MaxBufferLength()), ws, d.PageSize()/1024), nil
 }
 
 func mtlFormatBytes(n int) string {

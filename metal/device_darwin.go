@@ -350,6 +350,7 @@ type mtlDevice struct {
 	maxBuf    int
 	maxTGMem  int
 	page      int
+	workSet   int64 // recommendedMaxWorkingSetSize (macOS 10.12+, so always there)
 
 	mu        sync.Mutex
 	closed    bool
@@ -377,6 +378,7 @@ func newDevice() (gpu.Device, error) {
 	d.name = c.goString(c.msg0(id, selName))
 	d.maxBuf = int(c.msg0(id, selMaxBufferLength))
 	d.maxTGMem = int(c.msg0(id, selMaxThreadgroupMemLength))
+	d.workSet = int64(c.msg0(id, selRecommendedWorkingSet))
 	if d.queue = c.msg0(id, selNewCommandQueue); d.queue == 0 {
 		c.release(id)
 		return nil, errors.New("metal: newCommandQueue returned nil")
@@ -403,6 +405,9 @@ func (c *objcCaller) firstDevice() uintptr {
 func (d *mtlDevice) Name() string         { return d.name }
 func (d *mtlDevice) MaxBufferLength() int { return d.maxBuf }
 func (d *mtlDevice) PageSize() int        { return d.page }
+
+// RecommendedWorkingSet implements gpu.WorkingSet.
+func (d *mtlDevice) RecommendedWorkingSet() int64 { return d.workSet }
 
 func (d *mtlDevice) usable() error {
 	d.mu.Lock()

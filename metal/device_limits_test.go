@@ -2,6 +2,8 @@ package metal
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -49,4 +51,97 @@ func TestSIMDWidthChecked(t *testing.T) {
 		t.Fatalf("width 32: %v", err)
 	}
 	e.Close()
+}
+
+// Defect 3 of issue 12: the working set is checked at Load, before anything is
+// allocated, and at NewState, with the sizes and what would fit in the message.
+func TestWorkingSet(t *testing.T) {
+	path := writeTiny(t)
+	// The weights' size as Load counts it: load once without a limit.
+	dev := newCountingDevice(1 << 30)
+	en, err := loadOn(t, path, dev, bonsai.LoadOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := en.(*engine)
+	weights := e.resident
+	small := e.bytesFor(prefillChunk, 1)
+	st16 := e.bytesFor(1000, 2)
+	if weights <= 0 || small <= 0 || st16 <= small {
+		t.Fatalf("weights %d, smallest state %d, 1000 f16 %d", weights, small, st16)
+	}
+	// bytesFor is what NewState allocates: the counting device sees the same bytes.
+	before := dev.allocated
+	s, err := e.NewState(bonsai.StateOptions{ContextSize: 1000, KVCache: qwen35.KVFloat16})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := int64(dev.allocated - before); got > st16 || got < st16-16*64 {
+		t.Errorf("NewState allocated %d bytes, bytesFor says %d", got, st16)
+	}
+	s.Close()
+	en.Close()
+
+	// Too small for the weights and one chunk: refused before any allocation.
+	dev = newCountingDevice(1 << 30)
+	dev.workingSet = weights + small - 1
+	if en, err := loadOn(t, path, dev, bonsai.LoadOptions{}); err == nil {
+		en.Close()
+		t.Fatal("loaded past the working set")
+	} else if !errors.Is(err, ErrWorkingSet) || !strings.Contains(err.Error(), "recommendedMaxWorkingSetSize") {
+		t.Errorf("Load: %v", err)
+	}
+	if dev.allocated != 0 || len(dev.wrapped) != 0 {
+		t.Errorf("a refused Load allocated %d bytes and wrapped %d views", dev.allocated, len(dev.wrapped))
+	}
+
+	// Room for the weights and one state of 1000 f16 positions (the weights' span may
+	// differ by a page between mappings: the room is measured on the engine).
+	dev = newCountingDevice(1 << 30)
+	dev.workingSet = weights + st16 + int64(dev.page)
+	en, err = loadOn(t, path, dev, bonsai.LoadOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer en.Close()
+	e = en.(*engine)
+	room := dev.workingSet - e.resident
+	if room < st16 || room >= st16+2*int64(dev.page) {
+		t.Fatalf("room %d for a state of %d", room, st16)
+	}
+	s1, err := e.NewState(bonsai.StateOptions{ContextSize: 1000, KVCache: qwen35.KVFloat16})
+	if err != nil {
+		t.Fatalf("a state that fits: %v", err)
+	}
+	_, err = e.NewState(bonsai.StateOptions{ContextSize: 16, KVCache: qwen35.KVFloat16})
+	if !errors.Is(err, ErrWorkingSet) || !strings.Contains(err.Error(), "enough for a context of 0 tokens") {
+		t.Errorf("a second state with no room: %v", err)
+	}
+	s1.Close() // gives its bytes back
+	f16 := e.maxContext(room, 2)
+	if f16 < 1000 || e.bytesFor(f16, 2) > room || e.bytesFor(f16+1, 2) <= room {
+		t.Fatalf("f16: maxContext %d is not the largest that fits %d bytes", f16, room)
+	}
+	_, err = e.NewState(bonsai.StateOptions{ContextSize: f16 + 1, KVCache: qwen35.KVFloat16})
+	if !errors.Is(err, ErrWorkingSet) {
+		t.Fatalf("one position more than fits: %v", err)
+	}
+	// The message names the contexts that fit; each fits and one more does not.
+	t.Log(err)
+	for _, k := range e.kvChoices() {
+		n := e.maxContext(room, k.elem)
+		want := fmt.Sprintf("%d tokens with KV cache %v", n, k.p)
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("message lacks %q", want)
+		}
+		if e.bytesFor(n, k.elem) > room || e.bytesFor(n+1, k.elem) <= room {
+			t.Errorf("%v: maxContext %d is not the largest that fits", k.p, n)
+		}
+		s, err := e.NewState(bonsai.StateOptions{ContextSize: n, KVCache: k.p})
+		if err != nil {
+			t.Errorf("%v: the suggested context %d: %v", k.p, n, err)
+			continue
+		}
+		s.Close()
+	}
 }

@@ -13,7 +13,9 @@ import (
 // logic — bindings, offsets, geometry, the dispatch count — without a GPU or emulator.
 type countingDevice struct {
 	maxBuf, page int
-	simdWidth    int // the pipelines' threadExecutionWidth; 0 means 32
+	simdWidth    int   // the pipelines' threadExecutionWidth; 0 means 32
+	workingSet   int64 // RecommendedWorkingSet
+	allocated    int   // bytes of NewBuffer allocations
 	mu           sync.Mutex
 	wrapped      []int // lengths of the wrapped views
 	last         *countingCB
@@ -34,8 +36,13 @@ func (b *countingBuf) Len() int         { return len(b.b) }
 func (b *countingBuf) Contents() []byte { return b.b }
 func (b *countingBuf) Release()         {}
 
+func (d *countingDevice) RecommendedWorkingSet() int64 { return d.workingSet }
+
 func (d *countingDevice) NewBuffer(size int) (gpu.Buffer, error) {
 	// Allocations are not held to maxBuf, which only shapes how the weights are wrapped.
+	d.mu.Lock()
+	d.allocated += size
+	d.mu.Unlock()
 	return &countingBuf{make([]byte, size)}, nil
 }
 

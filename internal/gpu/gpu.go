@@ -16,6 +16,14 @@ import "errors"
 // ErrUnavailable is wrapped when a device cannot be created on this machine.
 var ErrUnavailable = errors.New("gpu: device unavailable")
 
+// WorkingSet is implemented by a Device that knows how much memory its work may hold
+// resident at once (Metal's recommendedMaxWorkingSetSize). Past it the GPU pages or
+// fails; the Metal backend refuses a model or a sequence that would not fit.
+type WorkingSet interface {
+	// RecommendedWorkingSet is the budget in bytes; 0 means the device does not say.
+	RecommendedWorkingSet() int64
+}
+
 // Device is a compute device.
 type Device interface {
 	// Name describes the device ("Apple M4 Pro", "mslemu (CPU emulator)").

@@ -15,7 +15,16 @@ import (
 	"github.com/bonsai-go/sdk/internal/gpu"
 )
 
-var _ gpu.Device = (*device)(nil)
+var (
+	_ gpu.Device     = (*device)(nil)
+	_ gpu.WorkingSet = (*device)(nil)
+)
+
+// The working set a test sets is what the device reports (none by default).
+func TestWorkingSetOption(t *testing.T) {
+	require.Equal(t, int64(0), newDevice(t).(gpu.WorkingSet).RecommendedWorkingSet())
+	require.Equal(t, int64(5<<30), newDevice(t, WithWorkingSet(5<<30)).(gpu.WorkingSet).RecommendedWorkingSet())
+}
 
 func TestVectorAdd(t *testing.T) {
 	for _, o := range []Order{Forward, Reverse, Random} {

@@ -234,6 +234,9 @@ func (d *device) MaxBufferLength() int {
 	return 1 << 34
 }
 
+// RecommendedWorkingSet is what WithWorkingSet set (gpu.WorkingSet); 0 by default.
+func (d *device) RecommendedWorkingSet() int64 { return d.opts.workingSet }
+
 // PageSize is the operating system's page size (Apple silicon's is 16 KiB).
 func (d *device) PageSize() int { return d.page }
 

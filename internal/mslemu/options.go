@@ -37,12 +37,13 @@ func (o Order) String() string {
 }
 
 type options struct {
-	order    Order
-	seed     uint64
-	workers  int
-	cacheDir string
-	compiler string
-	lenient  bool
+	order      Order
+	seed       uint64
+	workers    int
+	cacheDir   string
+	compiler   string
+	lenient    bool
+	workingSet int64
 }
 
 // Option configures New.
@@ -67,6 +68,11 @@ func WithCacheDir(dir string) Option { return func(op *options) { op.cacheDir = 
 
 // WithCompiler sets the C++ compiler (default $MSLEMU_CXX, else clang++ on the PATH).
 func WithCompiler(path string) Option { return func(op *options) { op.compiler = path } }
+
+// WithWorkingSet makes the device report n bytes as its recommended working set
+// (gpu.WorkingSet, Metal's recommendedMaxWorkingSetSize), so that tests can play a Mac
+// of any size; the default, 0, reports none.
+func WithWorkingSet(n int64) Option { return func(op *options) { op.workingSet = n } }
 
 // WithLenientBarriers lets threads that returned count as arrived at a
 // threadgroup_barrier. By default a barrier that some threads of the threadgroup never

@@ -3,6 +3,7 @@ package metal
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/bonsai-go/sdk/bonsai"
 	"github.com/bonsai-go/sdk/internal/gpu"
@@ -25,6 +26,8 @@ type config struct {
 	// stepGDN makes prefill run the GDN recurrence token by token (gdn_seq) instead of
 	// in the chunked form (gdn_chunk).
 	stepGDN bool
+	// cbTime is the GPU time a prefill command buffer aims at (backend_split.go).
+	cbTime time.Duration
 	// device opens the device; nil means the system's Metal device.
 	device func() (gpu.Device, error)
 	name   string
@@ -52,6 +55,20 @@ func WithSplitGDNDecode(on bool) Option { return func(c *config) { c.splitGDN = 
 // more than one token). The two agree to float32 rounding.
 func WithStepGDN(on bool) Option { return func(c *config) { c.stepGDN = on } }
 
+// WithCommandBufferTime sets the GPU time one prefill command buffer aims at (default
+// 100 ms). macOS stops a command buffer that occupies a GPU driving a display for too
+// long; the backend splits each prefill chunk into command buffers of whole layers,
+// sized from the measured time of the chunks before, and halves them by itself after
+// such an error. Lower it if the error still comes; raise it on a headless Mac for a
+// little less overhead.
+func WithCommandBufferTime(d time.Duration) Option {
+	return func(c *config) {
+		if d > 0 {
+			c.cbTime = d
+		}
+	}
+}
+
 // WithDevice runs the backend on the devices open returns, under the given name: a test
 // double, or a device of this module's own (internal/gpu). Each engine opens its device
 // at Load and closes it with the engine.
@@ -73,7 +90,7 @@ var _ bonsai.Backend = (*Backend)(nil)
 func New(opts ...Option) bonsai.Backend { return newBackend("metal", newDevice, opts) }
 
 func newBackend(name string, dev func() (gpu.Device, error), opts []Option) *Backend {
-	b := &Backend{cfg: config{maxGroups: 128, device: dev, name: name}}
+	b := &Backend{cfg: config{maxGroups: 128, device: dev, name: name, cbTime: defaultCBTime}}
 	for _, o := range opts {
 		o(&b.cfg)
 	}

@@ -57,7 +57,8 @@ type engine struct {
 	// mu serialises the command buffers of the engine's states.
 	mu       sync.Mutex
 	closed   bool
-	resident int64 // bytes counted against the working set: weights and live states (backend_memory.go)
+	resident int64    // bytes counted against the working set: weights and live states (backend_memory.go)
+	budget   cbBudget // the size of prefill command buffers (backend_split.go), under mu
 
 	owned   []gpu.Buffer // released at Close
 	views   int          // how many of owned are views of the mapped file
@@ -89,6 +90,7 @@ func newEngine(ctx context.Context, b *Backend, dev gpu.Device, w *qwen35.Weight
 		eps:   float32(c.RMSEpsilon),
 		fused: geo.fusedGDN && !b.cfg.unfused,
 	}
+	e.budget = cbBudget{target: b.cfg.cbTime, layers: c.Layers}
 	report := func(done, total int64) {
 		if opt.Progress != nil {
 			opt.Progress(bonsai.Progress{Stage: "load", Done: done, Total: total})

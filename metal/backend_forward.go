@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math"
+	"time"
 
 	"github.com/bonsai-go/sdk/bonsai"
 	"github.com/bonsai-go/sdk/internal/gpu"
@@ -119,14 +120,19 @@ func (e *engine) runChunk(st *state, tokens []int32, mode outMode) error {
 	if e.closed {
 		return bonsai.ErrClosed
 	}
-	cb, err := e.dev.NewCommandBuffer()
-	if err != nil {
-		return fmt.Errorf("metal: %w", err)
+	// A prefill chunk is split into command buffers of a few layers (backend_split.go).
+	T, every := len(tokens), 0
+	if T > 1 {
+		every = e.budget.every(T)
 	}
+	cb := newSplitter(e.dev, every)
 	e.encodeChunk(cb, st, tokens, mode)
 	cb.Commit()
 	if err := cb.Wait(); err != nil {
-		return fmt.Errorf("metal: command buffer: %w", err)
+		return e.commandBufferError(err, T, every)
+	}
+	if every > 0 {
+		e.budget.observe(T, cb.layers, time.Since(cb.started))
 	}
 	st.pos += len(tokens)
 	return nil
@@ -458,6 +464,7 @@ func (e *engine) encodePrefill(cb gpu.CommandBuffer, st *state, T int, mode outM
 		e.gemm(cb, l.ffnUp, E, ff, T, st.hr, st.up)
 		e.siteBlocks(cb, kSiteSwiGLU, ff, T, st.gate, st.up, st.act)
 		e.gemm(cb, l.ffnDown, ff, E, T, st.act, st.delta)
+		layerDone(cb)
 	}
 	switch mode {
 	case outAll:

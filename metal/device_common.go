@@ -279,3 +279,30 @@ func mtlCheckArg(name string, a gpu.Arg) (tg int, err error) {
 	}
 	return 0, nil
 }
+
+// MTLCommandBufferError codes (MTLCommandBuffer.h) the device maps to gpu errors.
+const (
+	mtlCommandBufferErrorTimeout     = 2
+	mtlCommandBufferErrorPageFault   = 3
+	mtlCommandBufferErrorOutOfMemory = 8
+)
+
+// mtlCommandBufferFailure turns a failed command buffer's NSError (code and
+// localizedDescription) into an error that wraps gpu.ErrTimeout or gpu.ErrOutOfMemory
+// where it is one of those. The watchdog's error comes either as the Timeout code or,
+// from the IOGPU driver, as "Impacting Interactivity
+// (0000000e:kIOGPUCommandBufferCallbackErrorImpactingInteractivity)" or "...Timeout"
+// in the description under another code, so both are looked at.
+func mtlCommandBufferFailure(code int64, desc string) error {
+	msg := fmt.Sprintf("metal: command buffer failed (MTLCommandBufferError %d): %s", code, desc)
+	switch {
+	case code == mtlCommandBufferErrorTimeout,
+		strings.Contains(desc, "ImpactingInteractivity"),
+		strings.Contains(desc, "kIOGPUCommandBufferCallbackErrorTimeout"):
+		return fmt.Errorf("%w: %s", gpu.ErrTimeout, msg)
+	case code == mtlCommandBufferErrorOutOfMemory,
+		strings.Contains(desc, "kIOGPUCommandBufferCallbackErrorOutOfMemory"):
+		return fmt.Errorf("%w: %s", gpu.ErrOutOfMemory, msg)
+	}
+	return errors.New(msg)
+}

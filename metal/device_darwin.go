@@ -863,7 +863,12 @@ func (b *mtlCommandBuffer) Wait() error {
 		switch st := c.msg0(cb, selStatus); st {
 		case mtlCommandBufferStatusCompleted:
 		case mtlCommandBufferStatusError:
-			b.fail(fmt.Errorf("metal: command buffer failed: %s", c.errorText(c.msg0(cb, selError))))
+			nserr := c.msg0(cb, selError)
+			code := int64(-1)
+			if nserr != 0 {
+				code = int64(c.msg0(nserr, selCode))
+			}
+			b.fail(mtlCommandBufferFailure(code, c.errorText(nserr)))
 		default:
 			b.fail(fmt.Errorf("metal: command buffer ended in status %d, not completed", st))
 		}

@@ -16,6 +16,8 @@ type countingDevice struct {
 	simdWidth    int   // the pipelines' threadExecutionWidth; 0 means 32
 	workingSet   int64 // RecommendedWorkingSet
 	allocated    int   // bytes of NewBuffer allocations
+	cbs          int   // command buffers made
+	waitErr      error // what every Wait returns, when set
 	mu           sync.Mutex
 	wrapped      []int // lengths of the wrapped views
 	last         *countingCB
@@ -80,8 +82,9 @@ type countingCB struct {
 }
 
 func (d *countingDevice) NewCommandBuffer() (gpu.CommandBuffer, error) {
-	cb := &countingCB{perName: map[string]int{}}
+	cb := &countingCB{perName: map[string]int{}, err: d.waitErr}
 	d.mu.Lock()
+	d.cbs++
 	d.last = cb
 	d.mu.Unlock()
 	return cb, nil

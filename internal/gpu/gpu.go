@@ -16,6 +16,17 @@ import "errors"
 // ErrUnavailable is wrapped when a device cannot be created on this machine.
 var ErrUnavailable = errors.New("gpu: device unavailable")
 
+// Errors a CommandBuffer's Wait wraps for failures the caller can act on.
+var (
+	// ErrTimeout: the GPU stopped the command buffer because it ran too long (macOS's
+	// watchdog for a GPU that drives a display: MTLCommandBufferErrorTimeout, or
+	// kIOGPUCommandBufferCallbackErrorImpactingInteractivity). Less work per command
+	// buffer avoids it.
+	ErrTimeout = errors.New("gpu: command buffer ran too long and was stopped")
+	// ErrOutOfMemory: the GPU could not make the command buffer's memory resident.
+	ErrOutOfMemory = errors.New("gpu: out of GPU memory")
+)
+
 // WorkingSet is implemented by a Device that knows how much memory its work may hold
 // resident at once (Metal's recommendedMaxWorkingSetSize). Past it the GPU pages or
 // fails; the Metal backend refuses a model or a sequence that would not fit.

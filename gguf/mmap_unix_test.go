@@ -32,6 +32,12 @@ func TestOpenMapsFile(t *testing.T) {
 	require.NoError(t, err)
 	defer copied.Close()
 
+	assert.True(t, mapped.Mapped(), "Open maps by default")
+	assert.False(t, copied.Mapped(), "WithMmap(false) reads into memory")
+	parsed, err := Parse(image)
+	require.NoError(t, err)
+	assert.False(t, parsed.Mapped(), "Parse's data are the caller's")
+
 	mv, err := mapped.TensorData("w")
 	require.NoError(t, err)
 	cv, err := copied.TensorData("w")

@@ -52,14 +52,15 @@ func Open(path string, opts ...OpenOption) (*File, error) {
 	}
 
 	var (
-		data  []byte
-		unmap func([]byte) error
+		data   []byte
+		unmap  func([]byte) error
+		mapped bool
 	)
 	if cfg.mmap && size > 0 {
 		data, err = mmapFile(fh, int(size))
 		switch {
 		case err == nil:
-			unmap = munmap
+			unmap, mapped = munmap, true
 		case !errors.Is(err, errNoMmap):
 			return nil, fmt.Errorf("gguf: %s: mmap: %w", path, err)
 		}
@@ -81,6 +82,6 @@ func Open(path string, opts ...OpenOption) (*File, error) {
 		}
 		return nil, err
 	}
-	f.unmap = unmap
+	f.unmap, f.mapped = unmap, mapped
 	return f, nil
 }

@@ -50,6 +50,7 @@ type File struct {
 	data   []byte
 	closed bool
 	unmap  func([]byte) error
+	mapped bool // data is a read-only shared mapping of the file
 }
 
 // A span locates a tensor's bytes in the file; size is -1 for an unknown
@@ -674,6 +675,14 @@ func (f *File) Close() error {
 	}
 	return nil
 }
+
+// Mapped reports whether the tensor data are views of a read-only shared mapping of
+// the file (Open's default where the platform has mmap), rather than of memory the file
+// was read into (WithMmap(false), a platform without mmap, Parse). Only a mapping may
+// be handed to a device page by page beyond the tensors' own bytes (Metal's
+// newBufferWithBytesNoCopy takes whole pages): the pages around a tensor belong to the
+// mapping, whereas around a Go allocation they belong to other objects.
+func (f *File) Mapped() bool { return f.mapped }
 
 // Size returns the size of the file in bytes.
 func (f *File) Size() int64 { return f.size }

@@ -266,7 +266,6 @@ func (e *engine) bind() error {
 		hi = max(hi, a+uintptr(len(m.Data)))
 	}
 	delta := int(lo % uintptr(page))
-	base := unsafe.Add(unsafe.Pointer(unsafe.SliceData(lowest)), -delta)
 	baseAddr := lo - uintptr(delta)
 	span := int(hi - baseAddr)
 	span = (span + page - 1) / page * page
@@ -296,15 +295,9 @@ func (e *engine) bind() error {
 	var views []gpu.Buffer
 	for start := 0; ; start += stride {
 		n := min(viewLen, span-start)
-		mem := unsafe.Slice((*byte)(unsafe.Add(base, start)), n)
-		buf, err := e.dev.WrapNoCopy(mem)
+		buf, err := e.weightView(lowest, delta, start, n, ts, baseAddr, inSpan)
 		if err != nil {
-			// The device cannot wrap this memory: copy it.
-			if buf, err = e.dev.NewBuffer(n); err != nil {
-				return fmt.Errorf("metal: weights: %w", err)
-			}
-			copy(buf.Contents(), mem)
-			e.copied += n
+			return err
 		}
 		e.owned = append(e.owned, buf)
 		views = append(views, buf)

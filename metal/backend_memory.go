@@ -3,6 +3,7 @@ package metal
 import (
 	"errors"
 	"fmt"
+	"unsafe"
 
 	"github.com/bonsai-go/sdk/bonsai"
 	"github.com/bonsai-go/sdk/internal/gpu"
@@ -171,4 +172,44 @@ func outsideBytes(ts []tensorBytes, inSpan func([]byte) bool) int64 {
 		}
 	}
 	return n
+}
+
+// weightView makes the view of the weights' span [start, start+n) (span offsets;
+// lowest is the lowest matrix, delta its distance from the span's page-aligned start).
+// A mapped file (qwen35.Weights.Mapped) is wrapped without copying: the pages around
+// the tensors are the file's. Weights read into memory are copied, tensor by tensor,
+// into a buffer the device allocates: the page-rounded span would reach before and
+// past the Go allocation holding the file, and no slice or pointer may point outside a
+// Go object (the garbage collector can abort on one), nor may a copy read beyond it.
+func (e *engine) weightView(lowest []byte, delta, start, n int, ts []tensorBytes, baseAddr uintptr, inSpan func([]byte) bool) (gpu.Buffer, error) {
+	if e.w.Mapped() {
+		mem := unsafe.Slice((*byte)(unsafe.Add(unsafe.Pointer(unsafe.SliceData(lowest)), start-delta)), n)
+		if buf, err := e.dev.WrapNoCopy(mem); err == nil {
+			return buf, nil
+		}
+		// The device cannot wrap this memory: copy it (all of it is the mapping's).
+		buf, err := e.dev.NewBuffer(n)
+		if err != nil {
+			return nil, fmt.Errorf("metal: weights: %w", err)
+		}
+		copy(buf.Contents(), mem)
+		e.copied += n
+		return buf, nil
+	}
+	buf, err := e.dev.NewBuffer(n)
+	if err != nil {
+		return nil, fmt.Errorf("metal: weights: %w", err)
+	}
+	dst := buf.Contents()
+	for _, t := range ts {
+		if !inSpan(t.data) {
+			continue
+		}
+		off := int(addr(t.data)-baseAddr) - start
+		if off >= 0 && off+len(t.data) <= n {
+			copy(dst[off:], t.data)
+			e.copied += len(t.data)
+		}
+	}
+	return buf, nil
 }

@@ -76,7 +76,12 @@ type Weights struct {
 	Layers         []Layer
 
 	rotations map[int]*hadamard.Rotation
+	mapped    bool
 }
+
+// Mapped reports whether the tensor data are views of a read-only mapping of the file
+// (gguf.File.Mapped), which a GPU backend may wrap page by page without copying.
+func (w *Weights) Mapped() bool { return w.mapped }
 
 // Rotation returns the rotation of input width k (5120, 6144 or 17408 in the 27B model).
 func (w *Weights) Rotation(k int) *hadamard.Rotation { return w.rotations[k] }
@@ -117,7 +122,7 @@ func BindProgress(f *gguf.File, progress func(done, total int)) (*Weights, error
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrWeights, err)
 	}
-	w := &Weights{Config: *cfg, Contract: contract, rotations: map[int]*hadamard.Rotation{}}
+	w := &Weights{Config: *cfg, Contract: contract, rotations: map[int]*hadamard.Rotation{}, mapped: f.Mapped()}
 	for _, width := range cfg.RotationWidths() {
 		if !slices.Contains(contract.Widths, width) {
 			// The error names the key to fix: the contract must carry a sign vector

@@ -354,6 +354,62 @@ func TestDeviceWrapNoCopy(t *testing.T) {
 	}
 }
 
+// TestDeviceWrapNoCopyFile wraps what Load wraps: a read-only shared mapping of a file,
+// at an offset of whole pages, the last page partly past the end of the file. The GPU
+// reads the file's bytes through it, and the buffer is the mapping (no copy).
+func TestDeviceWrapNoCopyFile(t *testing.T) {
+	d := devOpenTestDevice(t)
+	p := devCompileTest(t, d)["vadd"]
+	page := d.PageSize()
+	n := page / 4
+	data := make([]byte, 2*page+100)
+	for i := range len(data) / 4 {
+		binary.LittleEndian.PutUint32(data[4*i:], math.Float32bits(float32(i)))
+	}
+	path := t.TempDir() + "/weights.bin"
+	if err := os.WriteFile(path, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	m, err := syscall.Mmap(int(f.Fd()), 0, 3*page, syscall.PROT_READ, syscall.MAP_SHARED)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer syscall.Munmap(m)
+	w, err := d.WrapNoCopy(m[page:])
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Release()
+	if c := w.Contents(); len(c) != 2*page || unsafe.SliceData(c) != &m[page] {
+		t.Fatal("the wrapped buffer's contents are not the mapping")
+	}
+	zero, _ := d.NewBuffer(8 * n)
+	defer zero.Release()
+	out, _ := d.NewBuffer(8 * n)
+	defer out.Release()
+	args := make([]byte, 8)
+	binary.LittleEndian.PutUint32(args, uint32(2*n))
+	devRun(t, d, func(cb gpu.CommandBuffer) {
+		cb.Dispatch(p, gpu.Size{2 * n / 256, 1, 1}, gpu.Size{256, 1, 1},
+			gpu.Arg{Index: 0, Buf: w}, gpu.Arg{Index: 1, Buf: zero},
+			gpu.Arg{Index: 2, Buf: out}, gpu.Arg{Index: 3, Bytes: args})
+	})
+	got := out.Contents()
+	for _, i := range []int{0, 1, n - 1, n, n + 24} {
+		if v := math.Float32frombits(binary.LittleEndian.Uint32(got[4*i:])); v != float32(n+i) {
+			t.Errorf("out[%d] = %v, want %d (the file's float %d)", i, v, n+i, n+i)
+		}
+	}
+	if v := math.Float32frombits(binary.LittleEndian.Uint32(got[4*(n+25):])); v != 0 {
+		t.Errorf("past the end of the file: %v, want 0", v)
+	}
+}
+
 func TestDeviceCompileErrors(t *testing.T) {
 	d := devOpenTestDevice(t)
 	_, err := d.Compile(map[string]string{"common.h": devTestCommonH, "bad.metal": "kernel void broken( {\n"}, nil, []string{"broken"})

@@ -6,7 +6,10 @@ import (
 	"encoding/binary"
 	"math"
 	"math/rand"
+	"os"
+	"path/filepath"
 	"runtime"
+	"syscall"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -413,6 +416,64 @@ func TestWrapNoCopy(t *testing.T) {
 	w.Release()
 	_, err = d.WrapNoCopy(mem[off+1 : off+1+page])
 	assert.Error(t, err)
+}
+
+// TestWrapNoCopyFile wraps what production wraps: a read-only shared mapping of a file
+// (the model's weights), at an offset of whole pages, with a partial last page. The
+// kernels read the file's bytes through it, the buffer's contents are the mapping
+// itself (no copy), and a change to the file shows through.
+func TestWrapNoCopyFile(t *testing.T) {
+	d := newDevice(t)
+	ps := pipelines(t, d)
+	page := d.PageSize()
+	n := page / 4                    // floats per page
+	data := make([]byte, 3*page+100) // three pages and a partial fourth
+	for i := 0; i < len(data)/4; i++ {
+		binary.LittleEndian.PutUint32(data[4*i:], math.Float32bits(float32(i)))
+	}
+	path := filepath.Join(t.TempDir(), "weights.bin")
+	require.NoError(t, os.WriteFile(path, data, 0o644))
+	f, err := os.Open(path)
+	require.NoError(t, err)
+	defer f.Close()
+	// as gguf maps a file: its length rounded up to whole pages
+	m, err := syscall.Mmap(int(f.Fd()), 0, 4*page, syscall.PROT_READ, syscall.MAP_SHARED)
+	require.NoError(t, err)
+	defer syscall.Munmap(m)
+
+	// pages 1 and 2, and the last page (whole, as page rounding makes it)
+	w, err := d.WrapNoCopy(m[page : 3*page])
+	require.NoError(t, err)
+	defer w.Release()
+	require.Equal(t, uintptrOf(m[page:]), uintptrOf(w.Contents()), "the buffer is the mapping, not a copy")
+	last, err := d.WrapNoCopy(m[3*page : 4*page])
+	require.NoError(t, err)
+	defer last.Release()
+
+	out := bufBytes(t, d, 2*page)
+	require.NoError(t, run(t, d, ps["vadd"], gpu.Size{2 * n / 256, 1, 1}, gpu.Size{256, 1, 1},
+		gpu.Arg{Index: 0, Buf: w}, gpu.Arg{Index: 1, Buf: w}, gpu.Arg{Index: 2, Buf: out}))
+	got := f32s(out)
+	for _, i := range []int{0, 1, n - 1, n, 2*n - 1} {
+		require.Equal(t, 2*float32(n+i), got[i], "element %d of page 1", i)
+	}
+	tail := bufBytes(t, d, page)
+	require.NoError(t, run(t, d, ps["vadd"], gpu.Size{n / 256, 1, 1}, gpu.Size{256, 1, 1},
+		gpu.Arg{Index: 0, Buf: last}, gpu.Arg{Index: 1, Buf: last}, gpu.Arg{Index: 2, Buf: tail}))
+	require.Equal(t, 2*float32(3*n+24), f32s(tail)[24], "the last float in the file")
+	require.Equal(t, float32(0), f32s(tail)[25], "past the end of the file the page reads zeros")
+
+	// a write to the file is seen through the mapping the kernel reads
+	fw, err := os.OpenFile(path, os.O_WRONLY, 0)
+	require.NoError(t, err)
+	var b [4]byte
+	binary.LittleEndian.PutUint32(b[:], math.Float32bits(-7))
+	_, err = fw.WriteAt(b[:], int64(page+4*5))
+	require.NoError(t, err)
+	require.NoError(t, fw.Close())
+	require.NoError(t, run(t, d, ps["vadd"], gpu.Size{2 * n / 256, 1, 1}, gpu.Size{256, 1, 1},
+		gpu.Arg{Index: 0, Buf: w}, gpu.Arg{Index: 1, Buf: w}, gpu.Arg{Index: 2, Buf: out}))
+	require.Equal(t, float32(-14), f32s(out)[5])
 }
 
 func TestMatvecThroughput(t *testing.T) {

@@ -38,6 +38,22 @@ func DeviceInfo() (string, error) {
 	return fmt.Sprintf("%s (max buffer %s%s, page %d KiB)", d.Name(), mtlFormatBytes(d.MaxBufferLength()), ws, d.PageSize()/1024), nil
 }
 
+// RecommendedWorkingSet opens the system's Metal device and returns how many bytes its
+// work may hold resident at once (recommendedMaxWorkingSetSize): what a model's weights
+// and its sequences' state must fit in. Where Metal is not available the error wraps
+// ErrUnavailable.
+func RecommendedWorkingSet() (int64, error) {
+	d, err := newDevice()
+	if err != nil {
+		return 0, err
+	}
+	defer d.Close()
+	if w, ok := d.(gpu.WorkingSet); ok {
+		return w.RecommendedWorkingSet(), nil
+	}
+	return 0, nil
+}
+
 func mtlFormatBytes(n int) string {
 	const gib = 1 << 30
 	if n >= gib {

@@ -17,6 +17,12 @@
 // -device emulator runs the same kernels and host code on the CPU through the MSL
 // emulator (Linux, clang++): slow, for checking this program itself. It exits with
 // status 1 when a check fails.
+//
+// Without -preset the synthetic model is chosen from the GPU's recommended working set:
+// the 27B model where its weights fit with room to spare (a 16 GB Mac or larger), the
+// 27B model's widths with four layers (real-widths) otherwise. The engines it times are
+// opened one at a time and each is closed before the next, so that no more than one
+// model's weights are on the GPU at once.
 package main
 
 import (
@@ -36,6 +42,10 @@ import (
 	"github.com/bonsai-go/sdk/metal"
 	"github.com/bonsai-go/sdk/qwen35"
 )
+
+// newEmulator makes the emulated backend (a variable for the tests, which count the
+// devices open at once).
+var newEmulator = metal.NewEmulator
 
 type config struct {
 	device, model, preset, kv string
@@ -93,10 +103,17 @@ func run(ctx context.Context, w io.Writer, cfg config) (bool, error) {
 		}
 		fmt.Fprintln(w, "device:", info)
 		if cfg.preset == "" {
-			cfg.preset = "real-widths"
+			ws, err := metal.RecommendedWorkingSet()
+			if err != nil {
+				return false, err
+			}
+			if cfg.preset, err = choosePreset(ws); err != nil {
+				return false, err
+			}
+			fmt.Fprintf(w, "model: the synthetic %s preset, chosen for a working set of %.1f GiB (-preset to choose)\n", cfg.preset, float64(ws)/(1<<30))
 		}
 	case "emulator":
-		newB = metal.NewEmulator
+		newB = newEmulator
 		fmt.Fprintln(w, "device: the MSL emulator (CPU); speeds below are the emulator's, not a GPU's")
 		if cfg.preset == "" {
 			cfg.preset = "tiny"
@@ -161,7 +178,14 @@ func run(ctx context.Context, w io.Writer, cfg config) (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	defer dev.Close()
+	devOpen := true
+	closeDev := func() {
+		if devOpen {
+			dev.Close()
+			devOpen = false
+		}
+	}
+	defer closeDev()
 	prompt := make([]int32, cfg.prompt)
 	for i := range prompt {
 		prompt[i] = int32((uint64(i)*7919 + cfg.seed*104729 + 13) % uint64(min(c.Vocab, 1<<20)))
@@ -182,35 +206,38 @@ func run(ctx context.Context, w io.Writer, cfg config) (bool, error) {
 
 	// 3. Speed.
 	if cfg.gen > 0 {
+		// One engine at a time: the default one (already open), then each variant,
+		// opened after the one before is closed.
 		variants := []struct {
 			name string
-			m    *bonsai.Model
+			opt  metal.Option
 			n    int
-		}{{"fused (default)", dev, metal.DecodeDispatches(c, true)}}
+		}{{"fused (default)", nil, metal.DecodeDispatches(c, true)}}
 		if cfg.variants {
-			for _, v := range []struct {
+			variants = append(variants, []struct {
 				name string
 				opt  metal.Option
 				n    int
 			}{
 				{"GDN split in two", metal.WithSplitGDNDecode(true), metal.DecodeDispatches(c, true) + c.Layers - c.AttentionLayers()},
 				{"unfused (prefill kernels)", metal.WithUnfusedDecode(true), 0},
-			} {
-				m, err := bonsai.Open(path, bonsai.WithBackend(newB(v.opt)), bonsai.WithKVCache(kv), bonsai.WithContextSize(ctxSize), bonsai.WithLoadContext(ctx))
-				if err != nil {
-					return false, err
-				}
-				defer m.Close()
-				variants = append(variants, struct {
-					name string
-					m    *bonsai.Model
-					n    int
-				}{v.name, m, v.n})
-			}
+			}...)
 		}
 		fmt.Fprintf(w, "\n== speed (%s KV cache, greedy, the argmax on the device)\n", cfg.kv)
 		for _, v := range variants {
-			u, err := speed(ctx, v.m, prompt, cfg.gen)
+			m := dev
+			if v.opt != nil {
+				closeDev()
+				if m, err = bonsai.Open(path, bonsai.WithBackend(newB(v.opt)), bonsai.WithKVCache(kv), bonsai.WithContextSize(ctxSize), bonsai.WithLoadContext(ctx)); err != nil {
+					return false, err
+				}
+			}
+			u, err := speed(ctx, m, prompt, cfg.gen)
+			if v.opt != nil {
+				m.Close()
+			} else {
+				closeDev()
+			}
 			if err != nil {
 				return false, err
 			}
@@ -232,6 +259,45 @@ func run(ctx context.Context, w io.Writer, cfg config) (bool, error) {
 		}
 	}
 	return ok, nil
+}
+
+// choosePreset picks the synthetic model for a GPU whose recommended working set is ws
+// bytes (0: unknown): the 27B preset when its weights take at most 70% of the working
+// set — leaving room for the KV cache, the activations and what the rest of the system
+// has on the GPU — and real-widths (the 27B widths, four layers) otherwise.
+func choosePreset(ws int64) (string, error) {
+	if ws <= 0 {
+		return "real-widths", nil
+	}
+	n, err := presetBytes("27b")
+	if err != nil {
+		return "", err
+	}
+	if float64(n) <= 0.7*float64(ws) {
+		return "27b", nil
+	}
+	return "real-widths", nil
+}
+
+// presetBytes is the size of a synthetic preset's file, from its tensor table.
+func presetBytes(name string) (int64, error) {
+	c, err := synth.Preset(name)
+	if err != nil {
+		return 0, err
+	}
+	infos, err := synth.TensorInfos(synth.Options{Config: c, Seed: 1})
+	if err != nil {
+		return 0, err
+	}
+	var n int64
+	for _, t := range infos {
+		sz, err := t.Size()
+		if err != nil {
+			return 0, err
+		}
+		n += sz
+	}
+	return n, nil
 }
 
 // speed times a greedy generation of gen tokens after the prompt, after a warm-up step.

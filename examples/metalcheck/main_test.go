@@ -3,21 +3,63 @@ package main
 import (
 	"bytes"
 	"context"
+	"os"
 	"strings"
+	"sync"
 	"testing"
 
+	"github.com/bonsai-go/sdk/bonsai"
+	"github.com/bonsai-go/sdk/internal/gpu"
 	"github.com/bonsai-go/sdk/internal/mslemu"
+	"github.com/bonsai-go/sdk/metal"
 )
 
-// TestEmulator runs the whole program on the emulated device with the tiny model.
+// countingDevice counts the emulated devices open at once.
+type countingDevice struct {
+	gpu.Device
+	c *deviceCount
+}
+
+type deviceCount struct {
+	mu         sync.Mutex
+	open, most int
+}
+
+func (d countingDevice) Close() error {
+	d.c.mu.Lock()
+	d.c.open--
+	d.c.mu.Unlock()
+	return d.Device.Close()
+}
+
+// TestEmulator runs the whole program on the emulated device with the tiny model, and
+// checks that the engines it times are open one at a time (defect 4 of issue 12).
 func TestEmulator(t *testing.T) {
 	d, err := mslemu.New()
 	if err != nil {
+		if os.Getenv("MSLEMU_REQUIRE") != "" {
+			t.Fatalf("emulator unavailable: %v", err)
+		}
 		t.Skipf("emulator unavailable: %v", err)
 	}
 	d.Close()
+	count := &deviceCount{}
+	newEmulator = func(opts ...metal.Option) bonsai.Backend {
+		return metal.NewEmulator(append(opts, metal.WithDevice("metal-emulator", func() (gpu.Device, error) {
+			d, err := mslemu.New()
+			if err != nil {
+				return nil, err
+			}
+			count.mu.Lock()
+			count.open++
+			count.most = max(count.most, count.open)
+			count.mu.Unlock()
+			return countingDevice{d, count}, nil
+		}))...)
+	}
+	defer func() { newEmulator = metal.NewEmulator }()
 	var out bytes.Buffer
-	ok, err := run(context.Background(), &out, config{device: "emulator", preset: "tiny", kv: "f16", cpu: true, prompt: 8, gen: 6, seed: 3})
+	ok, err := run(context.Background(), &out, config{device: "emulator", preset: "tiny", kv: "f16", cpu: true, variants: true, prompt: 8, gen: 6, seed: 3})
 	t.Log(out.String())
 	if err != nil {
 		t.Fatal(err)
@@ -25,9 +67,39 @@ func TestEmulator(t *testing.T) {
 	if !ok {
 		t.Fatal("a check failed")
 	}
-	for _, want := range []string{"0 failed", "max |Δlogit|", "tokens identical", "tok/s"} {
+	for _, want := range []string{"0 failed", "max |Δlogit|", "tokens identical", "tok/s", "GDN split in two:", "unfused (prefill kernels):"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("the report has no %q", want)
+		}
+	}
+	if count.most != 1 || count.open != 0 {
+		t.Errorf("%d emulated devices open at once at most (want 1), %d left open", count.most, count.open)
+	}
+}
+
+// The default model follows the working set: the 27B preset where its weights take at
+// most 70% of it, real-widths below.
+func TestChoosePreset(t *testing.T) {
+	n, err := presetBytes("27b")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n < 7e9 || n > 7.5e9 {
+		t.Fatalf("the 27B preset is %d bytes, want about 7.2 GB", n)
+	}
+	for _, c := range []struct {
+		ws   int64
+		want string
+	}{
+		{0, "real-widths"},                         // unknown
+		{5_726_623_744, "real-widths"},             // an 8 GB Mac (5.33 GiB)
+		{11_453_251_584, "27b"},                    // a 16 GB Mac (10.67 GiB)
+		{int64(float64(n)/0.7) - 1, "real-widths"}, // just short of the margin
+		{int64(float64(n)/0.7) + 1, "27b"},
+	} {
+		got, err := choosePreset(c.ws)
+		if err != nil || got != c.want {
+			t.Errorf("working set %d: %q, %v; want %q", c.ws, got, err, c.want)
 		}
 	}
 }

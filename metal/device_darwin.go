@@ -49,6 +49,14 @@ package metal
 //   - The device releases its pipelines, queue and MTLDevice in Close; a buffer is
 //     released by Release; a command buffer's MTLCommandBuffer and encoder by Wait (or
 //     by a runtime cleanup, if the command buffer is dropped without Wait).
+//   - Command buffers come from commandBufferWithUnretainedReferences: Metal does not
+//     retain what they bind, so each holds the mtlBuffers it binds until Wait, and a
+//     buffer Released meanwhile is freed when the last command buffer holding it
+//     completes. Pipelines live until Close, which the engine calls after every Wait.
+//   - Where the OS has residency sets (macOS 15), every buffer is added to the device's
+//     residency set at creation and removed when freed; the set is committed before the
+//     next command buffer and attached to the queue, so the driver does not rebuild the
+//     list of resident allocations for every command buffer.
 //
 // Only a Mac can verify (device_darwin_test.go checks all but the last):
 //
@@ -78,6 +86,7 @@ import (
 	"strings"
 	"structs"
 	"sync"
+	"sync/atomic"
 	"unsafe"
 
 	"github.com/ebitengine/purego"
@@ -160,7 +169,7 @@ func objcLoadAll() error {
 		}
 	}
 	for _, c := range objcClasses {
-		if c.cls = uintptr(objc.GetClass(c.name)); c.cls == 0 {
+		if c.cls = uintptr(objc.GetClass(c.name)); c.cls == 0 && !c.optional {
 			return fmt.Errorf("%w: Objective-C class %s not found", ErrUnavailable, c.name)
 		}
 	}
@@ -355,6 +364,15 @@ type mtlDevice struct {
 	mu        sync.Mutex
 	closed    bool
 	pipelines []*mtlPipeline
+
+	// The residency set (macOS 15): every buffer of the device, made resident once
+	// instead of per command buffer; 0 where the OS has none. resDirty: allocations were
+	// added or removed since the last commit. Under resMu.
+	resMu    sync.Mutex
+	resSet   uintptr
+	resDirty bool
+
+	serial atomic.Uint64 // numbers command buffers, for mtlBuffer.heldBy
 }
 
 func newDevice() (gpu.Device, error) {
@@ -386,7 +404,57 @@ func newDevice() (gpu.Device, error) {
 	if d.name == "" {
 		d.name = "Metal device"
 	}
+	d.resSet = c.newResidencySet(id, d.queue)
 	return d, nil
+}
+
+// newResidencySet makes the device's residency set and adds it to the queue, where the
+// OS has residency sets (macOS 15: the class, the device's and the queue's methods);
+// otherwise it returns 0 and Metal makes each command buffer's allocations resident.
+func (c *objcCaller) newResidencySet(dev, queue uintptr) uintptr {
+	if clsMTLResidencySetDesc.cls == 0 || !c.respondsTo(dev, selNewResidencySet.objcSel) || !c.respondsTo(queue, selAddResidencySet.objcSel) {
+		return 0
+	}
+	desc := c.msg0(clsMTLResidencySetDesc.cls, selNew)
+	if desc == 0 {
+		return 0
+	}
+	var nserr uintptr
+	set := c.msgErr2(dev, selNewResidencySet, desc, &nserr)
+	c.release(desc)
+	if set == 0 {
+		return 0 // not fatal: the per-command-buffer residency still works
+	}
+	c.msg1(queue, selAddResidencySet, set)
+	return set
+}
+
+// resident adds (or removes) a buffer to the residency set; the set is committed before
+// the next command buffer.
+func (d *mtlDevice) resident(c *objcCaller, id uintptr, add bool) {
+	d.resMu.Lock()
+	defer d.resMu.Unlock()
+	if d.resSet == 0 || id == 0 {
+		return
+	}
+	if add {
+		c.msg1(d.resSet, selAddAllocation, id)
+	} else {
+		c.msg1(d.resSet, selRemoveAllocation, id)
+	}
+	d.resDirty = true
+}
+
+// commitResidency commits the residency set's changes and asks for its residency.
+func (d *mtlDevice) commitResidency(c *objcCaller) {
+	d.resMu.Lock()
+	defer d.resMu.Unlock()
+	if d.resSet == 0 || !d.resDirty {
+		return
+	}
+	c.msg0(d.resSet, selCommit)
+	c.msg0(d.resSet, selRequestResidency)
+	d.resDirty = false
 }
 
 // firstDevice returns the first of MTLCopyAllDevices, retained, or 0.
@@ -442,6 +510,7 @@ func (d *mtlDevice) NewBuffer(size int) (gpu.Buffer, error) {
 		c.release(id)
 		return nil, errors.New("metal: a shared buffer has no contents pointer")
 	}
+	d.resident(c, id, true)
 	return &mtlBuffer{dev: d, id: id, ptr: ptr, n: size}, nil
 }
 
@@ -466,6 +535,7 @@ func (d *mtlDevice) WrapNoCopy(mem []byte) (gpu.Buffer, error) {
 		c.release(id)
 		return nil, fmt.Errorf("metal: newBufferWithBytesNoCopy buffer's contents are at %p, not at the wrapped %p", ptr, p)
 	}
+	d.resident(c, id, true)
 	return &mtlBuffer{dev: d, id: id, ptr: ptr, n: len(mem), keep: mem}, nil
 }
 
@@ -603,13 +673,17 @@ func (d *mtlDevice) NewCommandBuffer() (gpu.CommandBuffer, error) {
 	if err := d.usable(); err != nil {
 		return nil, err
 	}
-	b := &mtlCommandBuffer{dev: d}
+	b := &mtlCommandBuffer{dev: d, serial: d.serial.Add(1)}
 	c := &b.c
 	pool := c.poolPush()
 	defer c.poolPop(pool)
-	cb := c.msg0(d.queue, selCommandBuffer)
+	d.commitResidency(c)
+	// Unretained references: the command buffer does not retain the buffers and
+	// pipelines it uses (no retain/release per binding); the Go side keeps them alive
+	// instead (mtlBuffer.hold, released in Wait), and pipelines live until Close.
+	cb := c.msg0(d.queue, selCommandBufferUnretained)
 	if cb == 0 {
-		return nil, errors.New("metal: commandBuffer returned nil")
+		return nil, errors.New("metal: commandBufferWithUnretainedReferences returned nil")
 	}
 	c.msg0(cb, selRetain)
 	enc := c.msg0(cb, selComputeCommandEncoder)
@@ -640,6 +714,14 @@ func (d *mtlDevice) Close() error {
 		c.release(p.id)
 		p.id = 0
 	}
+	d.resMu.Lock()
+	if d.resSet != 0 {
+		c.msg1(d.queue, selRemoveResidencySet, d.resSet)
+		c.msg0(d.resSet, selEndResidency)
+		c.release(d.resSet)
+		d.resSet = 0
+	}
+	d.resMu.Unlock()
 	c.release(d.queue)
 	c.release(d.id)
 	d.queue, d.id = 0, 0
@@ -647,32 +729,83 @@ func (d *mtlDevice) Close() error {
 }
 
 // mtlBuffer implements gpu.Buffer.
+//
+// Command buffers are made with unretained references, so a command buffer does not
+// keep the Metal buffers it uses alive: each one holds the mtlBuffers it binds (uses)
+// until its Wait, and Release of a buffer in use only marks it, the Metal object (and
+// the wrapped memory) going when the last command buffer using it has completed.
 type mtlBuffer struct {
-	dev  *mtlDevice
-	id   uintptr
-	ptr  unsafe.Pointer // contents: fixed for the life of a shared buffer
-	n    int
-	keep []byte // WrapNoCopy's memory, referenced so that Go memory is not collected under Metal
+	dev    *mtlDevice
+	id     uintptr        // the MTLBuffer; 0 once released
+	ptr    unsafe.Pointer // contents: fixed for the life of a shared buffer
+	n      int
+	keep   []byte        // WrapNoCopy's memory, referenced so that Go memory is not collected under Metal
+	heldBy atomic.Uint64 // serial of the last command buffer that holds it (to hold once per command buffer)
+
+	mu   sync.Mutex
+	uses int  // command buffers holding it
+	gone bool // Release was called
 }
 
 func (b *mtlBuffer) Len() int { return b.n }
 
+func (b *mtlBuffer) released() bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.gone || b.id == 0
+}
+
 func (b *mtlBuffer) Contents() []byte {
-	if b.id == 0 || b.n == 0 {
+	if b.n == 0 || b.released() {
 		return nil
 	}
 	return unsafe.Slice((*byte)(b.ptr), b.n)
 }
 
 func (b *mtlBuffer) Release() {
-	if b.id == 0 {
+	b.mu.Lock()
+	if b.gone || b.id == 0 {
+		b.mu.Unlock()
 		return
 	}
+	b.gone = true
+	free := b.uses == 0
+	b.mu.Unlock()
+	if free {
+		b.free()
+	}
+}
+
+// hold counts a command buffer that uses b; unhold ends it, freeing a released buffer
+// with the last.
+func (b *mtlBuffer) hold() {
+	b.mu.Lock()
+	b.uses++
+	b.mu.Unlock()
+}
+
+func (b *mtlBuffer) unhold() {
+	b.mu.Lock()
+	b.uses--
+	free := b.uses == 0 && b.gone
+	b.mu.Unlock()
+	if free {
+		b.free()
+	}
+}
+
+func (b *mtlBuffer) free() {
+	b.mu.Lock()
 	id := b.id
 	b.id, b.ptr, b.keep = 0, nil, nil
+	b.mu.Unlock()
+	if id == 0 {
+		return
+	}
 	c := new(objcCaller)
 	pool := c.poolPush()
-	c.release(id) // a command buffer that uses it keeps it alive until it completes
+	b.dev.resident(c, id, false)
+	c.release(id)
 	c.poolPop(pool)
 }
 
@@ -702,6 +835,8 @@ const (
 type mtlCommandObjects struct {
 	cb, enc uintptr
 	ended   bool
+	sent    bool
+	held    []*mtlBuffer // the buffers it uses, held until it completes
 }
 
 func mtlReleaseCommandObjects(o *mtlCommandObjects) {
@@ -712,9 +847,21 @@ func mtlReleaseCommandObjects(o *mtlCommandObjects) {
 		c.msg0(o.enc, selEndEncoding)
 		o.ended = true
 	}
+	if o.sent && o.cb != 0 {
+		// Dropped without Wait: its buffers must outlive its execution.
+		c.msg0(o.cb, selWaitUntilCompleted)
+	}
+	o.unholdAll()
 	c.release(o.enc)
 	c.release(o.cb)
 	o.enc, o.cb = 0, 0
+}
+
+func (o *mtlCommandObjects) unholdAll() {
+	for _, b := range o.held {
+		b.unhold()
+	}
+	o.held = nil
 }
 
 type mtlBinding struct {
@@ -729,6 +876,7 @@ type mtlBinding struct {
 // the first error, which Wait returns; a command buffer with an error is not committed.
 type mtlCommandBuffer struct {
 	c       objcCaller
+	serial  uint64
 	sizes   [2]mtlSize // dispatchThreadgroups' MTLSize arguments, passed by reference
 	dev     *mtlDevice
 	objs    *mtlCommandObjects
@@ -775,9 +923,13 @@ func (b *mtlCommandBuffer) Dispatch(p gpu.Pipeline, grid, threads gpu.Size, args
 				b.fail(fmt.Errorf("metal: dispatch %s: argument %d: buffer %T is not one of this device's", pl.name, a.Index, a.Buf))
 				return
 			}
-			if mb.id == 0 {
+			if mb.released() {
 				b.fail(fmt.Errorf("metal: dispatch %s: argument %d: buffer was released", pl.name, a.Index))
 				return
+			}
+			if mb.heldBy.Swap(b.serial) != b.serial {
+				mb.hold()
+				b.objs.held = append(b.objs.held, mb)
 			}
 		}
 		n, err := mtlCheckArg(pl.name, *a)
@@ -843,6 +995,7 @@ func (b *mtlCommandBuffer) Commit() {
 	if b.err == nil {
 		c.msg0(b.objs.cb, selCommit)
 		b.sent = true
+		b.objs.sent = true
 	}
 }
 
@@ -874,6 +1027,7 @@ func (b *mtlCommandBuffer) Wait() error {
 		}
 	}
 	b.cleanup.Stop()
+	b.objs.unholdAll()
 	c.release(b.objs.enc)
 	c.release(b.objs.cb)
 	b.objs.enc, b.objs.cb = 0, 0

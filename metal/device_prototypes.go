@@ -40,8 +40,9 @@ var objcPrototypes = map[string]string{
 		"options:(MTLResourceOptions)options deallocator:(void (^)(void *pointer, NSUInteger length))deallocator;",
 	"newLibraryWithSource:options:error:":        "- (id<MTLLibrary>)newLibraryWithSource:(NSString *)source options:(MTLCompileOptions *)options error:(NSError **)error;",
 	"newComputePipelineStateWithFunction:error:": "- (id<MTLComputePipelineState>)newComputePipelineStateWithFunction:(id<MTLFunction>)computeFunction error:(NSError **)error;",
+	"newResidencySetWithDescriptor:error:":       "- (id<MTLResidencySet>)newResidencySetWithDescriptor:(MTLResidencySetDescriptor *)desc error:(NSError **)error;",
 
-	// MTLCompileOptions, MTLResidencySetDescriptor
+	// MTLCompileOptions
 	"setFastMathEnabled:":            "- (void)setFastMathEnabled:(BOOL)fastMathEnabled;",
 	"setMathMode:":                   "- (void)setMathMode:(MTLMathMode)mathMode;",
 	"setMathFloatingPointFunctions:": "- (void)setMathFloatingPointFunctions:(MTLMathFloatingPointFunctions)mathFloatingPointFunctions;",
@@ -56,13 +57,16 @@ var objcPrototypes = map[string]string{
 	"staticThreadgroupMemoryLength": "- (NSUInteger)staticThreadgroupMemoryLength;",
 
 	// MTLCommandQueue, MTLCommandBuffer
-	"commandBuffer":         "- (id<MTLCommandBuffer>)commandBuffer;",
-	"computeCommandEncoder": "- (id<MTLComputeCommandEncoder>)computeCommandEncoder;",
-	"commit":                "- (void)commit;",
-	"waitUntilCompleted":    "- (void)waitUntilCompleted;",
-	"status":                "- (MTLCommandBufferStatus)status;",
-	"error":                 "- (NSError *)error;",
-	"code":                  "- (NSInteger)code;",
+	"commandBuffer":                         "- (id<MTLCommandBuffer>)commandBuffer;",
+	"commandBufferWithUnretainedReferences": "- (id<MTLCommandBuffer>)commandBufferWithUnretainedReferences;",
+	"addResidencySet:":                      "- (void)addResidencySet:(id<MTLResidencySet>)residencySet;",
+	"removeResidencySet:":                   "- (void)removeResidencySet:(id<MTLResidencySet>)residencySet;",
+	"computeCommandEncoder":                 "- (id<MTLComputeCommandEncoder>)computeCommandEncoder;",
+	"commit":                                "- (void)commit;",
+	"waitUntilCompleted":                    "- (void)waitUntilCompleted;",
+	"status":                                "- (MTLCommandBufferStatus)status;",
+	"error":                                 "- (NSError *)error;",
+	"code":                                  "- (NSInteger)code;",
 
 	// MTLComputeCommandEncoder
 	"setComputePipelineState:":                    "- (void)setComputePipelineState:(id<MTLComputePipelineState>)state;",
@@ -74,7 +78,11 @@ var objcPrototypes = map[string]string{
 	"endEncoding":                                 "- (void)endEncoding;",
 
 	// MTLBuffer, MTLResidencySet
-	"contents": "- (void *)contents;",
+	"contents":          "- (void *)contents;",
+	"addAllocation:":    "- (void)addAllocation:(id<MTLAllocation>)allocation;",
+	"removeAllocation:": "- (void)removeAllocation:(id<MTLAllocation>)allocation;",
+	"requestResidency":  "- (void)requestResidency;",
+	"endResidency":      "- (void)endResidency;",
 }
 
 // objcCTypes gives each C type the declarations use its kind: "int" (an integer or enum

@@ -131,6 +131,13 @@ var (
 	selNewBufferNoCopy         = defMsgPtr4("newBufferWithBytesNoCopy:length:options:deallocator:", "<MTLDevice>") // +1 (void *, NSUInteger, MTLResourceOptions, block)
 	selNewLibraryWithSource    = defMsgErr3("newLibraryWithSource:options:error:", "<MTLDevice>")                  // +1 (NSString *, MTLCompileOptions *, NSError **)
 	selNewPipelineWithFunction = defMsgErr2("newComputePipelineStateWithFunction:error:", "<MTLDevice>")           // +1 (id<MTLFunction>, NSError **)
+	selNewResidencySet         = defMsgErr2("newResidencySetWithDescriptor:error:", "<MTLDevice>")                 // +1 (MTLResidencySetDescriptor *, NSError **), macOS 15
+
+	// MTLResidencySet (macOS 15); commit is the selector of the command buffer's commit
+	selAddAllocation    = defMsg1("addAllocation:", "<MTLResidencySet>")    // void (id<MTLAllocation>)
+	selRemoveAllocation = defMsg1("removeAllocation:", "<MTLResidencySet>") // void (id<MTLAllocation>)
+	selRequestResidency = defMsg0("requestResidency", "<MTLResidencySet>")  // void
+	selEndResidency     = defMsg0("endResidency", "<MTLResidencySet>")      // void
 
 	// MTLCompileOptions
 	selSetFastMathEnabled      = defMsg1("setFastMathEnabled:", "MTLCompileOptions")            // void (BOOL), deprecated in macOS 15
@@ -143,8 +150,11 @@ var (
 	selMaxTotalThreadsPerTG    = defMsg0("maxTotalThreadsPerThreadgroup", "<MTLComputePipelineState>")
 	selThreadExecutionWidth    = defMsg0("threadExecutionWidth", "<MTLComputePipelineState>")
 	selStaticThreadgroupMemLen = defMsg0("staticThreadgroupMemoryLength", "<MTLComputePipelineState>")
-	selCommandBuffer           = defMsg0("commandBuffer", "<MTLCommandQueue>")          // +0 (autoreleased)
-	selComputeCommandEncoder   = defMsg0("computeCommandEncoder", "<MTLCommandBuffer>") // +0 (autoreleased), serial dispatch
+	selCommandBuffer           = defMsg0("commandBuffer", "<MTLCommandQueue>")                         // +0 (autoreleased)
+	selCommandBufferUnretained = defMsg0("commandBufferWithUnretainedReferences", "<MTLCommandQueue>") // +0 (autoreleased); retains nothing it uses
+	selAddResidencySet         = defMsg1("addResidencySet:", "<MTLCommandQueue>")                      // void (id<MTLResidencySet>), macOS 15
+	selRemoveResidencySet      = defMsg1("removeResidencySet:", "<MTLCommandQueue>")                   // void (id<MTLResidencySet>), macOS 15
+	selComputeCommandEncoder   = defMsg0("computeCommandEncoder", "<MTLCommandBuffer>")                // +0 (autoreleased), serial dispatch
 	selCommit                  = defMsg0("commit", "<MTLCommandBuffer>")
 	selWaitUntilCompleted      = defMsg0("waitUntilCompleted", "<MTLCommandBuffer>")
 	selStatus                  = defMsg0("status", "<MTLCommandBuffer>") // MTLCommandBufferStatus
@@ -161,10 +171,11 @@ var (
 )
 
 // objcClass is one Objective-C class, looked up with objc.GetClass once the frameworks
-// are loaded.
+// are loaded. An optional class (one of a later macOS) may stay 0.
 type objcClass struct {
-	name string
-	cls  uintptr
+	name     string
+	optional bool
+	cls      uintptr
 }
 
 var objcClasses []*objcClass
@@ -175,9 +186,16 @@ func objcDefClass(name string) *objcClass {
 	return c
 }
 
+func objcDefOptionalClass(name string) *objcClass {
+	c := objcDefClass(name)
+	c.optional = true
+	return c
+}
+
 var (
 	clsNSString            = objcDefClass("NSString")
 	clsNSMutableDictionary = objcDefClass("NSMutableDictionary")
 	clsNSProcessInfo       = objcDefClass("NSProcessInfo")
 	clsMTLCompileOptions   = objcDefClass("MTLCompileOptions")
+	clsMTLResidencySetDesc = objcDefOptionalClass("MTLResidencySetDescriptor") // macOS 15; +new
 )

@@ -65,11 +65,55 @@
 // are bit-identical to the fused plan's), and WithUnfusedDecode runs the prefill kernels
 // for one token.
 //
-// Prefill runs a chunk of up to 64 tokens per command buffer: site kernels (site_norm,
+// Prefill runs a chunk of up to 64 tokens, split into command buffers of whole layers
+// (see "Command buffers, memory and dispatch" below): site kernels (site_norm,
 // site_fwht, site_swiglu), a tiled ternary GEMM per matrix (gemm: each code converted
 // once per threadgroup and used for 32 tokens), the chunked GDN (gdn_chunk, 32-token
 // chunks; WithStepGDN for the step form, gdn_seq), attn_append + attn; 738 dispatches per
 // 64 tokens for the 27B model.
+//
+// # Command buffers, memory and dispatch
+//
+// The GPU watchdog: macOS stops a command buffer that occupies a GPU driving a display
+// for too long (kIOGPUCommandBufferCallbackErrorImpactingInteractivity, or
+// MTLCommandBufferErrorTimeout). A 64-token prefill chunk of the 27B model is about 3.3
+// TFLOP, seconds on a small GPU, so a chunk is split into command buffers of whole
+// layers, each committed as soon as it is encoded (the GPU runs one while the host
+// encodes the next; one queue runs them in order, with Metal tracking the hazards
+// between them). The first chunks put Layers/16 layers (4) in each; after that the size
+// comes from the measured time per layer and token, aiming at WithCommandBufferTime
+// (100 ms). A decode step (one token, about 35 ms of weight reads on an M4 Pro) stays
+// one command buffer. If the watchdog still fires, the error wraps gpu.ErrTimeout, says
+// that the sequence must be reset or restored and what to lower, and the engine halves
+// the split by itself.
+//
+// The working set: Load reads the device's recommendedMaxWorkingSetSize and refuses,
+// before wrapping or allocating anything, a model whose weights and smallest sequence
+// exceed it; NewState refuses a sequence that does not fit beside the weights and the
+// open sequences, with the sizes and the largest context per KV precision that would
+// (errors wrap ErrWorkingSet). A command buffer the GPU still cannot make resident
+// (status 5, out of memory) comes back saying to lower the context or the KV precision.
+// Weights read into memory rather than mapped (bonsai.WithMmap(false)) are copied into
+// device buffers tensor by tensor: only a file mapping may be wrapped page by page.
+//
+// Of what mature Metal code does (llama.cpp's ggml-metal, MLX), the backend takes:
+//
+//   - command buffers with unretained references (commandBufferWithUnretainedReferences,
+//     as ggml-metal): no retain and release per bound buffer per dispatch — about 1,650
+//     of each per 27B decode step — the Go side keeping the buffers alive instead;
+//   - residency sets where the OS has them (macOS 15, looked up at run time): the weights
+//     and states are made resident once for the queue instead of per command buffer,
+//     which for 7.2 GB of wrapped file is a walk of the driver's allocation list that a
+//     decode step no longer pays, and the weights stay wired between requests.
+//
+// It does not take concurrent dispatch (MTLDispatchTypeConcurrent with
+// memoryBarrierWithScope: between dependent kernels). Every kernel of a decode step reads
+// what the one before wrote — 274 barriers for 275 dispatches, the serial encoder's
+// semantics at a higher encoding cost — and in prefill the only independent neighbours
+// (the Q, K and V products; gate and up; attn_qkv and attn_gate) each fill the GPU on
+// their own, so overlapping them gains at most their tails. ggml-metal overlaps graph
+// nodes for the same reason it splits a graph over several command buffers encoded in
+// parallel: many small dispatches per token, which the fused kernels here avoid.
 //
 // # Verification
 //
@@ -77,7 +121,20 @@
 // through the emulator (go test ./metal/), which compiles the very MSL sources with clang
 // against a shim and runs them with Metal's threadgroup, barrier and SIMD-group semantics:
 //
-//   - every source passes the emulator's CompileCheck, joined and file by file;
+//   - every source passes the emulator's CompileCheck, joined and file by file, compiled
+//     as C++14 (MSL 3's base language) with -Wall -Wextra -Werror;
+//   - the checks for what that C++ build cannot see, each with a negative test that
+//     proves it fails: the attribute linter of the emulator's parser (one vector width
+//     for a kernel's position and size attributes, uint/ushort index attributes, unique
+//     [[buffer(n)]] ≤ 30, no double, static threadgroup memory ≤ 32 KiB at the 27B
+//     model's macros); the address-space check (the joined library compiled again as
+//     C++ for OpenCL 2021 with device, threadgroup, constant and thread mapped onto
+//     OpenCL's spaces and no generic space, so any cross-space conversion is an error);
+//     and the Objective-C check (device_prototypes.go: every selector's declaration from
+//     Apple's headers; every send site of the darwin code, parsed with go/parser,
+//     matches it in arity, register kinds, structs over 16 bytes by pointer to a Go
+//     mirror of their size, BOOL results masked to a byte);
+//   - compile refuses a GPU whose SIMD-groups are not 32 wide (threadExecutionWidth);
 //   - CheckKernels runs every kernel against the Go code that owns its math, at odd small
 //     shapes and at the 27B model's (inputs of 5120, 6144 and 17408; a 17408-row product;
 //     the GDN group at d = 128; 24 × 256 attention heads): products within 2e-5 of Σ|w·x|
@@ -100,9 +157,20 @@
 //
 // # What only a Mac can show
 //
-//   - that Apple's compiler accepts the MSL (the emulator's clang is more permissive in
-//     places: address-space rules, implicit conversions) and what each pipeline's
-//     MaxThreadsPerThreadgroup comes out as (the host adapts to it);
+//   - that Apple's compiler accepts the MSL: the Linux checks cover the attribute rules,
+//     the address spaces, the C++14 language level and warnings, but not Apple's own
+//     diagnostics (implicit conversions it rejects, MSL-only builtins declared
+//     differently from the check's prelude), nor what each pipeline's
+//     MaxThreadsPerThreadgroup and threadExecutionWidth come out as (the host adapts to
+//     the first and requires 32 for the second);
+//   - the watchdog in practice: how long a prefill command buffer of a few layers takes,
+//     whether 100 ms keeps a display-driving GPU clear of
+//     kIOGPUCommandBufferCallbackErrorImpactingInteractivity, and the cost of the extra
+//     commits; and the exact NSError code and text that error arrives with;
+//   - the working set: recommendedMaxWorkingSetSize on 8, 16 and larger Macs, and
+//     whether weights, state and the rest of the system fit in it as counted;
+//   - that unretained references and residency sets behave as documented (the darwin
+//     tests release a buffer in flight), and whether residency sets measure faster;
 //   - real GPU numerics: fast-math is off on the device, but exp, the fp16 conversions and
 //     FMA contraction are the GPU's — metalcheck reports the parity;
 //   - speed: whether the matrix-vector kernels reach the read bandwidth, the cost of the
@@ -113,6 +181,9 @@
 //     when the file exceeds the largest buffer) on the real driver.
 //
 // # Targets
+//
+// (The prefill and PTQ1_0 targets, with their arithmetic, belong to the GEMM half of
+// issue 12 and go here.)
 //
 // Decode reads 6.80 GB of weights per token (every ternary matrix but the embedding
 // table). The target is ≥ 85% of the device's practical read bandwidth: on an M4 Pro

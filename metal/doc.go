@@ -99,12 +99,14 @@
 // Of what mature Metal code does (llama.cpp's ggml-metal, MLX), the backend takes:
 //
 //   - command buffers with unretained references (commandBufferWithUnretainedReferences,
-//     as ggml-metal): no retain and release per bound buffer per dispatch — about 1,650
-//     of each per 27B decode step — the Go side keeping the buffers alive instead;
+//     as ggml-metal): no retain and release by Metal for every buffer a dispatch binds
+//     (275 dispatches of a few buffers each per 27B decode step), the Go side keeping
+//     the buffers alive instead;
 //   - residency sets where the OS has them (macOS 15, looked up at run time): the weights
 //     and states are made resident once for the queue instead of per command buffer,
 //     which for 7.2 GB of wrapped file is a walk of the driver's allocation list that a
-//     decode step no longer pays, and the weights stay wired between requests.
+//     decode step no longer pays, and the weights are asked to stay resident between
+//     requests (requestResidency).
 //
 // It does not take concurrent dispatch (MTLDispatchTypeConcurrent with
 // memoryBarrierWithScope: between dependent kernels). Every kernel of a decode step reads

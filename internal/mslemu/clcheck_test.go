@@ -86,3 +86,33 @@ func TestAddressSpaceCheckNegative(t *testing.T) {
 		t.Errorf("the emulator's C++ build refuses the negative file (%v); the test no longer shows why AddressSpaceCheck exists", err)
 	}
 }
+
+// The prelude declares simdgroup_matrix with Metal's address spaces: loads and stores
+// from device and threadgroup memory pass, a store through a thread pointer fails.
+func TestAddressSpaceCheckSIMDGroupMatrix(t *testing.T) {
+	src := `#include <metal_stdlib>
+using namespace metal;
+kernel void g(device const float* a [[buffer(0)]], device float* c [[buffer(1)]], ushort sg [[simdgroup_index_in_threadgroup]]) {
+  threadgroup float tile[64];
+  simdgroup_float8x8 ma, mb;
+  simdgroup_float8x8 acc = make_filled_simdgroup_matrix<float, 8, 8>(0.0f);
+  simdgroup_load(ma, a, 8);
+  simdgroup_load(mb, tile, 8, ulong2(0, 0), true);
+  simdgroup_multiply_accumulate(acc, ma, mb, acc);
+  simdgroup_store(acc, c, 8);
+  simdgroup_store(acc, tile, 8);
+  c[sg] = acc.thread_elements()[0];
+#ifdef BAD
+  float local_copy[64];
+  simdgroup_store(acc, local_copy, 8);
+#endif
+}
+`
+	if err := clCheckOrSkip(t, map[string]string{"g.metal": src}, nil); err != nil {
+		t.Fatal(err)
+	}
+	err := clCheckOrSkip(t, map[string]string{"g.metal": src}, map[string]string{"BAD": "1"})
+	if !errors.Is(err, ErrCompile) || !strings.Contains(err.Error(), "g.metal:15:") {
+		t.Errorf("a store to thread memory: %v", err)
+	}
+}

@@ -65,6 +65,33 @@ uint pack_float_to_unorm4x8(float4);
 
 namespace fast {}
 namespace precise {}
+
+// simdgroup_matrix (MSL 2.3+): the types and the functions, declared with the address
+// spaces Metal gives them, so that a GEMM loading from or storing to the wrong space
+// fails here.
+template <class T> struct mslcl_vec2 { typedef T type __attribute__((ext_vector_type(2))); };
+template <class T, int Cols, int Rows> struct simdgroup_matrix {
+  T storage[2];
+  typename mslcl_vec2<T>::type thread_elements() const;
+};
+typedef simdgroup_matrix<float, 8, 8> simdgroup_float8x8;
+typedef simdgroup_matrix<half, 8, 8> simdgroup_half8x8;
+template <class T, int C, int R> simdgroup_matrix<T, C, R> make_filled_simdgroup_matrix(T value);
+template <class T, int C, int R>
+void simdgroup_load(simdgroup_matrix<T, C, R>& d, const __global T* src, ulong elements_per_row = C,
+                    ulong2 matrix_origin = (ulong2)(0), bool transpose_matrix = false);
+template <class T, int C, int R>
+void simdgroup_load(simdgroup_matrix<T, C, R>& d, const __local T* src, ulong elements_per_row = C,
+                    ulong2 matrix_origin = (ulong2)(0), bool transpose_matrix = false);
+template <class T, int C, int R>
+void simdgroup_store(const simdgroup_matrix<T, C, R>& a, __global T* dst, ulong elements_per_row = C,
+                     ulong2 matrix_origin = (ulong2)(0), bool transpose_matrix = false);
+template <class T, int C, int R>
+void simdgroup_store(const simdgroup_matrix<T, C, R>& a, __local T* dst, ulong elements_per_row = C,
+                     ulong2 matrix_origin = (ulong2)(0), bool transpose_matrix = false);
+template <class D, class A, class B, class C>
+void simdgroup_multiply_accumulate(D& d, const A& a, const B& b, const C& c);
+template <class D, class A, class B> void simdgroup_multiply(D& d, const A& a, const B& b);
 }  // namespace metal
 
 #endif

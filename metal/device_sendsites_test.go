@@ -644,3 +644,23 @@ func TestDeviceSendSitesNegative(t *testing.T) {
 		}
 	}
 }
+
+// FuzzObjCDecl: the prototype parser never panics, and what it accepts names a
+// selector of the form the table requires.
+func FuzzObjCDecl(f *testing.F) {
+	for _, p := range objcPrototypes {
+		f.Add(p)
+	}
+	f.Add("- (void)x:(void (^)(void *p, NSUInteger n))y;")
+	f.Add("- (")
+	f.Add("+ (id)a:(int)b c:(")
+	f.Fuzz(func(t *testing.T, decl string) {
+		d, err := parseObjCDecl(decl)
+		if err != nil {
+			return
+		}
+		if strings.Count(d.sel, ":") != len(d.args) || (!devSelPlainRE.MatchString(d.sel) && !devSelArgsRE.MatchString(d.sel)) {
+			t.Fatalf("%q parsed as selector %q with %d arguments", decl, d.sel, len(d.args))
+		}
+	})
+}

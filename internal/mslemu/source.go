@@ -823,6 +823,9 @@ func (r *rewriter) kernel(i int) (*kernelDecl, int, error) {
 }
 
 func (r *rewriter) param(k *kernelDecl, part []token) (kernelParam, error) {
+	if len(part) == 0 {
+		return kernelParam{}, fmt.Errorf("%s:%d: kernel %s: empty parameter", r.file, k.Line, k.Name)
+	}
 	var attrs []attribute
 	var plain []token
 	for idx := 0; idx < len(part); idx++ {

@@ -692,7 +692,7 @@ func (d *mtlDevice) NewCommandBuffer() (gpu.CommandBuffer, error) {
 		return nil, errors.New("metal: computeCommandEncoder returned nil")
 	}
 	c.msg0(enc, selRetain)
-	b.objs = &mtlCommandObjects{cb: cb, enc: enc}
+	b.objs = &mtlCommandObjects{cb: cb, enc: enc, held: make([]*mtlBuffer, 0, 64)} // room for a decode step's buffers: Dispatch does not allocate
 	b.cleanup = runtime.AddCleanup(b, mtlReleaseCommandObjects, b.objs)
 	return b, nil
 }

@@ -2,11 +2,14 @@ package metal
 
 import (
 	"context"
+	"errors"
+	"strings"
 	"testing"
 
 	"github.com/bonsai-go/sdk/bonsai"
 	"github.com/bonsai-go/sdk/gguf"
 	"github.com/bonsai-go/sdk/internal/gpu"
+	"github.com/bonsai-go/sdk/internal/mslemu"
 	"github.com/bonsai-go/sdk/qwen35"
 )
 
@@ -88,5 +91,21 @@ func TestUnmappedWeightsEmulator(t *testing.T) {
 		if d := maxAbsDiff(a[i], b[i]); d != 0 {
 			t.Errorf("token %d: |Δlogit| %g between the mapped and the in-memory file", i, d)
 		}
+	}
+}
+
+// The emulator's working set (mslemu.WithWorkingSet) reaches Load through bonsai.Open:
+// a 1 MiB GPU cannot hold the tiny model.
+func TestWorkingSetEmulator(t *testing.T) {
+	emulator(t)
+	path := writeTiny(t)
+	b := NewEmulator(WithDevice("metal-emulator", func() (gpu.Device, error) { return mslemu.New(mslemu.WithWorkingSet(1 << 20)) }))
+	m, err := bonsai.Open(path, bonsai.WithBackend(b), bonsai.WithContextSize(16))
+	if err == nil {
+		m.Close()
+		t.Fatal("the tiny model loaded on a 1 MiB working set")
+	}
+	if !errors.Is(err, ErrWorkingSet) || !strings.Contains(err.Error(), "1.0 MiB") {
+		t.Errorf("got %v", err)
 	}
 }

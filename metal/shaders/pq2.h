@@ -1,22 +1,32 @@
-// The PQ2_0 dot-product core shared by the matrix-vector kernels (matvec.metal) and the
+// The ternary dot-product cores shared by the matrix-vector kernels (matvec.metal) and the
 // fused GDN decode kernel (gdn.metal): the activation layout in threadgroup memory and
-// the per-lane dot over 16-code words with the unorm unpack and the −1 fold.
+// the per-lane dots — PQ2_0 over 16-code words with the unorm unpack and the −1 fold,
+// PTQ1_0 over the 32-bit words of its base-3 bytes.
 
 #ifndef BONSAI_PQ2_H
 #define BONSAI_PQ2_H
 
 #include "common.h"
+#include "formats.h"
 
 // Rotation (when rotate: signs, FWHT per block, 1/√blk) of xs[0, n), which the calling
-// thread filled at indices tid, tid+nt, ...; then the dot layout: each group of 16 values
-// permuted so that float4 j holds elements j, j+4, j+8, j+12, and the group sums in gs.
-inline void mv_finish(threadgroup float* xs, threadgroup float* gs, uint k0, uint n, bool rotate,
+// thread filled at indices tid, tid+nt, ...; then, for PQ2_0 (pq2), the dot layout: each
+// group of 16 values permuted so that float4 j holds elements j, j+4, j+8, j+12, and the
+// group sums in gs. PTQ1_0's dot reads the values in natural order.
+inline void mv_finish(threadgroup float* xs, threadgroup float* gs, uint k0, uint n, bool rotate, bool pq2,
                       device const float* signs, uint blk, float scale, uint tid, uint nt) {
     if (rotate) {
         for (uint i = tid; i < n; i += nt) xs[i] = xs[i] * signs[k0 + i];
         tg_fwht(xs, n, blk, tid, nt);
     } else {
         threadgroup_barrier(mem_flags::mem_threadgroup);
+    }
+    if (!pq2) {
+        if (rotate) {
+            for (uint i = tid; i < n; i += nt) xs[i] = xs[i] * scale;
+            threadgroup_barrier(mem_flags::mem_threadgroup);
+        }
+        return;
     }
     for (uint g = tid; g < n / 16u; g += nt) {
         float t[16];
@@ -67,6 +77,60 @@ inline void mv_dot(thread float* acc, device const ushort* thread* rows, thread 
             s += dot(unpack_unorm4x8_to_float((q >> 4) & 0x03030303u), xc);
             s += dot(unpack_unorm4x8_to_float((q >> 6) & 0x03030303u), xd);
             acc[r] += d * (255.0f * s - g);
+        }
+    }
+}
+
+// Σ x·(t−1) over the trits of one 32-bit word of a PTQ1_0 block, x the block's 128
+// values in natural order. Word u (0..6) of a block holds qs[4u..4u+3] for u < 6 — for
+// u < 4 the trits n of bytes m = 4u..4u+3 are elements 16n + m, for u = 4, 5 those of
+// bytes 16 + m (m = 4(u−4)..+3) elements 80 + 8n + m — and for u = 6 qh[0], qh[1] (trit
+// n of qh[h] is element 120 + 2n + h) and the scale. Four bytes are decoded at once in
+// two 16-bit lanes: trit n of b is (uint8(b·3ⁿ)·3) >> 8, and uint8(b·3ⁿ) is reached by
+// multiplying by 3 and truncating n times.
+inline float ptq1_word_dot(uint q, uint u, threadgroup const float* xb) {
+    float s = 0.0f;
+    if (u < 6u) {
+        uint off = u < 4u ? 4u * u : 80u + 4u * (u - 4u);
+        uint st = u < 4u ? 16u : 8u;
+        uint lo = q & 0x00FF00FFu;         // bytes 0 and 2
+        uint hi = (q >> 8) & 0x00FF00FFu;  // bytes 1 and 3
+        for (uint n = 0; n < 5u; n++) {
+            uint tl = ((lo * 3u) >> 8) & 0x00030003u;
+            uint th = ((hi * 3u) >> 8) & 0x00030003u;
+            float4 t = float4(as_type<uchar4>(tl | (th << 8)));
+            s += dot(t - 1.0f, *(threadgroup const float4*)(xb + off + st * n));
+            lo = (lo * 3u) & 0x00FF00FFu;
+            hi = (hi * 3u) & 0x00FF00FFu;
+        }
+    } else {
+        uint v = (q & 0xFFu) | ((q & 0xFF00u) << 8);  // qh[0], qh[1] in the two lanes
+        for (uint n = 0; n < 4u; n++) {
+            uint t = ((v * 3u) >> 8) & 0x00030003u;
+            s += (float(t & 3u) - 1.0f) * xb[120u + 2u * n] + (float(t >> 16) - 1.0f) * xb[121u + 2u * n];
+            v = (v * 3u) & 0x00FF00FFu;
+        }
+    }
+    return s;
+}
+
+// mv_dot for PTQ1_0: adds this lane's share of MV_R rows' dot products over nb blocks
+// from block kb0 (x holds their values from index 0, natural order). A row is 14 ushorts
+// per block; lane w takes word w % 7 of block w / 7.
+inline void mv_dot_t1(thread float* acc, device const ushort* thread* rows, thread const bool* ok,
+                      uint kb0, uint nb, threadgroup const float* x, uint lane) {
+    const uint nw = nb * 7u;
+    for (uint w = lane; w < nw; w += 32u) {
+        uint blk = w / 7u;
+        uint u = w % 7u;
+        threadgroup const float* xb = x + 128u * blk;
+        uint bo = (kb0 + blk) * PTQ1_US;
+        for (uint r = 0; r < MV_R; r++) {
+            if (!ok[r]) continue;
+            device const ushort* p = rows[r];
+            float d = half_bits(p[bo + 13u]);
+            uint q = uint(p[bo + 2u * u]) | (uint(p[bo + 2u * u + 1u]) << 16);
+            acc[r] += d * ptq1_word_dot(q, u, xb);
         }
     }
 }

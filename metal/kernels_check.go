@@ -442,7 +442,9 @@ func (k *checker) realChecks() error {
 		func() error { return e.asPTQ1().checkGemmRows(5120, 1024, 64, 0) },
 		func() error { return e.asPTQ1().checkGemmRows(6144, 5120, 64, 4) },
 		func() error { return e.asPTQ1().checkGemmRows(17408, 5120, 64, 4) },
-		func() error { return e.asPTQ1().checkMV(mvNorm, 5120, []int{512, 256, 256}, mvfDelta|mvfXOut, "q+k+v, 3 sets") },
+		func() error {
+			return e.asPTQ1().checkMV(mvNorm, 5120, []int{512, 256, 256}, mvfDelta|mvfXOut, "q+k+v, 3 sets")
+		},
 		func() error { return e.asPTQ1().checkMV(mvFWHT, 6144, []int{512}, 0, "o_proj / ssm_out width") },
 		func() error { return e.asPTQ1().checkMV(mvSwiGLU, 17408, []int{256}, 0, "ffn_down width, streamed") },
 		func() error { return e.asPTQ1().checkGDN(2) },

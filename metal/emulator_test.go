@@ -13,7 +13,9 @@ import (
 	"github.com/bonsai-go/sdk/bonsai"
 	"github.com/bonsai-go/sdk/internal/gpu"
 	"github.com/bonsai-go/sdk/internal/mslemu"
+	"github.com/bonsai-go/sdk/internal/synth"
 	"github.com/bonsai-go/sdk/qwen35"
+	"github.com/bonsai-go/sdk/ternary"
 )
 
 // The emulator tests run the backend's kernels, unchanged, on the CPU. They need clang++
@@ -256,6 +258,64 @@ func TestParity(t *testing.T) {
 		if dSeq > tolLogit || dForms > tolLogit {
 			t.Errorf("step-form prefill: |Δlogit| %.2e vs cpu, %.2e vs chunked", dSeq, dForms)
 		}
+	}
+}
+
+// TestParityPTQ1 runs the tiny model stored as PTQ1_0 — every ternary product on the
+// PTQ1_0 kernels, reading the base-3 bytes — against the CPU backend on the same file:
+// a 70-token prefill (two chunks, the GEMM) and a step walk (the fused decode), and
+// checks that the PQ2_0 file of the same seed (the same values) gives the same logits.
+func TestParityPTQ1(t *testing.T) {
+	emulator(t)
+	c, err := synth.Preset("tiny")
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := t.TempDir() + "/tiny-ptq1.gguf"
+	if err := synth.WriteFile(context.Background(), path, synth.Options{Config: c, Seed: 1, Format: ternary.PTQ1_0}, nil); err != nil {
+		t.Fatal(err)
+	}
+	kv := qwen35.KVFloat32
+	cpu := openTiny(t, path, bonsai.CPU(), kv, 96)
+	dev := openTiny(t, path, NewEmulator(), kv, 96)
+	pq2 := openTiny(t, writeTiny(t), NewEmulator(), kv, 96)
+	ids := promptIDs(70)
+	want, err := newSession(t, cpu).PrefillAll(context.Background(), ids)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := newSession(t, dev).PrefillAll(context.Background(), ids)
+	if err != nil {
+		t.Fatal(err)
+	}
+	twin, err := newSession(t, pq2).PrefillAll(context.Background(), ids)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var dPre, dTwin, scale float64
+	for i := range want {
+		dPre = math.Max(dPre, maxAbsDiff(got[i], want[i]))
+		dTwin = math.Max(dTwin, maxAbsDiff(got[i], twin[i]))
+		scale = math.Max(scale, maxAbs(want[i]))
+	}
+	walk := ids[:12]
+	wantS := stepAll(t, newSession(t, cpu), walk)
+	gotS := stepAll(t, newSession(t, dev), walk)
+	var dStep float64
+	agree := 0
+	for i := range wantS {
+		dStep = math.Max(dStep, maxAbsDiff(gotS[i], wantS[i]))
+		if argmax(gotS[i]) == argmax(wantS[i]) {
+			agree++
+		}
+	}
+	t.Logf("PTQ1_0, KV f32: max |Δlogit| vs cpu: prefill (70 positions) %.2e, step walk (%d) %.2e; vs the PQ2_0 file on the emulator %.2e; logits up to %.1f; argmax %d/%d",
+		dPre, len(walk), dStep, dTwin, scale, agree, len(walk))
+	if dPre > tolLogit || dStep > tolLogit || dTwin > tolLogit {
+		t.Errorf("PTQ1_0: |Δlogit| prefill %.2e, steps %.2e, vs PQ2_0 %.2e > %.0e", dPre, dStep, dTwin, tolLogit)
+	}
+	if agree != len(walk) {
+		t.Errorf("PTQ1_0: greedy choice differs at %d of %d steps", len(walk)-agree, len(walk))
 	}
 }
 

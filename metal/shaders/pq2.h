@@ -96,19 +96,20 @@ inline float ptq1_word_dot(uint q, uint u, threadgroup const float* xb) {
         uint lo = q & 0x00FF00FFu;         // bytes 0 and 2
         uint hi = (q >> 8) & 0x00FF00FFu;  // bytes 1 and 3
         for (uint n = 0; n < 5u; n++) {
-            uint tl = ((lo * 3u) >> 8) & 0x00030003u;
-            uint th = ((hi * 3u) >> 8) & 0x00030003u;
-            float4 t = float4(as_type<uchar4>(tl | (th << 8)));
-            s += dot(t - 1.0f, *(threadgroup const float4*)(xb + off + st * n));
-            lo = (lo * 3u) & 0x00FF00FFu;
-            hi = (hi * 3u) & 0x00FF00FFu;
+            uint l3 = lo + (lo << 1);  // ×3 as shift and add: a 32-bit multiply is slow on the GPU
+            uint h3 = hi + (hi << 1);
+            uint t = ((l3 >> 8) & 0x00030003u) | (((h3 >> 8) & 0x00030003u) << 8);
+            s += dot(float4(as_type<uchar4>(t)) - 1.0f, *(threadgroup const float4*)(xb + off + st * n));
+            lo = l3 & 0x00FF00FFu;
+            hi = h3 & 0x00FF00FFu;
         }
     } else {
         uint v = (q & 0xFFu) | ((q & 0xFF00u) << 8);  // qh[0], qh[1] in the two lanes
         for (uint n = 0; n < 4u; n++) {
-            uint t = ((v * 3u) >> 8) & 0x00030003u;
+            uint v3 = v + (v << 1);
+            uint t = (v3 >> 8) & 0x00030003u;
             s += (float(t & 3u) - 1.0f) * xb[120u + 2u * n] + (float(t >> 16) - 1.0f) * xb[121u + 2u * n];
-            v = (v * 3u) & 0x00FF00FFu;
+            v = v3 & 0x00FF00FFu;
         }
     }
     return s;

@@ -171,18 +171,19 @@
 // PTQ1_0 decode reads 5.60 + 0.06 = 5.66 GB per token, 82.5% of PQ2_0's: at the same
 // bandwidth it would run 1.21× faster (41 tok/s on the M4 Pro at 232 GB/s). The target,
 // ≥ 90% of PQ2_0's decode (≥ 30.4 tok/s on the M4 Pro), needs only 30.4 × 5.66 = 172 GB/s
-// (63% of nominal): the slack pays for decoding base 3, which costs ALU time that
-// PQ2_0's four-codes-per-instruction unpack does not. The estimate: per four weights of a
-// row the PTQ1_0 dot spends about 24 instructions (two ×3 as shift and add, shifts and
-// masks, four byte-to-float conversions, the −1, four FMAs) against PQ2_0's ≈ 7, so the
-// 25.6e9 weights of a token cost ≈ 154e9 instructions: ≈ 38 ms on the M4 Pro's 20 cores
-// × 128 lanes × ≈ 1.58 GHz (≈ 4.0e12 a second) if none of it overlapped the reads
-// (PQ2_0's ≈ 45e9 take 11 ms, well under its 30 ms of reading). On paper the PTQ1_0
-// decode is therefore ALU-bound near 26 tok/s on the M4 Pro, short of the 30.4 tok/s the
-// target asks once PQ2_0 reaches 33.8: it is the kernel to profile first on a Mac, and
-// folding the −1 into a precomputed sum per four activations (as PQ2_0 folds it per
-// sixteen) saves a sixth of it. The vendor's runtime runs PTQ1_0 at 84–90% of its PQ2_0
-// decode.
+// (63% of nominal): the slack pays for decoding base 3, ALU time that PQ2_0's
+// four-codes-per-instruction unpack does not spend. The estimate: per four weights of a
+// row the PTQ1_0 dot spends about 15 instructions — two ×3 as shift and add (a 32-bit
+// multiply is slow on Apple GPUs), shifts and masks putting the four trits back into
+// their bytes, one unorm unpack, four FMAs, the −1 folded into one subtraction per 20
+// weights as PQ2_0 folds it per 16 — against PQ2_0's ≈ 7. The 25.6e9 weights of a token
+// then cost ≈ 96e9 instructions, ≈ 24 ms on the M4 Pro's 20 cores × 128 lanes × ≈ 1.58
+// GHz (≈ 4.0e12 a second): an ALU ceiling of ≈ 42 tok/s beside the read ceiling of 41 at
+// 232 GB/s (29 tok/s if the unpack is four conversions rather than one instruction, still
+// near the target). Reaching ≥ 30.4 tok/s needs the two to overlap — enough
+// SIMD-groups in flight per core — which only a Mac can show. (An earlier form, with
+// four conversions and the −1 per weight, came to ≈ 24 instructions and ≈ 26 tok/s.) The
+// vendor's runtime runs PTQ1_0 at 84–90% of its PQ2_0 decode.
 //
 // Prefill is compute: the 27B model's matrices hold 25.6e9 weights, 24.3e9 without the
 // head (run for the chunk's last token only), so a token costs 2 × 24.3e9 ≈ 49 GFLOP in

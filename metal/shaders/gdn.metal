@@ -215,7 +215,7 @@ inline void gdn_decode_impl(constant GDNArgs& a, device const float* xin, device
             }
         }
         if (FMT == FMT_PQ2) mv_dot(acc, rows, ok, 0u, E / 16u, xs4, gs, lane);
-        else mv_dot_t1(acc, rows, ok, 0u, E / 128u, xs, lane);
+        else mv_dot_t1(acc, rows, ok, 0u, E / 128u, xs, gs, lane);
         for (uint r = 0; r < MV_R; r++) {
             float v = simd_sum(acc[r]);
             uint lr = base + r;

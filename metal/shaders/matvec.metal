@@ -105,7 +105,7 @@ inline void mv_impl(constant MVArgs& a,
         }
         if (nch == 1u) {
             if (pq2) mv_dot(acc, rows, ok, 0u, K / 16u, xs4, gs, lane);
-            else mv_dot_t1(acc, rows, ok, 0u, K / 128u, xs, lane);
+            else mv_dot_t1(acc, rows, ok, 0u, K / 128u, xs, gs, lane);
         } else {
             for (uint c = 0; c < nch; c++) {
                 uint k0 = c * a.chunk;
@@ -114,7 +114,7 @@ inline void mv_impl(constant MVArgs& a,
                 mv_stage<MODE>(a, k0, n, inv, in0, in1, gain, hout, wh, xs, tid, nt);
                 mv_finish(xs, gs, k0, n, rotate, pq2, signs, a.blk, a.scale, tid, nt);
                 if (pq2) mv_dot(acc, rows, ok, k0 / 128u, n / 16u, xs4, gs, lane);
-                else mv_dot_t1(acc, rows, ok, k0 / 128u, n / 128u, xs, lane);
+                else mv_dot_t1(acc, rows, ok, k0 / 128u, n / 128u, xs, gs, lane);
             }
         }
         for (uint r = 0; r < MV_R; r++) {

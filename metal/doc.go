@@ -193,9 +193,13 @@
 // in arithmetic, and published simdgroup_matrix GEMMs reach 80–90% of that peak. The
 // target, ≥ 200 tok/s, needs 200 × 49e9 = 9.8 TFLOPS, 69% of peak (the vendor's 162 tok/s
 // is 7.9 TFLOPS, 56%). What the tile spends beside the multiply-accumulates: each code is
-// decoded once per 64-token chunk (≈ 0.4e9 decodes a token, a few per cent of the FLOPs;
-// PTQ1_0's element-wise decode about twice that), the weights stream from memory once
-// per chunk (6.8 GB / 64 ≈ 106 MB a token, 21 GB/s at 200 tok/s), and every 64-row tile
+// decoded once per 64-token chunk, ≈ 8 instructions for a PQ2_0 code (shift, mask,
+// convert, −1, ×d, the threadgroup store, addressing) on the same ALUs as the 64 FMAs
+// the chunk's tokens spend on it — ≈ 12% on top, so the target asks ≈ 77% of peak in
+// all; PTQ1_0's element-wise base-3 decode (≈ 20) adds ≈ 30%, so its prefill is the
+// slower one (decoding a word at a time, as its matvec does, is the cure if it matters).
+// The weights stream from memory once per chunk (6.8 GB / 64 ≈ 106 MB a token, 21 GB/s
+// at 200 tok/s), and every 64-row tile
 // re-reads its tokens' activations in float32 — 25.6e9 × 4 / 64 ≈ 1.6 GB a token, 320
 // GB/s at 200 tok/s, mostly from the caches. That last stream is the GEMM's main cost
 // beyond the arithmetic; halving it (half activations in threadgroup memory, as llama.cpp

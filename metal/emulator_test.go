@@ -87,6 +87,17 @@ func TestKernels(t *testing.T) {
 		t.Fatal(err)
 	}
 	report(t, cs)
+	seen := map[string]bool{}
+	for _, c := range cs {
+		seen[c.Kernel] = true
+	}
+	// The KV appends run inside the attention checks' prefill, reported as the attention.
+	within := map[string]string{kAttnAppend16: kAttnF16, kAttnAppend32: kAttnF32, kAttnAppendI8: kAttnI8}
+	for _, k := range kernelNames {
+		if !seen[k] && !seen[within[k]] {
+			t.Errorf("kernel %s has no check", k)
+		}
+	}
 }
 
 // TestKernelsRealShapes runs the kernels at the 27B model's shapes (seconds on the

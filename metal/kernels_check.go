@@ -149,18 +149,24 @@ func (e *ckEngine) format() ternary.Format {
 	return ternary.PQ2_0
 }
 
+// encode returns a PQ2_0 matrix's bytes in the engine's format.
+func (e *ckEngine) encode(w []byte) ([]byte, error) {
+	if !e.ptq1 {
+		return w, nil
+	}
+	t := make([]byte, len(w)/34*28)
+	return t, ternary.Transcode(t, ternary.PTQ1_0, w, ternary.PQ2_0)
+}
+
 // upload puts a PQ2_0 matrix on the device in the engine's format (a PTQ1_0 transcode
 // holds the same values, so the references keep reading the PQ2_0 bytes).
 func (e *ckEngine) upload(w []byte) (ref, error) {
-	if !e.ptq1 {
-		return e.k.put(w)
-	}
-	t := make([]byte, len(w)/34*28)
-	if err := ternary.Transcode(t, ternary.PTQ1_0, w, ternary.PQ2_0); err != nil {
+	t, err := e.encode(w)
+	if err != nil {
 		return ref{}, err
 	}
 	r, err := e.k.put(t)
-	if err == nil {
+	if err == nil && e.ptq1 {
 		if e.engine.ptq1 == nil {
 			e.engine.ptq1 = map[ref]bool{}
 		}
@@ -686,6 +692,10 @@ func (e *ckEngine) checkGemmRows(K, N, T, tiles int) error {
 		rows = min(N, tiles*gemmRows)
 	}
 	w := k.pq(rows, K)
+	dw, err := e.encode(w)
+	if err != nil {
+		return err
+	}
 	wr, err := e.upload(w)
 	if err != nil {
 		return err
@@ -709,14 +719,24 @@ func (e *ckEngine) checkGemmRows(K, N, T, tiles int) error {
 		kn = kGemmT1
 	}
 	ck := KernelCheck{Kernel: kn, Case: name, Tol: tolL1, Metric: "L1 ", Time: dt, Failure: err}
+	// The CPU backend's float32 GEMM on the same bytes (its own decoder of the format).
+	ckGo := KernelCheck{Kernel: kn, Case: name + ", vs Go GEMM", Tol: tolL1, Metric: "L1 ", Time: dt, Failure: err}
 	if err == nil {
 		got := readF(y, 0, T*N)
+		goY := make([]float32, T*rows)
+		ternary.MatMulRange(e.format(), dw, K, rows, x, T, goY, 0, rows, nil)
 		for t := 0; t < T; t++ {
 			want, l1 := refMatVec(w, K, rows, x[t*K:(t+1)*K])
 			ck.Err = math.Max(ck.Err, errL1(got[t*N:t*N+rows], want, l1))
+			goRow := make([]float64, rows)
+			for i, v := range goY[t*rows : (t+1)*rows] {
+				goRow[i] = float64(v)
+			}
+			ckGo.Err = math.Max(ckGo.Err, errL1(got[t*N:t*N+rows], goRow, l1))
 		}
 	}
 	k.add(ck)
+	k.add(ckGo)
 	return nil
 }
 

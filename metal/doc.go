@@ -90,7 +90,8 @@
 // < 4; 80 + 8n + 4(u−4) + i for u = 4, 5), decoded two bytes per 16-bit lane — trit n of b
 // is (uint8(b·3ⁿ)·3) >> 8, reached by ×3 (shift and add) and truncation — and dotted as a
 // float4 with the activations in natural order; word 6 holds qh and the scale. The GEMM
-// decodes element by element, once per chunk.
+// decodes once per chunk, eight elements at a time: one trit of eight consecutive bytes
+// (or the four trits of qh), with the same two-lane arithmetic.
 //
 // # Verification
 //
@@ -196,8 +197,8 @@
 // decoded once per 64-token chunk, ≈ 8 instructions for a PQ2_0 code (shift, mask,
 // convert, −1, ×d, the threadgroup store, addressing) on the same ALUs as the 64 FMAs
 // the chunk's tokens spend on it — ≈ 12% on top, so the target asks ≈ 77% of peak in
-// all; PTQ1_0's element-wise base-3 decode (≈ 20) adds ≈ 30%, so its prefill is the
-// slower one (decoding a word at a time, as its matvec does, is the cure if it matters).
+// all; PTQ1_0's decode (the ×3 steps to reach trit n, masks, convert, −1, ×d, store: ≈ 10
+// a code on average) adds ≈ 15%.
 // The weights stream from memory once per chunk (6.8 GB / 64 ≈ 106 MB a token, 21 GB/s
 // at 200 tok/s), and every 64-row tile
 // re-reads its tokens' activations in float32 — 25.6e9 × 4 / 64 ≈ 1.6 GB a token, 320

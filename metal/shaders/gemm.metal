@@ -23,6 +23,50 @@
 #define GEMM_NK 32
 #define GEMM_THREADS 128
 
+// Decodes elements j0..j0+15 (j0 a multiple of 16) of a PTQ1_0 block into out[i·stride]
+// as (t−1)·d, eight at a time: each half is one trit n of eight consecutive bytes — of
+// qs[0..15] for j0 < 80 (trit j0/16), of qs[16..23] after (trits 0..4 in turn) — except
+// elements 120..127, the four trits of qh[0] and qh[1]. Four bytes are decoded at once
+// in two 16-bit lanes, as ptq1_word_dot does.
+inline void ptq1_decode16(device const uchar* blk, uint j0, float d, threadgroup float* out, uint stride) {
+    // 16-bit reads, as the matvec's: a block is 2-byte aligned wherever the file puts it.
+    device const ushort* us = (device const ushort*)blk;
+    for (uint h = 0; h < 2u; h++) {
+        threadgroup float* o = out + 8u * h * stride;
+        uint idx = j0 < 80u ? 0u : (j0 - 80u) / 8u + h;  // the half's place after qs[0..15]
+        if (j0 >= 80u && idx == 5u) {
+            uint v = uint(us[12]);
+            v = (v & 0xFFu) | ((v & 0xFF00u) << 8);  // qh[0], qh[1] in the two lanes
+            for (uint n = 0; n < 4u; n++) {
+                uint v3 = v + (v << 1);
+                uint t = (v3 >> 8) & 0x00030003u;
+                o[(2u * n) * stride] = float(int(t & 3u) - 1) * d;
+                o[(2u * n + 1u) * stride] = float(int(t >> 16) - 1) * d;
+                v = v3 & 0x00FF00FFu;
+            }
+            continue;
+        }
+        uint n = j0 < 80u ? j0 / 16u : idx;
+        uint w0 = j0 < 80u ? 2u * h : 4u;  // first word of the eight bytes
+        for (uint q = 0; q < 2u; q++) {
+            uint word = uint(us[2u * (w0 + q)]) | (uint(us[2u * (w0 + q) + 1u]) << 16);
+            uint lo = word & 0x00FF00FFu;
+            uint hi = (word >> 8) & 0x00FF00FFu;
+            for (uint i = 0; i < n; i++) {
+                lo = (lo + (lo << 1)) & 0x00FF00FFu;
+                hi = (hi + (hi << 1)) & 0x00FF00FFu;
+            }
+            uint tl = ((lo + (lo << 1)) >> 8) & 0x00030003u;
+            uint th = ((hi + (hi << 1)) >> 8) & 0x00030003u;
+            threadgroup float* oq = o + 4u * q * stride;
+            oq[0] = float(int(tl & 3u) - 1) * d;
+            oq[stride] = float(int(th & 3u) - 1) * d;
+            oq[2u * stride] = float(int(tl >> 16) - 1) * d;
+            oq[3u * stride] = float(int(th >> 16) - 1) * d;
+        }
+    }
+}
+
 template <int FMT>
 inline void gemm_impl(constant GemmArgs& a, device const uchar* w, device const float* x, device float* y,
                       threadgroup float* ws, threadgroup float* xs, threadgroup float* stage,
@@ -51,8 +95,12 @@ inline void gemm_impl(constant GemmArgs& a, device const uchar* w, device const 
             device const uchar* blk = w + n * rowBytes + (k0 / 128u) * bb;
             float d = block_scale(blk, FMT == FMT_PQ2 ? 0u : PTQ1_SCALE);
             uint j0 = k0 % 128u + lk;
-            for (uint i = 0; i < 16u; i++) {
-                ws[(lk + i) * GEMM_NR + lr] = float(int(block_code<FMT>(blk, j0 + i)) - 1) * d;
+            if (FMT == FMT_PQ2) {
+                for (uint i = 0; i < 16u; i++) {
+                    ws[(lk + i) * GEMM_NR + lr] = float(int(block_code<FMT_PQ2>(blk, j0 + i)) - 1) * d;
+                }
+            } else {
+                ptq1_decode16(blk, j0, d, ws + lk * GEMM_NR + lr, GEMM_NR);
             }
         } else {
             for (uint i = 0; i < 16u; i++) ws[(lk + i) * GEMM_NR + lr] = 0.0f;

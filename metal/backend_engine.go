@@ -211,14 +211,6 @@ func (e *engine) bind() error {
 		mats = append(mats, m)
 		matRefs = append(matRefs, dst)
 	}
-	defer func() {
-		e.ptq1 = map[ref]bool{}
-		for i, m := range mats {
-			if m.Format == ternary.PTQ1_0 {
-				e.ptq1[*matRefs[i]] = true
-			}
-		}
-	}()
 	addBF := func(m *qwen35.BF16Matrix, dst *ref) { ts = append(ts, tensorBytes{m.Name, m.Data, dst}) }
 	addF := func(name string, v []float32, dst *ref) { ts = append(ts, tensorBytes{name, f32Bytes(v), dst}) }
 
@@ -357,6 +349,12 @@ func (e *engine) bind() error {
 			return fmt.Errorf("metal: internal error: tensor %s [%d, %d) straddles view %d", t.name, off, off+len(t.data), i)
 		}
 		*t.dst = ref{views[i], vo}
+	}
+	e.ptq1 = map[ref]bool{}
+	for i, m := range mats {
+		if m.Format == ternary.PTQ1_0 {
+			e.ptq1[*matRefs[i]] = true
+		}
 	}
 	return nil
 }

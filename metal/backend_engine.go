@@ -68,7 +68,13 @@ type engine struct {
 
 	emb, out, outNorm ref
 	layers            []layerRefs
+	// ptq1 holds the ternary matrices stored as PTQ1_0 (the others are PQ2_0): their
+	// products run the _t1 kernels, which read the base-3 bytes as they lie.
+	ptq1 map[ref]bool
 }
+
+// isPTQ1 reports whether the matrix at r is stored as PTQ1_0.
+func (e *engine) isPTQ1(r ref) bool { return e.ptq1[r] }
 
 var (
 	_ bonsai.Engine = (*engine)(nil)
@@ -202,9 +208,11 @@ func (e *engine) bind() error {
 	w := e.w
 	var ts []tensorBytes
 	var mats []*qwen35.Matrix
+	var matRefs []*ref
 	addMat := func(m *qwen35.Matrix, dst *ref) {
 		ts = append(ts, tensorBytes{m.Name, m.Data, dst})
 		mats = append(mats, m)
+		matRefs = append(matRefs, dst)
 	}
 	addBF := func(m *qwen35.BF16Matrix, dst *ref) { ts = append(ts, tensorBytes{m.Name, m.Data, dst}) }
 	addF := func(name string, v []float32, dst *ref) { ts = append(ts, tensorBytes{name, f32Bytes(v), dst}) }
@@ -241,8 +249,8 @@ func (e *engine) bind() error {
 		addMat(&l.FFNDown, &r.ffnDown)
 	}
 	for _, m := range mats {
-		if m.Format != ternary.PQ2_0 {
-			return fmt.Errorf("metal: tensor %s is %s; the Metal kernels read PQ2_0 (transcode the file with examples/transcode)", m.Name, m.Format)
+		if m.Format != ternary.PQ2_0 && m.Format != ternary.PTQ1_0 {
+			return fmt.Errorf("metal: tensor %s is %s; the Metal kernels read PQ2_0 and PTQ1_0 (transcode the file with examples/transcode)", m.Name, m.Format)
 		}
 		if len(m.Data) == 0 {
 			return fmt.Errorf("metal: tensor %s has no data", m.Name)
@@ -340,6 +348,12 @@ func (e *engine) bind() error {
 			return fmt.Errorf("metal: internal error: tensor %s [%d, %d) straddles view %d", t.name, off, off+len(t.data), i)
 		}
 		*t.dst = ref{views[i], vo}
+	}
+	e.ptq1 = map[ref]bool{}
+	for i, m := range mats {
+		if m.Format == ternary.PTQ1_0 {
+			e.ptq1[*matRefs[i]] = true
+		}
 	}
 	return nil
 }

@@ -185,7 +185,17 @@ type mvIn struct {
 
 // mv records one matrix-vector product of K inputs over up to three weight sets.
 func (e *engine) mv(cb gpu.CommandBuffer, mode mvMode, K int, in mvIn, sets ...mvSet) {
-	p := e.p[mode.kernel()]
+	t1 := e.isPTQ1(sets[0].w)
+	for _, s := range sets[1:] {
+		if e.isPTQ1(s.w) != t1 {
+			// Weight sets of both formats: one product per set.
+			for _, s := range sets {
+				e.mv(cb, mode, K, in, s)
+			}
+			return
+		}
+	}
+	p := e.p[mode.kernel(t1)]
 	chunk := mvChunk(e.blk, e.chunkCap)
 	single := K <= chunk
 	want := 256
@@ -267,7 +277,7 @@ func (e *engine) encodeDecode(cb gpu.CommandBuffer, st *state, mode outMode) {
 			aw := c.AttentionWidth()
 			e.mv(cb, mvFWHT, aw, mvIn{in0: r0(st.mix), signs: e.signsOf(aw)}, mvSet{l.o, E, delta})
 		} else {
-			if e.b.cfg.splitGDN {
+			if e.b.cfg.splitGDN || e.isPTQ1(l.qkv) != e.isPTQ1(l.gate) {
 				// The products as a paired mv_norm that also keeps the normed vector for
 				// alpha/beta, then the step (gdn_seq, one token).
 				in := normIn(l.attnNorm)
@@ -299,7 +309,11 @@ func (e *engine) encodeDecode(cb gpu.CommandBuffer, st *state, mode outMode) {
 func (e *engine) embed(cb gpu.CommandBuffer, st *state, T int) {
 	c := e.cfg
 	p := e.p[kEmbed]
-	a := args{uint32(c.Embedding), uint32(e.blk), f32(e.scale), f32(e.eps), 0,
+	var flags uint32
+	if e.isPTQ1(e.emb) {
+		flags = sitePTQ1
+	}
+	a := args{uint32(c.Embedding), uint32(e.blk), f32(e.scale), f32(e.eps), flags,
 		uint32(e.w.TokenEmbedding.Format.RowBytes(c.Embedding)), uint32(T), 0}
 	cb.Dispatch(p, gpu.Size{c.Embedding / e.blk, T, 1}, gpu.Size{threads(p, e.blk), 1, 1},
 		bytesArg(a), buf(1, st.ids), e.emb.arg(2), e.signsOf(c.Embedding).arg(3), buf(4, st.xa))
@@ -321,7 +335,11 @@ func (e *engine) gdnArgs(T int, flags uint32) args {
 func (e *engine) gdnDecode(cb gpu.CommandBuffer, st *state, li int, x, delta, xn ref, hasDelta bool) {
 	c := e.cfg
 	l := &e.layers[li]
-	p := e.p[kGDNDecode]
+	k := kGDNDecode
+	if e.isPTQ1(l.qkv) {
+		k = kGDNDecodeT1
+	}
+	p := e.p[k]
 	var flags uint32
 	if hasDelta {
 		flags = mvfDelta | mvfXOut
@@ -423,8 +441,17 @@ func (e *engine) siteBlocks(cb gpu.CommandBuffer, kernel string, W, T int, ins .
 
 // gemm records Y = X·Wᵀ for T rows of X.
 func (e *engine) gemm(cb gpu.CommandBuffer, w ref, K, N, T int, x, y gpu.Buffer) {
-	p := e.p[kGemm]
-	cb.Dispatch(p, gpu.Size{(N + gemmRows - 1) / gemmRows, (T + gemmTokens - 1) / gemmTokens, 1}, gpu.Size{gemmThreads, 1, 1},
+	e.gemmTiles(cb, w, K, N, T, x, y, (N+gemmRows-1)/gemmRows)
+}
+
+// gemmTiles records the GEMM's first tiles row tiles (the kernel checks sample rows).
+func (e *engine) gemmTiles(cb gpu.CommandBuffer, w ref, K, N, T int, x, y gpu.Buffer, tiles int) {
+	k := kGemm
+	if e.isPTQ1(w) {
+		k = kGemmT1
+	}
+	p := e.p[k]
+	cb.Dispatch(p, gpu.Size{tiles, (T + gemmTokens - 1) / gemmTokens, 1}, gpu.Size{gemmThreads, 1, 1},
 		bytesArg(args{uint32(K), uint32(N), uint32(T), 0}), w.arg(1), buf(2, x), buf(3, y))
 }
 

@@ -23,13 +23,16 @@ import (
 // and a sparse (all-zero) data section: the dispatch count needs the real shapes and
 // the real file size (for the buffer views), not the weights' values, and a sparse
 // 7.2 GB file costs neither disk nor time.
-func sparse27B(t *testing.T) string {
+func sparse27B(t *testing.T) string { return sparse27BAs(t, ternary.PQ2_0) }
+
+// sparse27BAs is sparse27B with the ternary tensors in the given format.
+func sparse27BAs(t *testing.T, format ternary.Format) string {
 	t.Helper()
 	cfg, err := synth.Preset("27b")
 	if err != nil {
 		t.Fatal(err)
 	}
-	opt := synth.Options{Config: cfg, Seed: 1}
+	opt := synth.Options{Config: cfg, Seed: 1, Format: format}
 	kv, err := synth.Metadata(opt)
 	if err != nil {
 		t.Fatal(err)
@@ -168,6 +171,42 @@ func TestDispatchCount27B(t *testing.T) {
 	}
 }
 
+// TestDispatchCount27BPTQ1 counts the decode step of the 27B configuration stored as
+// PTQ1_0: the same plan, every product on a PTQ1_0 kernel, at most 300 dispatches.
+func TestDispatchCount27BPTQ1(t *testing.T) {
+	e, _, done := loadCounting(t, sparse27BAs(t, ternary.PTQ1_0), 2<<30)
+	defer done()
+	cb := decodeDispatches(t, e, outArgmax)
+	want := DecodeDispatches(e.cfg, true)
+	t.Logf("27B PTQ1_0 greedy decode step: %d dispatches (ternary bytes per step %.3f GB):%s",
+		cb.n, float64(e.w.TernaryBytes())/1e9, perKernel(cb))
+	if cb.n != want || cb.n > 300 {
+		t.Errorf("%d dispatches, want %d (≤ 300)", cb.n, want)
+	}
+	for _, k := range []string{kMVPlain, kMVFWHT, kMVNorm, kMVSwiGLU, kGDNDecode} {
+		if cb.perName[k] != 0 {
+			t.Errorf("a PTQ1_0 decode step ran the PQ2_0 kernel %s %d times", k, cb.perName[k])
+		}
+	}
+	L, A := e.cfg.Layers, e.cfg.AttentionLayers()
+	for k, n := range map[string]int{kGDNDecodeT1: L - A, kMVFWHTT1: L, kMVNormT1: L + A + 1, kMVSwiGLUT1: L} {
+		if cb.perName[k] != n {
+			t.Errorf("%s: %d dispatches, want %d", k, cb.perName[k], n)
+		}
+	}
+	pre, _ := e.dev.NewCommandBuffer()
+	ps, err := e.NewState(bonsai.StateOptions{ContextSize: 64, KVCache: qwen35.KVFloat16})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ps.Close()
+	e.encodeChunk(pre, ps.(*state), make([]int32, 64), outLast)
+	pc := pre.(*countingCB)
+	if pc.perName[kGemm] != 0 || pc.perName[kGemmT1] != 7*L-3*A {
+		t.Errorf("PTQ1_0 prefill chunk: gemm×%d gemm_t1×%d, want 0 and %d", pc.perName[kGemm], pc.perName[kGemmT1], 7*L-3*A)
+	}
+}
+
 // TestDispatchCountTiny checks the same count and the host's argument bindings on the
 // tiny configuration, for the fused and unfused decode paths and a prefill chunk.
 func TestDispatchCountTiny(t *testing.T) {
@@ -242,8 +281,9 @@ func writeTiny(t testing.TB) string {
 	return path
 }
 
-// TestRefusals: a PTQ1_0 file and an unknown KV precision are refused with errors that
-// say what to do, and New fails where there is no Metal.
+// TestRefusals: an unknown KV precision is refused with an error that says what to do,
+// New fails where there is no Metal, and a PTQ1_0 file (refused before the PTQ1_0
+// kernels) now loads with every ternary matrix bound to them.
 func TestRefusals(t *testing.T) {
 	c, err := synth.Preset("tiny")
 	if err != nil {
@@ -264,8 +304,20 @@ func TestRefusals(t *testing.T) {
 	}
 	dev := newCountingDevice(1 << 30)
 	b := newBackend("counting", func() (gpu.Device, error) { return dev, nil }, nil)
-	if _, err := b.Load(context.Background(), w, bonsai.LoadOptions{}); err == nil || !strings.Contains(err.Error(), "PQ2_0") {
-		t.Errorf("PTQ1_0 model: %v, want a refusal naming PQ2_0", err)
+	en, err := b.Load(context.Background(), w, bonsai.LoadOptions{})
+	if err != nil {
+		t.Fatalf("PTQ1_0 model: %v", err)
+	}
+	defer en.Close()
+	mats := 2 // token_embd, output
+	for _, l := range w.Layers {
+		mats += 6 // GDN: qkv, gate, ssm_out; the MLP's three
+		if l.Attention {
+			mats++ // q, k, v, o
+		}
+	}
+	if n := len(en.(*engine).ptq1); n != mats {
+		t.Errorf("PTQ1_0 model: %d matrices bound as PTQ1_0, want %d", n, mats)
 	}
 
 	e, _, done := loadCounting(t, writeTiny(t), 1<<30)

@@ -71,6 +71,30 @@
 // once per threadgroup and used for 32 tokens), the chunked GDN (gdn_chunk, 32-token
 // chunks; WithStepGDN for the step form, gdn_seq), attn_append + attn; 738 dispatches per
 // 64 tokens for the 27B model.
+// The GEMM (gemm.metal) runs on SIMD-group
+// matrices, organised as llama.cpp's kernel_mul_mm and MLX's GEMMs are: a threadgroup of
+// 4 SIMD groups owns 64 weight rows × 64 tokens — the whole chunk, so every code is
+// decoded once per chunk — and per 32 inputs decodes its rows' codes, (c−1)·d, into
+// threadgroup memory (k-major: the weights are the right operand without a transposed
+// load) beside the tokens' slice; each SIMD group accumulates a 32 × 32 quarter in 16
+// simdgroup_float8x8 (16 simdgroup_multiply_accumulate per 8 inputs) and stores it once,
+// straight to the output where the quarter lies inside it, through an 8 × 8 staging tile
+// at the edges. Everything stays float32, as in the scalar kernel it replaced: (c−1)·d is
+// exact in float, only the order of the sums differs.
+//
+// # PTQ1_0
+//
+// A PTQ1_0 file runs as it is stored: the base-3 bytes are read where they lie (28 bytes
+// per 128 weights, 18% fewer than PQ2_0's 34) by twins of the ternary kernels —
+// mv_plain_t1, mv_fwht_t1, mv_norm_t1, mv_swiglu_t1, gdn_decode_t1, gemm_t1, and embed
+// with SITE_PTQ1 — chosen per matrix at bind time, so a decode step has the same 275
+// dispatches. The matrix-vector kernels give each lane one 32-bit word of a block: word u
+// < 6 holds four qs bytes whose trit n are four consecutive elements (16n + 4u + i for u
+// < 4; 80 + 8n + 4(u−4) + i for u = 4, 5), decoded two bytes per 16-bit lane — trit n of b
+// is (uint8(b·3ⁿ)·3) >> 8, reached by ×3 (shift and add) and truncation — and dotted as a
+// float4 with the activations in natural order; word 6 holds qh and the scale. The GEMM
+// decodes once per chunk, eight elements at a time: one trit of eight consecutive bytes
+// (or the four trits of qh), with the same two-lane arithmetic.
 //
 // # Command buffers, memory and dispatch
 //
@@ -137,6 +161,16 @@
 //     matches it in arity, register kinds, structs over 16 bytes by pointer to a Go
 //     mirror of their size, BOOL results masked to a byte);
 //   - compile refuses a GPU whose SIMD-groups are not 32 wide (threadExecutionWidth);
+//   - the emulator models SIMD-group matrices (load/store with stride, origin and
+//     transpose, multiply-accumulate, fill) as collectives of a full SIMD group, checked
+//     against a float64 reference (exact on small integers, ≤ 1e-6 on random floats);
+//   - the GEMM at every input width of the model, a 64-token chunk: K 5120 with N 1024
+//     (attn_k/v, whole) and 256 of ffn_gate's 17408 rows, K 6144 (attn_output, ssm_out)
+//     and K 17408 (ffn_down) with 256 of 5120 rows, in PQ2_0 and PTQ1_0: within 3e-7 of
+//     Σ|w·x| of the float64 product (allowed 2e-5);
+//   - the PTQ1_0 kernels (matvec in every prologue mode, streamed, at K 5120/6144/17408;
+//     gdn_decode_t1 at d = 128; the embedding) against the same values decoded by the Go
+//     code: products ≤ 7e-8 of Σ|w·x|, gdn_decode_t1 ≤ 1e-6;
 //   - CheckKernels runs every kernel against the Go code that owns its math, at odd small
 //     shapes and at the 27B model's (inputs of 5120, 6144 and 17408; a 17408-row product;
 //     the GDN group at d = 128; 24 × 256 attention heads): products within 2e-5 of Σ|w·x|
@@ -150,8 +184,13 @@
 //     fused decode kernels agree with the prefill kernels, thread orders (forward,
 //     reverse, random) give bit-identical results, and the weights split into 64 KiB
 //     views give the same logits;
+//   - a tiny PTQ1_0 model end to end against the CPU backend on the same file (fp32 KV):
+//     logits of a 70-token prefill within 3.5e-5 and of a step walk within 4e-5 (logits
+//     up to 20); its prefill is bit-identical to the PQ2_0 file of the same values; and
+//     through examples/logits -backend metal-emulator (≤ 5e-5 in both modes);
 //   - the 275 dispatches of a 27B decode step are counted by encoding a step against the
-//     7.2 GB synthetic 27B file on a counting device (dispatch_test.go).
+//     7.2 GB synthetic 27B file on a counting device (dispatch_test.go), for the file as
+//     PQ2_0 and as PTQ1_0 (every product on a _t1 kernel).
 //
 // examples/metalcheck is the program a Mac user runs: the kernel checks on the real GPU,
 // a synthetic (or given) model through both backends with the parity printed, and the
@@ -178,19 +217,65 @@
 //   - speed: whether the matrix-vector kernels reach the read bandwidth, the cost of the
 //     prologue sites repeated per threadgroup, the right WithMaxThreadgroups, whether the
 //     fused gdn_decode's 16 threadgroups (one per q/k head group) keep a 20-core GPU busy,
-//     the GEMM's and chunked GDN's prefill speed, and the host's encode time per step;
+//     the GEMM's and chunked GDN's prefill speed (threadgroup-memory bank conflicts of
+//     the GEMM's k-major weight tile; how many 17 KiB threadgroups a core keeps resident),
+//     the PTQ1_0 kernels' decode cost against PQ2_0's, and the host's encode time per
+//     step;
+//   - that Apple's compiler takes simdgroup_load/store of threadgroup float tiles with a
+//     32-bit stride as the emulator does (the emulator's origin/transpose convention is
+//     written down in internal/mslemu; the kernels use neither).
 //   - wrapping the mapped file with newBufferWithBytesNoCopy (page alignment, the views
 //     when the file exceeds the largest buffer) on the real driver.
 //
 // # Targets
 //
-// (The prefill and PTQ1_0 targets, with their arithmetic, belong to the GEMM half of
-// issue 12 and go here.)
+// On paper, from the bytes a token reads and the FLOPs it needs.
 //
-// Decode reads 6.80 GB of weights per token (every ternary matrix but the embedding
-// table). The target is ≥ 85% of the device's practical read bandwidth: on an M4 Pro
-// (≈245 GB/s measured for a streaming read, 273 nominal) that is ≥ 208 GB/s, ≥ 30.6 tok/s
-// (the ceiling is 36 tok/s; 33 tok/s would be 92%). One command buffer and 275
-// dispatches per token leave the host little to do: the published Core AI port reached
-// 24.3 tok/s with about 900 dispatches and a 4 ms host gap per token.
+// Decode is a read of the weights: a step reads every ternary matrix but the embedding
+// table, 6.80 GB in PQ2_0, plus 0.06 GB of BF16 and F32 tensors: 6.86 GB per token. The
+// target is ≥ 85% of the device's read bandwidth. On an M4 Pro (273 GB/s nominal) that is
+// ≥ 232 GB/s, ≥ 33.8 tok/s (the ceiling is 273/6.86 = 39.8 tok/s). For comparison, the
+// vendor's llama.cpp fork measures 20.5 tok/s there (141 GB/s, 52% of nominal) and MLX
+// 18.9 tok/s (130 GB/s, 47%); on an M3 Max (400 GB/s) the fork's 24.3 tok/s is 167 GB/s,
+// 42%, where 85% would be 49.6 tok/s. One command buffer and 275 dispatches per token
+// leave the host little to do: the published Core AI port reached 24.3 tok/s with about
+// 900 dispatches and a 4 ms host gap per token.
+//
+// PTQ1_0 decode reads 5.60 + 0.06 = 5.66 GB per token, 82.5% of PQ2_0's: at the same
+// bandwidth it would run 1.21× faster (41 tok/s on the M4 Pro at 232 GB/s). The target,
+// ≥ 90% of PQ2_0's decode (≥ 30.4 tok/s on the M4 Pro), needs only 30.4 × 5.66 = 172 GB/s
+// (63% of nominal): the slack pays for decoding base 3, ALU time that PQ2_0's
+// four-codes-per-instruction unpack does not spend. The estimate: per four weights of a
+// row the PTQ1_0 dot spends about 15 instructions — two ×3 as shift and add (a 32-bit
+// multiply is slow on Apple GPUs), shifts and masks putting the four trits back into
+// their bytes, one unorm unpack, four FMAs, the −1 folded into one subtraction per 20
+// weights as PQ2_0 folds it per 16 — against PQ2_0's ≈ 7. The 25.6e9 weights of a token
+// then cost ≈ 96e9 instructions, ≈ 24 ms on the M4 Pro's 20 cores × 128 lanes × ≈ 1.58
+// GHz (≈ 4.0e12 a second): an ALU ceiling of ≈ 42 tok/s beside the read ceiling of 41 at
+// 232 GB/s (29 tok/s if the unpack is four conversions rather than one instruction, still
+// near the target). Reaching ≥ 30.4 tok/s needs the two to overlap — enough
+// SIMD-groups in flight per core — which only a Mac can show. (An earlier form, with
+// four conversions and the −1 per weight, came to ≈ 24 instructions and ≈ 26 tok/s.) The
+// vendor's runtime runs PTQ1_0 at 84–90% of its PQ2_0 decode.
+//
+// Prefill is compute: the 27B model's matrices hold 25.6e9 weights, 24.3e9 without the
+// head (run for the chunk's last token only), so a token costs 2 × 24.3e9 ≈ 49 GFLOP in
+// the GEMMs (the attention and GDN cores of a short prompt add a few per cent). An M3
+// Max's 40-core GPU issues 40 × 128 FP32 FMAs per cycle at ≈ 1.4 GHz, ≈ 14 TFLOPS; Apple's
+// GPUs run fp16 FMAs at the same rate, so simdgroup_float8x8 costs no more than half8x8
+// in arithmetic, and published simdgroup_matrix GEMMs reach 80–90% of that peak. The
+// target, ≥ 200 tok/s, needs 200 × 49e9 = 9.8 TFLOPS, 69% of peak (the vendor's 162 tok/s
+// is 7.9 TFLOPS, 56%). What the tile spends beside the multiply-accumulates: each code is
+// decoded once per 64-token chunk, ≈ 8 instructions for a PQ2_0 code (shift, mask,
+// convert, −1, ×d, the threadgroup store, addressing) on the same ALUs as the 64 FMAs
+// the chunk's tokens spend on it — ≈ 12% on top, so the target asks ≈ 77% of peak in
+// all; PTQ1_0's decode (the ×3 steps to reach trit n, masks, convert, −1, ×d, store: ≈ 10
+// a code on average) adds ≈ 15%.
+// The weights stream from memory once per chunk (6.8 GB / 64 ≈ 106 MB a token, 21 GB/s
+// at 200 tok/s), and every 64-row tile
+// re-reads its tokens' activations in float32 — 25.6e9 × 4 / 64 ≈ 1.6 GB a token, 320
+// GB/s at 200 tok/s, mostly from the caches. That last stream is the GEMM's main cost
+// beyond the arithmetic; halving it (half activations in threadgroup memory, as llama.cpp
+// does, at the price of rounding the activations, or 128-row tiles) is the first thing
+// to try if a Mac shows the GEMM short of the target.
 package metal

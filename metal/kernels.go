@@ -32,6 +32,12 @@ const (
 	kMVNorm       = "mv_norm"
 	kMVSwiGLU     = "mv_swiglu"
 	kGemm         = "gemm"
+	kGemmT1       = "gemm_t1"
+	kMVPlainT1    = "mv_plain_t1"
+	kMVFWHTT1     = "mv_fwht_t1"
+	kMVNormT1     = "mv_norm_t1"
+	kMVSwiGLUT1   = "mv_swiglu_t1"
+	kGDNDecodeT1  = "gdn_decode_t1"
 	kGDNDecode    = "gdn_decode"
 	kGDNSeq       = "gdn_seq"
 	kGDNChunk     = "gdn_chunk"
@@ -49,6 +55,8 @@ var kernelNames = []string{
 	kMVPlain, kMVFWHT, kMVNorm, kMVSwiGLU, kGemm,
 	kGDNDecode, kGDNSeq, kGDNChunk,
 	kAttnF16, kAttnF32, kAttnI8, kAttnAppend16, kAttnAppend32, kAttnAppendI8,
+	// PTQ1_0 twins of the ternary products.
+	kGemmT1, kMVPlainT1, kMVFWHTT1, kMVNormT1, kMVSwiGLUT1, kGDNDecodeT1,
 }
 
 // KernelNames returns the names of the library's kernels.
@@ -59,9 +67,9 @@ const (
 	maxChunk     = 6144 // BONSAI_MAXCH: activation floats a matvec threadgroup holds
 	mvRows       = 4    // MV_R: rows per SIMD-group per pass
 	siteMaxBlock = 4096 // SITE_MAXBLK
-	gemmRows     = 32   // GM
-	gemmTokens   = 32   // GT
-	gemmThreads  = 256  // GEMM_THREADS
+	gemmRows     = 64   // GEMM_NR
+	gemmTokens   = 64   // GEMM_NT
+	gemmThreads  = 128  // GEMM_THREADS
 	attnThreads  = 256  // ATT_THREADS
 	gdnCC        = 32   // GDN_CC: tokens per chunk of gdn_chunk
 	gdnTMax      = 64   // GDN_TMAX: tokens per gdn_chunk dispatch
@@ -204,6 +212,9 @@ func compile(dev gpu.Device, g geometry) (map[string]gpu.Pipeline, error) {
 		if w := p[k].ThreadExecutionWidth(); w != simdWidth {
 			return nil, fmt.Errorf("metal: compile: kernel %s runs SIMD-groups of %d threads (threadExecutionWidth); the kernels need %d, the width of every Apple GPU: this GPU is not supported", k, w, simdWidth)
 		}
+		if (k == kGemm || k == kGemmT1) && p[k].MaxThreadsPerThreadgroup() < gemmThreads {
+			return nil, fmt.Errorf("metal: kernel %s runs at most %d threads per threadgroup; it needs %d", k, p[k].MaxThreadsPerThreadgroup(), gemmThreads)
+		}
 		if p[k].MaxThreadsPerThreadgroup() < simdWidth {
 			return nil, fmt.Errorf("metal: kernel %s runs at most %d threads per threadgroup", k, p[k].MaxThreadsPerThreadgroup())
 		}
@@ -239,6 +250,7 @@ const (
 	mvfHOut   = 4 // MVF_HOUT
 	siteDelta = 1 // SITE_DELTA
 	siteH     = 2 // SITE_H
+	sitePTQ1  = 4 // SITE_PTQ1
 )
 
 // Matrix-vector prologue modes and their kernels.
@@ -251,7 +263,10 @@ const (
 	mvSwiGLU
 )
 
-func (m mvMode) kernel() string {
+func (m mvMode) kernel(ptq1 bool) string {
+	if ptq1 {
+		return [...]string{kMVPlainT1, kMVFWHTT1, kMVNormT1, kMVSwiGLUT1}[m]
+	}
 	return [...]string{kMVPlain, kMVFWHT, kMVNorm, kMVSwiGLU}[m]
 }
 

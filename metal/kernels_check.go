@@ -130,6 +130,49 @@ type ckEngine struct {
 	*engine
 	k    *checker
 	rots map[int]*hadamard.Rotation
+	// ptq1: the checks' matrices go to the device as PTQ1_0 (else PQ2_0).
+	ptq1 bool
+}
+
+// asPTQ1 returns the engine with its checks' matrices stored as PTQ1_0.
+func (e *ckEngine) asPTQ1() *ckEngine {
+	c := *e
+	c.ptq1 = true
+	return &c
+}
+
+// format is the format the checks' matrices are stored in on the device.
+func (e *ckEngine) format() ternary.Format {
+	if e.ptq1 {
+		return ternary.PTQ1_0
+	}
+	return ternary.PQ2_0
+}
+
+// encode returns a PQ2_0 matrix's bytes in the engine's format.
+func (e *ckEngine) encode(w []byte) ([]byte, error) {
+	if !e.ptq1 {
+		return w, nil
+	}
+	t := make([]byte, len(w)/34*28)
+	return t, ternary.Transcode(t, ternary.PTQ1_0, w, ternary.PQ2_0)
+}
+
+// upload puts a PQ2_0 matrix on the device in the engine's format (a PTQ1_0 transcode
+// holds the same values, so the references keep reading the PQ2_0 bytes).
+func (e *ckEngine) upload(w []byte) (ref, error) {
+	t, err := e.encode(w)
+	if err != nil {
+		return ref{}, err
+	}
+	r, err := e.k.put(t)
+	if err == nil && e.ptq1 {
+		if e.engine.ptq1 == nil {
+			e.engine.ptq1 = map[ref]bool{}
+		}
+		e.engine.ptq1[r] = true
+	}
+	return r, err
 }
 
 func (k *checker) engine(c qwen35.Config, blk int, widths []int, maxGroups, chunkCap int) (*ckEngine, error) {
@@ -333,6 +376,7 @@ func (k *checker) smallChecks() error {
 		func() error { return e.checkMV(mvSwiGLU, 512, []int{77}, 0, "") },
 		func() error { return e.checkGemm(384, 70, 37) },
 		func() error { return e.checkGemm(256, 33, 1) },
+		func() error { return e.checkGemm(256, 200, 64) },
 		func() error { return e.checkGDN(7) },
 		func() error { return e.checkGDNChunk(45) },
 		func() error { return e.checkAttention(qwen35.KVFloat16, 5, 3) },
@@ -360,6 +404,24 @@ func (k *checker) smallChecks() error {
 			return err
 		}
 	}
+	// The PTQ1_0 kernels (the matrices stored as PTQ1_0, the references reading the same
+	// values as PQ2_0).
+	t1, s1 := e.asPTQ1(), s.asPTQ1()
+	for _, f := range []func() error{
+		func() error { return t1.checkEmbed(3) },
+		func() error { return t1.checkMV(mvPlain, 384, []int{37}, 0, "odd rows") },
+		func() error { return t1.checkMV(mvFWHT, 384, []int{37, 5, 70}, 0, "3 sets, odd splits") },
+		func() error { return t1.checkMV(mvNorm, 256, []int{100, 29}, mvfDelta|mvfXOut, "2 sets, add+xout") },
+		func() error { return t1.checkMV(mvSwiGLU, 512, []int{77}, 0, "") },
+		func() error { return s1.checkMV(mvSwiGLU, 512, []int{45}, 0, "streamed, chunk 128") },
+		func() error { return t1.checkGemm(384, 70, 37) },
+		func() error { return t1.checkGemm(256, 200, 64) },
+		func() error { return t1.checkGDN(3) },
+	} {
+		if err := f(); err != nil {
+			return err
+		}
+	}
 	return nil
 }
 
@@ -376,6 +438,22 @@ func (k *checker) realChecks() error {
 		func() error { return e.checkMV(mvFWHT, 6144, []int{512}, 0, "o_proj / ssm_out width") },
 		func() error { return e.checkMV(mvSwiGLU, 17408, []int{256}, 0, "ffn_down width, streamed") },
 		func() error { return e.checkGemm(5120, 96, 9) },
+		// A 64-token chunk at every input width of the model: attn_k/attn_v whole (1024
+		// rows), and 256-row samples of ffn_gate (17408 rows), attn_output/ssm_out (6144
+		// inputs) and ffn_down (17408 inputs), in both formats.
+		func() error { return e.checkGemmRows(5120, 1024, 64, 0) },
+		func() error { return e.checkGemmRows(5120, 17408, 64, 4) },
+		func() error { return e.checkGemmRows(6144, 5120, 64, 4) },
+		func() error { return e.checkGemmRows(17408, 5120, 64, 4) },
+		func() error { return e.asPTQ1().checkGemmRows(5120, 1024, 64, 0) },
+		func() error { return e.asPTQ1().checkGemmRows(6144, 5120, 64, 4) },
+		func() error { return e.asPTQ1().checkGemmRows(17408, 5120, 64, 4) },
+		func() error {
+			return e.asPTQ1().checkMV(mvNorm, 5120, []int{512, 256, 256}, mvfDelta|mvfXOut, "q+k+v, 3 sets")
+		},
+		func() error { return e.asPTQ1().checkMV(mvFWHT, 6144, []int{512}, 0, "o_proj / ssm_out width") },
+		func() error { return e.asPTQ1().checkMV(mvSwiGLU, 17408, []int{256}, 0, "ffn_down width, streamed") },
+		func() error { return e.asPTQ1().checkGDN(2) },
 		func() error { return e.checkGDN(3) },
 		func() error { return e.checkGDNChunk(40) },
 		func() error { return e.checkAttention(qwen35.KVFloat16, 3, 2) },
@@ -408,9 +486,10 @@ func (e *ckEngine) checkEmbed(T int) error {
 	vocab := 3 + T
 	table := e.k.pq(vocab, c.Embedding)
 	var err error
-	if e.emb, err = e.k.put(table); err != nil {
+	if e.emb, err = e.upload(table); err != nil {
 		return err
 	}
+	e.w.TokenEmbedding.Format = e.format()
 	st, err := e.state(T, qwen35.KVFloat16)
 	if err != nil {
 		return err
@@ -421,7 +500,7 @@ func (e *ckEngine) checkEmbed(T int) error {
 		putU32(st.ids.Contents()[4*i:], uint32(ids[i]))
 	}
 	dt, err := e.k.run(func(cb gpu.CommandBuffer) { e.embed(cb, st, T) })
-	ck := KernelCheck{Kernel: kEmbed, Case: fmt.Sprintf("%s × %d tokens, block %d", shape(c), T, e.blk), Tol: tolExact, Metric: "rel", Time: dt, Failure: err}
+	ck := KernelCheck{Kernel: kEmbed, Case: fmt.Sprintf("%s × %d tokens, block %d, %s", shape(c), T, e.blk, e.format()), Tol: tolExact, Metric: "rel", Time: dt, Failure: err}
 	if err == nil {
 		got := readF(st.xa, 0, T*c.Embedding)
 		want := make([]float32, T*c.Embedding)
@@ -513,7 +592,7 @@ func (e *ckEngine) checkMV(mode mvMode, K int, rows []int, flags uint32, what st
 	var ws [][]byte
 	for _, n := range rows {
 		w := k.pq(n, K)
-		wr, err := k.put(w)
+		wr, err := e.upload(w)
 		if err != nil {
 			return err
 		}
@@ -583,7 +662,7 @@ func (e *ckEngine) checkMV(mode mvMode, K int, rows []int, flags uint32, what st
 	if what != "" {
 		name += ", " + what
 	}
-	ck := KernelCheck{Kernel: mode.kernel(), Case: name, Tol: tolL1, Metric: "L1 ", Time: dt, Failure: err}
+	ck := KernelCheck{Kernel: mode.kernel(e.ptq1), Case: name, Tol: tolL1, Metric: "L1 ", Time: dt, Failure: err}
 	if err == nil {
 		for i, s := range sets {
 			want, l1 := refMatVec(ws[i], K, s.rows, x)
@@ -600,10 +679,24 @@ func (e *ckEngine) checkMV(mode mvMode, K int, rows []int, flags uint32, what st
 	return nil
 }
 
-func (e *ckEngine) checkGemm(K, N, T int) error {
+func (e *ckEngine) checkGemm(K, N, T int) error { return e.checkGemmRows(K, N, T, 0) }
+
+// checkGemmRows runs the GEMM of T tokens over an N-row matrix of K inputs. With tiles
+// > 0 only the first tiles row tiles are dispatched (and only their rows exist): the
+// kernel sees the real N — the output's stride and bounds — while the emulator computes
+// a sample of the rows.
+func (e *ckEngine) checkGemmRows(K, N, T, tiles int) error {
 	k := e.k
-	w := k.pq(N, K)
-	wr, err := k.put(w)
+	rows := N
+	if tiles > 0 {
+		rows = min(N, tiles*gemmRows)
+	}
+	w := k.pq(rows, K)
+	dw, err := e.encode(w)
+	if err != nil {
+		return err
+	}
+	wr, err := e.upload(w)
 	if err != nil {
 		return err
 	}
@@ -616,16 +709,34 @@ func (e *ckEngine) checkGemm(K, N, T int) error {
 	if err != nil {
 		return err
 	}
-	dt, err := k.run(func(cb gpu.CommandBuffer) { e.gemm(cb, wr, K, N, T, xb, y) })
-	ck := KernelCheck{Kernel: kGemm, Case: fmt.Sprintf("K %d, N %d, T %d", K, N, T), Tol: tolL1, Metric: "L1 ", Time: dt, Failure: err}
+	dt, err := k.run(func(cb gpu.CommandBuffer) { e.gemmTiles(cb, wr, K, N, T, xb, y, (rows+gemmRows-1)/gemmRows) })
+	name := fmt.Sprintf("K %d, N %d, T %d", K, N, T)
+	if rows < N {
+		name += fmt.Sprintf(", rows 0..%d", rows-1)
+	}
+	kn := kGemm
+	if e.ptq1 {
+		kn = kGemmT1
+	}
+	ck := KernelCheck{Kernel: kn, Case: name, Tol: tolL1, Metric: "L1 ", Time: dt, Failure: err}
+	// The CPU backend's float32 GEMM on the same bytes (its own decoder of the format).
+	ckGo := KernelCheck{Kernel: kn, Case: name + ", vs Go GEMM", Tol: tolL1, Metric: "L1 ", Time: dt, Failure: err}
 	if err == nil {
 		got := readF(y, 0, T*N)
+		goY := make([]float32, T*rows)
+		ternary.MatMulRange(e.format(), dw, K, rows, x, T, goY, 0, rows, nil)
 		for t := 0; t < T; t++ {
-			want, l1 := refMatVec(w, K, N, x[t*K:(t+1)*K])
-			ck.Err = math.Max(ck.Err, errL1(got[t*N:(t+1)*N], want, l1))
+			want, l1 := refMatVec(w, K, rows, x[t*K:(t+1)*K])
+			ck.Err = math.Max(ck.Err, errL1(got[t*N:t*N+rows], want, l1))
+			goRow := make([]float64, rows)
+			for i, v := range goY[t*rows : (t+1)*rows] {
+				goRow[i] = float64(v)
+			}
+			ckGo.Err = math.Max(ckGo.Err, errL1(got[t*N:t*N+rows], goRow, l1))
 		}
 	}
 	k.add(ck)
+	k.add(ckGo)
 	return nil
 }
 
@@ -660,8 +771,13 @@ func (e *ckEngine) gdnLayer() (*qwen35.Layer, error) {
 		}
 	}
 	put(&r.attnNorm, f32Bytes(l.AttnNorm))
-	put(&r.qkv, l.QKV.Data)
-	put(&r.gate, l.Gate.Data)
+	up := func(dst *ref, b []byte) {
+		if err == nil {
+			*dst, err = e.upload(b)
+		}
+	}
+	up(&r.qkv, l.QKV.Data)
+	up(&r.gate, l.Gate.Data)
 	put(&r.alpha, l.Alpha.Data)
 	put(&r.beta, l.Beta.Data)
 	put(&r.conv, f32Bytes(l.Conv))
@@ -751,7 +867,11 @@ func (e *ckEngine) checkGDN(T int) error {
 	l.Beta.MulVec(b1, hn)
 	want1 := make([]float32, inner)
 	gdn.Forward(want1, q1, z1, a1, b1, 1, l, gs, sc, false)
-	ck3 := KernelCheck{Kernel: kGDNDecode, Case: fmt.Sprintf("E %d, d %d, %d×%d heads: out", E, c.StateSize, c.KHeads, c.HeadRepeat()), Tol: tolCore, Metric: "rel", Time: dt, Failure: err}
+	kd := kGDNDecode
+	if e.ptq1 {
+		kd = kGDNDecodeT1
+	}
+	ck3 := KernelCheck{Kernel: kd, Case: fmt.Sprintf("E %d, d %d, %d×%d heads: out", E, c.StateSize, c.KHeads, c.HeadRepeat()), Tol: tolCore, Metric: "rel", Time: dt, Failure: err}
 	if err == nil {
 		ck3.Err = math.Max(errRel(readF(st.mix, 0, inner), want1), errRel(readF(st.xb, 0, E), xn))
 		ck3.Err = math.Max(ck3.Err, errRel(readF(st.ssmBuf, st.ssm[0].off, len(gs.S)), gs.S))

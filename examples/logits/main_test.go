@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"os"
@@ -13,6 +14,8 @@ import (
 	"testing"
 
 	"github.com/bonsai-go/sdk/internal/synth"
+	"github.com/bonsai-go/sdk/metal"
+	"github.com/bonsai-go/sdk/ternary"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -151,4 +154,45 @@ func TestLogitsReproducesGolden(t *testing.T) {
 	t.Logf("logits -mode prefill -activations int8 -kv f32 vs golden: max |Δlogit| %.3g, argmax changes %d of %d", worst, flips, len(ids))
 	assert.Greater(t, worst, 1e-3, "int8 activations should differ visibly from float32")
 	assert.Less(t, worst, 1.5)
+}
+
+// TestLogitsPTQ1MetalEmulator runs a synthetic PTQ1_0 model through the Metal kernels on
+// the emulator (-backend metal-emulator) and through the CPU backend with float32
+// activations (the precision the Metal kernels keep), in both modes: the printed logits
+// agree to 2e-3 (logits up to about 20).
+func TestLogitsPTQ1MetalEmulator(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "tiny-ptq1.gguf")
+	c, err := synth.Preset("tiny")
+	require.NoError(t, err)
+	require.NoError(t, synth.WriteFile(context.Background(), path, synth.Options{Config: c, Seed: 3, Format: ternary.PTQ1_0}, nil))
+	for _, tc := range []struct {
+		mode   string
+		tokens int
+	}{{"prefill", 70}, {"step", 16}} {
+		ids := make([]int32, tc.tokens)
+		for i := range ids {
+			ids[i] = int32((i*37 + 11) % c.Vocab)
+		}
+		outs := map[string][][]float64{}
+		for _, backend := range []string{"cpu", "metal-emulator"} {
+			var buf bytes.Buffer
+			err := run(context.Background(), &buf, config{model: path, mode: tc.mode, backend: backend, threads: 1, kv: "f32", acts: "float32"}, ids)
+			if backend != "cpu" && errors.Is(err, metal.ErrUnavailable) && os.Getenv("MSLEMU_REQUIRE") == "" {
+				t.Skipf("emulator unavailable: %v", err)
+			}
+			require.NoError(t, err, backend)
+			outs[backend] = parseLogits(t, buf.Bytes())
+			require.Len(t, outs[backend], len(ids))
+		}
+		maxDiff, scale := 0.0, 0.0
+		for p := range ids {
+			for i, want := range outs["cpu"][p] {
+				maxDiff = math.Max(maxDiff, math.Abs(outs["metal-emulator"][p][i]-want))
+				scale = math.Max(scale, math.Abs(want))
+			}
+			require.Equal(t, argmax(outs["cpu"][p]), argmax(outs["metal-emulator"][p]), "%s: position %d", tc.mode, p)
+		}
+		t.Logf("PTQ1_0 %s, %d tokens: max |Δlogit| metal-emulator vs cpu %.2e (logits up to %.1f)", tc.mode, len(ids), maxDiff, scale)
+		require.LessOrEqual(t, maxDiff, 2e-3, tc.mode)
+	}
 }

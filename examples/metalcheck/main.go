@@ -7,12 +7,16 @@
 //     and the Metal backend: the logits of every prompt position, a step-by-step walk,
 //     and greedy generation, compared;
 //  3. the Metal backend's speed: prefill and decode tokens per second, and the decode's
-//     weight bandwidth (bytes a token reads × tokens per second) against the device's.
+//     weight bandwidth (bytes a token reads × tokens per second) against the device's;
+//  4. the model stored as PTQ1_0 (the synthetic one rewritten in that format, or the file
+//     given as -ptq1-model): parity with the CPU backend and speed, the decode rated
+//     against the PQ2_0 model's (target ≥ 90%).
 //
 // Usage:
 //
 //	metalcheck [-device metal|emulator] [-model FILE | -preset NAME] [-real] [-prompt N]
 //	           [-gen N] [-kv f16|f32|q8] [-bandwidth GB/s] [-cpu=false] [-variants=false]
+//	           [-ptq1=false] [-ptq1-model FILE]
 //
 // -device emulator runs the same kernels and host code on the CPU through the MSL
 // emulator (Linux, clang++): slow, for checking this program itself. It exits with
@@ -41,6 +45,7 @@ import (
 	"github.com/bonsai-go/sdk/internal/synth"
 	"github.com/bonsai-go/sdk/metal"
 	"github.com/bonsai-go/sdk/qwen35"
+	"github.com/bonsai-go/sdk/ternary"
 )
 
 // newEmulator makes the emulated backend (a variable for the tests, which count the
@@ -50,6 +55,8 @@ var newEmulator = metal.NewEmulator
 type config struct {
 	device, model, preset, kv string
 	real, cpu, variants       bool
+	ptq1                      bool   // also run the model stored as PTQ1_0
+	ptq1Model                 string // the PTQ1_0 file (default: the synthetic model rewritten)
 	prompt, gen               int
 	bandwidth                 float64
 	seed                      uint64
@@ -68,6 +75,8 @@ func main() {
 	flag.StringVar(&cfg.kv, "kv", "f16", "KV cache precision: f16, f32 or q8")
 	flag.Float64Var(&cfg.bandwidth, "bandwidth", 0, "the device's practical read bandwidth in GB/s, to rate the decode (an M4 Pro's is about 245)")
 	flag.Uint64Var(&cfg.seed, "seed", 1, "seed of the kernel checks' inputs and the synthetic model")
+	flag.BoolVar(&cfg.ptq1, "ptq1", true, "also check and time the model stored as PTQ1_0 (the synthetic model rewritten in that format, or -ptq1-model)")
+	flag.StringVar(&cfg.ptq1Model, "ptq1-model", "", "the PTQ1_0 GGUF `file` to check with -ptq1 when -model is given")
 	flag.Usage = func() {
 		fmt.Fprintf(flag.CommandLine.Output(), "usage: metalcheck [flags]\n\nChecks the Metal kernels, the backend's parity with the CPU backend, and its speed.\n\nflags:\n")
 		flag.PrintDefaults()
@@ -186,10 +195,7 @@ func run(ctx context.Context, w io.Writer, cfg config) (bool, error) {
 		}
 	}
 	defer closeDev()
-	prompt := make([]int32, cfg.prompt)
-	for i := range prompt {
-		prompt[i] = int32((uint64(i)*7919 + cfg.seed*104729 + 13) % uint64(min(c.Vocab, 1<<20)))
-	}
+	prompt := promptIDs(cfg, c.Vocab)
 	if cfg.cpu && cfg.prompt > 0 {
 		cpu, err := bonsai.Open(path, bonsai.WithActivations(bonsai.ActivationsFloat32), bonsai.WithKVCache(kv),
 			bonsai.WithContextSize(ctxSize), bonsai.WithLoadContext(ctx))
@@ -205,6 +211,7 @@ func run(ctx context.Context, w io.Writer, cfg config) (bool, error) {
 	}
 
 	// 3. Speed.
+	var pq2Decode float64 // the default plan's decode tok/s, the PTQ1_0 model's reference
 	if cfg.gen > 0 {
 		// One engine at a time: the default one (already open), then each variant,
 		// opened after the one before is closed.
@@ -241,6 +248,9 @@ func run(ctx context.Context, w io.Writer, cfg config) (bool, error) {
 			if err != nil {
 				return false, err
 			}
+			if v.opt == nil {
+				pq2Decode = u.DecodeTokensPerSecond
+			}
 			gbs := u.DecodeTokensPerSecond * float64(bytesPerToken) / 1e9
 			disp := ""
 			if v.n > 0 {
@@ -257,6 +267,93 @@ func run(ctx context.Context, w io.Writer, cfg config) (bool, error) {
 			fmt.Fprintf(w, "target: ≥ 85%% of %.0f GB/s = %.1f tok/s (ceiling %.1f tok/s)\n", cfg.bandwidth,
 				0.85*cfg.bandwidth*1e9/float64(bytesPerToken), cfg.bandwidth*1e9/float64(bytesPerToken))
 		}
+	}
+	// 4. PTQ1_0, on a device of its own: the PQ2_0 model's is closed first.
+	closeDev()
+	if cfg.ptq1 {
+		pass, err := ptq1Check(ctx, w, cfg, newB, kv, pq2Decode)
+		if err != nil {
+			return false, fmt.Errorf("PTQ1_0: %w", err)
+		}
+		ok = ok && pass
+	}
+	return ok, nil
+}
+
+// promptIDs is the prompt of the parity and speed measurements.
+func promptIDs(cfg config, vocab int) []int32 {
+	prompt := make([]int32, cfg.prompt)
+	for i := range prompt {
+		prompt[i] = int32((uint64(i)*7919 + cfg.seed*104729 + 13) % uint64(min(vocab, 1<<20)))
+	}
+	return prompt
+}
+
+// ptq1Check runs the model stored as PTQ1_0 — the synthetic model written again in that
+// format (the same values), or cfg.ptq1Model — through the Metal backend: its parity
+// with the CPU backend on the same file and its speed, the decode rated against the
+// PQ2_0 model's (pq2Decode tok/s, when measured; the target is ≥ 90%).
+func ptq1Check(ctx context.Context, w io.Writer, cfg config, newB func(...metal.Option) bonsai.Backend, kv qwen35.KVPrecision, pq2Decode float64) (bool, error) {
+	path := cfg.ptq1Model
+	if path == "" {
+		if cfg.model != "" {
+			fmt.Fprintln(w, "\n== PTQ1_0: skipped (give the PTQ1_0 file as -ptq1-model)")
+			return true, nil
+		}
+		dir, err := os.MkdirTemp("", "metalcheck-ptq1-")
+		if err != nil {
+			return false, err
+		}
+		defer os.RemoveAll(dir)
+		c, err := synth.Preset(cfg.preset)
+		if err != nil {
+			return false, err
+		}
+		path = filepath.Join(dir, cfg.preset+"-ptq1.gguf")
+		fmt.Fprintf(w, "\nwriting the synthetic %s model as PTQ1_0 ...\n", cfg.preset)
+		if err := synth.WriteFile(ctx, path, synth.Options{Config: c, Seed: cfg.seed, Format: ternary.PTQ1_0}, nil); err != nil {
+			return false, err
+		}
+	}
+	c, bytesPerToken, err := describe(path)
+	if err != nil {
+		return false, err
+	}
+	fmt.Fprintf(w, "\n== PTQ1_0 model %s: a decode step reads %.3f GB of weights in %d dispatches\n",
+		filepath.Base(path), float64(bytesPerToken)/1e9, metal.DecodeDispatches(c, true))
+	ctxSize := cfg.prompt + cfg.gen + 1
+	dev, err := bonsai.Open(path, bonsai.WithBackend(newB()), bonsai.WithKVCache(kv), bonsai.WithContextSize(ctxSize), bonsai.WithLoadContext(ctx))
+	if err != nil {
+		return false, err
+	}
+	defer dev.Close()
+	prompt := promptIDs(cfg, c.Vocab)
+	ok := true
+	if cfg.cpu && cfg.prompt > 0 {
+		cpu, err := bonsai.Open(path, bonsai.WithActivations(bonsai.ActivationsFloat32), bonsai.WithKVCache(kv),
+			bonsai.WithContextSize(ctxSize), bonsai.WithLoadContext(ctx))
+		if err != nil {
+			return false, err
+		}
+		pass, err := parity(ctx, w, cpu, dev, prompt, cfg.gen)
+		cpu.Close()
+		if err != nil {
+			return false, err
+		}
+		ok = pass
+	}
+	if cfg.gen > 0 {
+		u, err := speed(ctx, dev, prompt, cfg.gen)
+		if err != nil {
+			return false, err
+		}
+		gbs := u.DecodeTokensPerSecond * float64(bytesPerToken) / 1e9
+		fmt.Fprintf(w, "PTQ1_0 fused (default):    prefill %d tokens at %.1f tok/s; decode %d tokens at %.2f tok/s = %.1f GB/s of weights",
+			u.PromptTokens, u.PrefillTokensPerSecond, u.CompletionTokens, u.DecodeTokensPerSecond, gbs)
+		if pq2Decode > 0 {
+			fmt.Fprintf(w, " = %.0f%% of the PQ2_0 model's decode (target ≥ 90%%)", 100*u.DecodeTokensPerSecond/pq2Decode)
+		}
+		fmt.Fprintln(w)
 	}
 	return ok, nil
 }

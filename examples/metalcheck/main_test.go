@@ -59,7 +59,7 @@ func TestEmulator(t *testing.T) {
 	}
 	defer func() { newEmulator = metal.NewEmulator }()
 	var out bytes.Buffer
-	ok, err := run(context.Background(), &out, config{device: "emulator", preset: "tiny", kv: "f16", cpu: true, variants: true, prompt: 8, gen: 6, seed: 3})
+	ok, err := run(context.Background(), &out, config{device: "emulator", preset: "tiny", kv: "f16", cpu: true, variants: true, prompt: 8, gen: 6, seed: 3, ptq1: true})
 	t.Log(out.String())
 	if err != nil {
 		t.Fatal(err)
@@ -67,7 +67,7 @@ func TestEmulator(t *testing.T) {
 	if !ok {
 		t.Fatal("a check failed")
 	}
-	for _, want := range []string{"0 failed", "max |Δlogit|", "tokens identical", "tok/s", "GDN split in two:", "unfused (prefill kernels):"} {
+	for _, want := range []string{"0 failed", "max |Δlogit|", "tokens identical", "tok/s", "GDN split in two:", "unfused (prefill kernels):", "gemm_t1", "mv_norm_t1", "PTQ1_0 model", "of the PQ2_0 model's decode"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("the report has no %q", want)
 		}

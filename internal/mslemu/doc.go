@@ -95,8 +95,17 @@
 //     simd_shuffle, simd_shuffle_up/down/xor, simd_shuffle_rotate_up/down,
 //     simd_broadcast, simd_broadcast_first, simd_all, simd_any, simd_ballot,
 //     simd_active_threads_mask, simd_is_first; the quad_ equivalents (4 lanes).
+//   - SIMD-group matrices: simdgroup_float8x8, simdgroup_half8x8, simdgroup_bfloat8x8,
+//     the diagonal constructor, make_filled_simdgroup_matrix, simdgroup_load and
+//     simdgroup_store (elements per row, origin, transpose; device or threadgroup
+//     memory), simdgroup_multiply and simdgroup_multiply_accumulate (mixed element types,
+//     as llama.cpp's kernel_mul_mm uses them). Each is a collective that every lane of a
+//     full SIMD group must execute together with the same arguments, else the dispatch
+//     fails; a default-constructed matrix is NaN. Element (r, c) of a load from src with
+//     e elements per row at origin (x, y) is src[(y+r)·e + x+c] (transposed: src[(y+c)·e +
+//     x+r]); products sum k in order with one FMA per term in float.
 //
-// Not modelled: simdgroup_matrix and other matrix types (floatNxM), textures, samplers,
+// Not modelled: thread_elements() of a SIMD-group matrix, other matrix types (floatNxM), textures, samplers,
 // function constants, argument buffers, imageblocks, raster order groups, ray tracing,
 // dynamic library linking, and kernels whose declaration comes out of a macro (the
 // driver finds kernels in the source text). These fail at compile time, or with

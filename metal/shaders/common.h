@@ -76,6 +76,7 @@ struct SiteArgs {
 
 #define SITE_DELTA 1u  // site_norm: x += delta (written back)
 #define SITE_H     2u  // site_norm: write the un-rotated normed row
+#define SITE_PTQ1  4u  // embed: the table is PTQ1_0 (else PQ2_0)
 
 struct GemmArgs {
     uint K;

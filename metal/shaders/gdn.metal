@@ -155,6 +155,80 @@ inline void gdn_ab(P x, uint E, uint kh, uint KH, device const ushort* wa, devic
     }
 }
 
+// gdn_decode's body, for either format of attn_qkv and attn_gate (gdn_decode: PQ2_0,
+// gdn_decode_t1: PTQ1_0).
+template <int FMT>
+inline void gdn_decode_impl(constant GDNArgs& a, device const float* xin, device const float* delta,
+                            device float* xout, device const float* gain, device const float* signs,
+                            device const ushort* wqkv, device const ushort* wz, device const ushort* walpha,
+                            device const ushort* wbeta, device const float* convw, device const float* dtb,
+                            device const float* A, device const float* snorm, device float* conv,
+                            device float* S, device float* out,
+                            threadgroup float4* xs4, threadgroup float* gs, threadgroup float* act,
+                            threadgroup float* zl, threadgroup float* ab, threadgroup float* red,
+                            threadgroup float* hs,
+                            uint kh, uint tid, uint nt, uint lane, uint sg, uint nsg) {
+    threadgroup float* xs = (threadgroup float*)xs4;
+    const uint E = a.E;
+    const uint d = BONSAI_GDN_D;
+    // The norm site: residual add, RMSNorm·gain (threadgroup 0 writes the new residual).
+    float s = 0.0f;
+    bool wr = (a.flags & MVF_XOUT) != 0u && kh == 0u;
+    for (uint k = tid; k < E; k += nt) {
+        float x = xin[k];
+        if ((a.flags & MVF_DELTA) != 0u) x += delta[k];
+        if (wr) xout[k] = x;
+        s += x * x;
+    }
+    s = tg_sum(s, red, lane, sg, nsg);
+    float inv = 1.0f / sqrt(s / float(E) + a.eps);
+    for (uint k = tid; k < E; k += nt) {
+        float x = xin[k];
+        if ((a.flags & MVF_DELTA) != 0u) x += delta[k];
+        float v = x * inv;
+        xs[k] = v * gain[k];
+    }
+    threadgroup_barrier(mem_flags::mem_threadgroup);
+    // alpha/beta read the un-rotated normed vector.
+    gdn_ab((threadgroup const float*)xs, E, kh, a.KH, walpha, wbeta, ab, lane, sg, nsg);
+    threadgroup_barrier(mem_flags::mem_threadgroup);
+    mv_finish(xs, gs, 0u, E, true, FMT == FMT_PQ2, signs, a.blk, a.scale, tid, nt);
+    // The group's rows of attn_qkv (q, k, v channels) and attn_gate (z of its heads).
+    const uint rs = (E / 128u) * (FMT == FMT_PQ2 ? PQ_US : PTQ1_US);
+    const uint L = GDN_C + GDN_V;
+    device const ushort* rows[MV_R];
+    bool ok[MV_R];
+    float acc[MV_R];
+    for (uint base = sg * MV_R; base < L; base += nsg * MV_R) {
+        for (uint r = 0; r < MV_R; r++) {
+            uint lr = base + r;
+            ok[r] = lr < L;
+            acc[r] = 0.0f;
+            if (lr < GDN_C) {
+                rows[r] = wqkv + gdn_channel(lr, kh, a.KH) * rs;
+            } else if (ok[r]) {
+                uint idx = lr - GDN_C;
+                uint zr = ((idx / d) * a.KH + kh) * d + idx % d;
+                rows[r] = wz + zr * rs;
+            } else {
+                rows[r] = wqkv;
+            }
+        }
+        if (FMT == FMT_PQ2) mv_dot(acc, rows, ok, 0u, E / 16u, xs4, gs, lane);
+        else mv_dot_t1(acc, rows, ok, 0u, E / 128u, xs, gs, lane);
+        for (uint r = 0; r < MV_R; r++) {
+            float v = simd_sum(acc[r]);
+            uint lr = base + r;
+            if (lane == 0u && lr < L) {
+                if (lr < GDN_C) act[lr] = v;
+                else zl[lr - GDN_C] = v;
+            }
+        }
+    }
+    gdn_token(a, kh, act, zl, ab, red, hs, convw, dtb, A, snorm, conv, S, out, tid, nt, lane, sg, nsg);
+}
+
+
 kernel void gdn_decode(constant GDNArgs& a [[buffer(0)]],
                        device const float* xin [[buffer(1)]],
                        device const float* delta [[buffer(2)]],
@@ -185,63 +259,42 @@ kernel void gdn_decode(constant GDNArgs& a [[buffer(0)]],
     threadgroup float ab[2 * BONSAI_GDN_REP];
     threadgroup float red[MAX_SG];
     threadgroup float hs[BONSAI_GDN_REP];
-    threadgroup float* xs = (threadgroup float*)xs4;
-    const uint E = a.E;
-    const uint d = BONSAI_GDN_D;
-    // The norm site: residual add, RMSNorm·gain (threadgroup 0 writes the new residual).
-    float s = 0.0f;
-    bool wr = (a.flags & MVF_XOUT) != 0u && kh == 0u;
-    for (uint k = tid; k < E; k += nt) {
-        float x = xin[k];
-        if ((a.flags & MVF_DELTA) != 0u) x += delta[k];
-        if (wr) xout[k] = x;
-        s += x * x;
-    }
-    s = tg_sum(s, red, lane, sg, nsg);
-    float inv = 1.0f / sqrt(s / float(E) + a.eps);
-    for (uint k = tid; k < E; k += nt) {
-        float x = xin[k];
-        if ((a.flags & MVF_DELTA) != 0u) x += delta[k];
-        float v = x * inv;
-        xs[k] = v * gain[k];
-    }
-    threadgroup_barrier(mem_flags::mem_threadgroup);
-    // alpha/beta read the un-rotated normed vector.
-    gdn_ab((threadgroup const float*)xs, E, kh, a.KH, walpha, wbeta, ab, lane, sg, nsg);
-    threadgroup_barrier(mem_flags::mem_threadgroup);
-    mv_finish(xs, gs, 0u, E, true, signs, a.blk, a.scale, tid, nt);
-    // The group's rows of attn_qkv (q, k, v channels) and attn_gate (z of its heads).
-    const uint rs = (E / 128u) * PQ_US;
-    const uint L = GDN_C + GDN_V;
-    device const ushort* rows[MV_R];
-    bool ok[MV_R];
-    float acc[MV_R];
-    for (uint base = sg * MV_R; base < L; base += nsg * MV_R) {
-        for (uint r = 0; r < MV_R; r++) {
-            uint lr = base + r;
-            ok[r] = lr < L;
-            acc[r] = 0.0f;
-            if (lr < GDN_C) {
-                rows[r] = wqkv + gdn_channel(lr, kh, a.KH) * rs;
-            } else if (ok[r]) {
-                uint idx = lr - GDN_C;
-                uint zr = ((idx / d) * a.KH + kh) * d + idx % d;
-                rows[r] = wz + zr * rs;
-            } else {
-                rows[r] = wqkv;
-            }
-        }
-        mv_dot(acc, rows, ok, 0u, E / 16u, xs4, gs, lane);
-        for (uint r = 0; r < MV_R; r++) {
-            float v = simd_sum(acc[r]);
-            uint lr = base + r;
-            if (lane == 0u && lr < L) {
-                if (lr < GDN_C) act[lr] = v;
-                else zl[lr - GDN_C] = v;
-            }
-        }
-    }
-    gdn_token(a, kh, act, zl, ab, red, hs, convw, dtb, A, snorm, conv, S, out, tid, nt, lane, sg, nsg);
+    gdn_decode_impl<FMT_PQ2>(a, xin, delta, xout, gain, signs, wqkv, wz, walpha, wbeta, convw, dtb, A, snorm, conv, S, out,
+                       xs4, gs, act, zl, ab, red, hs, kh, tid, nt, lane, sg, nsg);
+}
+
+kernel void gdn_decode_t1(constant GDNArgs& a [[buffer(0)]],
+                          device const float* xin [[buffer(1)]],
+                          device const float* delta [[buffer(2)]],
+                          device float* xout [[buffer(3)]],
+                          device const float* gain [[buffer(4)]],
+                          device const float* signs [[buffer(5)]],
+                          device const ushort* wqkv [[buffer(6)]],
+                          device const ushort* wz [[buffer(7)]],
+                          device const ushort* walpha [[buffer(8)]],
+                          device const ushort* wbeta [[buffer(9)]],
+                          device const float* convw [[buffer(10)]],
+                          device const float* dtb [[buffer(11)]],
+                          device const float* A [[buffer(12)]],
+                          device const float* snorm [[buffer(13)]],
+                          device float* conv [[buffer(14)]],
+                          device float* S [[buffer(15)]],
+                          device float* out [[buffer(16)]],
+                          uint kh [[threadgroup_position_in_grid]],
+                          uint tid [[thread_index_in_threadgroup]],
+                          uint nt [[threads_per_threadgroup]],
+                          uint lane [[thread_index_in_simdgroup]],
+                          uint sg [[simdgroup_index_in_threadgroup]],
+                          uint nsg [[simdgroups_per_threadgroup]]) {
+    threadgroup float4 xs4[BONSAI_E / 4];
+    threadgroup float gs[BONSAI_E / 16];
+    threadgroup float act[GDN_C];
+    threadgroup float zl[GDN_V];
+    threadgroup float ab[2 * BONSAI_GDN_REP];
+    threadgroup float red[MAX_SG];
+    threadgroup float hs[BONSAI_GDN_REP];
+    gdn_decode_impl<FMT_PTQ1>(a, xin, delta, xout, gain, signs, wqkv, wz, walpha, wbeta, convw, dtb, A, snorm, conv, S, out,
+                       xs4, gs, act, zl, ab, red, hs, kh, tid, nt, lane, sg, nsg);
 }
 
 kernel void gdn_seq(constant GDNArgs& a [[buffer(0)]],

@@ -1,4 +1,5 @@
-// The PQ2_0 matrix-vector product of a decode step, with the activation site fused into
+// The ternary matrix-vector product of a decode step (PQ2_0: mv_*; PTQ1_0, read as
+// stored: mv_*_t1), with the activation site fused into
 // its prologue, over one to three weight sets that share the input (qkv+z, q+k+v,
 // gate+up): one dispatch per site instead of a site kernel plus one per matrix.
 //
@@ -55,7 +56,7 @@ inline void mv_stage(constant MVArgs& a, uint k0, uint n, float inv,
     }
 }
 
-template <int MODE>
+template <int MODE, int FMT>
 inline void mv_impl(constant MVArgs& a,
                     device const float* in0, device const float* in1, device float* xout,
                     device const float* gain, device const float* signs,
@@ -66,8 +67,9 @@ inline void mv_impl(constant MVArgs& a,
     threadgroup float* xs = (threadgroup float*)xs4;
     const uint K = a.K;
     const uint total = a.n0 + a.n1 + a.n2;
-    const uint rs = (K / 128u) * PQ_US;
+    const uint rs = (K / 128u) * (FMT == FMT_PQ2 ? PQ_US : PTQ1_US);
     const bool rotate = MODE != MODE_PLAIN;
+    const bool pq2 = FMT == FMT_PQ2;
     float inv = 1.0f;
     if (MODE == MODE_NORM) {
         float s = 0.0f;
@@ -88,7 +90,7 @@ inline void mv_impl(constant MVArgs& a,
     float acc[MV_R];
     if (nch == 1u) {
         mv_stage<MODE>(a, 0u, K, inv, in0, in1, gain, hout, wh, xs, tid, nt);
-        mv_finish(xs, gs, 0u, K, rotate, signs, a.blk, a.scale, tid, nt);
+        mv_finish(xs, gs, 0u, K, rotate, pq2, signs, a.blk, a.scale, tid, nt);
     }
     for (uint rg = tg; rg < a.ngroups; rg += ntg) {
         uint r0 = (rg * nsg + sg) * MV_R;
@@ -102,15 +104,17 @@ inline void mv_impl(constant MVArgs& a,
             acc[r] = 0.0f;
         }
         if (nch == 1u) {
-            mv_dot(acc, rows, ok, 0u, K / 16u, xs4, gs, lane);
+            if (pq2) mv_dot(acc, rows, ok, 0u, K / 16u, xs4, gs, lane);
+            else mv_dot_t1(acc, rows, ok, 0u, K / 128u, xs, gs, lane);
         } else {
             for (uint c = 0; c < nch; c++) {
                 uint k0 = c * a.chunk;
                 uint n = min(a.chunk, K - k0);
                 threadgroup_barrier(mem_flags::mem_threadgroup);
                 mv_stage<MODE>(a, k0, n, inv, in0, in1, gain, hout, wh, xs, tid, nt);
-                mv_finish(xs, gs, k0, n, rotate, signs, a.blk, a.scale, tid, nt);
-                mv_dot(acc, rows, ok, k0 / 128u, n / 16u, xs4, gs, lane);
+                mv_finish(xs, gs, k0, n, rotate, pq2, signs, a.blk, a.scale, tid, nt);
+                if (pq2) mv_dot(acc, rows, ok, k0 / 128u, n / 16u, xs4, gs, lane);
+                else mv_dot_t1(acc, rows, ok, k0 / 128u, n / 128u, xs, gs, lane);
             }
         }
         for (uint r = 0; r < MV_R; r++) {
@@ -149,7 +153,7 @@ kernel void mv_plain(constant MVArgs& a [[buffer(0)]],
     threadgroup float4 xs4[BONSAI_MAXCH / 4];
     threadgroup float gs[BONSAI_MAXCH / 16];
     threadgroup float red[MAX_SG];
-    mv_impl<MODE_PLAIN>(a, in0, in1, xout, gain, signs, w0, w1, w2, y0, y1, y2, hout, xs4, gs, red,
+    mv_impl<MODE_PLAIN, FMT_PQ2>(a, in0, in1, xout, gain, signs, w0, w1, w2, y0, y1, y2, hout, xs4, gs, red,
                         tg, ntg, tid, nt, lane, sg, nsg);
 }
 
@@ -176,7 +180,7 @@ kernel void mv_fwht(constant MVArgs& a [[buffer(0)]],
     threadgroup float4 xs4[BONSAI_MAXCH / 4];
     threadgroup float gs[BONSAI_MAXCH / 16];
     threadgroup float red[MAX_SG];
-    mv_impl<MODE_FWHT>(a, in0, in1, xout, gain, signs, w0, w1, w2, y0, y1, y2, hout, xs4, gs, red,
+    mv_impl<MODE_FWHT, FMT_PQ2>(a, in0, in1, xout, gain, signs, w0, w1, w2, y0, y1, y2, hout, xs4, gs, red,
                        tg, ntg, tid, nt, lane, sg, nsg);
 }
 
@@ -203,7 +207,7 @@ kernel void mv_norm(constant MVArgs& a [[buffer(0)]],
     threadgroup float4 xs4[BONSAI_MAXCH / 4];
     threadgroup float gs[BONSAI_MAXCH / 16];
     threadgroup float red[MAX_SG];
-    mv_impl<MODE_NORM>(a, in0, in1, xout, gain, signs, w0, w1, w2, y0, y1, y2, hout, xs4, gs, red,
+    mv_impl<MODE_NORM, FMT_PQ2>(a, in0, in1, xout, gain, signs, w0, w1, w2, y0, y1, y2, hout, xs4, gs, red,
                        tg, ntg, tid, nt, lane, sg, nsg);
 }
 
@@ -230,6 +234,114 @@ kernel void mv_swiglu(constant MVArgs& a [[buffer(0)]],
     threadgroup float4 xs4[BONSAI_MAXCH / 4];
     threadgroup float gs[BONSAI_MAXCH / 16];
     threadgroup float red[MAX_SG];
-    mv_impl<MODE_SWIGLU>(a, in0, in1, xout, gain, signs, w0, w1, w2, y0, y1, y2, hout, xs4, gs, red,
+    mv_impl<MODE_SWIGLU, FMT_PQ2>(a, in0, in1, xout, gain, signs, w0, w1, w2, y0, y1, y2, hout, xs4, gs, red,
+                         tg, ntg, tid, nt, lane, sg, nsg);
+}
+
+kernel void mv_plain_t1(constant MVArgs& a [[buffer(0)]],
+                        device const float* in0 [[buffer(1)]],
+                        device const float* in1 [[buffer(2)]],
+                        device float* xout [[buffer(3)]],
+                        device const float* gain [[buffer(4)]],
+                        device const float* signs [[buffer(5)]],
+                        device const ushort* w0 [[buffer(6)]],
+                        device const ushort* w1 [[buffer(7)]],
+                        device const ushort* w2 [[buffer(8)]],
+                        device float* y0 [[buffer(9)]],
+                        device float* y1 [[buffer(10)]],
+                        device float* y2 [[buffer(11)]],
+                        device float* hout [[buffer(12)]],
+                        uint tg [[threadgroup_position_in_grid]],
+                        uint ntg [[threadgroups_per_grid]],
+                        uint tid [[thread_index_in_threadgroup]],
+                        uint nt [[threads_per_threadgroup]],
+                        uint lane [[thread_index_in_simdgroup]],
+                        uint sg [[simdgroup_index_in_threadgroup]],
+                        uint nsg [[simdgroups_per_threadgroup]]) {
+    threadgroup float4 xs4[BONSAI_MAXCH / 4];
+    threadgroup float gs[BONSAI_MAXCH / 16];
+    threadgroup float red[MAX_SG];
+    mv_impl<MODE_PLAIN, FMT_PTQ1>(a, in0, in1, xout, gain, signs, w0, w1, w2, y0, y1, y2, hout, xs4, gs, red,
+                        tg, ntg, tid, nt, lane, sg, nsg);
+}
+
+kernel void mv_fwht_t1(constant MVArgs& a [[buffer(0)]],
+                       device const float* in0 [[buffer(1)]],
+                       device const float* in1 [[buffer(2)]],
+                       device float* xout [[buffer(3)]],
+                       device const float* gain [[buffer(4)]],
+                       device const float* signs [[buffer(5)]],
+                       device const ushort* w0 [[buffer(6)]],
+                       device const ushort* w1 [[buffer(7)]],
+                       device const ushort* w2 [[buffer(8)]],
+                       device float* y0 [[buffer(9)]],
+                       device float* y1 [[buffer(10)]],
+                       device float* y2 [[buffer(11)]],
+                       device float* hout [[buffer(12)]],
+                       uint tg [[threadgroup_position_in_grid]],
+                       uint ntg [[threadgroups_per_grid]],
+                       uint tid [[thread_index_in_threadgroup]],
+                       uint nt [[threads_per_threadgroup]],
+                       uint lane [[thread_index_in_simdgroup]],
+                       uint sg [[simdgroup_index_in_threadgroup]],
+                       uint nsg [[simdgroups_per_threadgroup]]) {
+    threadgroup float4 xs4[BONSAI_MAXCH / 4];
+    threadgroup float gs[BONSAI_MAXCH / 16];
+    threadgroup float red[MAX_SG];
+    mv_impl<MODE_FWHT, FMT_PTQ1>(a, in0, in1, xout, gain, signs, w0, w1, w2, y0, y1, y2, hout, xs4, gs, red,
+                       tg, ntg, tid, nt, lane, sg, nsg);
+}
+
+kernel void mv_norm_t1(constant MVArgs& a [[buffer(0)]],
+                       device const float* in0 [[buffer(1)]],
+                       device const float* in1 [[buffer(2)]],
+                       device float* xout [[buffer(3)]],
+                       device const float* gain [[buffer(4)]],
+                       device const float* signs [[buffer(5)]],
+                       device const ushort* w0 [[buffer(6)]],
+                       device const ushort* w1 [[buffer(7)]],
+                       device const ushort* w2 [[buffer(8)]],
+                       device float* y0 [[buffer(9)]],
+                       device float* y1 [[buffer(10)]],
+                       device float* y2 [[buffer(11)]],
+                       device float* hout [[buffer(12)]],
+                       uint tg [[threadgroup_position_in_grid]],
+                       uint ntg [[threadgroups_per_grid]],
+                       uint tid [[thread_index_in_threadgroup]],
+                       uint nt [[threads_per_threadgroup]],
+                       uint lane [[thread_index_in_simdgroup]],
+                       uint sg [[simdgroup_index_in_threadgroup]],
+                       uint nsg [[simdgroups_per_threadgroup]]) {
+    threadgroup float4 xs4[BONSAI_MAXCH / 4];
+    threadgroup float gs[BONSAI_MAXCH / 16];
+    threadgroup float red[MAX_SG];
+    mv_impl<MODE_NORM, FMT_PTQ1>(a, in0, in1, xout, gain, signs, w0, w1, w2, y0, y1, y2, hout, xs4, gs, red,
+                       tg, ntg, tid, nt, lane, sg, nsg);
+}
+
+kernel void mv_swiglu_t1(constant MVArgs& a [[buffer(0)]],
+                         device const float* in0 [[buffer(1)]],
+                         device const float* in1 [[buffer(2)]],
+                         device float* xout [[buffer(3)]],
+                         device const float* gain [[buffer(4)]],
+                         device const float* signs [[buffer(5)]],
+                         device const ushort* w0 [[buffer(6)]],
+                         device const ushort* w1 [[buffer(7)]],
+                         device const ushort* w2 [[buffer(8)]],
+                         device float* y0 [[buffer(9)]],
+                         device float* y1 [[buffer(10)]],
+                         device float* y2 [[buffer(11)]],
+                         device float* hout [[buffer(12)]],
+                         uint tg [[threadgroup_position_in_grid]],
+                         uint ntg [[threadgroups_per_grid]],
+                         uint tid [[thread_index_in_threadgroup]],
+                         uint nt [[threads_per_threadgroup]],
+                         uint lane [[thread_index_in_simdgroup]],
+                         uint sg [[simdgroup_index_in_threadgroup]],
+                         uint nsg [[simdgroups_per_threadgroup]]) {
+    threadgroup float4 xs4[BONSAI_MAXCH / 4];
+    threadgroup float gs[BONSAI_MAXCH / 16];
+    threadgroup float red[MAX_SG];
+    mv_impl<MODE_SWIGLU, FMT_PTQ1>(a, in0, in1, xout, gain, signs, w0, w1, w2, y0, y1, y2, hout, xs4, gs, red,
                          tg, ntg, tid, nt, lane, sg, nsg);
 }

@@ -5,6 +5,7 @@
 // whole row is needed (the RMSNorm) — with up to 1024 threads looping over the block.
 
 #include "common.h"
+#include "formats.h"
 
 // Largest Hadamard block a site threadgroup transforms.
 #define SITE_MAXBLK 4096
@@ -23,14 +24,11 @@ kernel void embed(constant SiteArgs& a [[buffer(0)]],
     threadgroup float xs[SITE_MAXBLK];
     uint t = tgp.y;
     uint e0 = tgp.x * a.blk;
-    device const ushort* row = table + (a.rowBytes / 2u) * ids[t];
+    device const uchar* row = (device const uchar*)table + a.rowBytes * ids[t];
+    const bool ptq1 = (a.flags & SITE_PTQ1) != 0u;
     for (uint i = tid; i < a.blk; i += nt) {
         uint e = e0 + i;
-        device const ushort* b = row + (e / 128u) * PQ_US;
-        float d = half_bits(b[0]);
-        uint j = e % 128u;
-        uint q = (uint(b[1u + j / 8u]) >> (2u * (j % 8u))) & 3u;
-        xs[i] = float(int(q) - 1) * d;
+        xs[i] = ptq1 ? ternary_value<FMT_PTQ1>(row, e) : ternary_value<FMT_PQ2>(row, e);
     }
     tg_fwht(xs, a.blk, a.blk, tid, nt);
     for (uint i = tid; i < a.blk; i += nt) {

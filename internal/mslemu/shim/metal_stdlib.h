@@ -1039,6 +1039,192 @@ inline bool simd_is_helper_thread() { return false; }
 }  // namespace metal
 
 // -----------------------------------------------------------------------------------------
+// SIMD-group matrices (simdgroup_float8x8, simdgroup_half8x8, simdgroup_bfloat8x8). On a
+// GPU the 64 elements are spread over the 32 lanes; here every lane holds the whole matrix,
+// and the functions that make or change one are collectives that every lane of a full
+// SIMD group must reach together with the same arguments (Metal's rule: anything else is
+// undefined). They run once for the group and hand every lane the same result, so the
+// copies never differ. A default-constructed matrix is poisoned (NaN), as an
+// uninitialised register would be; thread_elements() is not modelled, since the lane
+// layout is the hardware's.
+//
+// Coordinates: element (r, c) is row r, column c. simdgroup_load of a matrix from src with
+// elements_per_row e and matrix_origin (x, y) (x a column, y a row of the source, as in
+// Metal) reads element (r, c) from src[(y + r)·e + x + c], or, transposed, from
+// src[(y + c)·e + x + r]; simdgroup_store writes the same places. multiply_accumulate(d,
+// a, b, c) is d = a·b + c, each element a float sum over k = 0..7 in order, one fused
+// multiply-add per term, rounded to d's element type at the end (the GPU's order and
+// rounding may differ in the last bit; compare with tolerances).
+namespace metal {
+template <class T, int Cols, int Rows> struct simdgroup_matrix {
+  static_assert(Cols == 8 && Rows == 8, "mslemu models 8x8 simdgroup matrices only (as Metal defines them)");
+  static_assert(std::is_same<T, float>::value || std::is_same<T, half>::value || std::is_same<T, bfloat>::value,
+                "simdgroup matrix elements are float, half or bfloat");
+  typedef T element_type;
+  T e[Rows][Cols];
+  simdgroup_matrix() { __builtin_memset((void*)e, 0xff, sizeof e); }
+  // Metal's diagonal constructor: dval on the diagonal, zero elsewhere.
+  explicit simdgroup_matrix(T dval) {
+    for (int r = 0; r < Rows; r++)
+      for (int c = 0; c < Cols; c++) e[r][c] = r == c ? dval : T(0.0f);
+  }
+};
+typedef simdgroup_matrix<float, 8, 8> simdgroup_float8x8;
+typedef simdgroup_matrix<half, 8, 8> simdgroup_half8x8;
+typedef simdgroup_matrix<bfloat, 8, 8> simdgroup_bfloat8x8;
+}  // namespace metal
+
+namespace mslemu {
+template <class M> struct sgm_res {
+  M m;
+  const char* err;
+};
+// Every lane of the SIMD group must take part; the first active lane's arguments are
+// the group's, and every lane's must equal them.
+template <class V> inline const char* sgm_check(const mslemu_group* g, const char* what) {
+  if (g->mask != 0xffffffffu) return what;
+  const V& v0 = val<V>(g, 0);
+  for (int l = 1; l < 32; l++)
+    if (__builtin_memcmp(&val<V>(g, l), &v0, sizeof(V)) != 0) return "simdgroup matrix function: the lanes of the SIMD group pass different arguments (they must be uniform)";
+  return nullptr;
+}
+#define MSLEMU_SGM_PARTIAL "simdgroup matrix function reached by only some lanes of the SIMD group (every one of its 32 lanes must execute it together)"
+template <class M> inline void sgm_broadcast(const mslemu_group* g, const M& m, const char* err) {
+  for (int l = 0; l < 32; l++)
+    if (g->mask >> l & 1) {
+      sgm_res<M>& r = res<sgm_res<M>>(g, l);
+      if (!err) r.m = m;
+      r.err = err;
+    }
+}
+template <class T> struct sgm_fill_args {
+  T v;
+};
+template <class M> void comb_sgm_fill(const mslemu_group* g) {
+  typedef typename M::element_type T;
+  const char* err = sgm_check<sgm_fill_args<T>>(g, MSLEMU_SGM_PARTIAL);
+  M m;
+  if (!err) {
+    T v = val<sgm_fill_args<T>>(g, 0).v;
+    for (int r = 0; r < 8; r++)
+      for (int c = 0; c < 8; c++) m.e[r][c] = v;
+  }
+  sgm_broadcast(g, m, err);
+}
+struct sgm_mem_args {
+  const void* p;
+  uint64_t epr, x, y;
+  uint64_t transpose;
+  const void* m;  // store: the lane's matrix
+};
+template <class M> void comb_sgm_load(const mslemu_group* g) {
+  typedef typename M::element_type T;
+  sgm_mem_args a = val<sgm_mem_args>(g, __builtin_ctz(g->mask ? g->mask : 1));
+  const char* err = sgm_check<sgm_mem_args>(g, MSLEMU_SGM_PARTIAL);
+  M m;
+  if (!err) {
+    const T* src = (const T*)a.p;
+    for (int r = 0; r < 8; r++)
+      for (int c = 0; c < 8; c++)
+        m.e[r][c] = a.transpose ? src[(a.y + c) * a.epr + a.x + r] : src[(a.y + r) * a.epr + a.x + c];
+  }
+  sgm_broadcast(g, m, err);
+}
+template <class M> void comb_sgm_store(const mslemu_group* g) {
+  typedef typename M::element_type T;
+  // The lanes' matrices are the same by construction; compare the other arguments only.
+  const char* err = g->mask != 0xffffffffu ? MSLEMU_SGM_PARTIAL : nullptr;
+  const sgm_mem_args& a = val<sgm_mem_args>(g, __builtin_ctz(g->mask ? g->mask : 1));
+  for (int l = 0; !err && l < 32; l++) {
+    const sgm_mem_args& b = val<sgm_mem_args>(g, l);
+    if (b.p != a.p || b.epr != a.epr || b.x != a.x || b.y != a.y || b.transpose != a.transpose)
+      err = "simdgroup_store: the lanes of the SIMD group pass different arguments (they must be uniform)";
+  }
+  if (!err) {
+    const M& m = *(const M*)a.m;
+    T* dst = (T*)a.p;
+    for (int r = 0; r < 8; r++)
+      for (int c = 0; c < 8; c++) {
+        T v = m.e[r][c];
+        if (a.transpose) dst[(a.y + c) * a.epr + a.x + r] = v;
+        else dst[(a.y + r) * a.epr + a.x + c] = v;
+      }
+  }
+  for (int l = 0; l < 32; l++)
+    if (g->mask >> l & 1) res<const char*>(g, l) = err;
+}
+template <class MA, class MB, class MC> struct sgm_mac_args {
+  const MA* a;
+  const MB* b;
+  const MC* c;  // null: simdgroup_multiply
+};
+template <class MD, class MA, class MB, class MC> void comb_sgm_mac(const mslemu_group* g) {
+  typedef typename MD::element_type TD;
+  const char* err = g->mask != 0xffffffffu ? MSLEMU_SGM_PARTIAL : nullptr;
+  MD d;
+  if (!err) {
+    const sgm_mac_args<MA, MB, MC>& p = val<sgm_mac_args<MA, MB, MC>>(g, 0);
+    for (int r = 0; r < 8; r++)
+      for (int c = 0; c < 8; c++) {
+        float s = p.c ? float(p.c->e[r][c]) : 0.0f;
+        for (int k = 0; k < 8; k++) s = __builtin_fmaf(float(p.a->e[r][k]), float(p.b->e[k][c]), s);
+        d.e[r][c] = TD(s);
+      }
+  }
+  sgm_broadcast(g, d, err);
+}
+#undef MSLEMU_SGM_PARTIAL
+template <class M> inline M sgm_take(const sgm_res<M>& r) {
+  if (r.err) mslemu_fail(r.err);
+  return r.m;
+}
+}  // namespace mslemu
+
+namespace metal {
+template <class T, int Cols, int Rows = Cols>
+inline simdgroup_matrix<T, Cols, Rows> make_filled_simdgroup_matrix(const T value, MSLEMU_SITE) {
+  typedef simdgroup_matrix<T, Cols, Rows> M;
+  ::mslemu::sgm_fill_args<T> a{value};
+  return ::mslemu::sgm_take(::mslemu::coll<::mslemu::sgm_res<M>>(a, 0, &::mslemu::comb_sgm_fill<M>, MSLEMU_SITE_ARGS));
+}
+template <class T, int Cols, int Rows>
+inline void simdgroup_load(simdgroup_matrix<T, Cols, Rows>& d, const T* src, ulong elements_per_row = Cols,
+                           ulong2 matrix_origin = 0, bool transpose_matrix = false, MSLEMU_SITE) {
+  typedef simdgroup_matrix<T, Cols, Rows> M;
+  ::mslemu::sgm_mem_args a{src, elements_per_row, matrix_origin.x, matrix_origin.y, transpose_matrix ? 1u : 0u, nullptr};
+  d = ::mslemu::sgm_take(::mslemu::coll<::mslemu::sgm_res<M>>(a, 0, &::mslemu::comb_sgm_load<M>, MSLEMU_SITE_ARGS));
+}
+template <class T, int Cols, int Rows>
+inline void simdgroup_store(const simdgroup_matrix<T, Cols, Rows>& m, T* dst, ulong elements_per_row = Cols,
+                            ulong2 matrix_origin = 0, bool transpose_matrix = false, MSLEMU_SITE) {
+  typedef simdgroup_matrix<T, Cols, Rows> M;
+  ::mslemu::sgm_mem_args a{dst, elements_per_row, matrix_origin.x, matrix_origin.y, transpose_matrix ? 1u : 0u, &m};
+  const char* err = ::mslemu::coll<const char*>(a, 0, &::mslemu::comb_sgm_store<M>, MSLEMU_SITE_ARGS);
+  if (err) mslemu_fail(err);
+}
+template <class TD, class TA, class TB, class TC, int N, int M, int K>
+inline void simdgroup_multiply_accumulate(simdgroup_matrix<TD, N, M>& d, const simdgroup_matrix<TA, K, M>& a,
+                                          const simdgroup_matrix<TB, N, K>& b, const simdgroup_matrix<TC, N, M>& c,
+                                          MSLEMU_SITE) {
+  typedef simdgroup_matrix<TD, N, M> MD;
+  typedef simdgroup_matrix<TA, K, M> MA;
+  typedef simdgroup_matrix<TB, N, K> MB;
+  typedef simdgroup_matrix<TC, N, M> MC;
+  ::mslemu::sgm_mac_args<MA, MB, MC> p{&a, &b, &c};
+  d = ::mslemu::sgm_take(::mslemu::coll<::mslemu::sgm_res<MD>>(p, 0, &::mslemu::comb_sgm_mac<MD, MA, MB, MC>, MSLEMU_SITE_ARGS));
+}
+template <class TD, class TA, class TB, int N, int M, int K>
+inline void simdgroup_multiply(simdgroup_matrix<TD, N, M>& d, const simdgroup_matrix<TA, K, M>& a,
+                               const simdgroup_matrix<TB, N, K>& b, MSLEMU_SITE) {
+  typedef simdgroup_matrix<TD, N, M> MD;
+  typedef simdgroup_matrix<TA, K, M> MA;
+  typedef simdgroup_matrix<TB, N, K> MB;
+  ::mslemu::sgm_mac_args<MA, MB, MD> p{&a, &b, nullptr};
+  d = ::mslemu::sgm_take(::mslemu::coll<::mslemu::sgm_res<MD>>(p, 0, &::mslemu::comb_sgm_mac<MD, MA, MB, MD>, MSLEMU_SITE_ARGS));
+}
+}  // namespace metal
+
+// -----------------------------------------------------------------------------------------
 // Kernel arguments, used by the generated entry points.
 namespace mslemu {
 enum builtin_kind {

@@ -73,10 +73,17 @@ template <class T> struct mslcl_vec2 { typedef T type __attribute__((ext_vector_
 template <class T, int Cols, int Rows> struct simdgroup_matrix {
   T storage[2];
   typename mslcl_vec2<T>::type thread_elements() const;
+  // Matrices live in thread memory. With no generic address space the implicit
+  // assignment cannot bind a temporary (make_filled_simdgroup_matrix's result), so
+  // take the value.
+  void operator=(simdgroup_matrix o) __private {
+    storage[0] = o.storage[0];
+    storage[1] = o.storage[1];
+  }
 };
 typedef simdgroup_matrix<float, 8, 8> simdgroup_float8x8;
 typedef simdgroup_matrix<half, 8, 8> simdgroup_half8x8;
-template <class T, int C, int R> simdgroup_matrix<T, C, R> make_filled_simdgroup_matrix(T value);
+template <class T, int C, int R = C> simdgroup_matrix<T, C, R> make_filled_simdgroup_matrix(T value);
 template <class T, int C, int R>
 void simdgroup_load(simdgroup_matrix<T, C, R>& d, const __global T* src, ulong elements_per_row = C,
                     ulong2 matrix_origin = (ulong2)(0), bool transpose_matrix = false);

@@ -286,31 +286,49 @@ func benchStreamRaw(b *testing.B, n, chunk, threads int, body func(lo, hi int)) 
 }
 
 // BenchmarkQ8Kernel measures each implementation's compute rate with the weights in
-// the L2 cache (one core): the ceiling a kernel could reach if memory were free.
+// the L2 cache (one core): the ceiling a kernel could reach if memory were free. Both
+// formats run the same matrix (the PTQ1_0 one its transcode); "Gblk/s", blocks of 128
+// weights per second, compares them (GB/s counts each format's own bytes).
 func BenchmarkQ8Kernel(b *testing.B) {
 	for _, kern := range q8Kernels {
-		for _, k := range []int{5120, 17408} {
-			b.Run(fmt.Sprintf("%s/K=%d", kern.name, k), func(b *testing.B) {
-				r := rand.New(rand.NewPCG(1, 2))
-				n := (512 << 10) / PQ2_0.RowBytes(k)
-				w := randPQ2(r, k, n, func() uint16 { return 0x2000 })
-				xf := make([]float32, k)
-				for i := range xf {
-					xf[i] = float32(r.NormFloat64())
-				}
-				x := NewQ8(k)
-				x.Quantize(xf)
-				y := make([]float32, n)
-				withKernel(kern, func() {
-					b.SetBytes(int64(len(w)))
-					for b.Loop() {
-						MatVecQ8Range(PQ2_0, w, k, x, y, 0, n)
+		for _, f := range []Format{PQ2_0, PTQ1_0} {
+			for _, k := range []int{5120, 17408} {
+				b.Run(fmt.Sprintf("%s/%s/K=%d", kern.name, f, k), func(b *testing.B) {
+					r := rand.New(rand.NewPCG(1, 2))
+					n := (512 << 10) / PQ2_0.RowBytes(k)
+					w := randPTQ1(r, k, n, func() uint16 { return 0x2000 })
+					if f == PQ2_0 {
+						w = toPQ2(b, w, k, n)
 					}
+					xf := make([]float32, k)
+					for i := range xf {
+						xf[i] = float32(r.NormFloat64())
+					}
+					x := NewQ8(k)
+					x.Quantize(xf)
+					y := make([]float32, n)
+					withKernel(kern, func() {
+						b.SetBytes(int64(len(w)))
+						for b.Loop() {
+							MatVecQ8Range(f, w, k, x, y, 0, n)
+						}
+					})
+					el := b.Elapsed().Seconds()
+					b.ReportMetric(float64(len(w))*float64(b.N)/el/1e9, "GB/s")
+					b.ReportMetric(float64(n*k/BlockSize)*float64(b.N)/el/1e9, "Gblk/s")
 				})
-				b.ReportMetric(float64(len(w))*float64(b.N)/b.Elapsed().Seconds()/1e9, "GB/s")
-			})
+			}
 		}
 	}
+}
+
+// toPQ2 returns the PQ2_0 transcode of the PTQ1_0 matrix w.
+func toPQ2(tb testing.TB, w []byte, k, n int) []byte {
+	pq := make([]byte, n*PQ2_0.RowBytes(k))
+	if err := Transcode(pq, PQ2_0, w, PTQ1_0); err != nil {
+		tb.Fatal(err)
+	}
+	return pq
 }
 
 // matMulShapes are the prefill benchmark matrices of the 27B model (K×N): the FFN

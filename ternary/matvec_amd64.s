@@ -243,8 +243,16 @@ GLOBL q8half0<>(SB), RODATA|NOPTR, $64
 // value |·| ≤ 64·3·127 < 2¹⁵ so no pack saturates; two VPERMD gather the halves in block
 // order and one add gives Y21 = [B0 … B7]. Then it subtracts the activation sums (the
 // −1 fold), adds them scaled by Y5 into the row accumulator Y8, and steps to the next
-// group (flags: the group counter R8).
+// group (flags: the group counter R8). GROUPFOLD512 is all of it but the step.
 #define GROUPEND512 \
+	GROUPFOLD512; \
+	ADDQ $272, AX; \
+	ADDQ $1024, BX; \
+	ADDQ $32, DX; \
+	ADDQ $32, DI; \
+	DECQ R8
+
+#define GROUPFOLD512 \
 	VPACKSSDW Z17, Z16, Z20; \
 	VPACKSSDW Z19, Z18, Z21; \
 	VPMADDWD Z28, Z20, Z20; \
@@ -256,12 +264,7 @@ GLOBL q8half0<>(SB), RODATA|NOPTR, $64
 	VPADDD Y22, Y21, Y21; \
 	VPSUBD (DI), Y21, Y21; \
 	VCVTDQ2PS Y21, Y21; \
-	VFMADD231PS Y21, Y5, Y8; \
-	ADDQ $272, AX; \
-	ADDQ $1024, BX; \
-	ADDQ $32, DX; \
-	ADDQ $32, DI; \
-	DECQ R8
+	VFMADD231PS Y21, Y5, Y8
 
 // func q8RowsAVX512(w *byte, rowBytes, rows, nb8 int, q *int8, d *float32, sum *int32, y *float32)
 TEXT ·q8RowsAVX512(SB), NOSPLIT, $0-64
@@ -346,6 +349,113 @@ gfnigroup:
 
 	ROWEND
 	JNZ gfnirow
+	VZEROUPPER
+	RET
+
+// PTQ1_0 row kernel (AVX-512 VBMI + VNNI; see matvec_ptq1.go for the layouts). A group
+// is 8 blocks: 224 weight bytes, 1280 bytes of the PTQ1_0-ordered activations. Each
+// block pair (56 bytes) is loaded as two 32-byte halves, bytes 0…31 and 24…55, so that
+// every 32-bit lane holds bytes of one block and each half belongs to one block. Trit n
+// of every byte b comes from a 256-entry table by two VPERMI2B (7-bit index, the upper
+// half selected by bit 6), merge-masked by bit 7 of b (K7: clear, K6: set): the lanes
+// the first skips keep b, which the second then looks up. The five trit vectors meet
+// the activations with VPDPBUSD (trits unsigned, activations signed) into one
+// accumulator per pair, whose halves hold the two blocks' partial sums as the PQ2_0
+// kernels' do (|·| ≤ 128·2·127 < 2¹⁵ for any part of a block, so GROUPFOLD512 applies
+// unchanged).
+//
+// Registers: as the PQ2_0 kernels, plus R15 the tables (ptq1LUT, 64-byte aligned; table n
+// at 256n), the entries 0…63 and 128…191 of table n in Z2/Z3, Z4/Z6, Z7/Z15, Z23/Z24,
+// Z25/Z26, the other quarters read from memory.
+
+// PREFETCHPTQ1 is PREFETCH for 224-byte groups (4 lines).
+#define PREFETCHPTQ1 \
+	PREFETCHT1 6144(AX); \
+	PREFETCHT1 6208(AX); \
+	PREFETCHT1 6272(AX); \
+	PREFETCHT1 6336(AX); \
+	PREFETCHT0 1024(AX); \
+	PREFETCHT0 1088(AX); \
+	PREFETCHT0 1152(AX); \
+	PREFETCHT0 1216(AX)
+
+// SCALESPTQ1 is SCALES512 for PTQ1_0 blocks (scale k at 28k+26): words 0…5 by masked
+// loads (K1…K5), 6 and 7 by VPINSRW, leaving K6 and K7 to the trit lookups.
+#define SCALESPTQ1 \
+	VMOVD 26(AX), X5; \
+	VMOVDQU16 52(AX), K1, X5; \
+	VMOVDQU16.Z 78(AX), K2, X9; \
+	VMOVDQU16.Z 104(AX), K3, X10; \
+	VMOVDQU16.Z 130(AX), K4, X11; \
+	VMOVDQU16.Z 156(AX), K5, X12; \
+	VPTERNLOGD $0xFE, X11, X10, X9; \
+	VPTERNLOGD $0xFE, X12, X9, X5; \
+	VPINSRW $6, 194(AX), X5, X5; \
+	VPINSRW $7, 222(AX), X5, X5; \
+	VCVTPH2PS X5, Y5; \
+	VMULPS (DX), Y5, Y5
+
+// TRIT adds the products of trit n (tables lo/hi, memory quarters at R15+lom/him) of the
+// pair in Z0 with the activations at toff(BX) to acc.
+#define TRIT(lo, lom, hi, him, toff, acc) \
+	VMOVDQA64 Z0, Z1; \
+	VPERMI2B lom(R15), lo, K7, Z1; \
+	VPERMI2B him(R15), hi, K6, Z1; \
+	VPDPBUSD (toff)(BX), Z1, acc
+
+#define PAIRPTQ1(woff, toff, acc) \
+	VMOVDQU (woff)(AX), Y0; \
+	VINSERTI64X4 $1, (woff+24)(AX), Z0, Z0; \
+	VPMOVB2M Z0, K6; \
+	KNOTQ K6, K7; \
+	VPXORD acc, acc, acc; \
+	TRIT(Z2, 64, Z3, 192, toff, acc); \
+	TRIT(Z4, 320, Z6, 448, toff+64, acc); \
+	TRIT(Z7, 576, Z15, 704, toff+128, acc); \
+	TRIT(Z23, 832, Z24, 960, toff+192, acc); \
+	TRIT(Z25, 1088, Z26, 1216, toff+256, acc)
+
+// func q8RowsPTQ1VBMI(w *byte, rowBytes, rows, nb8 int, t *int8, d *float32, sum *int32, y *float32, lut *byte)
+TEXT ·q8RowsPTQ1VBMI(SB), NOSPLIT, $0-72
+	CONST512
+	ARGS
+	MOVQ lut+64(FP), R15
+	VMOVDQU64 0(R15), Z2
+	VMOVDQU64 128(R15), Z3
+	VMOVDQU64 256(R15), Z4
+	VMOVDQU64 384(R15), Z6
+	VMOVDQU64 512(R15), Z7
+	VMOVDQU64 640(R15), Z15
+	VMOVDQU64 768(R15), Z23
+	VMOVDQU64 896(R15), Z24
+	VMOVDQU64 1024(R15), Z25
+	VMOVDQU64 1152(R15), Z26
+
+ptq1row:
+	MOVQ SI, AX
+	MOVQ R11, BX
+	MOVQ R12, DX
+	MOVQ R13, DI
+	MOVQ R10, R8
+	VXORPS Y8, Y8, Y8
+
+ptq1group:
+	PREFETCHPTQ1
+	SCALESPTQ1
+	PAIRPTQ1(0, 0, Z16)
+	PAIRPTQ1(56, 320, Z17)
+	PAIRPTQ1(112, 640, Z18)
+	PAIRPTQ1(168, 960, Z19)
+	GROUPFOLD512
+	ADDQ $224, AX
+	ADDQ $1280, BX
+	ADDQ $32, DX
+	ADDQ $32, DI
+	DECQ R8
+	JNZ ptq1group
+
+	ROWEND
+	JNZ ptq1row
 	VZEROUPPER
 	RET
 

@@ -73,3 +73,10 @@ func archQ8Tile(id q8ID, rp int, a *q8TileArgs) {
 
 // archQ8Repack: the generic repacking.
 func archQ8Repack(dst *byte, stride int, a, b *byte, ng int) bool { return false }
+
+// archPTQ1Native: no NEON PTQ1_0 kernel yet; PTQ1_0 rows are transcoded.
+func archPTQ1Native(id q8ID) bool { return false }
+
+func archQ8RowsPTQ1(id q8ID, w *byte, rowBytes, rows, nb8 int, t *int8, d *float32, sum *int32, y *float32) {
+	panic("ternary: no PTQ1_0 kernel " + q8Sel.name)
+}

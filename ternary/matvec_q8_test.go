@@ -59,6 +59,19 @@ func randPQ2(r *rand.Rand, k, n int, scale func() uint16) []byte {
 	return w
 }
 
+// randPTQ1 returns n random PTQ1_0 rows of width k: every trit byte equally likely
+// (the 13 the encoder never writes included), scales from scale.
+func randPTQ1(r *rand.Rand, k, n int, scale func() uint16) []byte {
+	w := make([]byte, n*PTQ1_0.RowBytes(k))
+	for i := range w {
+		w[i] = byte(r.Uint32())
+	}
+	for b := 0; b < len(w); b += ptq1BlockBytes {
+		binary.LittleEndian.PutUint16(w[b+26:], scale())
+	}
+	return w
+}
+
 // randQ8 returns a Q8 of width k with D = 1 and random Q in [−127, 127] (extremes
 // favoured), the setting in which every kernel's result is an exact integer.
 func randQ8(r *rand.Rand, k int) *Q8 {

@@ -20,12 +20,11 @@ func q8RowsAVX512(w *byte, rowBytes, rows, nb8 int, q *int8, d *float32, sum *in
 //go:noescape
 func q8RowsGFNI(w *byte, rowBytes, rows, nb8 int, q *int8, d *float32, sum *int32, y *float32)
 
-// q8RowsPTQ1VBMI is the PTQ1_0 row kernel of the AVX-512 families (see
-// matvec_ptq1.go): trits by two merge-masked VPERMI2B lookups (AVX512_VBMI) per trit
-// position, products by VPDPBUSD. lut is ptq1LUT.
+// q8RowsPTQ1AVX512 is the PTQ1_0 row kernel of the AVX-512 families (see
+// matvec_ptq1.go): trits by VPMADDUBSW steps, products by VPDPBUSD.
 //
 //go:noescape
-func q8RowsPTQ1VBMI(w *byte, rowBytes, rows, nb8 int, t *int8, d *float32, sum *int32, y *float32, lut *byte)
+func q8RowsPTQ1AVX512(w *byte, rowBytes, rows, nb8 int, t *int8, d *float32, sum *int32, y *float32)
 
 //go:noescape
 func memReadAVX2(p *byte, n int) uint64
@@ -69,19 +68,14 @@ func archQ8Rows(id q8ID, w *byte, rowBytes, rows, nb8 int, q *int8, d *float32, 
 	}
 }
 
-func hasAVX512VBMI() bool { return hasAVX512VNNI() && cpu.X86.HasAVX512VBMI }
-
-// archPTQ1Native reports whether family id has a PTQ1_0 row kernel: the AVX-512 ones
-// where the CPU has VBMI (Ice Lake, Zen 4 and later).
-func archPTQ1Native(id q8ID) bool {
-	return (id == q8AVX512 || id == q8GFNI) && hasAVX512VBMI()
-}
+// archPTQ1Native reports whether family id has a PTQ1_0 row kernel.
+func archPTQ1Native(id q8ID) bool { return id == q8AVX512 || id == q8GFNI }
 
 // archQ8RowsPTQ1 runs the PTQ1_0 row kernel of family id.
 func archQ8RowsPTQ1(id q8ID, w *byte, rowBytes, rows, nb8 int, t *int8, d *float32, sum *int32, y *float32) {
-	switch {
-	case (id == q8AVX512 || id == q8GFNI) && hasAVX512VBMI():
-		q8RowsPTQ1VBMI(w, rowBytes, rows, nb8, t, d, sum, y, &ptq1LUT[0])
+	switch id {
+	case q8AVX512, q8GFNI:
+		q8RowsPTQ1AVX512(w, rowBytes, rows, nb8, t, d, sum, y)
 	default:
 		panic("ternary: no PTQ1_0 kernel " + q8Sel.name)
 	}

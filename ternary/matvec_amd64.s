@@ -352,21 +352,16 @@ gfnigroup:
 	VZEROUPPER
 	RET
 
-// PTQ1_0 row kernel (AVX-512 VBMI + VNNI; see matvec_ptq1.go for the layouts). A group
-// is 8 blocks: 224 weight bytes, 1280 bytes of the PTQ1_0-ordered activations. Each
-// block pair (56 bytes) is loaded as two 32-byte halves, bytes 0…31 and 24…55, so that
-// every 32-bit lane holds bytes of one block and each half belongs to one block. Trit n
-// of every byte b comes from a 256-entry table by two VPERMI2B (7-bit index, the upper
-// half selected by bit 6), merge-masked by bit 7 of b (K7: clear, K6: set): the lanes
-// the first skips keep b, which the second then looks up. The five trit vectors meet
-// the activations with VPDPBUSD (trits unsigned, activations signed) into one
-// accumulator per pair, whose halves hold the two blocks' partial sums as the PQ2_0
-// kernels' do (|·| ≤ 128·2·127 < 2¹⁵ for any part of a block, so GROUPFOLD512 applies
-// unchanged).
-//
-// Registers: as the PQ2_0 kernels, plus R15 the tables (ptq1LUT, 64-byte aligned; table n
-// at 256n), the entries 0…63 and 128…191 of table n in Z2/Z3, Z4/Z6, Z7/Z15, Z23/Z24,
-// Z25/Z26, the other quarters read from memory.
+// PTQ1_0 row kernel (AVX-512 BW + VNNI; see matvec_ptq1.go for the method and the
+// layouts). A group is 8 blocks: 224 weight bytes, 2560 bytes of the PTQ1_0-ordered
+// activations. Each block pair (56 bytes) is loaded as two 32-byte halves, bytes 0…31
+// and 24…55, so that every 32-bit lane holds bytes of one block and each half belongs
+// to one block. VPMADDUBSW by the bytes 3, 0 (Z3) and 0, 3 (Z4) starts the even and odd
+// chains (16-bit lanes 3·b), each further VPMADDUBSW by Z3 takes a step (3·xₙ = 256·tₙ +
+// xₙ₊₁), and after each step VPDPBUSD multiplies the lanes' bytes (xₙ₊₁, tₙ) with the
+// activations (0, a), into an even and an odd accumulator per pair. Their sum holds the
+// pair's two blocks in its halves as the PQ2_0 kernels' accumulators do (|·| ≤ 128·2·127
+// < 2¹⁵ for any part of a block), so GROUPFOLD512 applies unchanged.
 
 // PREFETCHPTQ1 is PREFETCH for 224-byte groups (4 lines).
 #define PREFETCHPTQ1 \
@@ -379,8 +374,8 @@ gfnigroup:
 	PREFETCHT0 1152(AX); \
 	PREFETCHT0 1216(AX)
 
-// SCALESPTQ1 is SCALES512 for PTQ1_0 blocks (scale k at 28k+26): words 0…5 by masked
-// loads (K1…K5), 6 and 7 by VPINSRW, leaving K6 and K7 to the trit lookups.
+// SCALESPTQ1 is SCALES512 for PTQ1_0 blocks (scale k at 28k+26, loaded as word k from
+// 26k+26).
 #define SCALESPTQ1 \
 	VMOVD 26(AX), X5; \
 	VMOVDQU16 52(AX), K1, X5; \
@@ -388,48 +383,51 @@ gfnigroup:
 	VMOVDQU16.Z 104(AX), K3, X10; \
 	VMOVDQU16.Z 130(AX), K4, X11; \
 	VMOVDQU16.Z 156(AX), K5, X12; \
+	VMOVDQU16.Z 182(AX), K6, X13; \
+	VMOVDQU16.Z 208(AX), K7, X14; \
 	VPTERNLOGD $0xFE, X11, X10, X9; \
+	VPTERNLOGD $0xFE, X14, X13, X12; \
 	VPTERNLOGD $0xFE, X12, X9, X5; \
-	VPINSRW $6, 194(AX), X5, X5; \
-	VPINSRW $7, 222(AX), X5, X5; \
 	VCVTPH2PS X5, Y5; \
 	VMULPS (DX), Y5, Y5
 
-// TRIT adds the products of trit n (tables lo/hi, memory quarters at R15+lom/him) of the
-// pair in Z0 with the activations at toff(BX) to acc.
-#define TRIT(lo, lom, hi, him, toff, acc) \
-	VMOVDQA64 Z0, Z1; \
-	VPERMI2B lom(R15), lo, K7, Z1; \
-	VPERMI2B him(R15), hi, K6, Z1; \
-	VPDPBUSD (toff)(BX), Z1, acc
-
-#define PAIRPTQ1(woff, toff, acc) \
+// PAIRPTQ1 leaves the products of the pair at woff(AX) with the activations at
+// toff(BX) in acc (its odd chain's in acco).
+#define PAIRPTQ1(woff, toff, acc, acco) \
 	VMOVDQU (woff)(AX), Y0; \
 	VINSERTI64X4 $1, (woff+24)(AX), Z0, Z0; \
-	VPMOVB2M Z0, K6; \
-	KNOTQ K6, K7; \
+	VPMADDUBSW Z3, Z0, Z1; \
+	VPMADDUBSW Z4, Z0, Z2; \
 	VPXORD acc, acc, acc; \
-	TRIT(Z2, 64, Z3, 192, toff, acc); \
-	TRIT(Z4, 320, Z6, 448, toff+64, acc); \
-	TRIT(Z7, 576, Z15, 704, toff+128, acc); \
-	TRIT(Z23, 832, Z24, 960, toff+192, acc); \
-	TRIT(Z25, 1088, Z26, 1216, toff+256, acc)
+	VPXORD acco, acco, acco; \
+	VPDPBUSD (toff)(BX), Z1, acc; \
+	VPDPBUSD (toff+64)(BX), Z2, acco; \
+	VPMADDUBSW Z3, Z1, Z1; \
+	VPMADDUBSW Z3, Z2, Z2; \
+	VPDPBUSD (toff+128)(BX), Z1, acc; \
+	VPDPBUSD (toff+192)(BX), Z2, acco; \
+	VPMADDUBSW Z3, Z1, Z1; \
+	VPMADDUBSW Z3, Z2, Z2; \
+	VPDPBUSD (toff+256)(BX), Z1, acc; \
+	VPDPBUSD (toff+320)(BX), Z2, acco; \
+	VPMADDUBSW Z3, Z1, Z1; \
+	VPMADDUBSW Z3, Z2, Z2; \
+	VPDPBUSD (toff+384)(BX), Z1, acc; \
+	VPDPBUSD (toff+448)(BX), Z2, acco; \
+	VPMADDUBSW Z3, Z1, Z1; \
+	VPMADDUBSW Z3, Z2, Z2; \
+	VPDPBUSD (toff+512)(BX), Z1, acc; \
+	VPDPBUSD (toff+576)(BX), Z2, acco; \
+	VPADDD acco, acc, acc
 
-// func q8RowsPTQ1VBMI(w *byte, rowBytes, rows, nb8 int, t *int8, d *float32, sum *int32, y *float32, lut *byte)
-TEXT ·q8RowsPTQ1VBMI(SB), NOSPLIT, $0-72
+// func q8RowsPTQ1AVX512(w *byte, rowBytes, rows, nb8 int, t *int8, d *float32, sum *int32, y *float32)
+TEXT ·q8RowsPTQ1AVX512(SB), NOSPLIT, $0-64
 	CONST512
 	ARGS
-	MOVQ lut+64(FP), R15
-	VMOVDQU64 0(R15), Z2
-	VMOVDQU64 128(R15), Z3
-	VMOVDQU64 256(R15), Z4
-	VMOVDQU64 384(R15), Z6
-	VMOVDQU64 512(R15), Z7
-	VMOVDQU64 640(R15), Z15
-	VMOVDQU64 768(R15), Z23
-	VMOVDQU64 896(R15), Z24
-	VMOVDQU64 1024(R15), Z25
-	VMOVDQU64 1152(R15), Z26
+	MOVL $0x00030003, AX
+	VPBROADCASTD AX, Z3
+	MOVL $0x03000300, AX
+	VPBROADCASTD AX, Z4
 
 ptq1row:
 	MOVQ SI, AX
@@ -442,13 +440,13 @@ ptq1row:
 ptq1group:
 	PREFETCHPTQ1
 	SCALESPTQ1
-	PAIRPTQ1(0, 0, Z16)
-	PAIRPTQ1(56, 320, Z17)
-	PAIRPTQ1(112, 640, Z18)
-	PAIRPTQ1(168, 960, Z19)
+	PAIRPTQ1(0, 0, Z16, Z24)
+	PAIRPTQ1(56, 640, Z17, Z25)
+	PAIRPTQ1(112, 1280, Z18, Z26)
+	PAIRPTQ1(168, 1920, Z19, Z27)
 	GROUPFOLD512
 	ADDQ $224, AX
-	ADDQ $1280, BX
+	ADDQ $2560, BX
 	ADDQ $32, DX
 	ADDQ $32, DI
 	DECQ R8

@@ -8,69 +8,70 @@ import (
 // PTQ1_0 rows in the integer matrix-vector kernels, read where they lie.
 //
 // A PTQ1_0 block is 26 bytes of base-3 digits and a scale; the codes never exist as
-// bits, so the kernels decode trits with a byte lookup (trit n of byte b, for all 256
-// bytes: ptq1LUT) and multiply each trit with the activation of its element. Rather
-// than moving the trits into element order, the activations are moved into trit order,
-// once per activation vector (Q8.tr, filled by Q8.Quantize): every weight byte then
-// meets its five activations at fixed positions, and the kernels need no shuffle.
+// bits. The kernels decode trits arithmetically: with x₀ = b, 3·xₙ = 256·tₙ + xₙ₊₁
+// (the vendor's tₙ = (uint8(b·3ⁿ)·3) >> 8, xₙ₊₁ = uint8(3·xₙ)), so one unsigned×signed
+// byte multiply-add per 16-bit lane (VPMADDUBSW by the bytes 3, 0; on NEON UMULL) turns
+// a lane holding xₙ in its low byte into one holding tₙ in its high byte and xₙ₊₁ in
+// its low byte, ready for the next step. Five steps give the five trits of every byte,
+// each in the high byte of a 16-bit lane, which the products (VPDPBUSD) then pair with
+// activations stored at the odd byte positions, zeros at the even ones: the xₙ₊₁ bytes
+// multiply zero. Even and odd weight bytes run as two chains (the low byte of a lane
+// is the even byte; the odd one is taken by multiplying the bytes 0, 3).
+//
+// Rather than moving the trits into element order, the activations are moved into
+// trit order, once per activation vector (Q8.tr, filled by Q8.Quantize): every weight
+// byte then meets its five activations at fixed positions, and the kernels need no
+// shuffle.
 //
 // Blocks come in pairs, as in the Q8 layout. A pair is 56 bytes; its register image is
 // two 32-byte halves, bytes 0…31 of the pair (block 2k's 28 bytes, then 4 of block
 // 2k+1) and bytes 24…55 (4 of block 2k, then block 2k+1's 28), so that each 32-bit lane
 // holds bytes of one block only and each half belongs to one block: the block sums
-// come out of the same reduction as the PQ2_0 kernels' (8 lanes a block). The
-// activation copy holds, for pair k, trit n (0…4) and register byte i (0…63),
+// come out of the same reduction as the PQ2_0 kernels' (8 lanes a block). With act(n,
+// i) the activation of the element that trit n of register byte i (0…63) encodes, or 0
+// where byte i is a scale byte, belongs to the other block of the pair, or is a qh byte
+// and n = 4 (a qh byte has four trits), the copy holds for pair k, step n (0…4), chain
+// c (0 even, 1 odd) and 16-bit lane j (0…31)
 //
-//	tr[320k + 64n + i] = the activation of the element that trit n of byte i encodes,
+//	tr[640k + 128n + 64c + 2j] = 0,  tr[640k + 128n + 64c + 2j + 1] = act(n, 2j+c).
 //
-// or 0 where byte i is a scale byte, belongs to the other block of the pair, or is a
-// qh byte and n = 4 (a qh byte has four trits). The scale, junk and fifth-qh-trit
-// products are therefore zero whatever the bytes hold, and each lane's sum is an exact
-// part of the block's Σ c·Q. The integers I_b = Σ c·Q − Sum_b are the ones the PQ2_0
-// kernels compute for the transcoded block, and the float fold that follows is theirs
-// instruction for instruction, so PTQ1_0 results are bit-identical to the PQ2_0 ones
-// of the same kernel family.
+// The scale, junk and fifth-qh-trit products are therefore zero whatever the bytes
+// hold, and each lane's sum is an exact part of the block's Σ c·Q. The integers
+// I_b = Σ c·Q − Sum_b are the ones the PQ2_0 kernels compute for the transcoded block,
+// and the float fold that follows is theirs instruction for instruction, so PTQ1_0
+// results are bit-identical to the PQ2_0 ones of the same kernel family.
 
-const ptq1PairAct = 5 * 64 // bytes of the activation copy per block pair
+const ptq1PairAct = 5 * 128 // bytes of the activation copy per block pair
 
 // ptq1ActBytes returns len(Q8.tr) for k elements.
 func ptq1ActBytes(k int) int { return (k/BlockSize + 1) / 2 * ptq1PairAct }
 
-// ptq1ActIdx[64n+i] is the offset, within a block pair's 256 bytes of Q8.Q, of the
-// activation that meets trit n of register byte i (see above), or -1 for zero.
+// ptq1ActIdx[j] is the offset, within a block pair's 256 bytes of Q8.Q, of the
+// activation at tr[640k + j] (see above), or -1 for zero.
 var ptq1ActIdx [ptq1PairAct]int16
 
-// ptq1LUT holds, 64-byte aligned, the trit tables of the SIMD kernels: table n at 256n,
-// entry b = trit n of byte b (tritTab).
-var (
-	ptq1LUTBuf [5*256 + 64]byte
-	ptq1LUT    *[5 * 256]byte
-)
-
 func init() {
+	for i := range ptq1ActIdx {
+		ptq1ActIdx[i] = -1
+	}
 	for n := range 5 {
 		for i := range 64 {
 			blk, m := 0, i // register byte i is byte m of block blk of the pair
 			if i >= 32 {
 				blk, m = 1, i-36
 			}
-			idx := -1
 			if m >= 0 && m < 26 {
 				if e := ptq1Elem(m, n); e >= 0 {
-					idx = 64*(e%4) + 32*blk + e/4
+					ptq1ActIdx[ptq1ActPos(n, i)] = int16(64*(e%4) + 32*blk + e/4)
 				}
 			}
-			ptq1ActIdx[64*n+i] = int16(idx)
-		}
-	}
-	off := (64 - int(uintptr(unsafe.Pointer(&ptq1LUTBuf[0])))%64) % 64
-	ptq1LUT = (*[5 * 256]byte)(ptq1LUTBuf[off:])
-	for n := range 5 {
-		for b := range 256 {
-			ptq1LUT[256*n+b] = tritTab[b][n]
 		}
 	}
 }
+
+// ptq1ActPos returns the position in a pair's activation copy of the activation that
+// meets trit n of register byte i.
+func ptq1ActPos(n, i int) int { return 128*n + 64*(i&1) + (i &^ 1) + 1 }
 
 // ptq1Elem returns the element that trit n of byte m (0…25) of a PTQ1_0 block
 // encodes (SPEC §2), or -1 for the fifth trit of a qh byte.
@@ -131,9 +132,9 @@ func ptq1BlockDot(blk *[ptq1BlockBytes]byte, t *[ptq1PairAct]int8, off int) int3
 	var s int32
 	for m := range 26 {
 		tt := &tritTab[blk[m]]
-		p := off + m
-		s += int32(tt[0])*int32(t[p]) + int32(tt[1])*int32(t[64+p]) + int32(tt[2])*int32(t[128+p]) +
-			int32(tt[3])*int32(t[192+p]) + int32(tt[4])*int32(t[256+p])
+		p := ptq1ActPos(0, off+m)
+		s += int32(tt[0])*int32(t[p]) + int32(tt[1])*int32(t[128+p]) + int32(tt[2])*int32(t[256+p]) +
+			int32(tt[3])*int32(t[384+p]) + int32(tt[4])*int32(t[512+p])
 	}
 	return s
 }

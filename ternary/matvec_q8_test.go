@@ -93,6 +93,7 @@ func randQ8(r *rand.Rand, k int) *Q8 {
 		}
 		x.D[b], x.Sum[b] = 1, s
 	}
+	ptq1ActOrder(x.tr, x.Q) // as Quantize would
 	return x
 }
 
@@ -157,6 +158,64 @@ func TestQ8KernelsExact(t *testing.T) {
 						y[i] = float32(math.NaN()) // rows outside the range stay untouched
 					}
 					MatVecQ8Range(PQ2_0, w, k, x, y, rg[0], rg[1])
+					for i := range y {
+						in := i >= rg[0] && i < rg[1]
+						if in && y[i] != want[i] || !in && !math.IsNaN(float64(y[i])) {
+							t.Fatalf("%s k=%d rows %v: y[%d] = %v, want %v", kern.name, k, rg, i, y[i], want[i])
+						}
+					}
+				}
+			})
+		}
+	}
+}
+
+// TestQ8PTQ1KernelsExact is TestQ8KernelsExact for the PTQ1_0 row kernels: random
+// trit bytes (all 256 values, the 13 the encoder never writes included), unit and zero
+// scales, against exact integer arithmetic on the codes unpacked in element order
+// (UnpackPTQ1_0, the vendor's formula) and the activations in element order (q8Index):
+// an independent path from the kernels' trit-ordered copy.
+func TestQ8PTQ1KernelsExact(t *testing.T) {
+	r := rand.New(rand.NewPCG(21, 22))
+	unit := func() uint16 { return [...]uint16{0x3c00, 0x3c00, 0x3c00, 0, 0x8000}[r.IntN(5)] }
+	for _, k := range q8Shapes {
+		n := 1 + r.IntN(23)
+		if k >= 5120 {
+			n = 37
+		}
+		w := randPTQ1(r, k, n, unit)
+		x := randQ8(r, k)
+		rb := PTQ1_0.RowBytes(k)
+		want := make([]float32, n)
+		for i := range want {
+			var codes [BlockSize]uint8
+			var e int64
+			for b := range k / BlockSize {
+				if UnpackPTQ1_0(&codes, w[i*rb+b*ptq1BlockBytes:])&0x7fff == 0 {
+					continue
+				}
+				var s int64
+				for j, c := range codes {
+					s += int64(c) * int64(x.Q[q8Index(b*BlockSize+j)])
+				}
+				e += s - int64(x.Sum[b])
+			}
+			if math.Abs(float64(e)) >= 1<<24 {
+				t.Fatalf("k=%d: exact sum %d too large for the test", k, e)
+			}
+			want[i] = float32(e)
+		}
+		for _, kern := range q8Kernels {
+			withKernel(kern, func() {
+				if !ptq1Native() && k == q8Shapes[0] {
+					t.Logf("%s: no PTQ1_0 kernel, rows transcoded", kern.name)
+				}
+				for _, rg := range [][2]int{{0, n}, {n / 3, n - n/4}, {n - 1, n}, {n / 2, n / 2}} {
+					y := make([]float32, n)
+					for i := range y {
+						y[i] = float32(math.NaN())
+					}
+					MatVecQ8Range(PTQ1_0, w, k, x, y, rg[0], rg[1])
 					for i := range y {
 						in := i >= rg[0] && i < rg[1]
 						if in && y[i] != want[i] || !in && !math.IsNaN(float64(y[i])) {

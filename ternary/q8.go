@@ -40,6 +40,11 @@ import (
 // 64-byte load at 256·(b/2) + 64p is plane p of both blocks of the pair, matching a
 // 64-byte register holding the two blocks' code bytes (the AVX-512 kernel). The pairing
 // is why Q is padded to an even number of blocks (the padding is zero).
+//
+// Quantize also keeps a second copy of the values in the order the PTQ1_0 kernels read
+// them: fill a Q8 through Quantize only. (A Q8 built as a struct literal has no such
+// copy, and its PTQ1_0 products take a slower path; one whose Q was written directly
+// after NewQ8 would give wrong PTQ1_0 products.)
 type Q8 struct {
 	K   int       // elements, a multiple of BlockSize
 	Q   []int8    // 256·⌈K/256⌉ bytes in the layout above

@@ -488,6 +488,28 @@ q8RepackAVX512group:`)
 		p("VMOVDQU %d(SI), Y%d", 34*l+2, l)
 		p("VINSERTI64X4 $1, %d(R8), Z%d, Z%d", 34*l+2, l, l)
 	}
+	transpose512()
+	for h, src := range []string{"SI", "R8"} {
+		for l := range 8 {
+			p("MOVWLZX %d(%s), AX", 34*l, src)
+			p("MOVW AX, %d(DI)", 512+16*h+2*l)
+		}
+	}
+	p("VCVTPH2PS 512(DI), Z10")
+	p("VMOVUPS Z10, 512(DI)")
+	p("ADDQ $272, SI")
+	p("ADDQ $272, R8")
+	p("ADDQ DX, DI")
+	p("DECQ CX")
+	p("JNZ q8RepackAVX512group")
+	p("VZEROUPPER")
+	p("RET")
+}
+
+// transpose512 writes the code lines of a group from Z0…Z7 (block l's 32 code bytes,
+// row a's in the low half, row b's in the high half), with Z16/Z17 the q8lines
+// indices; it uses Z8…Z15.
+func transpose512() {
 	for i := 0; i < 8; i += 2 {
 		p("VUNPCKLPS Z%d, Z%d, Z%d", i+1, i, 8+i)
 		p("VUNPCKHPS Z%d, Z%d, Z%d", i+1, i, 9+i)
@@ -510,19 +532,155 @@ q8RepackAVX512group:`)
 		p("VMOVDQU64 Z8, %d(DI)", 64*s)
 		p("VMOVDQU64 Z9, %d(DI)", 64*(s+4))
 	}
+}
+
+// data writes a 64-byte read-only table.
+func data(name string, v [64]byte) {
+	for i := 0; i < 64; i += 8 {
+		var q uint64
+		for j := range 8 {
+			q |= uint64(v[i+j]) << (8 * j)
+		}
+		line(fmt.Sprintf("DATA %s<>+%d(SB)/8, $0x%016x", name, i, q))
+	}
+	line(fmt.Sprintf("GLOBL %s<>(SB), RODATA|NOPTR, $64", name))
+}
+
+// repackPTQ1 writes q8RepackPTQ1AVX512: q8RepackAVX512 for PTQ1_0 rows, each block
+// transcoded to its PQ2_0 code bytes in registers (row a's block l in the low half of
+// Zl, row b's in the high half; see ptq1Words for the element order), then the same
+// transpose. Per half (one block, its 28 bytes by a masked load, the rest zero):
+//
+//   - trits: the VPMADDUBSW steps of the PTQ1_0 row kernels (matvec_ptq1.go), even
+//     and odd bytes in two chains, merged into one vector Bn of trit n of every byte
+//     (VPSRLW of the even chain, VPTERNLOGD with the odd one's high bytes);
+//   - codes: VPMADDUBSW by 1, 4 and VPMADDWD by 1, 16 pack the four trits of each
+//     dword into one byte, Pn's dword i = trit n of bytes 4i…4i+3 at bits 0, 2, 4, 6.
+//     The qh dword (qh[0], qh[1], d) is packed with 1, 4, 0, 0 (n even) or 16, 64, 0, 0
+//     (n odd), which places trits n of qh[0] and qh[1] where code bytes 30 and 31
+//     want them;
+//   - Q = P0 | P1<<8 | P2<<16 | P3<<24 by VPSLLVD (the qh dword shifted by 0, 0, 8, 8
+//     instead, so that its bytes 0 and 1 are code bytes 30 and 31), and one VPERMT2B of
+//     Q and P4 puts the 32 code bytes in order: byte 4s+i is Q[4i+s] for s < 4 and
+//     P4[4i] for s = 4 (elements 16s+4i+p are trit s of qs[4i+p]); bytes 20…27 are Q's
+//     qs[16…23] dwords (trits 0…3: elements 80…111), 28 and 29 P4's, 30 and 31 the qh
+//     bytes.
+func repackPTQ1() {
+	var c30, c03, mff00, kev, kodd, c116, s1, s2, s3, idx [64]byte
+	for d := range 16 {
+		i := d % 8 // dword within the half
+		put := func(v *[64]byte, b0, b1, b2, b3 byte) {
+			v[4*d], v[4*d+1], v[4*d+2], v[4*d+3] = b0, b1, b2, b3
+		}
+		put(&c30, 3, 0, 3, 0)
+		put(&c03, 0, 3, 0, 3)
+		put(&mff00, 0, 0xff, 0, 0xff)
+		put(&c116, 1, 0, 16, 0)
+		switch {
+		case i < 6:
+			put(&kev, 1, 4, 1, 4)
+			put(&kodd, 1, 4, 1, 4)
+			put(&s1, 8, 0, 0, 0)
+			put(&s2, 16, 0, 0, 0)
+			put(&s3, 24, 0, 0, 0)
+		case i == 6:
+			put(&kev, 1, 4, 0, 0)
+			put(&kodd, 16, 64, 0, 0)
+			put(&s1, 0, 0, 0, 0)
+			put(&s2, 8, 0, 0, 0)
+			put(&s3, 8, 0, 0, 0)
+		}
+	}
+	for h := range 2 {
+		o := byte(32 * h)
+		x := idx[32*h : 32*h+32]
+		for s := range 4 {
+			for i := range 4 {
+				x[4*s+i] = o + byte(4*i+s)
+			}
+		}
+		for i := range 4 {
+			x[16+i] = 64 + o + byte(4*i)
+		}
+		copy(x[20:], []byte{o + 16, o + 20, o + 17, o + 21, o + 18, o + 22, o + 19, o + 23,
+			64 + o + 16, 64 + o + 20, o + 24, o + 25})
+	}
+	line("")
+	for _, t := range []struct {
+		name string
+		v    [64]byte
+	}{{"ptq1c30", c30}, {"ptq1c03", c03}, {"ptq1mff00", mff00}, {"ptq1kev", kev}, {"ptq1kodd", kodd},
+		{"ptq1c116", c116}, {"ptq1s1", s1}, {"ptq1s2", s2}, {"ptq1s3", s3}, {"ptq1idx", idx}} {
+		data(t.name, t.v)
+	}
+	line(`
+// func q8RepackPTQ1AVX512(dst *byte, stride int, a, b *byte, ng int)
+TEXT ·q8RepackPTQ1AVX512(SB), NOSPLIT, $0-40
+	MOVQ dst+0(FP), DI
+	MOVQ stride+8(FP), DX
+	MOVQ a+16(FP), SI
+	MOVQ b+24(FP), R8
+	MOVQ ng+32(FP), CX
+	VMOVDQU64 q8lines<>(SB), Z16
+	MOVQ $2, AX
+	VPBROADCASTQ AX, Z17
+	VPADDQ Z17, Z16, Z17
+	VMOVDQU64 ptq1c30<>(SB), Z18
+	VMOVDQU64 ptq1c03<>(SB), Z19
+	VMOVDQU64 ptq1mff00<>(SB), Z20
+	VMOVDQU64 ptq1kev<>(SB), Z21
+	VMOVDQU64 ptq1kodd<>(SB), Z22
+	VMOVDQU64 ptq1c116<>(SB), Z23
+	VMOVDQU64 ptq1s1<>(SB), Z24
+	VMOVDQU64 ptq1s2<>(SB), Z25
+	VMOVDQU64 ptq1s3<>(SB), Z26
+	VMOVDQU64 ptq1idx<>(SB), Z27
+	MOVL $0x0fffffff, AX
+	KMOVD AX, K1
+
+q8RepackPTQ1AVX512group:`)
+	for l := range 8 {
+		z := fmt.Sprintf("Z%d", l)
+		p("VMOVDQU8.Z %d(SI), K1, Y%d", 28*l, l)
+		p("VMOVDQU8.Z %d(R8), K1, Y8", 28*l)
+		p("VINSERTI64X4 $1, Y8, %s, %s", z, z)
+		p("VPMADDUBSW Z18, %s, Z8", z) // even chain: 3·b
+		p("VPMADDUBSW Z19, %s, Z9", z) // odd chain
+		for n := range 5 {
+			if n > 0 {
+				p("VPMADDUBSW Z18, Z8, Z8")
+				p("VPMADDUBSW Z18, Z9, Z9")
+			}
+			p("VPSRLW $8, Z8, Z10")
+			p("VPTERNLOGD $0xF8, Z20, Z9, Z10") // Bn = even trits | odd trits<<8
+			k := "Z21"
+			if n%2 == 1 {
+				k = "Z22"
+			}
+			p("VPMADDUBSW %s, Z10, Z10", k)
+			p("VPMADDWD Z23, Z10, Z%d", 11+n)
+		}
+		p("VPSLLVD Z24, Z12, Z12")
+		p("VPSLLVD Z25, Z13, Z13")
+		p("VPSLLVD Z26, Z14, Z14")
+		p("VPTERNLOGD $0xFE, Z13, Z12, Z11")
+		p("VPORD Z14, Z11, %s", z)
+		p("VPERMT2B Z15, Z27, %s", z)
+	}
+	transpose512()
 	for h, src := range []string{"SI", "R8"} {
 		for l := range 8 {
-			p("MOVWLZX %d(%s), AX", 34*l, src)
+			p("MOVWLZX %d(%s), AX", 28*l+26, src)
 			p("MOVW AX, %d(DI)", 512+16*h+2*l)
 		}
 	}
 	p("VCVTPH2PS 512(DI), Z10")
 	p("VMOVUPS Z10, 512(DI)")
-	p("ADDQ $272, SI")
-	p("ADDQ $272, R8")
+	p("ADDQ $224, SI")
+	p("ADDQ $224, R8")
 	p("ADDQ DX, DI")
 	p("DECQ CX")
-	p("JNZ q8RepackAVX512group")
+	p("JNZ q8RepackPTQ1AVX512group")
 	p("VZEROUPPER")
 	p("RET")
 }
@@ -538,6 +696,7 @@ func main() {
 	avx2()
 	repack()
 	repack512()
+	repackPTQ1()
 	if err := os.WriteFile("matmul_amd64.s", b.Bytes(), 0o644); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)

@@ -126,6 +126,9 @@ func q8RepackAVX2(dst *byte, stride int, a, b *byte, ng int)
 //go:noescape
 func q8RepackAVX512(dst *byte, stride int, a, b *byte, ng int)
 
+//go:noescape
+func q8RepackPTQ1AVX512(dst *byte, stride int, a, b *byte, ng int)
+
 // archQ8TilePairs returns the most row pairs tiled kernel id takes.
 func archQ8TilePairs(id q8ID) int {
 	if id == q8AVX2 {
@@ -171,5 +174,15 @@ func archQ8Repack(dst *byte, stride int, a, b *byte, ng int) bool {
 	} else {
 		q8RepackAVX512(dst, stride, a, b, ng)
 	}
+	return true
+}
+
+// archQ8RepackPTQ1 repacks PTQ1_0 rows (see q8RepackPTQ1), where family id has a kernel
+// for it.
+func archQ8RepackPTQ1(id q8ID, dst *byte, stride int, a, b *byte, ng int) bool {
+	if id != q8AVX512 && id != q8GFNI {
+		return false
+	}
+	q8RepackPTQ1AVX512(dst, stride, a, b, ng)
 	return true
 }

@@ -906,23 +906,32 @@ func TestQ8Repack(t *testing.T) {
 			same(kern.name, got)
 		})
 	}
-	// PTQ1_0: the same values (code 3 excluded) through the transcoder.
-	tq := make([]byte, 2*PTQ1_0.RowBytes(k))
-	wf := make([]float32, 2*k)
-	for i := range wf {
-		wf[i] = float32(r.NormFloat64())
+	// PTQ1_0: random trit bytes (all 256 values), every kernel, against the codes
+	// unpacked in element order.
+	tq := randPTQ1(r, k, 2, func() uint16 { return randScale(r) })
+	tb := PTQ1_0.RowBytes(k)
+	for g := range ng {
+		for h := range 2 {
+			for l := range 8 {
+				sc := UnpackPTQ1_0(&codes, tq[h*tb+(8*g+l)*ptq1BlockBytes:])
+				for s := range 8 {
+					var v uint32
+					for e := 16 * s; e < 16*s+16; e++ {
+						v |= uint32(codes[e]) << (2 * (e - 16*s))
+					}
+					binary.LittleEndian.PutUint32(want[g*stride+64*s+32*h+4*l:], v)
+				}
+				binary.LittleEndian.PutUint32(want[g*stride+512+32*h+4*l:], math.Float32bits(fp16(sc)))
+			}
+		}
 	}
-	if err := PTQ1_0.Quantize(tq, wf); err != nil {
-		t.Fatal(err)
+	for _, kern := range q8Kernels {
+		withKernel(kern, func() {
+			got := make([]byte, ng*stride)
+			q8RepackPTQ1(got, stride, tq[:tb], tq[tb:], ng)
+			same("PTQ1_0 "+kern.name, got)
+		})
 	}
-	pq := make([]byte, 2*rb)
-	if err := Transcode(pq, PQ2_0, tq, PTQ1_0); err != nil {
-		t.Fatal(err)
-	}
-	q8RepackPQ2Generic(want, stride, pq[:rb], pq[rb:], ng)
-	got := make([]byte, ng*stride)
-	q8RepackPTQ1(got, stride, tq[:PTQ1_0.RowBytes(k)], tq[PTQ1_0.RowBytes(k):], ng)
-	same("PTQ1_0", got)
 }
 
 // TestQ8TileLayout pins the field offsets the assembly kernels use (the constants of

@@ -20,6 +20,12 @@ func q8RowsAVX512(w *byte, rowBytes, rows, nb8 int, q *int8, d *float32, sum *in
 //go:noescape
 func q8RowsGFNI(w *byte, rowBytes, rows, nb8 int, q *int8, d *float32, sum *int32, y *float32)
 
+// q8RowsPTQ1AVX2 is the PTQ1_0 row kernel of the AVX2 family: trits by VPMADDUBSW
+// steps, products by VPMADDUBSW.
+//
+//go:noescape
+func q8RowsPTQ1AVX2(w *byte, rowBytes, rows, nb8 int, t *int8, d *float32, sum *int32, y *float32)
+
 // q8RowsPTQ1AVX512 is the PTQ1_0 row kernel of the AVX-512 families (see
 // matvec_ptq1.go): trits by VPMADDUBSW steps, products by VPDPBUSD.
 //
@@ -69,11 +75,13 @@ func archQ8Rows(id q8ID, w *byte, rowBytes, rows, nb8 int, q *int8, d *float32, 
 }
 
 // archPTQ1Native reports whether family id has a PTQ1_0 row kernel.
-func archPTQ1Native(id q8ID) bool { return id == q8AVX512 || id == q8GFNI }
+func archPTQ1Native(id q8ID) bool { return id == q8AVX2 || id == q8AVX512 || id == q8GFNI }
 
 // archQ8RowsPTQ1 runs the PTQ1_0 row kernel of family id.
 func archQ8RowsPTQ1(id q8ID, w *byte, rowBytes, rows, nb8 int, t *int8, d *float32, sum *int32, y *float32) {
 	switch id {
+	case q8AVX2:
+		q8RowsPTQ1AVX2(w, rowBytes, rows, nb8, t, d, sum, y)
 	case q8AVX512, q8GFNI:
 		q8RowsPTQ1AVX512(w, rowBytes, rows, nb8, t, d, sum, y)
 	default:

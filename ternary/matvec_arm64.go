@@ -74,11 +74,22 @@ func archQ8Tile(id q8ID, rp int, a *q8TileArgs) {
 // archQ8Repack: the generic repacking.
 func archQ8Repack(dst *byte, stride int, a, b *byte, ng int) bool { return false }
 
-// archPTQ1Native: no NEON PTQ1_0 kernel yet; PTQ1_0 rows are transcoded.
-func archPTQ1Native(id q8ID) bool { return false }
+// q8RowsPTQ1NEONDot is the PTQ1_0 row kernel of the SDOT family (see matvec_ptq1.go):
+// trits by two compares, products by SDOT.
+//
+//go:noescape
+func q8RowsPTQ1NEONDot(w *byte, rowBytes, rows, nb8 int, t *int8, d *float32, sum *int32, y *float32)
 
+// archPTQ1Native reports whether family id has a PTQ1_0 row kernel: the SDOT one (the
+// plain NEON family transcodes PTQ1_0 rows to PQ2_0).
+func archPTQ1Native(id q8ID) bool { return id == q8NEONDot }
+
+// archQ8RowsPTQ1 runs the PTQ1_0 row kernel of family id.
 func archQ8RowsPTQ1(id q8ID, w *byte, rowBytes, rows, nb8 int, t *int8, d *float32, sum *int32, y *float32) {
-	panic("ternary: no PTQ1_0 kernel " + q8Sel.name)
+	if id != q8NEONDot {
+		panic("ternary: no PTQ1_0 kernel " + q8Sel.name)
+	}
+	q8RowsPTQ1NEONDot(w, rowBytes, rows, nb8, t, d, sum, y)
 }
 
 func archQ8RepackPTQ1(id q8ID, dst *byte, stride int, a, b *byte, ng int) bool { return false }

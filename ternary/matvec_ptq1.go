@@ -8,46 +8,41 @@ import (
 // PTQ1_0 rows in the integer matrix-vector kernels, read where they lie.
 //
 // A PTQ1_0 block is 26 bytes of base-3 digits and a scale; the codes never exist as
-// bits. The kernels decode trits arithmetically: with x₀ = b, 3·xₙ = 256·tₙ + xₙ₊₁
-// (the vendor's tₙ = (uint8(b·3ⁿ)·3) >> 8, xₙ₊₁ = uint8(3·xₙ)), so one unsigned×signed
-// byte multiply-add per 16-bit lane (VPMADDUBSW by the bytes 3, 0; on NEON UMULL) turns
-// a lane holding xₙ in its low byte into one holding tₙ in its high byte and xₙ₊₁ in
-// its low byte, ready for the next step. Five steps give the five trits of every byte,
-// each in the high byte of a 16-bit lane, which the products (VPDPBUSD) then pair with
-// activations stored at the odd byte positions, zeros at the even ones: the xₙ₊₁ bytes
-// multiply zero. Even and odd weight bytes run as two chains (the low byte of a lane
-// is the even byte; the odd one is taken by multiplying the bytes 0, 3).
+// bits. The kernels decode trits arithmetically, five steps per byte: with x₀ = b,
+// 3·xₙ = 256·tₙ + xₙ₊₁ (the vendor's tₙ = (uint8(b·3ⁿ)·3) >> 8, xₙ₊₁ = uint8(3·xₙ)).
+// On amd64 one unsigned×signed byte multiply-add per 16-bit lane (VPMADDUBSW by the
+// bytes 3, 0) turns a lane holding xₙ in its low byte into one holding tₙ in its high
+// byte and xₙ₊₁ in its low byte, ready for the next step; the products (VPDPBUSD) pair
+// the lanes with activations stored at the odd byte positions, zeros at the even ones,
+// so the xₙ₊₁ bytes multiply zero. Even and odd weight bytes run as two chains (the
+// odd one starts by multiplying the bytes 0, 3). On arm64 the NEON kernel keeps xₙ in
+// bytes (MUL by 3 modulo 256) and takes tₙ = [xₙ ≥ 86] + [xₙ ≥ 171] from two
+// compares.
 //
 // Rather than moving the trits into element order, the activations are moved into
-// trit order, once per activation vector (Q8.tr, filled by Q8.Quantize): every weight
-// byte then meets its five activations at fixed positions, and the kernels need no
-// shuffle.
+// trit order, once per activation vector (Q8.tr, filled by Q8.Quantize, in the layout
+// of this architecture's kernels: ptq1layout_*.go): every weight byte then meets its
+// five activations at fixed positions, and the kernels need no shuffle.
 //
 // Blocks come in pairs, as in the Q8 layout. A pair is 56 bytes; its register image is
 // two 32-byte halves, bytes 0…31 of the pair (block 2k's 28 bytes, then 4 of block
 // 2k+1) and bytes 24…55 (4 of block 2k, then block 2k+1's 28), so that each 32-bit lane
 // holds bytes of one block only and each half belongs to one block: the block sums
-// come out of the same reduction as the PQ2_0 kernels' (8 lanes a block). With act(n,
-// i) the activation of the element that trit n of register byte i (0…63) encodes, or 0
-// where byte i is a scale byte, belongs to the other block of the pair, or is a qh byte
-// and n = 4 (a qh byte has four trits), the copy holds for pair k, step n (0…4), chain
-// c (0 even, 1 odd) and 16-bit lane j (0…31)
-//
-//	tr[640k + 128n + 64c + 2j] = 0,  tr[640k + 128n + 64c + 2j + 1] = act(n, 2j+c).
-//
-// The scale, junk and fifth-qh-trit products are therefore zero whatever the bytes
-// hold, and each lane's sum is an exact part of the block's Σ c·Q. The integers
-// I_b = Σ c·Q − Sum_b are the ones the PQ2_0 kernels compute for the transcoded block,
-// and the float fold that follows is theirs instruction for instruction, so PTQ1_0
-// results are bit-identical to the PQ2_0 ones of the same kernel family.
-
-const ptq1PairAct = 5 * 128 // bytes of the activation copy per block pair
+// come out of the same reductions as the PQ2_0 kernels' (8 lanes a block). The
+// activation that meets trit n of register byte i (0…63) is that of the element the
+// trit encodes, or 0 where byte i is a scale byte, belongs to the other block of the
+// pair, or is a qh byte and n = 4 (a qh byte has four trits). The scale, junk and
+// fifth-qh-trit products are therefore zero whatever the bytes hold, and each lane's
+// sum is an exact part of the block's Σ c·Q. The integers I_b = Σ c·Q − Sum_b are the
+// ones the PQ2_0 kernels compute for the transcoded block, and the float fold that
+// follows is theirs instruction for instruction, so PTQ1_0 results are bit-identical
+// to the PQ2_0 ones of the same kernel family.
 
 // ptq1ActBytes returns len(Q8.tr) for k elements.
 func ptq1ActBytes(k int) int { return (k/BlockSize + 1) / 2 * ptq1PairAct }
 
 // ptq1ActIdx[j] is the offset, within a block pair's 256 bytes of Q8.Q, of the
-// activation at tr[640k + j] (see above), or -1 for zero.
+// activation at tr[ptq1PairAct·k + j], or -1 for zero.
 var ptq1ActIdx [ptq1PairAct]int16
 
 func init() {
@@ -68,10 +63,6 @@ func init() {
 		}
 	}
 }
-
-// ptq1ActPos returns the position in a pair's activation copy of the activation that
-// meets trit n of register byte i.
-func ptq1ActPos(n, i int) int { return 128*n + 64*(i&1) + (i &^ 1) + 1 }
 
 // ptq1Elem returns the element that trit n of byte m (0…25) of a PTQ1_0 block
 // encodes (SPEC §2), or -1 for the fifth trit of a qh byte.
@@ -97,6 +88,9 @@ func ptq1ActOrder(dst, q []int8) {
 			v := int8(0)
 			if ix >= 0 {
 				v = src[ix]
+				if ptq1ActNeg {
+					v = -v // |Q| ≤ 127
+				}
 			}
 			out[j] = v
 		}
@@ -129,12 +123,16 @@ func q8RowsPTQ1Generic(w *byte, rowBytes, rows, nb8 int, t *int8, d *float32, su
 // ptq1BlockDot returns Σ_j c_j·Q_j for the PTQ1_0 block blk, whose register bytes
 // start at off (0 or 36) in its pair's activation copy t.
 func ptq1BlockDot(blk *[ptq1BlockBytes]byte, t *[ptq1PairAct]int8, off int) int32 {
+	const st = ptq1ActStep
 	var s int32
 	for m := range 26 {
 		tt := &tritTab[blk[m]]
 		p := ptq1ActPos(0, off+m)
-		s += int32(tt[0])*int32(t[p]) + int32(tt[1])*int32(t[128+p]) + int32(tt[2])*int32(t[256+p]) +
-			int32(tt[3])*int32(t[384+p]) + int32(tt[4])*int32(t[512+p])
+		s += int32(tt[0])*int32(t[p]) + int32(tt[1])*int32(t[st+p]) + int32(tt[2])*int32(t[2*st+p]) +
+			int32(tt[3])*int32(t[3*st+p]) + int32(tt[4])*int32(t[4*st+p])
+	}
+	if ptq1ActNeg {
+		s = -s
 	}
 	return s
 }

@@ -4,7 +4,8 @@ package ternary
 
 import "golang.org/x/sys/cpu"
 
-// The amd64 kernels live in matvec_amd64.s. All need AVX2, FMA and F16C (the fp16
+// The amd64 kernels live in matvec_amd64.s (PTQ1_0 rows: q8RowsPTQ1AVX512 and
+// q8RowsPTQ1AVX2, see matvec_ptq1.go). All need AVX2, FMA and F16C (the fp16
 // scales are converted with VCVTPH2PS); the AVX-512 ones also need AVX512F/BW/VL and
 // VNNI (VPDPBUSD), and the preferred one GFNI as well (VGF2P8AFFINEQB extracts a code
 // plane in one instruction: Ice Lake, Sapphire Rapids, Zen 4 and later; Cascade Lake has

@@ -194,7 +194,8 @@ const mmPanel = 16 << 10
 // the same kernel family; see [Q8Kernel]). It does not allocate.
 //
 // It is the prefill kernel. For k ≥ 1024 it repacks up to 6 rows at a time (PTQ1_0
-// rows transcoded on the way) and multiplies them with 6 vectors at a time, each
+// rows decoded to 2-bit codes on the way, in registers on AVX-512) and multiplies them
+// with up to 8 vectors at a time, each
 // extracted code plane and each activation load used several times over, every block's
 // integer product landing in its own lane (see matmul_q8.go); x must have been filled
 // by [Q8Batch.Quantize]. Narrower rows run the matrix-vector kernel once per vector over

@@ -190,6 +190,21 @@ func benchStream(b *testing.B, n, rb, threads int, body func(w []byte, lo, hi in
 		}
 	}
 	reportStream(b, float64(size), c0, rates)
+	if blk := streamBlockBytes(rb); blk > 0 {
+		b.ReportMetric(medianOf(rates)/float64(blk), "Gblk/s")
+	}
+}
+
+// streamBlockBytes returns the block size of rows of rb bytes: 34 (PQ2_0) or 28
+// (PTQ1_0), whichever divides rb evenly (PQ2_0 first).
+func streamBlockBytes(rb int) int {
+	switch {
+	case rb%pq2BlockBytes == 0 && rb%ptq1BlockBytes != 0:
+		return pq2BlockBytes
+	case rb%ptq1BlockBytes == 0 && rb%pq2BlockBytes != 0:
+		return ptq1BlockBytes
+	}
+	return 0
 }
 
 // reportStream reports the rate of a streaming benchmark that read size bytes per
@@ -207,22 +222,30 @@ func reportStream(b *testing.B, size, c0 float64, rates []float64) {
 
 func BenchmarkMatVec(b *testing.B) {
 	benchKernel(b)
-	for _, sh := range matVecShapes {
-		k, n := sh[0], sh[1]
-		for _, threads := range []int{1, 2} {
-			b.Run(fmt.Sprintf("%dx%d/threads=%d", k, n, threads), func(b *testing.B) {
-				r := rand.New(rand.NewPCG(1, 2))
-				xf := make([]float32, k)
-				for i := range xf {
-					xf[i] = float32(r.NormFloat64())
+	for _, f := range []Format{PQ2_0, PTQ1_0} {
+		for _, sh := range matVecShapes {
+			k, n := sh[0], sh[1]
+			for _, threads := range []int{1, 2} {
+				name := fmt.Sprintf("%dx%d/threads=%d", k, n, threads)
+				if f == PTQ1_0 {
+					name = "PTQ1_0/" + name
 				}
-				x := NewQ8(k)
-				x.Quantize(xf)
-				y := make([]float32, n)
-				benchStream(b, n, PQ2_0.RowBytes(k), threads, func(w []byte, lo, hi int) {
-					MatVecQ8Range(PQ2_0, w, k, x, y, lo, hi)
+				b.Run(name, func(b *testing.B) {
+					r := rand.New(rand.NewPCG(1, 2))
+					xf := make([]float32, k)
+					for i := range xf {
+						xf[i] = float32(r.NormFloat64())
+					}
+					x := NewQ8(k)
+					x.Quantize(xf)
+					y := make([]float32, n)
+					// Any bytes are valid PTQ1_0 trits; the arena's random scales
+					// do not change the speed.
+					benchStream(b, n, f.RowBytes(k), threads, func(w []byte, lo, hi int) {
+						MatVecQ8Range(f, w, k, x, y, lo, hi)
+					})
 				})
-			})
+			}
 		}
 	}
 }

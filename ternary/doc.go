@@ -39,8 +39,7 @@
 // multiplication by 3 (3·xₙ = 256·tₙ + xₙ₊₁, the formula above run forward), against a
 // copy of the activations kept in trit order; the prefill kernels decode the trits into
 // the PQ2_0 code planes their inner loop consumes. Either way a PTQ1_0 matrix gives
-// bit for bit the result of its PQ2_0 transcode on the same kernel family. (The plain
-// NEON family, without SDOT, transcodes PTQ1_0 rows to PQ2_0 on the way instead.)
+// bit for bit the result of its PQ2_0 transcode on the same kernel family.
 //
 // Decoded values are IEEE float32 products float32(q−1)·d, exactly as the
 // vendor's C computes them. For the finite scales a file should hold they

@@ -80,16 +80,24 @@ func archQ8Repack(dst *byte, stride int, a, b *byte, ng int) bool { return false
 //go:noescape
 func q8RowsPTQ1NEONDot(w *byte, rowBytes, rows, nb8 int, t *int8, d *float32, sum *int32, y *float32)
 
-// archPTQ1Native reports whether family id has a PTQ1_0 row kernel: the SDOT one (the
-// plain NEON family transcodes PTQ1_0 rows to PQ2_0).
-func archPTQ1Native(id q8ID) bool { return id == q8NEONDot }
+// q8RowsPTQ1NEON is q8RowsPTQ1NEONDot with SMLAL products, for cores without SDOT.
+//
+//go:noescape
+func q8RowsPTQ1NEON(w *byte, rowBytes, rows, nb8 int, t *int8, d *float32, sum *int32, y *float32)
+
+// archPTQ1Native reports whether family id has a PTQ1_0 row kernel (both have).
+func archPTQ1Native(id q8ID) bool { return id == q8NEONDot || id == q8NEON }
 
 // archQ8RowsPTQ1 runs the PTQ1_0 row kernel of family id.
 func archQ8RowsPTQ1(id q8ID, w *byte, rowBytes, rows, nb8 int, t *int8, d *float32, sum *int32, y *float32) {
-	if id != q8NEONDot {
+	switch id {
+	case q8NEONDot:
+		q8RowsPTQ1NEONDot(w, rowBytes, rows, nb8, t, d, sum, y)
+	case q8NEON:
+		q8RowsPTQ1NEON(w, rowBytes, rows, nb8, t, d, sum, y)
+	default:
 		panic("ternary: no PTQ1_0 kernel " + q8Sel.name)
 	}
-	q8RowsPTQ1NEONDot(w, rowBytes, rows, nb8, t, d, sum, y)
 }
 
 func archQ8RepackPTQ1(id q8ID, dst *byte, stride int, a, b *byte, ng int) bool { return false }

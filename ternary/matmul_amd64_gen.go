@@ -546,7 +546,8 @@ func data(name string, v [64]byte) {
 	line(fmt.Sprintf("GLOBL %s<>(SB), RODATA|NOPTR, $64", name))
 }
 
-// repackPTQ1 writes q8RepackPTQ1AVX512: q8RepackAVX512 for PTQ1_0 rows, each block
+// repackPTQ1 writes q8RepackPTQ1AVX512 (AVX512_VBMI for VPERMT2B, checked by the
+// caller): q8RepackAVX512 for PTQ1_0 rows, each block
 // transcoded to its PQ2_0 code bytes in registers (row a's block l in the low half of
 // Zl, row b's in the high half; see ptq1Words for the element order), then the same
 // transpose. Per half (one block, its 28 bytes by a masked load, the rest zero):

@@ -186,10 +186,14 @@ func archQ8Repack(dst *byte, stride int, a, b *byte, ng int) bool {
 	return true
 }
 
+// hasVBMI reports AVX512_VBMI (VPERMT2B), which the PTQ1_0 repacking needs: Ice Lake,
+// Zen 4 and later (Cascade Lake has VNNI without it).
+var hasVBMI = cpu.X86.HasAVX512VBMI
+
 // archQ8RepackPTQ1 repacks PTQ1_0 rows (see q8RepackPTQ1), where family id has a kernel
-// for it.
+// for it and the CPU VBMI.
 func archQ8RepackPTQ1(id q8ID, dst *byte, stride int, a, b *byte, ng int) bool {
-	if id != q8AVX512 && id != q8GFNI {
+	if id != q8AVX512 && id != q8GFNI || !hasVBMI {
 		return false
 	}
 	q8RepackPTQ1AVX512(dst, stride, a, b, ng)

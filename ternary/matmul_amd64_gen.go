@@ -553,13 +553,13 @@ func data(name string, v [64]byte) {
 // transpose. Per half (one block, its 28 bytes by a masked load, the rest zero):
 //
 //   - trits: the VPMADDUBSW steps of the PTQ1_0 row kernels (matvec_ptq1.go), even
-//     and odd bytes in two chains, merged into one vector Bn of trit n of every byte
-//     (VPSRLW of the even chain, VPTERNLOGD with the odd one's high bytes);
-//   - codes: VPMADDUBSW by 1, 4 and VPMADDWD by 1, 16 pack the four trits of each
-//     dword into one byte, Pn's dword i = trit n of bytes 4i…4i+3 at bits 0, 2, 4, 6.
-//     The qh dword (qh[0], qh[1], d) is packed with 1, 4, 0, 0 (n even) or 16, 64, 0, 0
-//     (n odd), which places trits n of qh[0] and qh[1] where code bytes 30 and 31
-//     want them;
+//     and odd bytes in two chains, each step leaving 16-bit lanes (xₙ₊₁, tₙ);
+//   - codes: two VPDPBUSD pack them, Pn's dword i = trit n of bytes 4i…4i+3 at bits
+//     0, 2, 4, 6: the even chain's lanes by the bytes 0, 1, 0, 16, the odd chain's by
+//     0, 4, 0, 64 (the xₙ₊₁ bytes multiply zero). The qh dword (qh[0], qh[1], d) is
+//     packed with 0, 1, 0, 0 and 0, 4, 0, 0 (n even) or 0, 16, 0, 0 and 0, 64, 0, 0 (n
+//     odd), which places trits n of qh[0] and qh[1] where code bytes 30 and 31 want
+//     them;
 //   - Q = P0 | P1<<8 | P2<<16 | P3<<24 by VPSLLVD (the qh dword shifted by 0, 0, 8, 8
 //     instead, so that its bytes 0 and 1 are code bytes 30 and 31), and one VPERMT2B of
 //     Q and P4 puts the 32 code bytes in order: byte 4s+i is Q[4i+s] for s < 4 and
@@ -567,7 +567,7 @@ func data(name string, v [64]byte) {
 //     qs[16…23] dwords (trits 0…3: elements 80…111), 28 and 29 P4's, 30 and 31 the qh
 //     bytes.
 func repackPTQ1() {
-	var c30, c03, mff00, kev, kodd, c116, s1, s2, s3, idx [64]byte
+	var c30, c03, ee, oe, eo, oo, s1, s2, s3, idx [64]byte
 	for d := range 16 {
 		i := d % 8 // dword within the half
 		put := func(v *[64]byte, b0, b1, b2, b3 byte) {
@@ -575,18 +575,20 @@ func repackPTQ1() {
 		}
 		put(&c30, 3, 0, 3, 0)
 		put(&c03, 0, 3, 0, 3)
-		put(&mff00, 0, 0xff, 0, 0xff)
-		put(&c116, 1, 0, 16, 0)
 		switch {
 		case i < 6:
-			put(&kev, 1, 4, 1, 4)
-			put(&kodd, 1, 4, 1, 4)
+			put(&ee, 0, 1, 0, 16) // even chain, n even
+			put(&oe, 0, 4, 0, 64) // odd chain, n even
+			put(&eo, 0, 1, 0, 16)
+			put(&oo, 0, 4, 0, 64)
 			put(&s1, 8, 0, 0, 0)
 			put(&s2, 16, 0, 0, 0)
 			put(&s3, 24, 0, 0, 0)
 		case i == 6:
-			put(&kev, 1, 4, 0, 0)
-			put(&kodd, 16, 64, 0, 0)
+			put(&ee, 0, 1, 0, 0)
+			put(&oe, 0, 4, 0, 0)
+			put(&eo, 0, 16, 0, 0)
+			put(&oo, 0, 64, 0, 0)
 			put(&s1, 0, 0, 0, 0)
 			put(&s2, 8, 0, 0, 0)
 			put(&s3, 8, 0, 0, 0)
@@ -610,8 +612,8 @@ func repackPTQ1() {
 	for _, t := range []struct {
 		name string
 		v    [64]byte
-	}{{"ptq1c30", c30}, {"ptq1c03", c03}, {"ptq1mff00", mff00}, {"ptq1kev", kev}, {"ptq1kodd", kodd},
-		{"ptq1c116", c116}, {"ptq1s1", s1}, {"ptq1s2", s2}, {"ptq1s3", s3}, {"ptq1idx", idx}} {
+	}{{"ptq1c30", c30}, {"ptq1c03", c03}, {"ptq1ee", ee}, {"ptq1oe", oe}, {"ptq1eo", eo},
+		{"ptq1oo", oo}, {"ptq1s1", s1}, {"ptq1s2", s2}, {"ptq1s3", s3}, {"ptq1idx", idx}} {
 		data(t.name, t.v)
 	}
 	line(`
@@ -628,10 +630,10 @@ TEXT ·q8RepackPTQ1AVX512(SB), NOSPLIT, $0-40
 	VPADDQ Z17, Z16, Z17
 	VMOVDQU64 ptq1c30<>(SB), Z18
 	VMOVDQU64 ptq1c03<>(SB), Z19
-	VMOVDQU64 ptq1mff00<>(SB), Z20
-	VMOVDQU64 ptq1kev<>(SB), Z21
-	VMOVDQU64 ptq1kodd<>(SB), Z22
-	VMOVDQU64 ptq1c116<>(SB), Z23
+	VMOVDQU64 ptq1ee<>(SB), Z20
+	VMOVDQU64 ptq1oe<>(SB), Z21
+	VMOVDQU64 ptq1eo<>(SB), Z22
+	VMOVDQU64 ptq1oo<>(SB), Z23
 	VMOVDQU64 ptq1s1<>(SB), Z24
 	VMOVDQU64 ptq1s2<>(SB), Z25
 	VMOVDQU64 ptq1s3<>(SB), Z26
@@ -652,14 +654,13 @@ q8RepackPTQ1AVX512group:`)
 				p("VPMADDUBSW Z18, Z8, Z8")
 				p("VPMADDUBSW Z18, Z9, Z9")
 			}
-			p("VPSRLW $8, Z8, Z10")
-			p("VPTERNLOGD $0xF8, Z20, Z9, Z10") // Bn = even trits | odd trits<<8
-			k := "Z21"
+			ke, ko := "Z20", "Z21"
 			if n%2 == 1 {
-				k = "Z22"
+				ke, ko = "Z22", "Z23"
 			}
-			p("VPMADDUBSW %s, Z10, Z10", k)
-			p("VPMADDWD Z23, Z10, Z%d", 11+n)
+			p("VPXORD Z%d, Z%d, Z%d", 11+n, 11+n, 11+n)
+			p("VPDPBUSD %s, Z8, Z%d", ke, 11+n)
+			p("VPDPBUSD %s, Z9, Z%d", ko, 11+n)
 		}
 		p("VPSLLVD Z24, Z12, Z12")
 		p("VPSLLVD Z25, Z13, Z13")

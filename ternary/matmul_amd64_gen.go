@@ -416,29 +416,7 @@ q8RepackAVX2group:`)
 		for l := range 8 {
 			p("VMOVDQU %d(%s), Y%d", 34*l+2, src, l)
 		}
-		// Stage 1: pairs of rows interleaved.
-		for i := 0; i < 8; i += 2 {
-			p("VUNPCKLPS Y%d, Y%d, Y%d", i+1, i, 8+i)
-			p("VUNPCKHPS Y%d, Y%d, Y%d", i+1, i, 9+i)
-		}
-		// Stage 2: Y0..Y7 = u0..u7 (u0: dword 0|4 of blocks 0..3, u4: of blocks 4..7).
-		for j, pr := range [][2]int{{8, 10}, {9, 11}, {12, 14}, {13, 15}} {
-			lo, hi := pr[0], pr[1]
-			base := 0
-			if j >= 2 {
-				base = 4
-			}
-			k := j % 2
-			p("VSHUFPS $0x44, Y%d, Y%d, Y%d", hi, lo, base+2*k)
-			p("VSHUFPS $0xEE, Y%d, Y%d, Y%d", hi, lo, base+2*k+1)
-		}
-		// Stage 3: line s = blocks 0..3 and 4..7 of dword s.
-		for s := range 4 {
-			p("VPERM2F128 $0x20, Y%d, Y%d, Y8", 4+s, s)
-			p("VPERM2F128 $0x31, Y%d, Y%d, Y9", 4+s, s)
-			p("VMOVDQU Y8, %d(DI)", 64*s+32*h)
-			p("VMOVDQU Y9, %d(DI)", 64*(s+4)+32*h)
-		}
+		transposeAVX2(h)
 		p("VPXOR X10, X10, X10")
 		for l := range 8 {
 			p("VPINSRW $%d, %d(%s), X10, X10", l, 34*l, src)
@@ -453,6 +431,34 @@ q8RepackAVX2group:`)
 	p("JNZ q8RepackAVX2group")
 	p("VZEROUPPER")
 	p("RET")
+}
+
+// transposeAVX2 writes row h's half of the code lines of a group from Y0…Y7 (block l's
+// 32 code bytes), using Y8…Y15.
+func transposeAVX2(h int) {
+	// Stage 1: pairs of rows interleaved.
+	for i := 0; i < 8; i += 2 {
+		p("VUNPCKLPS Y%d, Y%d, Y%d", i+1, i, 8+i)
+		p("VUNPCKHPS Y%d, Y%d, Y%d", i+1, i, 9+i)
+	}
+	// Stage 2: Y0..Y7 = u0..u7 (u0: dword 0|4 of blocks 0..3, u4: of blocks 4..7).
+	for j, pr := range [][2]int{{8, 10}, {9, 11}, {12, 14}, {13, 15}} {
+		lo, hi := pr[0], pr[1]
+		base := 0
+		if j >= 2 {
+			base = 4
+		}
+		k := j % 2
+		p("VSHUFPS $0x44, Y%d, Y%d, Y%d", hi, lo, base+2*k)
+		p("VSHUFPS $0xEE, Y%d, Y%d, Y%d", hi, lo, base+2*k+1)
+	}
+	// Stage 3: line s = blocks 0..3 and 4..7 of dword s.
+	for s := range 4 {
+		p("VPERM2F128 $0x20, Y%d, Y%d, Y8", 4+s, s)
+		p("VPERM2F128 $0x31, Y%d, Y%d, Y9", 4+s, s)
+		p("VMOVDQU Y8, %d(DI)", 64*s+32*h)
+		p("VMOVDQU Y9, %d(DI)", 64*(s+4)+32*h)
+	}
 }
 
 // repack512 writes q8RepackAVX512: as q8RepackAVX2 with both rows of the pair in one
@@ -687,6 +693,148 @@ q8RepackPTQ1AVX512group:`)
 	p("RET")
 }
 
+// data32 writes a 32-byte read-only table.
+func data32(name string, v [32]byte) {
+	for i := 0; i < 32; i += 8 {
+		var q uint64
+		for j := range 8 {
+			q |= uint64(v[i+j]) << (8 * j)
+		}
+		line(fmt.Sprintf("DATA %s<>+%d(SB)/8, $0x%016x", name, i, q))
+	}
+	line(fmt.Sprintf("GLOBL %s<>(SB), RODATA|NOPTR, $32", name))
+}
+
+// repackPTQ1AVX2 writes q8RepackPTQ1AVX2: q8RepackAVX2 for PTQ1_0 rows, each block
+// transcoded to its PQ2_0 code bytes in one ymm as repackPTQ1 does (constants from
+// memory: AVX2 has 16 registers), then q8RepackAVX2's transpose. Blocks 0…6 of a group
+// are loaded at their start (the 4 bytes after them belong to the next block; their
+// packing coefficients are zero), block 7 from 4 bytes earlier and moved down a dword by
+// VPERMD, so no load leaves the group. The final byte order needs bytes from both
+// 128-bit lanes of P4: VPSHUFB of Q, of P4, and of P4 with its low lane copied high
+// (VPERMD), or-ed.
+func repackPTQ1AVX2() {
+	var c30, c03, ee, oe, eo, oo, ones, s1, s2, s3, iq, ip, ip2, pd4, pd7 [32]byte
+	for d := range 8 {
+		put := func(v *[32]byte, b0, b1, b2, b3 byte) {
+			v[4*d], v[4*d+1], v[4*d+2], v[4*d+3] = b0, b1, b2, b3
+		}
+		put(&c30, 3, 0, 3, 0)
+		put(&c03, 0, 3, 0, 3)
+		put(&ones, 1, 0, 1, 0)
+		switch {
+		case d < 6:
+			put(&ee, 0, 1, 0, 16)
+			put(&oe, 0, 4, 0, 64)
+			put(&eo, 0, 1, 0, 16)
+			put(&oo, 0, 4, 0, 64)
+			put(&s1, 8, 0, 0, 0)
+			put(&s2, 16, 0, 0, 0)
+			put(&s3, 24, 0, 0, 0)
+		case d == 6:
+			put(&ee, 0, 1, 0, 0)
+			put(&oe, 0, 4, 0, 0)
+			put(&eo, 0, 16, 0, 0)
+			put(&oo, 0, 64, 0, 0)
+			put(&s2, 8, 0, 0, 0)
+			put(&s3, 8, 0, 0, 0)
+		}
+		put(&pd7, byte((d+1)%8), 0, 0, 0)
+		put(&pd4, byte(max(d-4, 0)), 0, 0, 0)
+	}
+	for i := range iq {
+		iq[i], ip[i], ip2[i] = 0x80, 0x80, 0x80 // VPSHUFB: zero
+	}
+	// Output byte 4s+i (s < 4) is Q[4i+s]: lane 0 of Q.
+	for s := range 4 {
+		for i := range 4 {
+			iq[4*s+i] = byte(4*i + s)
+		}
+	}
+	// Bytes 16…19 are P4[0, 4, 8, 12]: lane 0 of P4, copied to lane 1 by VPERMD (pd4).
+	for i := range 4 {
+		ip2[16+i] = byte(4 * i)
+	}
+	// Bytes 20…27 are Q[16, 20, 17, 21, 18, 22, 19, 23], 28 and 29 P4[16, 20], 30 and 31
+	// Q[24, 25]: lane 1, local indices.
+	copy(iq[20:], []byte{0, 4, 1, 5, 2, 6, 3, 7})
+	iq[30], iq[31] = 8, 9
+	ip[28], ip[29] = 0, 4
+	line("")
+	for _, t := range []struct {
+		name string
+		v    [32]byte
+	}{{"ptq1yc30", c30}, {"ptq1yc03", c03}, {"ptq1yee", ee}, {"ptq1yoe", oe}, {"ptq1yeo", eo},
+		{"ptq1yoo", oo}, {"ptq1yones", ones}, {"ptq1ys1", s1}, {"ptq1ys2", s2}, {"ptq1ys3", s3},
+		{"ptq1yiq", iq}, {"ptq1yip", ip}, {"ptq1yip2", ip2}, {"ptq1ypd4", pd4}, {"ptq1ypd7", pd7}} {
+		data32(t.name, t.v)
+	}
+	line(`
+// func q8RepackPTQ1AVX2(dst *byte, stride int, a, b *byte, ng int)
+TEXT ·q8RepackPTQ1AVX2(SB), NOSPLIT, $0-40
+	MOVQ dst+0(FP), DI
+	MOVQ stride+8(FP), DX
+	MOVQ a+16(FP), SI
+	MOVQ b+24(FP), R8
+	MOVQ ng+32(FP), CX
+
+q8RepackPTQ1AVX2group:`)
+	for h, src := range []string{"SI", "R8"} {
+		for l := range 8 {
+			y := fmt.Sprintf("Y%d", l)
+			if l < 7 {
+				p("VMOVDQU %d(%s), %s", 28*l, src, y)
+			} else {
+				p("VMOVDQU ptq1ypd7<>(SB), Y15")
+				p("VPERMD %d(%s), Y15, %s", 28*l-4, src, y)
+			}
+			p("VPMADDUBSW ptq1yc30<>(SB), %s, Y8", y)
+			p("VPMADDUBSW ptq1yc03<>(SB), %s, Y9", y)
+			for n := range 5 {
+				if n > 0 {
+					p("VPMADDUBSW ptq1yc30<>(SB), Y8, Y8")
+					p("VPMADDUBSW ptq1yc30<>(SB), Y9, Y9")
+				}
+				ke, ko := "ptq1yee", "ptq1yoe"
+				if n%2 == 1 {
+					ke, ko = "ptq1yeo", "ptq1yoo"
+				}
+				p("VPMADDUBSW %s<>(SB), Y8, Y15", ke)
+				p("VPMADDUBSW %s<>(SB), Y9, Y%d", ko, 10+n)
+				p("VPADDW Y15, Y%d, Y%d", 10+n, 10+n)
+				p("VPMADDWD ptq1yones<>(SB), Y%d, Y%d", 10+n, 10+n)
+			}
+			p("VPSLLVD ptq1ys1<>(SB), Y11, Y11")
+			p("VPSLLVD ptq1ys2<>(SB), Y12, Y12")
+			p("VPSLLVD ptq1ys3<>(SB), Y13, Y13")
+			p("VPOR Y11, Y10, Y10")
+			p("VPOR Y13, Y12, Y12")
+			p("VPOR Y12, Y10, Y10")
+			p("VPSHUFB ptq1yiq<>(SB), Y10, %s", y)
+			p("VPSHUFB ptq1yip<>(SB), Y14, Y15")
+			p("VPOR Y15, %s, %s", y, y)
+			p("VMOVDQU ptq1ypd4<>(SB), Y15")
+			p("VPERMD Y14, Y15, Y14")
+			p("VPSHUFB ptq1yip2<>(SB), Y14, Y14")
+			p("VPOR Y14, %s, %s", y, y)
+		}
+		transposeAVX2(h)
+		p("VPXOR X10, X10, X10")
+		for l := range 8 {
+			p("VPINSRW $%d, %d(%s), X10, X10", l, 28*l+26, src)
+		}
+		p("VCVTPH2PS X10, Y10")
+		p("VMOVUPS Y10, %d(DI)", 512+32*h)
+	}
+	p("ADDQ $224, SI")
+	p("ADDQ $224, R8")
+	p("ADDQ DX, DI")
+	p("DECQ CX")
+	p("JNZ q8RepackPTQ1AVX2group")
+	p("VZEROUPPER")
+	p("RET")
+}
+
 func main() {
 	header()
 	for rp := 1; rp <= 3; rp++ {
@@ -699,6 +847,7 @@ func main() {
 	repack()
 	repack512()
 	repackPTQ1()
+	repackPTQ1AVX2()
 	if err := os.WriteFile("matmul_amd64.s", b.Bytes(), 0o644); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)

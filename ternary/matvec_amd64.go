@@ -138,6 +138,9 @@ func q8RepackAVX512(dst *byte, stride int, a, b *byte, ng int)
 //go:noescape
 func q8RepackPTQ1AVX512(dst *byte, stride int, a, b *byte, ng int)
 
+//go:noescape
+func q8RepackPTQ1AVX2(dst *byte, stride int, a, b *byte, ng int)
+
 // archQ8TilePairs returns the most row pairs tiled kernel id takes.
 func archQ8TilePairs(id q8ID) int {
 	if id == q8AVX2 {
@@ -191,11 +194,15 @@ func archQ8Repack(dst *byte, stride int, a, b *byte, ng int) bool {
 var hasVBMI = cpu.X86.HasAVX512VBMI
 
 // archQ8RepackPTQ1 repacks PTQ1_0 rows (see q8RepackPTQ1), where family id has a kernel
-// for it and the CPU VBMI.
+// for it (the AVX-512 one needs VBMI).
 func archQ8RepackPTQ1(id q8ID, dst *byte, stride int, a, b *byte, ng int) bool {
-	if id != q8AVX512 && id != q8GFNI || !hasVBMI {
+	switch {
+	case id == q8AVX2:
+		q8RepackPTQ1AVX2(dst, stride, a, b, ng)
+	case (id == q8AVX512 || id == q8GFNI) && hasVBMI:
+		q8RepackPTQ1AVX512(dst, stride, a, b, ng)
+	default:
 		return false
 	}
-	q8RepackPTQ1AVX512(dst, stride, a, b, ng)
 	return true
 }

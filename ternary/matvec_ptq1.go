@@ -20,9 +20,10 @@ import (
 // compares.
 //
 // Rather than moving the trits into element order, the activations are moved into
-// trit order, once per activation vector (Q8.tr, filled by Q8.Quantize, in the layout
-// of this architecture's kernels: ptq1layout_*.go): every weight byte then meets its
-// five activations at fixed positions, and the kernels need no shuffle.
+// trit order, once per activation vector (Q8.tr, derived by the first PTQ1_0 product
+// after Q8.Quantize, in the layout of this architecture's kernels: ptq1layout_*.go):
+// every weight byte then meets its five activations at fixed positions, and the
+// kernels need no shuffle.
 //
 // Blocks come in pairs, as in the Q8 layout. A pair is 56 bytes; its register image is
 // two 32-byte halves, bytes 0…31 of the pair (block 2k's 28 bytes, then 4 of block
@@ -41,14 +42,13 @@ import (
 // ptq1ActBytes returns len(Q8.tr) for k elements.
 func ptq1ActBytes(k int) int { return (k/BlockSize + 1) / 2 * ptq1PairAct }
 
-// ptq1ActIdx[j] is the offset, within a block pair's 256 bytes of Q8.Q, of the
-// activation at tr[ptq1PairAct·k + j], or -1 for zero.
-var ptq1ActIdx [ptq1PairAct]int16
+// ptq1Moves lists, for one block pair, where each of its 256 activations goes in the
+// copy: tr[ptq1PairAct·k + dst] = Q[256·k + src] (negated where ptq1ActNeg). Every
+// other byte of the copy is zero, and stays so.
+var ptq1Moves [2 * BlockSize]struct{ dst, src uint16 }
 
 func init() {
-	for i := range ptq1ActIdx {
-		ptq1ActIdx[i] = -1
-	}
+	j := 0
 	for n := range 5 {
 		for i := range 64 {
 			blk, m := 0, i // register byte i is byte m of block blk of the pair
@@ -57,10 +57,15 @@ func init() {
 			}
 			if m >= 0 && m < 26 {
 				if e := ptq1Elem(m, n); e >= 0 {
-					ptq1ActIdx[ptq1ActPos(n, i)] = int16(64*(e%4) + 32*blk + e/4)
+					ptq1Moves[j].dst = uint16(ptq1ActPos(n, i))
+					ptq1Moves[j].src = uint16(64*(e%4) + 32*blk + e/4)
+					j++
 				}
 			}
 		}
+	}
+	if j != len(ptq1Moves) {
+		panic("ternary: PTQ1_0 activation layout misses elements")
 	}
 }
 
@@ -79,20 +84,18 @@ func ptq1Elem(m, n int) int {
 }
 
 // ptq1ActOrder writes the PTQ1_0-ordered copy dst of the int8 values q (laid out as in
-// [Q8]), len(dst)/320 block pairs.
+// [Q8]), len(dst)/ptq1PairAct block pairs. It writes only the bytes that hold
+// activations: the others must be zero already (as a new copy is).
 func ptq1ActOrder(dst, q []int8) {
 	for p := range len(dst) / ptq1PairAct {
 		src := (*[256]int8)(q[256*p:])
 		out := (*[ptq1PairAct]int8)(dst[ptq1PairAct*p:])
-		for j, ix := range &ptq1ActIdx {
-			v := int8(0)
-			if ix >= 0 {
-				v = src[ix]
-				if ptq1ActNeg {
-					v = -v // |Q| ≤ 127
-				}
+		for _, mv := range &ptq1Moves {
+			v := src[mv.src&255]
+			if ptq1ActNeg {
+				v = -v // |Q| ≤ 127
 			}
-			out[j] = v
+			out[mv.dst] = v
 		}
 	}
 }
@@ -159,8 +162,9 @@ func q8RowsPTQ1Range(w []byte, rowBytes int, x *Q8, nb int, y []float32) {
 	if nb8 > 0 {
 		_ = w[(rows-1)*rowBytes+nb8*8*ptq1BlockBytes-1]
 		_ = x.Sum[nb8*8-1]
-		_ = x.tr[nb8*4*ptq1PairAct-1]
-		q8RowsPTQ1(&w[0], rowBytes, rows, nb8, &x.tr[0], &x.D[0], &x.Sum[0], &y[0])
+		tr := x.ptq1Acts()
+		_ = tr[nb8*4*ptq1PairAct-1]
+		q8RowsPTQ1(&w[0], rowBytes, rows, nb8, &tr[0], &x.D[0], &x.Sum[0], &y[0])
 	} else {
 		clear(y)
 	}

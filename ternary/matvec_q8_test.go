@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"math"
 	"math/rand/v2"
+	"sync"
 	"testing"
 	"unsafe"
 
@@ -93,7 +94,6 @@ func randQ8(r *rand.Rand, k int) *Q8 {
 		}
 		x.D[b], x.Sum[b] = 1, s
 	}
-	ptq1ActOrder(x.tr, x.Q) // as Quantize would
 	return x
 }
 
@@ -224,6 +224,48 @@ func TestQ8PTQ1KernelsExact(t *testing.T) {
 					}
 				}
 			})
+		}
+	}
+}
+
+// TestQ8PTQ1Concurrent: goroutines sharing a freshly quantised Q8 derive its PTQ1_0 copy
+// once between them (run with -race) and get the sequential result; a second Quantize
+// makes the next products see the new values.
+func TestQ8PTQ1Concurrent(t *testing.T) {
+	r := rand.New(rand.NewPCG(23, 24))
+	const k, n = 2048, 64
+	w := randPTQ1(r, k, n, func() uint16 { return randScale(r) })
+	xf := make([]float32, k)
+	for round := range 2 {
+		for i := range xf {
+			xf[i] = float32(r.NormFloat64())
+		}
+		x := NewQ8(k)
+		if round == 1 {
+			x.Quantize(make([]float32, k)) // derive a copy of zeros first
+			MatVecQ8Range(PTQ1_0, w, k, x, make([]float32, n), 0, n)
+		}
+		x.Quantize(xf)
+		pq := make([]byte, n*PQ2_0.RowBytes(k))
+		if err := Transcode(pq, PQ2_0, w, PTQ1_0); err != nil {
+			t.Fatal(err)
+		}
+		want := make([]float32, n)
+		MatVecQ8Range(PQ2_0, pq, k, x, want, 0, n)
+		got := make([]float32, n)
+		var wg sync.WaitGroup
+		for g := range 4 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				MatVecQ8Range(PTQ1_0, w, k, x, got, g*n/4, (g+1)*n/4)
+			}()
+		}
+		wg.Wait()
+		for i := range got {
+			if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
+				t.Fatalf("round %d row %d: %v, want %v", round, i, got[i], want[i])
+			}
 		}
 	}
 }

@@ -4,6 +4,8 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math"
+	"sync"
+	"sync/atomic"
 	"unsafe"
 )
 
@@ -41,19 +43,37 @@ import (
 // 64-byte register holding the two blocks' code bytes (the AVX-512 kernel). The pairing
 // is why Q is padded to an even number of blocks (the padding is zero).
 //
-// Quantize also keeps a second copy of the values in the order the PTQ1_0 kernels read
-// them: fill a Q8 through Quantize only. (A Q8 built as a struct literal has no such
-// copy, and its PTQ1_0 products take a slower path; one whose Q was written directly
-// after NewQ8 would give wrong PTQ1_0 products.)
+// The PTQ1_0 kernels keep a second copy of the values in their own order, derived from
+// Q by the first PTQ1_0 product after Quantize: fill a Q8 through Quantize only. (A Q8
+// built as a struct literal has no such copy, and its PTQ1_0 products take a slower
+// path; one whose Q was rewritten directly after a PTQ1_0 product would give stale
+// PTQ1_0 products.)
 type Q8 struct {
 	K   int       // elements, a multiple of BlockSize
 	Q   []int8    // 256·⌈K/256⌉ bytes in the layout above
 	D   []float32 // one scale per block
 	Sum []int32   // one sum of Q per block
 	// tr is the same values in the order the PTQ1_0 kernels read them (ptq1ActOrder),
-	// filled by Quantize; nil in a Q8 built by hand, whose PTQ1_0 rows then take the
-	// slower transcoding path.
-	tr []int8
+	// derived on first use after Quantize (trOK, under trMu), so that PQ2_0 models never
+	// pay for it; nil in a Q8 built by hand, whose PTQ1_0 rows then take the slower
+	// transcoding path.
+	tr   []int8
+	trMu sync.Mutex
+	trOK atomic.Bool
+}
+
+// ptq1Acts returns q.tr, deriving it from Q first if Quantize has run since. Any number
+// of goroutines may call it at once (they then share one derivation).
+func (q *Q8) ptq1Acts() []int8 {
+	if !q.trOK.Load() {
+		q.trMu.Lock()
+		if !q.trOK.Load() {
+			ptq1ActOrder(q.tr, q.Q)
+			q.trOK.Store(true)
+		}
+		q.trMu.Unlock()
+	}
+	return q.tr
 }
 
 // q8Index returns the position in Q8.Q of element e.
@@ -88,9 +108,7 @@ func (q *Q8) Quantize(x []float32) {
 		d, s := quantizeQ8Block(q.Q, b, x[b*BlockSize:(b+1)*BlockSize])
 		q.D[b], q.Sum[b] = d, s
 	}
-	if q.tr != nil {
-		ptq1ActOrder(q.tr, q.Q)
-	}
+	q.trOK.Store(false)
 }
 
 // q8Round is 1.5·2²³: adding and subtracting it rounds a float32 of magnitude below 2²²

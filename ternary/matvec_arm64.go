@@ -100,4 +100,11 @@ func archQ8RowsPTQ1(id q8ID, w *byte, rowBytes, rows, nb8 int, t *int8, d *float
 	}
 }
 
-func archQ8RepackPTQ1(id q8ID, dst *byte, stride int, a, b *byte, ng int) bool { return false }
+//go:noescape
+func q8RepackPTQ1NEON(dst *byte, stride int, a, b *byte, ng int)
+
+// archQ8RepackPTQ1 repacks PTQ1_0 rows (see q8RepackPTQ1) with NEON (both families).
+func archQ8RepackPTQ1(id q8ID, dst *byte, stride int, a, b *byte, ng int) bool {
+	q8RepackPTQ1NEON(dst, stride, a, b, ng)
+	return true
+}

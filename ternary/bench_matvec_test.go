@@ -594,3 +594,68 @@ func BenchmarkQ8Quantize(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkPTQ1Ratio measures PTQ1_0 against PQ2_0 on one core with the two formats'
+// products interleaved, so that a shared machine's bursts hit both alike: each
+// iteration runs one PQ2_0 and one PTQ1_0 product and times each. It reports blocks of
+// 128 weights per second for each (best iteration) and the PTQ1_0/PQ2_0 ratio of the
+// best and of the median iterations. "cache": the weights in L2 (the instruction
+// ceilings); "memory": a fresh part of the arena (4× the last-level cache) each time,
+// the memory-bound case where PTQ1_0's 18% fewer bytes count; "batch": the prefill
+// product of 64 vectors, weights in cache.
+func BenchmarkPTQ1Ratio(b *testing.B) {
+	const k = 5120
+	r := rand.New(rand.NewPCG(5, 6))
+	xf := make([]float32, 64*k)
+	for i := range xf {
+		xf[i] = float32(r.NormFloat64())
+	}
+	x := NewQ8Batch(k, 64)
+	x.Quantize(xf, 64)
+	for _, mode := range []string{"cache", "memory", "batch"} {
+		b.Run(mode, func(b *testing.B) {
+			n, t := 768, 0
+			switch mode {
+			case "memory":
+				n = 17408
+			case "batch":
+				n, t = 1536, 64
+			}
+			size := [2]int{n * PQ2_0.RowBytes(k), n * PTQ1_0.RowBytes(k)}
+			var ar []byte
+			if mode == "memory" {
+				ar = benchArena(b)
+			} else {
+				w := randPTQ1(r, k, n, func() uint16 { return 0x2000 })
+				ar = append(toPQ2(b, w, k, n), w...)
+			}
+			copies := max(1, len(ar)/(size[0]+size[1]))
+			y := make([]float32, max(1, t)*n)
+			var d [2][]float64
+			c := 0
+			for b.Loop() {
+				base := c * (size[0] + size[1])
+				for i, f := range []Format{PQ2_0, PTQ1_0} {
+					w := ar[base+i*size[0]:]
+					t0 := time.Now()
+					if t > 0 {
+						MatMulQ8Range(f, w, k, n, x, t, y, 0, n)
+					} else {
+						MatVecQ8Range(f, w, k, x.Row(0), y, 0, n)
+					}
+					d[i] = append(d[i], time.Since(t0).Seconds())
+				}
+				c = (c + 1) % copies
+			}
+			blocks := float64(n * k / BlockSize * max(1, t))
+			var best, med [2]float64
+			for i := range d {
+				best[i], med[i] = blocks/slices.Min(d[i])/1e9, blocks/medianOf(d[i])/1e9
+			}
+			b.ReportMetric(best[0], "PQ2_0-Gblk/s")
+			b.ReportMetric(best[1], "PTQ1_0-Gblk/s")
+			b.ReportMetric(best[1]/best[0], "ratio-best")
+			b.ReportMetric(med[1]/med[0], "ratio-median")
+		})
+	}
+}

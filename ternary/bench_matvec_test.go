@@ -190,6 +190,21 @@ func benchStream(b *testing.B, n, rb, threads int, body func(w []byte, lo, hi in
 		}
 	}
 	reportStream(b, float64(size), c0, rates)
+	if blk := streamBlockBytes(rb); blk > 0 {
+		b.ReportMetric(medianOf(rates)/float64(blk), "Gblk/s")
+	}
+}
+
+// streamBlockBytes returns the block size of rows of rb bytes: 34 (PQ2_0) or 28
+// (PTQ1_0), whichever divides rb evenly (PQ2_0 first).
+func streamBlockBytes(rb int) int {
+	switch {
+	case rb%pq2BlockBytes == 0 && rb%ptq1BlockBytes != 0:
+		return pq2BlockBytes
+	case rb%ptq1BlockBytes == 0 && rb%pq2BlockBytes != 0:
+		return ptq1BlockBytes
+	}
+	return 0
 }
 
 // reportStream reports the rate of a streaming benchmark that read size bytes per
@@ -207,22 +222,30 @@ func reportStream(b *testing.B, size, c0 float64, rates []float64) {
 
 func BenchmarkMatVec(b *testing.B) {
 	benchKernel(b)
-	for _, sh := range matVecShapes {
-		k, n := sh[0], sh[1]
-		for _, threads := range []int{1, 2} {
-			b.Run(fmt.Sprintf("%dx%d/threads=%d", k, n, threads), func(b *testing.B) {
-				r := rand.New(rand.NewPCG(1, 2))
-				xf := make([]float32, k)
-				for i := range xf {
-					xf[i] = float32(r.NormFloat64())
+	for _, f := range []Format{PQ2_0, PTQ1_0} {
+		for _, sh := range matVecShapes {
+			k, n := sh[0], sh[1]
+			for _, threads := range []int{1, 2} {
+				name := fmt.Sprintf("%dx%d/threads=%d", k, n, threads)
+				if f == PTQ1_0 {
+					name = "PTQ1_0/" + name
 				}
-				x := NewQ8(k)
-				x.Quantize(xf)
-				y := make([]float32, n)
-				benchStream(b, n, PQ2_0.RowBytes(k), threads, func(w []byte, lo, hi int) {
-					MatVecQ8Range(PQ2_0, w, k, x, y, lo, hi)
+				b.Run(name, func(b *testing.B) {
+					r := rand.New(rand.NewPCG(1, 2))
+					xf := make([]float32, k)
+					for i := range xf {
+						xf[i] = float32(r.NormFloat64())
+					}
+					x := NewQ8(k)
+					x.Quantize(xf)
+					y := make([]float32, n)
+					// Any bytes are valid PTQ1_0 trits; the arena's random scales
+					// do not change the speed.
+					benchStream(b, n, f.RowBytes(k), threads, func(w []byte, lo, hi int) {
+						MatVecQ8Range(f, w, k, x, y, lo, hi)
+					})
 				})
-			})
+			}
 		}
 	}
 }
@@ -286,31 +309,49 @@ func benchStreamRaw(b *testing.B, n, chunk, threads int, body func(lo, hi int)) 
 }
 
 // BenchmarkQ8Kernel measures each implementation's compute rate with the weights in
-// the L2 cache (one core): the ceiling a kernel could reach if memory were free.
+// the L2 cache (one core): the ceiling a kernel could reach if memory were free. Both
+// formats run the same matrix (the PTQ1_0 one its transcode); "Gblk/s", blocks of 128
+// weights per second, compares them (GB/s counts each format's own bytes).
 func BenchmarkQ8Kernel(b *testing.B) {
 	for _, kern := range q8Kernels {
-		for _, k := range []int{5120, 17408} {
-			b.Run(fmt.Sprintf("%s/K=%d", kern.name, k), func(b *testing.B) {
-				r := rand.New(rand.NewPCG(1, 2))
-				n := (512 << 10) / PQ2_0.RowBytes(k)
-				w := randPQ2(r, k, n, func() uint16 { return 0x2000 })
-				xf := make([]float32, k)
-				for i := range xf {
-					xf[i] = float32(r.NormFloat64())
-				}
-				x := NewQ8(k)
-				x.Quantize(xf)
-				y := make([]float32, n)
-				withKernel(kern, func() {
-					b.SetBytes(int64(len(w)))
-					for b.Loop() {
-						MatVecQ8Range(PQ2_0, w, k, x, y, 0, n)
+		for _, f := range []Format{PQ2_0, PTQ1_0} {
+			for _, k := range []int{5120, 17408} {
+				b.Run(fmt.Sprintf("%s/%s/K=%d", kern.name, f, k), func(b *testing.B) {
+					r := rand.New(rand.NewPCG(1, 2))
+					n := (512 << 10) / PQ2_0.RowBytes(k)
+					w := randPTQ1(r, k, n, func() uint16 { return 0x2000 })
+					if f == PQ2_0 {
+						w = toPQ2(b, w, k, n)
 					}
+					xf := make([]float32, k)
+					for i := range xf {
+						xf[i] = float32(r.NormFloat64())
+					}
+					x := NewQ8(k)
+					x.Quantize(xf)
+					y := make([]float32, n)
+					withKernel(kern, func() {
+						b.SetBytes(int64(len(w)))
+						for b.Loop() {
+							MatVecQ8Range(f, w, k, x, y, 0, n)
+						}
+					})
+					el := b.Elapsed().Seconds()
+					b.ReportMetric(float64(len(w))*float64(b.N)/el/1e9, "GB/s")
+					b.ReportMetric(float64(n*k/BlockSize)*float64(b.N)/el/1e9, "Gblk/s")
 				})
-				b.ReportMetric(float64(len(w))*float64(b.N)/b.Elapsed().Seconds()/1e9, "GB/s")
-			})
+			}
 		}
 	}
+}
+
+// toPQ2 returns the PQ2_0 transcode of the PTQ1_0 matrix w.
+func toPQ2(tb testing.TB, w []byte, k, n int) []byte {
+	pq := make([]byte, n*PQ2_0.RowBytes(k))
+	if err := Transcode(pq, PQ2_0, w, PTQ1_0); err != nil {
+		tb.Fatal(err)
+	}
+	return pq
 }
 
 // matMulShapes are the prefill benchmark matrices of the 27B model (K×N): the FFN
@@ -550,6 +591,71 @@ func BenchmarkQ8Quantize(b *testing.B) {
 			for b.Loop() {
 				x.Quantize(xf)
 			}
+		})
+	}
+}
+
+// BenchmarkPTQ1Ratio measures PTQ1_0 against PQ2_0 on one core with the two formats'
+// products interleaved, so that a shared machine's bursts hit both alike: each
+// iteration runs one PQ2_0 and one PTQ1_0 product and times each. It reports blocks of
+// 128 weights per second for each (best iteration) and the PTQ1_0/PQ2_0 ratio of the
+// best and of the median iterations. "cache": the weights in L2 (the instruction
+// ceilings); "memory": a fresh part of the arena (4× the last-level cache) each time,
+// the memory-bound case where PTQ1_0's 18% fewer bytes count; "batch": the prefill
+// product of 64 vectors, weights in cache.
+func BenchmarkPTQ1Ratio(b *testing.B) {
+	const k = 5120
+	r := rand.New(rand.NewPCG(5, 6))
+	xf := make([]float32, 64*k)
+	for i := range xf {
+		xf[i] = float32(r.NormFloat64())
+	}
+	x := NewQ8Batch(k, 64)
+	x.Quantize(xf, 64)
+	for _, mode := range []string{"cache", "memory", "batch"} {
+		b.Run(mode, func(b *testing.B) {
+			n, t := 768, 0
+			switch mode {
+			case "memory":
+				n = 17408
+			case "batch":
+				n, t = 1536, 64
+			}
+			size := [2]int{n * PQ2_0.RowBytes(k), n * PTQ1_0.RowBytes(k)}
+			var ar []byte
+			if mode == "memory" {
+				ar = benchArena(b)
+			} else {
+				w := randPTQ1(r, k, n, func() uint16 { return 0x2000 })
+				ar = append(toPQ2(b, w, k, n), w...)
+			}
+			copies := max(1, len(ar)/(size[0]+size[1]))
+			y := make([]float32, max(1, t)*n)
+			var d [2][]float64
+			c := 0
+			for b.Loop() {
+				base := c * (size[0] + size[1])
+				for i, f := range []Format{PQ2_0, PTQ1_0} {
+					w := ar[base+i*size[0]:]
+					t0 := time.Now()
+					if t > 0 {
+						MatMulQ8Range(f, w, k, n, x, t, y, 0, n)
+					} else {
+						MatVecQ8Range(f, w, k, x.Row(0), y, 0, n)
+					}
+					d[i] = append(d[i], time.Since(t0).Seconds())
+				}
+				c = (c + 1) % copies
+			}
+			blocks := float64(n * k / BlockSize * max(1, t))
+			var best, med [2]float64
+			for i := range d {
+				best[i], med[i] = blocks/slices.Min(d[i])/1e9, blocks/medianOf(d[i])/1e9
+			}
+			b.ReportMetric(best[0], "PQ2_0-Gblk/s")
+			b.ReportMetric(best[1], "PTQ1_0-Gblk/s")
+			b.ReportMetric(best[1]/best[0], "ratio-best")
+			b.ReportMetric(med[1]/med[0], "ratio-median")
 		})
 	}
 }

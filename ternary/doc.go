@@ -31,6 +31,16 @@
 // block-level functions ([UnpackPQ2_0], [PackPTQ1_0], ...) work on one block
 // without allocating.
 //
+// The integer kernels ([MatVecQ8Range] for decode, [MatMulQ8Range] for prefill, with
+// activations quantised in a [Q8] or [Q8Batch]) read both formats where they lie, on
+// SIMD kernels chosen by CPU feature at start-up ([Q8Kernel]: AVX-512 VNNI with or
+// without GFNI, AVX2, NEON with or without SDOT) and on a pure-Go twin elsewhere and
+// under the purego build tag. PTQ1_0 trits are decoded in registers by repeated
+// multiplication by 3 (3·xₙ = 256·tₙ + xₙ₊₁, the formula above run forward), against a
+// copy of the activations kept in trit order; the prefill kernels decode the trits into
+// the PQ2_0 code planes their inner loop consumes. Either way a PTQ1_0 matrix gives
+// bit for bit the result of its PQ2_0 transcode on the same kernel family.
+//
 // Decoded values are IEEE float32 products float32(q−1)·d, exactly as the
 // vendor's C computes them. For the finite scales a file should hold they
 // are exact; a scale of ±Inf decodes code 1 as NaN (0·Inf) and other codes

@@ -416,29 +416,7 @@ q8RepackAVX2group:`)
 		for l := range 8 {
 			p("VMOVDQU %d(%s), Y%d", 34*l+2, src, l)
 		}
-		// Stage 1: pairs of rows interleaved.
-		for i := 0; i < 8; i += 2 {
-			p("VUNPCKLPS Y%d, Y%d, Y%d", i+1, i, 8+i)
-			p("VUNPCKHPS Y%d, Y%d, Y%d", i+1, i, 9+i)
-		}
-		// Stage 2: Y0..Y7 = u0..u7 (u0: dword 0|4 of blocks 0..3, u4: of blocks 4..7).
-		for j, pr := range [][2]int{{8, 10}, {9, 11}, {12, 14}, {13, 15}} {
-			lo, hi := pr[0], pr[1]
-			base := 0
-			if j >= 2 {
-				base = 4
-			}
-			k := j % 2
-			p("VSHUFPS $0x44, Y%d, Y%d, Y%d", hi, lo, base+2*k)
-			p("VSHUFPS $0xEE, Y%d, Y%d, Y%d", hi, lo, base+2*k+1)
-		}
-		// Stage 3: line s = blocks 0..3 and 4..7 of dword s.
-		for s := range 4 {
-			p("VPERM2F128 $0x20, Y%d, Y%d, Y8", 4+s, s)
-			p("VPERM2F128 $0x31, Y%d, Y%d, Y9", 4+s, s)
-			p("VMOVDQU Y8, %d(DI)", 64*s+32*h)
-			p("VMOVDQU Y9, %d(DI)", 64*(s+4)+32*h)
-		}
+		transposeAVX2(h)
 		p("VPXOR X10, X10, X10")
 		for l := range 8 {
 			p("VPINSRW $%d, %d(%s), X10, X10", l, 34*l, src)
@@ -453,6 +431,34 @@ q8RepackAVX2group:`)
 	p("JNZ q8RepackAVX2group")
 	p("VZEROUPPER")
 	p("RET")
+}
+
+// transposeAVX2 writes row h's half of the code lines of a group from Y0…Y7 (block l's
+// 32 code bytes), using Y8…Y15.
+func transposeAVX2(h int) {
+	// Stage 1: pairs of rows interleaved.
+	for i := 0; i < 8; i += 2 {
+		p("VUNPCKLPS Y%d, Y%d, Y%d", i+1, i, 8+i)
+		p("VUNPCKHPS Y%d, Y%d, Y%d", i+1, i, 9+i)
+	}
+	// Stage 2: Y0..Y7 = u0..u7 (u0: dword 0|4 of blocks 0..3, u4: of blocks 4..7).
+	for j, pr := range [][2]int{{8, 10}, {9, 11}, {12, 14}, {13, 15}} {
+		lo, hi := pr[0], pr[1]
+		base := 0
+		if j >= 2 {
+			base = 4
+		}
+		k := j % 2
+		p("VSHUFPS $0x44, Y%d, Y%d, Y%d", hi, lo, base+2*k)
+		p("VSHUFPS $0xEE, Y%d, Y%d, Y%d", hi, lo, base+2*k+1)
+	}
+	// Stage 3: line s = blocks 0..3 and 4..7 of dword s.
+	for s := range 4 {
+		p("VPERM2F128 $0x20, Y%d, Y%d, Y8", 4+s, s)
+		p("VPERM2F128 $0x31, Y%d, Y%d, Y9", 4+s, s)
+		p("VMOVDQU Y8, %d(DI)", 64*s+32*h)
+		p("VMOVDQU Y9, %d(DI)", 64*(s+4)+32*h)
+	}
 }
 
 // repack512 writes q8RepackAVX512: as q8RepackAVX2 with both rows of the pair in one
@@ -488,6 +494,28 @@ q8RepackAVX512group:`)
 		p("VMOVDQU %d(SI), Y%d", 34*l+2, l)
 		p("VINSERTI64X4 $1, %d(R8), Z%d, Z%d", 34*l+2, l, l)
 	}
+	transpose512()
+	for h, src := range []string{"SI", "R8"} {
+		for l := range 8 {
+			p("MOVWLZX %d(%s), AX", 34*l, src)
+			p("MOVW AX, %d(DI)", 512+16*h+2*l)
+		}
+	}
+	p("VCVTPH2PS 512(DI), Z10")
+	p("VMOVUPS Z10, 512(DI)")
+	p("ADDQ $272, SI")
+	p("ADDQ $272, R8")
+	p("ADDQ DX, DI")
+	p("DECQ CX")
+	p("JNZ q8RepackAVX512group")
+	p("VZEROUPPER")
+	p("RET")
+}
+
+// transpose512 writes the code lines of a group from Z0…Z7 (block l's 32 code bytes,
+// row a's in the low half, row b's in the high half), with Z16/Z17 the q8lines
+// indices; it uses Z8…Z15.
+func transpose512() {
 	for i := 0; i < 8; i += 2 {
 		p("VUNPCKLPS Z%d, Z%d, Z%d", i+1, i, 8+i)
 		p("VUNPCKHPS Z%d, Z%d, Z%d", i+1, i, 9+i)
@@ -510,19 +538,299 @@ q8RepackAVX512group:`)
 		p("VMOVDQU64 Z8, %d(DI)", 64*s)
 		p("VMOVDQU64 Z9, %d(DI)", 64*(s+4))
 	}
+}
+
+// data writes a 64-byte read-only table.
+func data(name string, v [64]byte) {
+	for i := 0; i < 64; i += 8 {
+		var q uint64
+		for j := range 8 {
+			q |= uint64(v[i+j]) << (8 * j)
+		}
+		line(fmt.Sprintf("DATA %s<>+%d(SB)/8, $0x%016x", name, i, q))
+	}
+	line(fmt.Sprintf("GLOBL %s<>(SB), RODATA|NOPTR, $64", name))
+}
+
+// repackPTQ1 writes q8RepackPTQ1AVX512 (AVX512_VBMI for VPERMT2B, checked by the
+// caller): q8RepackAVX512 for PTQ1_0 rows, each block
+// transcoded to its PQ2_0 code bytes in registers (row a's block l in the low half of
+// Zl, row b's in the high half; see ptq1Words for the element order), then the same
+// transpose. Per half (one block, its 28 bytes by a masked load, the rest zero):
+//
+//   - trits: the VPMADDUBSW steps of the PTQ1_0 row kernels (matvec_ptq1.go), even
+//     and odd bytes in two chains, each step leaving 16-bit lanes (xₙ₊₁, tₙ);
+//   - codes: two VPDPBUSD pack them, Pn's dword i = trit n of bytes 4i…4i+3 at bits
+//     0, 2, 4, 6: the even chain's lanes by the bytes 0, 1, 0, 16, the odd chain's by
+//     0, 4, 0, 64 (the xₙ₊₁ bytes multiply zero). The qh dword (qh[0], qh[1], d) is
+//     packed with 0, 1, 0, 0 and 0, 4, 0, 0 (n even) or 0, 16, 0, 0 and 0, 64, 0, 0 (n
+//     odd), which places trits n of qh[0] and qh[1] where code bytes 30 and 31 want
+//     them;
+//   - Q = P0 | P1<<8 | P2<<16 | P3<<24 by VPSLLVD (the qh dword shifted by 0, 0, 8, 8
+//     instead, so that its bytes 0 and 1 are code bytes 30 and 31), and one VPERMT2B of
+//     Q and P4 puts the 32 code bytes in order: byte 4s+i is Q[4i+s] for s < 4 and
+//     P4[4i] for s = 4 (elements 16s+4i+p are trit s of qs[4i+p]); bytes 20…27 are Q's
+//     qs[16…23] dwords (trits 0…3: elements 80…111), 28 and 29 P4's, 30 and 31 the qh
+//     bytes.
+func repackPTQ1() {
+	var c30, c03, ee, oe, eo, oo, s1, s2, s3, idx [64]byte
+	for d := range 16 {
+		i := d % 8 // dword within the half
+		put := func(v *[64]byte, b0, b1, b2, b3 byte) {
+			v[4*d], v[4*d+1], v[4*d+2], v[4*d+3] = b0, b1, b2, b3
+		}
+		put(&c30, 3, 0, 3, 0)
+		put(&c03, 0, 3, 0, 3)
+		switch {
+		case i < 6:
+			put(&ee, 0, 1, 0, 16) // even chain, n even
+			put(&oe, 0, 4, 0, 64) // odd chain, n even
+			put(&eo, 0, 1, 0, 16)
+			put(&oo, 0, 4, 0, 64)
+			put(&s1, 8, 0, 0, 0)
+			put(&s2, 16, 0, 0, 0)
+			put(&s3, 24, 0, 0, 0)
+		case i == 6:
+			put(&ee, 0, 1, 0, 0)
+			put(&oe, 0, 4, 0, 0)
+			put(&eo, 0, 16, 0, 0)
+			put(&oo, 0, 64, 0, 0)
+			put(&s1, 0, 0, 0, 0)
+			put(&s2, 8, 0, 0, 0)
+			put(&s3, 8, 0, 0, 0)
+		}
+	}
+	for h := range 2 {
+		o := byte(32 * h)
+		x := idx[32*h : 32*h+32]
+		for s := range 4 {
+			for i := range 4 {
+				x[4*s+i] = o + byte(4*i+s)
+			}
+		}
+		for i := range 4 {
+			x[16+i] = 64 + o + byte(4*i)
+		}
+		copy(x[20:], []byte{o + 16, o + 20, o + 17, o + 21, o + 18, o + 22, o + 19, o + 23,
+			64 + o + 16, 64 + o + 20, o + 24, o + 25})
+	}
+	line("")
+	for _, t := range []struct {
+		name string
+		v    [64]byte
+	}{{"ptq1c30", c30}, {"ptq1c03", c03}, {"ptq1ee", ee}, {"ptq1oe", oe}, {"ptq1eo", eo},
+		{"ptq1oo", oo}, {"ptq1s1", s1}, {"ptq1s2", s2}, {"ptq1s3", s3}, {"ptq1idx", idx}} {
+		data(t.name, t.v)
+	}
+	line(`
+// func q8RepackPTQ1AVX512(dst *byte, stride int, a, b *byte, ng int)
+TEXT ·q8RepackPTQ1AVX512(SB), NOSPLIT, $0-40
+	MOVQ dst+0(FP), DI
+	MOVQ stride+8(FP), DX
+	MOVQ a+16(FP), SI
+	MOVQ b+24(FP), R8
+	MOVQ ng+32(FP), CX
+	VMOVDQU64 q8lines<>(SB), Z16
+	MOVQ $2, AX
+	VPBROADCASTQ AX, Z17
+	VPADDQ Z17, Z16, Z17
+	VMOVDQU64 ptq1c30<>(SB), Z18
+	VMOVDQU64 ptq1c03<>(SB), Z19
+	VMOVDQU64 ptq1ee<>(SB), Z20
+	VMOVDQU64 ptq1oe<>(SB), Z21
+	VMOVDQU64 ptq1eo<>(SB), Z22
+	VMOVDQU64 ptq1oo<>(SB), Z23
+	VMOVDQU64 ptq1s1<>(SB), Z24
+	VMOVDQU64 ptq1s2<>(SB), Z25
+	VMOVDQU64 ptq1s3<>(SB), Z26
+	VMOVDQU64 ptq1idx<>(SB), Z27
+	MOVL $0x0fffffff, AX
+	KMOVD AX, K1
+
+q8RepackPTQ1AVX512group:`)
+	for l := range 8 {
+		z := fmt.Sprintf("Z%d", l)
+		p("VMOVDQU8.Z %d(SI), K1, Y%d", 28*l, l)
+		p("VMOVDQU8.Z %d(R8), K1, Y8", 28*l)
+		p("VINSERTI64X4 $1, Y8, %s, %s", z, z)
+		p("VPMADDUBSW Z18, %s, Z8", z) // even chain: 3·b
+		p("VPMADDUBSW Z19, %s, Z9", z) // odd chain
+		for n := range 5 {
+			if n > 0 {
+				p("VPMADDUBSW Z18, Z8, Z8")
+				p("VPMADDUBSW Z18, Z9, Z9")
+			}
+			ke, ko := "Z20", "Z21"
+			if n%2 == 1 {
+				ke, ko = "Z22", "Z23"
+			}
+			p("VPXORD Z%d, Z%d, Z%d", 11+n, 11+n, 11+n)
+			p("VPDPBUSD %s, Z8, Z%d", ke, 11+n)
+			p("VPDPBUSD %s, Z9, Z%d", ko, 11+n)
+		}
+		p("VPSLLVD Z24, Z12, Z12")
+		p("VPSLLVD Z25, Z13, Z13")
+		p("VPSLLVD Z26, Z14, Z14")
+		p("VPTERNLOGD $0xFE, Z13, Z12, Z11")
+		p("VPORD Z14, Z11, %s", z)
+		p("VPERMT2B Z15, Z27, %s", z)
+	}
+	transpose512()
 	for h, src := range []string{"SI", "R8"} {
 		for l := range 8 {
-			p("MOVWLZX %d(%s), AX", 34*l, src)
+			p("MOVWLZX %d(%s), AX", 28*l+26, src)
 			p("MOVW AX, %d(DI)", 512+16*h+2*l)
 		}
 	}
 	p("VCVTPH2PS 512(DI), Z10")
 	p("VMOVUPS Z10, 512(DI)")
-	p("ADDQ $272, SI")
-	p("ADDQ $272, R8")
+	p("ADDQ $224, SI")
+	p("ADDQ $224, R8")
 	p("ADDQ DX, DI")
 	p("DECQ CX")
-	p("JNZ q8RepackAVX512group")
+	p("JNZ q8RepackPTQ1AVX512group")
+	p("VZEROUPPER")
+	p("RET")
+}
+
+// data32 writes a 32-byte read-only table.
+func data32(name string, v [32]byte) {
+	for i := 0; i < 32; i += 8 {
+		var q uint64
+		for j := range 8 {
+			q |= uint64(v[i+j]) << (8 * j)
+		}
+		line(fmt.Sprintf("DATA %s<>+%d(SB)/8, $0x%016x", name, i, q))
+	}
+	line(fmt.Sprintf("GLOBL %s<>(SB), RODATA|NOPTR, $32", name))
+}
+
+// repackPTQ1AVX2 writes q8RepackPTQ1AVX2: q8RepackAVX2 for PTQ1_0 rows, each block
+// transcoded to its PQ2_0 code bytes in one ymm as repackPTQ1 does (constants from
+// memory: AVX2 has 16 registers), then q8RepackAVX2's transpose. Blocks 0…6 of a group
+// are loaded at their start (the 4 bytes after them belong to the next block; their
+// packing coefficients are zero), block 7 from 4 bytes earlier and moved down a dword by
+// VPERMD, so no load leaves the group. The final byte order needs bytes from both
+// 128-bit lanes of P4: VPSHUFB of Q, of P4, and of P4 with its low lane copied high
+// (VPERMD), or-ed.
+func repackPTQ1AVX2() {
+	var c30, c03, ee, oe, eo, oo, ones, s1, s2, s3, iq, ip, ip2, pd4, pd7 [32]byte
+	for d := range 8 {
+		put := func(v *[32]byte, b0, b1, b2, b3 byte) {
+			v[4*d], v[4*d+1], v[4*d+2], v[4*d+3] = b0, b1, b2, b3
+		}
+		put(&c30, 3, 0, 3, 0)
+		put(&c03, 0, 3, 0, 3)
+		put(&ones, 1, 0, 1, 0)
+		switch {
+		case d < 6:
+			put(&ee, 0, 1, 0, 16)
+			put(&oe, 0, 4, 0, 64)
+			put(&eo, 0, 1, 0, 16)
+			put(&oo, 0, 4, 0, 64)
+			put(&s1, 8, 0, 0, 0)
+			put(&s2, 16, 0, 0, 0)
+			put(&s3, 24, 0, 0, 0)
+		case d == 6:
+			put(&ee, 0, 1, 0, 0)
+			put(&oe, 0, 4, 0, 0)
+			put(&eo, 0, 16, 0, 0)
+			put(&oo, 0, 64, 0, 0)
+			put(&s2, 8, 0, 0, 0)
+			put(&s3, 8, 0, 0, 0)
+		}
+		put(&pd7, byte((d+1)%8), 0, 0, 0)
+		put(&pd4, byte(max(d-4, 0)), 0, 0, 0)
+	}
+	for i := range iq {
+		iq[i], ip[i], ip2[i] = 0x80, 0x80, 0x80 // VPSHUFB: zero
+	}
+	// Output byte 4s+i (s < 4) is Q[4i+s]: lane 0 of Q.
+	for s := range 4 {
+		for i := range 4 {
+			iq[4*s+i] = byte(4*i + s)
+		}
+	}
+	// Bytes 16…19 are P4[0, 4, 8, 12]: lane 0 of P4, copied to lane 1 by VPERMD (pd4).
+	for i := range 4 {
+		ip2[16+i] = byte(4 * i)
+	}
+	// Bytes 20…27 are Q[16, 20, 17, 21, 18, 22, 19, 23], 28 and 29 P4[16, 20], 30 and 31
+	// Q[24, 25]: lane 1, local indices.
+	copy(iq[20:], []byte{0, 4, 1, 5, 2, 6, 3, 7})
+	iq[30], iq[31] = 8, 9
+	ip[28], ip[29] = 0, 4
+	line("")
+	for _, t := range []struct {
+		name string
+		v    [32]byte
+	}{{"ptq1yc30", c30}, {"ptq1yc03", c03}, {"ptq1yee", ee}, {"ptq1yoe", oe}, {"ptq1yeo", eo},
+		{"ptq1yoo", oo}, {"ptq1yones", ones}, {"ptq1ys1", s1}, {"ptq1ys2", s2}, {"ptq1ys3", s3},
+		{"ptq1yiq", iq}, {"ptq1yip", ip}, {"ptq1yip2", ip2}, {"ptq1ypd4", pd4}, {"ptq1ypd7", pd7}} {
+		data32(t.name, t.v)
+	}
+	line(`
+// func q8RepackPTQ1AVX2(dst *byte, stride int, a, b *byte, ng int)
+TEXT ·q8RepackPTQ1AVX2(SB), NOSPLIT, $0-40
+	MOVQ dst+0(FP), DI
+	MOVQ stride+8(FP), DX
+	MOVQ a+16(FP), SI
+	MOVQ b+24(FP), R8
+	MOVQ ng+32(FP), CX
+
+q8RepackPTQ1AVX2group:`)
+	for h, src := range []string{"SI", "R8"} {
+		for l := range 8 {
+			y := fmt.Sprintf("Y%d", l)
+			if l < 7 {
+				p("VMOVDQU %d(%s), %s", 28*l, src, y)
+			} else {
+				p("VMOVDQU ptq1ypd7<>(SB), Y15")
+				p("VPERMD %d(%s), Y15, %s", 28*l-4, src, y)
+			}
+			p("VPMADDUBSW ptq1yc30<>(SB), %s, Y8", y)
+			p("VPMADDUBSW ptq1yc03<>(SB), %s, Y9", y)
+			for n := range 5 {
+				if n > 0 {
+					p("VPMADDUBSW ptq1yc30<>(SB), Y8, Y8")
+					p("VPMADDUBSW ptq1yc30<>(SB), Y9, Y9")
+				}
+				ke, ko := "ptq1yee", "ptq1yoe"
+				if n%2 == 1 {
+					ke, ko = "ptq1yeo", "ptq1yoo"
+				}
+				p("VPMADDUBSW %s<>(SB), Y8, Y15", ke)
+				p("VPMADDUBSW %s<>(SB), Y9, Y%d", ko, 10+n)
+				p("VPADDW Y15, Y%d, Y%d", 10+n, 10+n)
+				p("VPMADDWD ptq1yones<>(SB), Y%d, Y%d", 10+n, 10+n)
+			}
+			p("VPSLLVD ptq1ys1<>(SB), Y11, Y11")
+			p("VPSLLVD ptq1ys2<>(SB), Y12, Y12")
+			p("VPSLLVD ptq1ys3<>(SB), Y13, Y13")
+			p("VPOR Y11, Y10, Y10")
+			p("VPOR Y13, Y12, Y12")
+			p("VPOR Y12, Y10, Y10")
+			p("VPSHUFB ptq1yiq<>(SB), Y10, %s", y)
+			p("VPSHUFB ptq1yip<>(SB), Y14, Y15")
+			p("VPOR Y15, %s, %s", y, y)
+			p("VMOVDQU ptq1ypd4<>(SB), Y15")
+			p("VPERMD Y14, Y15, Y14")
+			p("VPSHUFB ptq1yip2<>(SB), Y14, Y14")
+			p("VPOR Y14, %s, %s", y, y)
+		}
+		transposeAVX2(h)
+		p("VPXOR X10, X10, X10")
+		for l := range 8 {
+			p("VPINSRW $%d, %d(%s), X10, X10", l, 28*l+26, src)
+		}
+		p("VCVTPH2PS X10, Y10")
+		p("VMOVUPS Y10, %d(DI)", 512+32*h)
+	}
+	p("ADDQ $224, SI")
+	p("ADDQ $224, R8")
+	p("ADDQ DX, DI")
+	p("DECQ CX")
+	p("JNZ q8RepackPTQ1AVX2group")
 	p("VZEROUPPER")
 	p("RET")
 }
@@ -538,6 +846,8 @@ func main() {
 	avx2()
 	repack()
 	repack512()
+	repackPTQ1()
+	repackPTQ1AVX2()
 	if err := os.WriteFile("matmul_amd64.s", b.Bytes(), 0o644); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)

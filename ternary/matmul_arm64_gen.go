@@ -299,10 +299,165 @@ func neon() {
 	tileEnd(fn)
 }
 
+// data16 writes a 16-byte read-only table.
+func data16(name string, v [16]byte) {
+	for i := 0; i < 16; i += 8 {
+		var q uint64
+		for j := range 8 {
+			q |= uint64(v[i+j]) << (8 * j)
+		}
+		line(fmt.Sprintf("DATA %s<>+%d(SB)/8, $0x%016x", name, i, q))
+	}
+	line(fmt.Sprintf("GLOBL %s<>(SB), RODATA|NOPTR, $16", name))
+}
+
+// repackPTQ1 writes q8RepackPTQ1NEON, the NEON q8RepackPTQ1: per group, row and block,
+// the block's 28 bytes in V0/V1 (block 7 loaded 4 bytes early and moved down by EXT, so
+// that no load leaves the group; the 4 bytes after a block meet zero shifts below), and
+// per trit position n: tₙ = 0 − (−[x ≥ 86] − [x ≥ 171]) by CMHI (as q8RowsPTQ1NEONDot),
+// shifted to bits 2·(i%4) by USHL (the qh dword: trits of qh[0], qh[1] to bits 0, 2 for
+// n even, 4, 6 for n odd, its scale bytes out), two ADDP rounds packing each dword's
+// four fields into one byte (Pn, 8 bytes: P0|P1, P2|P3, P4 in V17…V19), x = uint8(3x)
+// by MUL. Three TBL put the code bytes in order (see repackPTQ1 in
+// matmul_amd64_gen.go for the map), and the 8 dwords of each block are stored into
+// their lines; the scales are stored as fp16 and converted in place by FCVTL.
+func repackPTQ1() {
+	var slo, she, sho, i0, i1, i2 [16]byte
+	for d := range 4 {
+		for j := range 4 {
+			slo[4*d+j] = byte(2 * j)
+			she[4*d+j], sho[4*d+j] = 8, 8
+			switch {
+			case d < 2:
+				she[4*d+j], sho[4*d+j] = byte(2*j), byte(2*j)
+			case d == 2 && j < 2:
+				she[4*d+j], sho[4*d+j] = byte(2*j), byte(4+2*j)
+			}
+		}
+	}
+	for i := range i2 {
+		i2[i] = 0xff // TBL: zero
+	}
+	for s := range 4 {
+		for i := range 4 {
+			i0[4*s+i] = byte(8*s + i)
+		}
+	}
+	copy(i1[:], []byte{32, 33, 34, 35, 4, 5, 12, 13, 20, 21, 28, 29, 36, 37, 6, 22})
+	i2[14], i2[15] = 14, 30
+	line(`
+#define CMHI(d, n, m) WORD $(0x6e203400 | ((m)<<16) | ((n)<<5) | (d))
+#define MULB(d, n, m) WORD $(0x4e209c00 | ((m)<<16) | ((n)<<5) | (d))
+#define ADDB(d, n, m) WORD $(0x4e208400 | ((m)<<16) | ((n)<<5) | (d))
+#define SUBB(d, n, m) WORD $(0x6e208400 | ((m)<<16) | ((n)<<5) | (d))
+#define USHLB(d, n, m) WORD $(0x6e204400 | ((m)<<16) | ((n)<<5) | (d))
+#define ADDPB(d, n, m) WORD $(0x4e20bc00 | ((m)<<16) | ((n)<<5) | (d))
+#define EXTB(d, n, m, i) WORD $(0x6e000000 | ((m)<<16) | ((i)<<11) | ((n)<<5) | (d))
+#define TBL3(d, n, m) WORD $(0x4e004000 | ((m)<<16) | ((n)<<5) | (d))
+#define FCVTL(d, n) WORD $(0x0e217800 | ((n)<<5) | (d))
+#define FCVTL2(d, n) WORD $(0x4e217800 | ((n)<<5) | (d))
+`)
+	for _, t := range []struct {
+		name string
+		v    [16]byte
+	}{{"ptq1slo", slo}, {"ptq1she", she}, {"ptq1sho", sho}, {"ptq1i0", i0}, {"ptq1i1", i1}, {"ptq1i2", i2}} {
+		data16(t.name, t.v)
+	}
+	line(`
+// func q8RepackPTQ1NEON(dst *byte, stride int, a, b *byte, ng int)
+TEXT ·q8RepackPTQ1NEON(SB), NOSPLIT, $0-40
+	MOVD dst+0(FP), R0
+	MOVD stride+8(FP), R1
+	MOVD a+16(FP), R2
+	MOVD b+24(FP), R3
+	MOVD ng+32(FP), R4
+	VMOVI $85, V30.B16
+	VMOVI $170, V31.B16
+	VMOVI $3, V29.B16
+	VEOR V28.B16, V28.B16, V28.B16
+	MOVD $ptq1slo<>(SB), R6
+	VLD1 (R6), [V25.B16]
+	MOVD $ptq1she<>(SB), R6
+	VLD1 (R6), [V26.B16]
+	MOVD $ptq1sho<>(SB), R6
+	VLD1 (R6), [V27.B16]
+	MOVD $ptq1i0<>(SB), R6
+	VLD1 (R6), [V22.B16]
+	MOVD $ptq1i1<>(SB), R6
+	VLD1 (R6), [V23.B16]
+	MOVD $ptq1i2<>(SB), R6
+	VLD1 (R6), [V24.B16]
+
+q8RepackPTQ1NEONgroup:`)
+	for h, src := range []string{"R2", "R3"} {
+		for l := range 8 {
+			if l < 7 {
+				p("ADD $%d, %s, R6", 28*l, src)
+				p("VLD1 (R6), [V0.B16, V1.B16]")
+			} else {
+				p("ADD $%d, %s, R6", 28*l-4, src)
+				p("VLD1 (R6), [V2.B16, V3.B16]")
+				p("EXTB(0, 2, 3, 4)")
+				p("EXTB(1, 3, 2, 4)")
+			}
+			for n := range 5 {
+				p("CMHI(8, 0, 30)")
+				p("CMHI(9, 1, 30)")
+				p("CMHI(10, 0, 31)")
+				p("CMHI(11, 1, 31)")
+				p("ADDB(8, 8, 10)")
+				p("ADDB(9, 9, 11)")
+				p("SUBB(8, 28, 8)")
+				p("SUBB(9, 28, 9)")
+				hi := 26
+				if n%2 == 1 {
+					hi = 27
+				}
+				p("USHLB(8, 8, 25)")
+				p("USHLB(9, 9, %d)", hi)
+				p("ADDPB(%d, 8, 9)", 12+n)
+				if n < 4 {
+					p("MULB(0, 0, 29)")
+					p("MULB(1, 1, 29)")
+				}
+			}
+			p("ADDPB(17, 12, 13)")
+			p("ADDPB(18, 14, 15)")
+			p("ADDPB(19, 16, 16)")
+			p("TBL3(20, 17, 22)")
+			p("TBL3(21, 17, 23)")
+			p("TBL3(8, 17, 24)")
+			p("ADDB(21, 21, 8)")
+			for s := range 8 {
+				p("VMOV V%d.S[%d], R5", 20+s/4, s%4)
+				p("MOVW R5, %d(R0)", 64*s+32*h+4*l)
+			}
+		}
+		for l := range 8 {
+			p("MOVHU %d(%s), R5", 28*l+26, src)
+			p("MOVH R5, %d(R0)", 512+16*h+2*l)
+		}
+	}
+	p("ADD $512, R0, R6")
+	p("VLD1 (R6), [V0.B16, V1.B16]")
+	p("FCVTL(2, 0)")
+	p("FCVTL2(3, 0)")
+	p("FCVTL(4, 1)")
+	p("FCVTL2(5, 1)")
+	p("VST1 [V2.S4, V3.S4, V4.S4, V5.S4], (R6)")
+	p("ADD $224, R2")
+	p("ADD $224, R3")
+	p("ADD R1, R0")
+	p("SUBS $1, R4")
+	p("BNE q8RepackPTQ1NEONgroup")
+	p("RET")
+}
+
 func main() {
 	header()
 	neonDot()
 	neon()
+	repackPTQ1()
 	if err := os.WriteFile("matmul_arm64.s", b.Bytes(), 0o644); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)

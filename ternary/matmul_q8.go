@@ -242,8 +242,19 @@ func q8RepackPQ2Generic(dst []byte, stride int, a, b []byte, ng int) {
 }
 
 // q8RepackPTQ1 is q8RepackPQ2 for PTQ1_0 rows: each block is transcoded to its PQ2_0
-// code words on the way (as ptq1ToPQ2 does).
+// code words on the way (as ptq1ToPQ2 does), by the selected family's kernel where it
+// has one (q8RepackPTQ1AVX512).
 func q8RepackPTQ1(dst []byte, stride int, a, b []byte, ng int) {
+	_ = dst[(ng-1)*stride+q8PairBytes-1]
+	_ = a[ng*8*ptq1BlockBytes-1]
+	_ = b[ng*8*ptq1BlockBytes-1]
+	if q8Sel.id == q8Generic || !archQ8RepackPTQ1(q8Sel.id, &dst[0], stride, &a[0], &b[0], ng) {
+		q8RepackPTQ1Generic(dst, stride, a, b, ng)
+	}
+}
+
+// q8RepackPTQ1Generic is the portable q8RepackPTQ1.
+func q8RepackPTQ1Generic(dst []byte, stride int, a, b []byte, ng int) {
 	for g := range ng {
 		out := (*[q8PairBytes]byte)(dst[g*stride:])
 		for h, row := range [2][]byte{a, b} {

@@ -4,7 +4,8 @@ package ternary
 
 import "golang.org/x/sys/cpu"
 
-// The amd64 kernels live in matvec_amd64.s. All need AVX2, FMA and F16C (the fp16
+// The amd64 kernels live in matvec_amd64.s (PTQ1_0 rows: q8RowsPTQ1AVX512 and
+// q8RowsPTQ1AVX2, see matvec_ptq1.go). All need AVX2, FMA and F16C (the fp16
 // scales are converted with VCVTPH2PS); the AVX-512 ones also need AVX512F/BW/VL and
 // VNNI (VPDPBUSD), and the preferred one GFNI as well (VGF2P8AFFINEQB extracts a code
 // plane in one instruction: Ice Lake, Sapphire Rapids, Zen 4 and later; Cascade Lake has
@@ -19,6 +20,18 @@ func q8RowsAVX512(w *byte, rowBytes, rows, nb8 int, q *int8, d *float32, sum *in
 
 //go:noescape
 func q8RowsGFNI(w *byte, rowBytes, rows, nb8 int, q *int8, d *float32, sum *int32, y *float32)
+
+// q8RowsPTQ1AVX2 is the PTQ1_0 row kernel of the AVX2 family: trits by VPMADDUBSW
+// steps, products by VPMADDUBSW.
+//
+//go:noescape
+func q8RowsPTQ1AVX2(w *byte, rowBytes, rows, nb8 int, t *int8, d *float32, sum *int32, y *float32)
+
+// q8RowsPTQ1AVX512 is the PTQ1_0 row kernel of the AVX-512 families (see
+// matvec_ptq1.go): trits by VPMADDUBSW steps, products by VPDPBUSD.
+//
+//go:noescape
+func q8RowsPTQ1AVX512(w *byte, rowBytes, rows, nb8 int, t *int8, d *float32, sum *int32, y *float32)
 
 //go:noescape
 func memReadAVX2(p *byte, n int) uint64
@@ -59,6 +72,21 @@ func archQ8Rows(id q8ID, w *byte, rowBytes, rows, nb8 int, q *int8, d *float32, 
 		q8RowsGFNI(w, rowBytes, rows, nb8, q, d, sum, y)
 	default:
 		panic("ternary: no Q8 kernel " + q8Sel.name)
+	}
+}
+
+// archPTQ1Native reports whether family id has a PTQ1_0 row kernel.
+func archPTQ1Native(id q8ID) bool { return id == q8AVX2 || id == q8AVX512 || id == q8GFNI }
+
+// archQ8RowsPTQ1 runs the PTQ1_0 row kernel of family id.
+func archQ8RowsPTQ1(id q8ID, w *byte, rowBytes, rows, nb8 int, t *int8, d *float32, sum *int32, y *float32) {
+	switch id {
+	case q8AVX2:
+		q8RowsPTQ1AVX2(w, rowBytes, rows, nb8, t, d, sum, y)
+	case q8AVX512, q8GFNI:
+		q8RowsPTQ1AVX512(w, rowBytes, rows, nb8, t, d, sum, y)
+	default:
+		panic("ternary: no PTQ1_0 kernel " + q8Sel.name)
 	}
 }
 
@@ -107,6 +135,12 @@ func q8RepackAVX2(dst *byte, stride int, a, b *byte, ng int)
 //go:noescape
 func q8RepackAVX512(dst *byte, stride int, a, b *byte, ng int)
 
+//go:noescape
+func q8RepackPTQ1AVX512(dst *byte, stride int, a, b *byte, ng int)
+
+//go:noescape
+func q8RepackPTQ1AVX2(dst *byte, stride int, a, b *byte, ng int)
+
 // archQ8TilePairs returns the most row pairs tiled kernel id takes.
 func archQ8TilePairs(id q8ID) int {
 	if id == q8AVX2 {
@@ -151,6 +185,24 @@ func archQ8Repack(dst *byte, stride int, a, b *byte, ng int) bool {
 		q8RepackAVX2(dst, stride, a, b, ng)
 	} else {
 		q8RepackAVX512(dst, stride, a, b, ng)
+	}
+	return true
+}
+
+// hasVBMI reports AVX512_VBMI (VPERMT2B), which the PTQ1_0 repacking needs: Ice Lake,
+// Zen 4 and later (Cascade Lake has VNNI without it).
+var hasVBMI = cpu.X86.HasAVX512VBMI
+
+// archQ8RepackPTQ1 repacks PTQ1_0 rows (see q8RepackPTQ1), where family id has a kernel
+// for it (the AVX-512 one needs VBMI).
+func archQ8RepackPTQ1(id q8ID, dst *byte, stride int, a, b *byte, ng int) bool {
+	switch {
+	case id == q8AVX2:
+		q8RepackPTQ1AVX2(dst, stride, a, b, ng)
+	case (id == q8AVX512 || id == q8GFNI) && hasVBMI:
+		q8RepackPTQ1AVX512(dst, stride, a, b, ng)
+	default:
+		return false
 	}
 	return true
 }

@@ -153,6 +153,127 @@ avx2group:
 	VZEROUPPER
 	RET
 
+// PREFETCHPTQ1 is PREFETCH for 224-byte groups (4 lines).
+#define PREFETCHPTQ1 \
+	PREFETCHT1 6144(AX); \
+	PREFETCHT1 6208(AX); \
+	PREFETCHT1 6272(AX); \
+	PREFETCHT1 6336(AX); \
+	PREFETCHT0 1024(AX); \
+	PREFETCHT0 1088(AX); \
+	PREFETCHT0 1152(AX); \
+	PREFETCHT0 1216(AX)
+
+// PTQ1_0 row kernel for AVX2 (see matvec_ptq1.go and the AVX-512 one below): one block
+// per ymm, loaded at its offset in the pair's register image (56k or 56k+24, so block b
+// at 56·(b/2) + 24·(b%2), its activations at 640·(b/2) + 32·(b%2)). The chains' lanes
+// (xₙ₊₁, tₙ) meet the activations (0, a) in VPMADDUBSW, whose 16-bit products tₙ·a are
+// summed over the five steps and two chains (|·| ≤ 10·2·127) and widened to 8 int32 by
+// VPMADDWD by ones (Y14): the same block sum BLK2 leaves for a PQ2_0 block, so the group
+// code is the AVX2 kernel's. Y13 and Y15 hold the bytes 3, 0 and 0, 3.
+#define PTQ1BLK(woff, toff, dst) \
+	VMOVDQU (woff)(AX), Y0; \
+	VPMADDUBSW Y13, Y0, Y1; \
+	VPMADDUBSW Y15, Y0, Y2; \
+	VPMADDUBSW (toff)(BX), Y1, Y3; \
+	VPMADDUBSW (toff+64)(BX), Y2, Y4; \
+	VPADDW Y4, Y3, Y3; \
+	VPMADDUBSW Y13, Y1, Y1; \
+	VPMADDUBSW Y13, Y2, Y2; \
+	VPMADDUBSW (toff+128)(BX), Y1, Y4; \
+	VPMADDUBSW (toff+192)(BX), Y2, Y6; \
+	VPADDW Y4, Y3, Y3; \
+	VPADDW Y6, Y3, Y3; \
+	VPMADDUBSW Y13, Y1, Y1; \
+	VPMADDUBSW Y13, Y2, Y2; \
+	VPMADDUBSW (toff+256)(BX), Y1, Y4; \
+	VPMADDUBSW (toff+320)(BX), Y2, Y6; \
+	VPADDW Y4, Y3, Y3; \
+	VPADDW Y6, Y3, Y3; \
+	VPMADDUBSW Y13, Y1, Y1; \
+	VPMADDUBSW Y13, Y2, Y2; \
+	VPMADDUBSW (toff+384)(BX), Y1, Y4; \
+	VPMADDUBSW (toff+448)(BX), Y2, Y6; \
+	VPADDW Y4, Y3, Y3; \
+	VPADDW Y6, Y3, Y3; \
+	VPMADDUBSW Y13, Y1, Y1; \
+	VPMADDUBSW Y13, Y2, Y2; \
+	VPMADDUBSW (toff+512)(BX), Y1, Y4; \
+	VPMADDUBSW (toff+576)(BX), Y2, Y6; \
+	VPADDW Y4, Y3, Y3; \
+	VPADDW Y6, Y3, Y3; \
+	VPMADDWD Y14, Y3, dst
+
+// SCALESPTQ1AVX2 is SCALES for PTQ1_0 blocks (scale k at 28k+26).
+#define SCALESPTQ1AVX2 \
+	VPXOR X5, X5, X5; \
+	VPINSRW $0, 26(AX), X5, X5; \
+	VPINSRW $1, 54(AX), X5, X5; \
+	VPINSRW $2, 82(AX), X5, X5; \
+	VPINSRW $3, 110(AX), X5, X5; \
+	VPINSRW $4, 138(AX), X5, X5; \
+	VPINSRW $5, 166(AX), X5, X5; \
+	VPINSRW $6, 194(AX), X5, X5; \
+	VPINSRW $7, 222(AX), X5, X5; \
+	VCVTPH2PS X5, Y5; \
+	VMULPS (DX), Y5, Y5
+
+// func q8RowsPTQ1AVX2(w *byte, rowBytes, rows, nb8 int, t *int8, d *float32, sum *int32, y *float32)
+TEXT ·q8RowsPTQ1AVX2(SB), NOSPLIT, $0-64
+	ARGS
+	MOVL $0x00030003, AX
+	VMOVD AX, X13
+	VPBROADCASTD X13, Y13
+	MOVL $0x03000300, AX
+	VMOVD AX, X15
+	VPBROADCASTD X15, Y15
+	MOVL $0x00010001, AX
+	VMOVD AX, X14
+	VPBROADCASTD X14, Y14
+
+ptq1avx2row:
+	MOVQ SI, AX
+	MOVQ R11, BX
+	MOVQ R12, DX
+	MOVQ R13, DI
+	MOVQ R10, R8
+	VXORPS Y8, Y8, Y8
+
+ptq1avx2group:
+	PREFETCHPTQ1
+	SCALESPTQ1AVX2
+	PTQ1BLK(0, 0, Y9)
+	PTQ1BLK(24, 32, Y10)
+	VPHADDD Y10, Y9, Y9
+	PTQ1BLK(56, 640, Y10)
+	PTQ1BLK(80, 672, Y11)
+	VPHADDD Y11, Y10, Y10
+	VPHADDD Y10, Y9, Y9
+	PTQ1BLK(112, 1280, Y10)
+	PTQ1BLK(136, 1312, Y11)
+	VPHADDD Y11, Y10, Y10
+	PTQ1BLK(168, 1920, Y11)
+	PTQ1BLK(192, 1952, Y12)
+	VPHADDD Y12, Y11, Y11
+	VPHADDD Y11, Y10, Y10
+	VPERM2I128 $0x20, Y10, Y9, Y11
+	VPERM2I128 $0x31, Y10, Y9, Y12
+	VPADDD Y12, Y11, Y11
+	VPSUBD (DI), Y11, Y11
+	VCVTDQ2PS Y11, Y11
+	VFMADD231PS Y11, Y5, Y8
+	ADDQ $224, AX
+	ADDQ $2560, BX
+	ADDQ $32, DX
+	ADDQ $32, DI
+	DECQ R8
+	JNZ ptq1avx2group
+
+	ROWEND
+	JNZ ptq1avx2row
+	VZEROUPPER
+	RET
+
 // AVX-512 pair: blocks 2k and 2k+1 side by side in Z0 (their code bytes in the low and
 // high 256 bits), planes in Z0..Z3 (mask Z31), and VPDPBUSD against the 64 activation
 // bytes of each plane of the pair, giving acc = [8 dwords of block 2k | 8 of 2k+1].
@@ -243,8 +364,16 @@ GLOBL q8half0<>(SB), RODATA|NOPTR, $64
 // value |·| ≤ 64·3·127 < 2¹⁵ so no pack saturates; two VPERMD gather the halves in block
 // order and one add gives Y21 = [B0 … B7]. Then it subtracts the activation sums (the
 // −1 fold), adds them scaled by Y5 into the row accumulator Y8, and steps to the next
-// group (flags: the group counter R8).
+// group (flags: the group counter R8). GROUPFOLD512 is all of it but the step.
 #define GROUPEND512 \
+	GROUPFOLD512; \
+	ADDQ $272, AX; \
+	ADDQ $1024, BX; \
+	ADDQ $32, DX; \
+	ADDQ $32, DI; \
+	DECQ R8
+
+#define GROUPFOLD512 \
 	VPACKSSDW Z17, Z16, Z20; \
 	VPACKSSDW Z19, Z18, Z21; \
 	VPMADDWD Z28, Z20, Z20; \
@@ -256,12 +385,7 @@ GLOBL q8half0<>(SB), RODATA|NOPTR, $64
 	VPADDD Y22, Y21, Y21; \
 	VPSUBD (DI), Y21, Y21; \
 	VCVTDQ2PS Y21, Y21; \
-	VFMADD231PS Y21, Y5, Y8; \
-	ADDQ $272, AX; \
-	ADDQ $1024, BX; \
-	ADDQ $32, DX; \
-	ADDQ $32, DI; \
-	DECQ R8
+	VFMADD231PS Y21, Y5, Y8
 
 // func q8RowsAVX512(w *byte, rowBytes, rows, nb8 int, q *int8, d *float32, sum *int32, y *float32)
 TEXT ·q8RowsAVX512(SB), NOSPLIT, $0-64
@@ -346,6 +470,100 @@ gfnigroup:
 
 	ROWEND
 	JNZ gfnirow
+	VZEROUPPER
+	RET
+
+// PTQ1_0 row kernel (AVX-512 BW + VNNI; see matvec_ptq1.go for the method and the
+// layouts). A group is 8 blocks: 224 weight bytes, 2560 bytes of the PTQ1_0-ordered
+// activations. Each block pair (56 bytes) is loaded as two 32-byte halves, bytes 0…31
+// and 24…55, so that every 32-bit lane holds bytes of one block and each half belongs
+// to one block. VPMADDUBSW by the bytes 3, 0 (Z3) and 0, 3 (Z4) starts the even and odd
+// chains (16-bit lanes 3·b), each further VPMADDUBSW by Z3 takes a step (3·xₙ = 256·tₙ +
+// xₙ₊₁), and after each step VPDPBUSD multiplies the lanes' bytes (xₙ₊₁, tₙ) with the
+// activations (0, a), into an even and an odd accumulator per pair. Their sum holds the
+// pair's two blocks in its halves as the PQ2_0 kernels' accumulators do (|·| ≤ 128·2·127
+// < 2¹⁵ for any part of a block), so GROUPFOLD512 applies unchanged.
+
+// SCALESPTQ1 is SCALES512 for PTQ1_0 blocks (scale k at 28k+26, loaded as word k from
+// 26k+26).
+#define SCALESPTQ1 \
+	VMOVD 26(AX), X5; \
+	VMOVDQU16 52(AX), K1, X5; \
+	VMOVDQU16.Z 78(AX), K2, X9; \
+	VMOVDQU16.Z 104(AX), K3, X10; \
+	VMOVDQU16.Z 130(AX), K4, X11; \
+	VMOVDQU16.Z 156(AX), K5, X12; \
+	VMOVDQU16.Z 182(AX), K6, X13; \
+	VMOVDQU16.Z 208(AX), K7, X14; \
+	VPTERNLOGD $0xFE, X11, X10, X9; \
+	VPTERNLOGD $0xFE, X14, X13, X12; \
+	VPTERNLOGD $0xFE, X12, X9, X5; \
+	VCVTPH2PS X5, Y5; \
+	VMULPS (DX), Y5, Y5
+
+// PAIRPTQ1 leaves the products of the pair at woff(AX) with the activations at
+// toff(BX) in acc (its odd chain's in acco).
+#define PAIRPTQ1(woff, toff, acc, acco) \
+	VMOVDQU (woff)(AX), Y0; \
+	VINSERTI64X4 $1, (woff+24)(AX), Z0, Z0; \
+	VPMADDUBSW Z3, Z0, Z1; \
+	VPMADDUBSW Z4, Z0, Z2; \
+	VPXORD acc, acc, acc; \
+	VPXORD acco, acco, acco; \
+	VPDPBUSD (toff)(BX), Z1, acc; \
+	VPDPBUSD (toff+64)(BX), Z2, acco; \
+	VPMADDUBSW Z3, Z1, Z1; \
+	VPMADDUBSW Z3, Z2, Z2; \
+	VPDPBUSD (toff+128)(BX), Z1, acc; \
+	VPDPBUSD (toff+192)(BX), Z2, acco; \
+	VPMADDUBSW Z3, Z1, Z1; \
+	VPMADDUBSW Z3, Z2, Z2; \
+	VPDPBUSD (toff+256)(BX), Z1, acc; \
+	VPDPBUSD (toff+320)(BX), Z2, acco; \
+	VPMADDUBSW Z3, Z1, Z1; \
+	VPMADDUBSW Z3, Z2, Z2; \
+	VPDPBUSD (toff+384)(BX), Z1, acc; \
+	VPDPBUSD (toff+448)(BX), Z2, acco; \
+	VPMADDUBSW Z3, Z1, Z1; \
+	VPMADDUBSW Z3, Z2, Z2; \
+	VPDPBUSD (toff+512)(BX), Z1, acc; \
+	VPDPBUSD (toff+576)(BX), Z2, acco; \
+	VPADDD acco, acc, acc
+
+// func q8RowsPTQ1AVX512(w *byte, rowBytes, rows, nb8 int, t *int8, d *float32, sum *int32, y *float32)
+TEXT ·q8RowsPTQ1AVX512(SB), NOSPLIT, $0-64
+	CONST512
+	ARGS
+	MOVL $0x00030003, AX
+	VPBROADCASTD AX, Z3
+	MOVL $0x03000300, AX
+	VPBROADCASTD AX, Z4
+
+ptq1row:
+	MOVQ SI, AX
+	MOVQ R11, BX
+	MOVQ R12, DX
+	MOVQ R13, DI
+	MOVQ R10, R8
+	VXORPS Y8, Y8, Y8
+
+ptq1group:
+	PREFETCHPTQ1
+	SCALESPTQ1
+	PAIRPTQ1(0, 0, Z16, Z24)
+	PAIRPTQ1(56, 640, Z17, Z25)
+	PAIRPTQ1(112, 1280, Z18, Z26)
+	PAIRPTQ1(168, 1920, Z19, Z27)
+	GROUPFOLD512
+	ADDQ $224, AX
+	ADDQ $2560, BX
+	ADDQ $32, DX
+	ADDQ $32, DI
+	DECQ R8
+	JNZ ptq1group
+
+	ROWEND
+	JNZ ptq1row
 	VZEROUPPER
 	RET
 

@@ -73,3 +73,38 @@ func archQ8Tile(id q8ID, rp int, a *q8TileArgs) {
 
 // archQ8Repack: the generic repacking.
 func archQ8Repack(dst *byte, stride int, a, b *byte, ng int) bool { return false }
+
+// q8RowsPTQ1NEONDot is the PTQ1_0 row kernel of the SDOT family (see matvec_ptq1.go):
+// trits by two compares, products by SDOT.
+//
+//go:noescape
+func q8RowsPTQ1NEONDot(w *byte, rowBytes, rows, nb8 int, t *int8, d *float32, sum *int32, y *float32)
+
+// q8RowsPTQ1NEON is q8RowsPTQ1NEONDot with SMLAL products, for cores without SDOT.
+//
+//go:noescape
+func q8RowsPTQ1NEON(w *byte, rowBytes, rows, nb8 int, t *int8, d *float32, sum *int32, y *float32)
+
+// archPTQ1Native reports whether family id has a PTQ1_0 row kernel (both have).
+func archPTQ1Native(id q8ID) bool { return id == q8NEONDot || id == q8NEON }
+
+// archQ8RowsPTQ1 runs the PTQ1_0 row kernel of family id.
+func archQ8RowsPTQ1(id q8ID, w *byte, rowBytes, rows, nb8 int, t *int8, d *float32, sum *int32, y *float32) {
+	switch id {
+	case q8NEONDot:
+		q8RowsPTQ1NEONDot(w, rowBytes, rows, nb8, t, d, sum, y)
+	case q8NEON:
+		q8RowsPTQ1NEON(w, rowBytes, rows, nb8, t, d, sum, y)
+	default:
+		panic("ternary: no PTQ1_0 kernel " + q8Sel.name)
+	}
+}
+
+//go:noescape
+func q8RepackPTQ1NEON(dst *byte, stride int, a, b *byte, ng int)
+
+// archQ8RepackPTQ1 repacks PTQ1_0 rows (see q8RepackPTQ1) with NEON (both families).
+func archQ8RepackPTQ1(id q8ID, dst *byte, stride int, a, b *byte, ng int) bool {
+	q8RepackPTQ1NEON(dst, stride, a, b, ng)
+	return true
+}

@@ -21,3 +21,11 @@ func archQ8Tile(id q8ID, rp int, a *q8TileArgs) {
 }
 
 func archQ8Repack(dst *byte, stride int, a, b *byte, ng int) bool { return false }
+
+func archPTQ1Native(id q8ID) bool { return false }
+
+func archQ8RowsPTQ1(id q8ID, w *byte, rowBytes, rows, nb8 int, t *int8, d *float32, sum *int32, y *float32) {
+	panic("ternary: no SIMD PTQ1_0 kernels on this platform")
+}
+
+func archQ8RepackPTQ1(id q8ID, dst *byte, stride int, a, b *byte, ng int) bool { return false }

@@ -105,10 +105,12 @@ func q8Check(op string, f Format, w []byte, k, n int, x *Q8, lo, hi int) {
 
 // MatVecQ8Range computes y[i] = Σ_j W[i][j]·x[j] for rows lo ≤ i < hi of a ternary
 // matrix of row width k stored in format f, with the activations quantised in x. It is
-// the decode kernel: PQ2_0 rows run on the SIMD kernel chosen at start-up ([Q8Kernel]),
-// PTQ1_0 rows are transcoded to PQ2_0 a row at a time on the stack and then take the
-// same path (slower, but bit-identical to the PQ2_0 transcode for k ≤ 61440). It does
-// not allocate; goroutines sharing x and w give each its own row range.
+// the decode kernel: PQ2_0 and PTQ1_0 rows run on the SIMD kernels chosen at start-up
+// ([Q8Kernel]), PTQ1_0 rows read in place (see matvec_ptq1.go) and bit-identical to
+// their PQ2_0 transcode. (Where a family has no PTQ1_0 kernel, or x was not filled by
+// [Q8.Quantize], PTQ1_0 rows are transcoded to PQ2_0 on the stack a chunk at a time:
+// slower, and bit-identical for k ≤ 61440.) It does not allocate; goroutines sharing x
+// and w give each its own row range.
 //
 // The result is exact up to float32 rounding for the quantised activations: per block b
 // the integer I_b = Σ Q·c − Sum_b is exact, and y[i] = Σ_b fp16(d_b)·D_b·I_b. Against the
@@ -123,11 +125,15 @@ func MatVecQ8Range(f Format, w []byte, k int, x *Q8, y []float32, lo, hi int) {
 		return
 	}
 	nb := k / BlockSize
+	rb := f.RowBytes(k)
 	if f == PTQ1_0 {
-		matVecQ8PTQ1(w, k, x, y, lo, hi)
+		if x.tr == nil || !ptq1Native() {
+			matVecQ8PTQ1(w, k, x, y, lo, hi)
+			return
+		}
+		q8RowsPTQ1Range(w[lo*rb:hi*rb], rb, x, nb, y[lo:hi])
 		return
 	}
-	rb := f.RowBytes(k)
 	q8RowsPQ2(w[lo*rb:hi*rb], rb, hi-lo, x, 0, nb, y[lo:hi])
 }
 
@@ -188,7 +194,8 @@ const mmPanel = 16 << 10
 // the same kernel family; see [Q8Kernel]). It does not allocate.
 //
 // It is the prefill kernel. For k ≥ 1024 it repacks up to 6 rows at a time (PTQ1_0
-// rows transcoded on the way) and multiplies them with 6 vectors at a time, each
+// rows decoded to 2-bit codes on the way, in registers on AVX-512) and multiplies them
+// with up to 8 vectors at a time, each
 // extracted code plane and each activation load used several times over, every block's
 // integer product landing in its own lane (see matmul_q8.go); x must have been filled
 // by [Q8Batch.Quantize]. Narrower rows run the matrix-vector kernel once per vector over

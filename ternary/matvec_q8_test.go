@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"math"
 	"math/rand/v2"
+	"sync"
 	"testing"
 	"unsafe"
 
@@ -55,6 +56,19 @@ func randPQ2(r *rand.Rand, k, n int, scale func() uint16) []byte {
 	}
 	for b := 0; b < len(w); b += pq2BlockBytes {
 		binary.LittleEndian.PutUint16(w[b:], scale())
+	}
+	return w
+}
+
+// randPTQ1 returns n random PTQ1_0 rows of width k: every trit byte equally likely
+// (the 13 the encoder never writes included), scales from scale.
+func randPTQ1(r *rand.Rand, k, n int, scale func() uint16) []byte {
+	w := make([]byte, n*PTQ1_0.RowBytes(k))
+	for i := range w {
+		w[i] = byte(r.Uint32())
+	}
+	for b := 0; b < len(w); b += ptq1BlockBytes {
+		binary.LittleEndian.PutUint16(w[b+26:], scale())
 	}
 	return w
 }
@@ -152,6 +166,106 @@ func TestQ8KernelsExact(t *testing.T) {
 					}
 				}
 			})
+		}
+	}
+}
+
+// TestQ8PTQ1KernelsExact is TestQ8KernelsExact for the PTQ1_0 row kernels: random
+// trit bytes (all 256 values, the 13 the encoder never writes included), unit and zero
+// scales, against exact integer arithmetic on the codes unpacked in element order
+// (UnpackPTQ1_0, the vendor's formula) and the activations in element order (q8Index):
+// an independent path from the kernels' trit-ordered copy.
+func TestQ8PTQ1KernelsExact(t *testing.T) {
+	r := rand.New(rand.NewPCG(21, 22))
+	unit := func() uint16 { return [...]uint16{0x3c00, 0x3c00, 0x3c00, 0, 0x8000}[r.IntN(5)] }
+	for _, k := range q8Shapes {
+		n := 1 + r.IntN(23)
+		if k >= 5120 {
+			n = 37
+		}
+		w := randPTQ1(r, k, n, unit)
+		x := randQ8(r, k)
+		rb := PTQ1_0.RowBytes(k)
+		want := make([]float32, n)
+		for i := range want {
+			var codes [BlockSize]uint8
+			var e int64
+			for b := range k / BlockSize {
+				if UnpackPTQ1_0(&codes, w[i*rb+b*ptq1BlockBytes:])&0x7fff == 0 {
+					continue
+				}
+				var s int64
+				for j, c := range codes {
+					s += int64(c) * int64(x.Q[q8Index(b*BlockSize+j)])
+				}
+				e += s - int64(x.Sum[b])
+			}
+			if math.Abs(float64(e)) >= 1<<24 {
+				t.Fatalf("k=%d: exact sum %d too large for the test", k, e)
+			}
+			want[i] = float32(e)
+		}
+		for _, kern := range q8Kernels {
+			withKernel(kern, func() {
+				if !ptq1Native() && k == q8Shapes[0] {
+					t.Logf("%s: no PTQ1_0 kernel, rows transcoded", kern.name)
+				}
+				for _, rg := range [][2]int{{0, n}, {n / 3, n - n/4}, {n - 1, n}, {n / 2, n / 2}} {
+					y := make([]float32, n)
+					for i := range y {
+						y[i] = float32(math.NaN())
+					}
+					MatVecQ8Range(PTQ1_0, w, k, x, y, rg[0], rg[1])
+					for i := range y {
+						in := i >= rg[0] && i < rg[1]
+						if in && y[i] != want[i] || !in && !math.IsNaN(float64(y[i])) {
+							t.Fatalf("%s k=%d rows %v: y[%d] = %v, want %v", kern.name, k, rg, i, y[i], want[i])
+						}
+					}
+				}
+			})
+		}
+	}
+}
+
+// TestQ8PTQ1Concurrent: goroutines sharing a freshly quantised Q8 derive its PTQ1_0 copy
+// once between them (run with -race) and get the sequential result; a second Quantize
+// makes the next products see the new values.
+func TestQ8PTQ1Concurrent(t *testing.T) {
+	r := rand.New(rand.NewPCG(23, 24))
+	const k, n = 2048, 64
+	w := randPTQ1(r, k, n, func() uint16 { return randScale(r) })
+	xf := make([]float32, k)
+	for round := range 2 {
+		for i := range xf {
+			xf[i] = float32(r.NormFloat64())
+		}
+		x := NewQ8(k)
+		if round == 1 {
+			x.Quantize(make([]float32, k)) // derive a copy of zeros first
+			MatVecQ8Range(PTQ1_0, w, k, x, make([]float32, n), 0, n)
+		}
+		x.Quantize(xf)
+		pq := make([]byte, n*PQ2_0.RowBytes(k))
+		if err := Transcode(pq, PQ2_0, w, PTQ1_0); err != nil {
+			t.Fatal(err)
+		}
+		want := make([]float32, n)
+		MatVecQ8Range(PQ2_0, pq, k, x, want, 0, n)
+		got := make([]float32, n)
+		var wg sync.WaitGroup
+		for g := range 4 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				MatVecQ8Range(PTQ1_0, w, k, x, got, g*n/4, (g+1)*n/4)
+			}()
+		}
+		wg.Wait()
+		for i := range got {
+			if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
+				t.Fatalf("round %d row %d: %v, want %v", round, i, got[i], want[i])
+			}
 		}
 	}
 }
@@ -834,23 +948,32 @@ func TestQ8Repack(t *testing.T) {
 			same(kern.name, got)
 		})
 	}
-	// PTQ1_0: the same values (code 3 excluded) through the transcoder.
-	tq := make([]byte, 2*PTQ1_0.RowBytes(k))
-	wf := make([]float32, 2*k)
-	for i := range wf {
-		wf[i] = float32(r.NormFloat64())
+	// PTQ1_0: random trit bytes (all 256 values), every kernel, against the codes
+	// unpacked in element order.
+	tq := randPTQ1(r, k, 2, func() uint16 { return randScale(r) })
+	tb := PTQ1_0.RowBytes(k)
+	for g := range ng {
+		for h := range 2 {
+			for l := range 8 {
+				sc := UnpackPTQ1_0(&codes, tq[h*tb+(8*g+l)*ptq1BlockBytes:])
+				for s := range 8 {
+					var v uint32
+					for e := 16 * s; e < 16*s+16; e++ {
+						v |= uint32(codes[e]) << (2 * (e - 16*s))
+					}
+					binary.LittleEndian.PutUint32(want[g*stride+64*s+32*h+4*l:], v)
+				}
+				binary.LittleEndian.PutUint32(want[g*stride+512+32*h+4*l:], math.Float32bits(fp16(sc)))
+			}
+		}
 	}
-	if err := PTQ1_0.Quantize(tq, wf); err != nil {
-		t.Fatal(err)
+	for _, kern := range q8Kernels {
+		withKernel(kern, func() {
+			got := make([]byte, ng*stride)
+			q8RepackPTQ1(got, stride, tq[:tb], tq[tb:], ng)
+			same("PTQ1_0 "+kern.name, got)
+		})
 	}
-	pq := make([]byte, 2*rb)
-	if err := Transcode(pq, PQ2_0, tq, PTQ1_0); err != nil {
-		t.Fatal(err)
-	}
-	q8RepackPQ2Generic(want, stride, pq[:rb], pq[rb:], ng)
-	got := make([]byte, ng*stride)
-	q8RepackPTQ1(got, stride, tq[:PTQ1_0.RowBytes(k)], tq[PTQ1_0.RowBytes(k):], ng)
-	same("PTQ1_0", got)
 }
 
 // TestQ8TileLayout pins the field offsets the assembly kernels use (the constants of

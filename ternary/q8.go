@@ -4,6 +4,8 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math"
+	"sync"
+	"sync/atomic"
 	"unsafe"
 )
 
@@ -40,11 +42,38 @@ import (
 // 64-byte load at 256·(b/2) + 64p is plane p of both blocks of the pair, matching a
 // 64-byte register holding the two blocks' code bytes (the AVX-512 kernel). The pairing
 // is why Q is padded to an even number of blocks (the padding is zero).
+//
+// The PTQ1_0 kernels keep a second copy of the values in their own order, derived from
+// Q by the first PTQ1_0 product after Quantize: fill a Q8 through Quantize only. (A Q8
+// built as a struct literal has no such copy, and its PTQ1_0 products take a slower
+// path; one whose Q was rewritten directly after a PTQ1_0 product would give stale
+// PTQ1_0 products.)
 type Q8 struct {
 	K   int       // elements, a multiple of BlockSize
 	Q   []int8    // 256·⌈K/256⌉ bytes in the layout above
 	D   []float32 // one scale per block
 	Sum []int32   // one sum of Q per block
+	// tr is the same values in the order the PTQ1_0 kernels read them (ptq1ActOrder),
+	// derived on first use after Quantize (trOK, under trMu), so that PQ2_0 models never
+	// pay for it; nil in a Q8 built by hand, whose PTQ1_0 rows then take the slower
+	// transcoding path.
+	tr   []int8
+	trMu sync.Mutex
+	trOK atomic.Bool
+}
+
+// ptq1Acts returns q.tr, deriving it from Q first if Quantize has run since. Any number
+// of goroutines may call it at once (they then share one derivation).
+func (q *Q8) ptq1Acts() []int8 {
+	if !q.trOK.Load() {
+		q.trMu.Lock()
+		if !q.trOK.Load() {
+			ptq1ActOrder(q.tr, q.Q)
+			q.trOK.Store(true)
+		}
+		q.trMu.Unlock()
+	}
+	return q.tr
 }
 
 // q8Index returns the position in Q8.Q of element e.
@@ -62,7 +91,8 @@ func NewQ8(k int) *Q8 {
 		panic(fmt.Sprintf("ternary: NewQ8(%d): width is not a positive multiple of %d", k, BlockSize))
 	}
 	nb := k / BlockSize
-	return &Q8{K: k, Q: make([]int8, q8QBytes(k)), D: make([]float32, nb), Sum: make([]int32, nb)}
+	return &Q8{K: k, Q: make([]int8, q8QBytes(k)), D: make([]float32, nb), Sum: make([]int32, nb),
+		tr: make([]int8, ptq1ActBytes(k))}
 }
 
 // Quantize stores x (len(x) ≥ K; the first K values are used) quantised as described
@@ -78,6 +108,7 @@ func (q *Q8) Quantize(x []float32) {
 		d, s := quantizeQ8Block(q.Q, b, x[b*BlockSize:(b+1)*BlockSize])
 		q.D[b], q.Sum[b] = d, s
 	}
+	q.trOK.Store(false)
 }
 
 // q8Round is 1.5·2²³: adding and subtracting it rounds a float32 of magnitude below 2²²
@@ -151,6 +182,7 @@ type Q8Batch struct {
 	d    []float32
 	sum  []int32
 	tq   []int8 // per vector 1024·⌊K/1024⌋ bytes: the tiled copy (q8TileActs)
+	tr   []int8 // per vector ptq1ActBytes(K): the rows' PTQ1_0-ordered copies
 }
 
 // NewQ8Batch returns a batch of capacity t vectors of width k.
@@ -161,13 +193,14 @@ func NewQ8Batch(k, t int) *Q8Batch {
 	if t < 1 {
 		panic(fmt.Sprintf("ternary: NewQ8Batch(%d, %d): need at least one vector", k, t))
 	}
-	nb, qb := k/BlockSize, q8QBytes(k)
+	nb, qb, rb := k/BlockSize, q8QBytes(k), ptq1ActBytes(k)
 	bt := &Q8Batch{K: k, T: t, rows: make([]Q8, t),
 		q: make([]int8, t*qb), d: make([]float32, t*nb), sum: make([]int32, t*nb),
-		tq: make([]int8, t*q8TileBytes(k))}
+		tq: make([]int8, t*q8TileBytes(k)), tr: make([]int8, t*rb)}
 	for s := range t {
 		bt.rows[s] = Q8{K: k, Q: bt.q[s*qb : (s+1)*qb : (s+1)*qb],
-			D: bt.d[s*nb : (s+1)*nb : (s+1)*nb], Sum: bt.sum[s*nb : (s+1)*nb : (s+1)*nb]}
+			D: bt.d[s*nb : (s+1)*nb : (s+1)*nb], Sum: bt.sum[s*nb : (s+1)*nb : (s+1)*nb],
+			tr: bt.tr[s*rb : (s+1)*rb : (s+1)*rb]}
 	}
 	return bt
 }

@@ -22,8 +22,7 @@ func init() { kcheck.Run = checkKernels }
 // compiles the library and runs every kernel against its Go reference, at small odd
 // shapes and, with opt.Real, at the 27B model's. It lives here because the checks drive
 // the engine's own dispatch helpers, so that they exercise the host's argument layouts.
-
-// The tolerances, stated in kernelcheck.Run's doc, are the tol constants below.
+// The tolerances stated in kernelcheck.Run's doc are the tol constants below.
 func checkKernels(b bonsai.Backend, opt kcheck.Options) ([]kcheck.Check, error) {
 	mb, ok := b.(*Backend)
 	if !ok {

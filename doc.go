@@ -15,7 +15,8 @@
 //	bonsai    what a program imports: Model, Session, generation, tokenizer, and the
 //	          Backend interface with its pure-Go implementation
 //	metal     a bonsai.Backend that runs the model on Apple GPUs through Metal, from
-//	          pure Go (purego, no cgo), verified on Linux with an MSL emulator
+//	          pure Go (purego, no cgo); metal/emulator runs the same backend on Linux
+//	          over an MSL emulator, metal/kernelcheck checks its kernels against Go
 //
 // A Bonsai model stores every linear layer W as ternary codes folded with a Hadamard
 // rotation, W′ = W·Rᵀ with R = H·S/√n applied blockwise over the input width. At run

@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/bonsai-go/sdk/bonsai"
-	"github.com/bonsai-go/sdk/internal/gpu"
+	"github.com/bonsai-go/sdk/metal/internal/gpu"
 	"github.com/bonsai-go/sdk/qwen35"
 )
 
@@ -70,14 +70,14 @@ func WithCommandBufferTime(d time.Duration) Option {
 }
 
 // WithDevice runs the backend on the devices open returns, under the given name: a test
-// double, or a device of this module's own (internal/gpu). Each engine opens its device
-// at Load and closes it with the engine.
+// double, or a device of this module's own (metal/internal/gpu, as metal/emulator's).
+// Each engine opens its device at Load and closes it with the engine.
 func WithDevice(name string, open func() (gpu.Device, error)) Option {
 	return func(c *config) { c.name, c.device = name, open }
 }
 
-// Backend is the Metal backend. Use New (the system's GPU) or NewEmulator (the
-// MSL-on-CPU emulator) and pass it to bonsai.WithBackend.
+// Backend is the Metal backend. Use New (the system's GPU) or emulator.New (package
+// metal/emulator: the MSL-on-CPU emulator) and pass it to bonsai.WithBackend.
 type Backend struct {
 	cfg config
 }

@@ -9,7 +9,7 @@ import (
 	"unsafe"
 
 	"github.com/bonsai-go/sdk/bonsai"
-	"github.com/bonsai-go/sdk/internal/gpu"
+	"github.com/bonsai-go/sdk/metal/internal/gpu"
 	"github.com/bonsai-go/sdk/qwen35"
 	"github.com/bonsai-go/sdk/ternary"
 )

@@ -8,8 +8,8 @@ import (
 
 	"github.com/bonsai-go/sdk/bonsai"
 	"github.com/bonsai-go/sdk/gguf"
-	"github.com/bonsai-go/sdk/internal/gpu"
-	"github.com/bonsai-go/sdk/internal/mslemu"
+	"github.com/bonsai-go/sdk/metal/internal/gpu"
+	"github.com/bonsai-go/sdk/metal/internal/mslemu"
 	"github.com/bonsai-go/sdk/qwen35"
 )
 
@@ -70,7 +70,7 @@ func TestUnmappedWeightsEmulator(t *testing.T) {
 	emulator(t)
 	path := writeTiny(t)
 	open := func(mmap bool) *bonsai.Model {
-		m, err := bonsai.Open(path, bonsai.WithBackend(NewEmulator()), bonsai.WithThreads(1), bonsai.WithMmap(mmap),
+		m, err := bonsai.Open(path, bonsai.WithBackend(newEmulator()), bonsai.WithThreads(1), bonsai.WithMmap(mmap),
 			bonsai.WithActivations(bonsai.ActivationsFloat32), bonsai.WithKVCache(qwen35.KVFloat16), bonsai.WithContextSize(16))
 		if err != nil {
 			t.Fatal(err)
@@ -99,7 +99,7 @@ func TestUnmappedWeightsEmulator(t *testing.T) {
 func TestWorkingSetEmulator(t *testing.T) {
 	emulator(t)
 	path := writeTiny(t)
-	b := NewEmulator(WithDevice("metal-emulator", func() (gpu.Device, error) { return mslemu.New(mslemu.WithWorkingSet(1 << 20)) }))
+	b := newEmulator(WithDevice("metal-emulator", func() (gpu.Device, error) { return mslemu.New(mslemu.WithWorkingSet(1 << 20)) }))
 	m, err := bonsai.Open(path, bonsai.WithBackend(b), bonsai.WithContextSize(16))
 	if err == nil {
 		m.Close()

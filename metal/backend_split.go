@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/bonsai-go/sdk/internal/gpu"
+	"github.com/bonsai-go/sdk/metal/internal/gpu"
 )
 
 // The GPU watchdog. macOS stops a command buffer that keeps a GPU driving a display

@@ -5,7 +5,7 @@ import (
 	"io"
 
 	"github.com/bonsai-go/sdk/bonsai"
-	"github.com/bonsai-go/sdk/internal/gpu"
+	"github.com/bonsai-go/sdk/metal/internal/gpu"
 	"github.com/bonsai-go/sdk/qwen35"
 )
 

@@ -4,7 +4,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/bonsai-go/sdk/internal/gpu"
+	"github.com/bonsai-go/sdk/metal/internal/gpu"
 )
 
 func TestDeviceJoinSources(t *testing.T) {

@@ -6,8 +6,11 @@
 //
 // Where there is no Metal (anything but macOS on Apple silicon) Load — and so Open —
 // fails with an error wrapping ErrUnavailable; a program can fall back to bonsai.CPU().
-// NewEmulator is the same backend over an MSL-on-CPU emulator (internal/mslemu): the
-// same kernels and host logic, run by the CPU on Linux, for tests.
+// Package metal/emulator is the same backend over an MSL-on-CPU emulator
+// (metal/internal/mslemu): the same kernels and host logic, run by the CPU on Linux, for
+// tests; it is a package of its own so that Metal programs do not carry the emulator.
+// Package metal/kernelcheck runs every kernel against the Go code that owns its math.
+// Both import this package; it imports neither.
 //
 // # What runs where
 //
@@ -144,7 +147,7 @@
 // # Verification
 //
 // No Mac was available while this package was written. Everything below ran on Linux
-// through the emulator (go test ./metal/), which compiles the very MSL sources with clang
+// through the emulator (go test ./metal/...), which compiles the very MSL sources with clang
 // against a shim and runs them with Metal's threadgroup, barrier and SIMD-group semantics:
 //
 //   - every source passes the emulator's CompileCheck, joined and file by file, compiled
@@ -171,7 +174,7 @@
 //   - the PTQ1_0 kernels (matvec in every prologue mode, streamed, at K 5120/6144/17408;
 //     gdn_decode_t1 at d = 128; the embedding) against the same values decoded by the Go
 //     code: products ≤ 7e-8 of Σ|w·x|, gdn_decode_t1 ≤ 1e-6;
-//   - CheckKernels runs every kernel against the Go code that owns its math, at odd small
+//   - kernelcheck.Run runs every kernel against the Go code that owns its math, at odd small
 //     shapes and at the 27B model's (inputs of 5120, 6144 and 17408; a 17408-row product;
 //     the GDN group at d = 128; 24 × 256 attention heads): products within 2e-5 of Σ|w·x|
 //     per row (measured ≤ 3e-7), transforms and the embedding bit-exact or within 1e-6,
@@ -223,7 +226,7 @@
 //     step;
 //   - that Apple's compiler takes simdgroup_load/store of threadgroup float tiles with a
 //     32-bit stride as the emulator does (the emulator's origin/transpose convention is
-//     written down in internal/mslemu; the kernels use neither).
+//     written down in metal/internal/mslemu; the kernels use neither).
 //   - wrapping the mapped file with newBufferWithBytesNoCopy (page alignment, the views
 //     when the file exceeds the largest buffer) on the real driver.
 //

@@ -11,9 +11,10 @@ import (
 	"testing"
 
 	"github.com/bonsai-go/sdk/bonsai"
-	"github.com/bonsai-go/sdk/internal/gpu"
-	"github.com/bonsai-go/sdk/internal/mslemu"
 	"github.com/bonsai-go/sdk/internal/synth"
+	"github.com/bonsai-go/sdk/metal/internal/gpu"
+	"github.com/bonsai-go/sdk/metal/internal/kcheck"
+	"github.com/bonsai-go/sdk/metal/internal/mslemu"
 	"github.com/bonsai-go/sdk/qwen35"
 	"github.com/bonsai-go/sdk/ternary"
 )
@@ -82,7 +83,7 @@ func TestCompileCheck(t *testing.T) {
 // TestKernels runs every kernel against its Go reference at small odd shapes.
 func TestKernels(t *testing.T) {
 	emulator(t)
-	cs, err := CheckKernels(NewEmulator(), CheckOptions{Seed: 1})
+	cs, err := checkKernels(newEmulator(), kcheck.Options{Seed: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -107,14 +108,14 @@ func TestKernelsRealShapes(t *testing.T) {
 		t.Skip("-short")
 	}
 	emulator(t)
-	cs, err := CheckKernels(NewEmulator(), CheckOptions{Seed: 2, Real: true})
+	cs, err := checkKernels(newEmulator(), kcheck.Options{Seed: 2, Real: true})
 	if err != nil {
 		t.Fatal(err)
 	}
 	report(t, cs)
 }
 
-func report(t *testing.T, cs []KernelCheck) {
+func report(t *testing.T, cs []kcheck.Check) {
 	t.Helper()
 	for _, c := range cs {
 		if c.OK() {
@@ -215,7 +216,7 @@ func TestParity(t *testing.T) {
 	path := writeTiny(t)
 	for _, kv := range []qwen35.KVPrecision{qwen35.KVFloat16, qwen35.KVFloat32, qwen35.KVInt8} {
 		cpu := openTiny(t, path, bonsai.CPU(), kv, 96)
-		dev := openTiny(t, path, NewEmulator(), kv, 96)
+		dev := openTiny(t, path, newEmulator(), kv, 96)
 		ids := promptIDs(70)
 		want, err := newSession(t, cpu).PrefillAll(context.Background(), ids)
 		if err != nil {
@@ -256,7 +257,7 @@ func TestParity(t *testing.T) {
 			continue
 		}
 		// The step form of the GDN recurrence in prefill (gdn_seq instead of gdn_chunk).
-		stepped, err := newSession(t, openTiny(t, path, NewEmulator(WithStepGDN(true)), kv, 96)).PrefillAll(context.Background(), ids)
+		stepped, err := newSession(t, openTiny(t, path, newEmulator(WithStepGDN(true)), kv, 96)).PrefillAll(context.Background(), ids)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -288,8 +289,8 @@ func TestParityPTQ1(t *testing.T) {
 	}
 	kv := qwen35.KVFloat32
 	cpu := openTiny(t, path, bonsai.CPU(), kv, 96)
-	dev := openTiny(t, path, NewEmulator(), kv, 96)
-	pq2 := openTiny(t, writeTiny(t), NewEmulator(), kv, 96)
+	dev := openTiny(t, path, newEmulator(), kv, 96)
+	pq2 := openTiny(t, writeTiny(t), newEmulator(), kv, 96)
 	ids := promptIDs(70)
 	want, err := newSession(t, cpu).PrefillAll(context.Background(), ids)
 	if err != nil {
@@ -336,7 +337,7 @@ func TestGreedyGeneration(t *testing.T) {
 	emulator(t)
 	path := writeTiny(t)
 	cpu := openTiny(t, path, bonsai.CPU(), qwen35.KVFloat16, 64)
-	dev := openTiny(t, path, NewEmulator(), qwen35.KVFloat16, 64)
+	dev := openTiny(t, path, newEmulator(), qwen35.KVFloat16, 64)
 	in := bonsai.TokenIDs(promptIDs(9)...)
 	opt := bonsai.GenerateOptions{MaxTokens: 20}
 	want, err := newSession(t, cpu).Generate(context.Background(), in, opt).Result()
@@ -372,7 +373,7 @@ func TestSnapshotsAcrossBackends(t *testing.T) {
 	path := writeTiny(t)
 	for _, kv := range []qwen35.KVPrecision{qwen35.KVFloat16, qwen35.KVFloat32, qwen35.KVInt8} {
 		cpu := openTiny(t, path, bonsai.CPU(), kv, 48)
-		dev := openTiny(t, path, NewEmulator(), kv, 48)
+		dev := openTiny(t, path, newEmulator(), kv, 48)
 		ids := promptIDs(30)
 		for _, dir := range []struct {
 			name     string
@@ -411,7 +412,7 @@ func TestSnapshotsAcrossBackends(t *testing.T) {
 	for _, pair := range [][2]qwen35.KVPrecision{{qwen35.KVInt8, qwen35.KVFloat16}, {qwen35.KVFloat16, qwen35.KVInt8}} {
 		src := openTiny(t, path, bonsai.CPU(), pair[0], 48)
 		cpuTo := openTiny(t, path, bonsai.CPU(), pair[1], 48)
-		dev := openTiny(t, path, NewEmulator(), pair[1], 48)
+		dev := openTiny(t, path, newEmulator(), pair[1], 48)
 		s := newSession(t, src)
 		if err := s.Prefill(context.Background(), promptIDs(12)); err != nil {
 			t.Fatal(err)
@@ -446,7 +447,7 @@ func TestSnapshotsAcrossBackends(t *testing.T) {
 func TestStates(t *testing.T) {
 	emulator(t)
 	path := writeTiny(t)
-	dev := openTiny(t, path, NewEmulator(), qwen35.KVFloat16, 24)
+	dev := openTiny(t, path, newEmulator(), qwen35.KVFloat16, 24)
 	s := newSession(t, dev)
 	ids := promptIDs(24)
 	if err := s.Prefill(context.Background(), ids[:10]); err != nil {
@@ -511,13 +512,13 @@ func TestUnfusedDecode(t *testing.T) {
 	emulator(t)
 	path := writeTiny(t)
 	ids := promptIDs(8)
-	fused := stepAll(t, newSession(t, openTiny(t, path, NewEmulator(), qwen35.KVFloat16, 16)), ids)
-	unfused := stepAll(t, newSession(t, openTiny(t, path, NewEmulator(WithUnfusedDecode(true)), qwen35.KVFloat16, 16)), ids)
+	fused := stepAll(t, newSession(t, openTiny(t, path, newEmulator(), qwen35.KVFloat16, 16)), ids)
+	unfused := stepAll(t, newSession(t, openTiny(t, path, newEmulator(WithUnfusedDecode(true)), qwen35.KVFloat16, 16)), ids)
 	d := 0.0
 	for i := range fused {
 		d = math.Max(d, maxAbsDiff(fused[i], unfused[i]))
 	}
-	split := stepAll(t, newSession(t, openTiny(t, path, NewEmulator(WithSplitGDNDecode(true)), qwen35.KVFloat16, 16)), ids)
+	split := stepAll(t, newSession(t, openTiny(t, path, newEmulator(WithSplitGDNDecode(true)), qwen35.KVFloat16, 16)), ids)
 	ds := 0.0
 	for i := range fused {
 		ds = math.Max(ds, maxAbsDiff(fused[i], split[i]))
@@ -527,7 +528,7 @@ func TestUnfusedDecode(t *testing.T) {
 		t.Errorf("fused vs unfused: %.2e, vs split GDN: %.2e", d, ds)
 	}
 	for _, o := range []mslemu.Order{mslemu.Reverse, mslemu.Random} {
-		b := NewEmulator(WithDevice("metal-emulator", func() (gpu.Device, error) { return mslemu.New(mslemu.WithOrder(o), mslemu.WithSeed(7)) }))
+		b := newEmulator(WithDevice("metal-emulator", func() (gpu.Device, error) { return mslemu.New(mslemu.WithOrder(o), mslemu.WithSeed(7)) }))
 		got := stepAll(t, newSession(t, openTiny(t, path, b, qwen35.KVFloat16, 16)), ids)
 		for i := range got {
 			if dd := maxAbsDiff(got[i], fused[i]); dd != 0 {
@@ -553,7 +554,7 @@ func (d smallDevice) WrapNoCopy(mem []byte) (gpu.Buffer, error) { return d.Devic
 func TestSplitViews(t *testing.T) {
 	emulator(t)
 	path := writeTiny(t)
-	b := NewEmulator(WithDevice("metal-emulator", func() (gpu.Device, error) {
+	b := newEmulator(WithDevice("metal-emulator", func() (gpu.Device, error) {
 		d, err := mslemu.New()
 		if err != nil {
 			return nil, err

@@ -5,71 +5,28 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
-	"strings"
 	"time"
 
 	"github.com/bonsai-go/sdk/bonsai"
 	"github.com/bonsai-go/sdk/hadamard"
-	"github.com/bonsai-go/sdk/internal/gpu"
+	"github.com/bonsai-go/sdk/metal/internal/gpu"
+	"github.com/bonsai-go/sdk/metal/internal/kcheck"
 	"github.com/bonsai-go/sdk/qwen35"
 	"github.com/bonsai-go/sdk/ternary"
 	"github.com/x448/float16"
 )
 
-// KernelCheck is one kernel run on the device and compared with the Go code that owns
-// its math (ternary, hadamard, qwen35), on random inputs of one shape.
-type KernelCheck struct {
-	Kernel string // the kernel, e.g. "mv_norm"
-	Case   string // what ran: shape and variant
-	// Err is the largest error, measured as Metric says; Tol the largest allowed.
-	Err, Tol float64
-	Metric   string
-	Time     time.Duration // the command buffer's wall time (one run)
-	Failure  error         // the run itself failed
-}
+func init() { kcheck.Run = checkKernels }
 
-// OK reports whether the kernel ran and agreed within the tolerance.
-func (k KernelCheck) OK() bool { return k.Failure == nil && k.Err <= k.Tol && !math.IsNaN(k.Err) }
-
-func (k KernelCheck) String() string {
-	status := "ok  "
-	if !k.OK() {
-		status = "FAIL"
-	}
-	s := fmt.Sprintf("%s %-16s %-44s %s %.2e (tol %.0e) %8.2f ms", status, k.Kernel, k.Case, k.Metric, k.Err, k.Tol, float64(k.Time.Microseconds())/1000)
-	if k.Failure != nil {
-		s += ": " + k.Failure.Error()
-	}
-	return s
-}
-
-// CheckOptions choose the shapes CheckKernels runs.
-type CheckOptions struct {
-	// Real adds the 27B model's shapes: inputs of 5120, 6144 and 17408, a 17408-row
-	// product, the GDN group at d = 128 and the attention at 24 × 256 heads. They take
-	// seconds on the emulator.
-	Real bool
-	// Seed seeds the random inputs.
-	Seed uint64
-	// Log, when set, receives each check as it completes.
-	Log func(KernelCheck)
-}
-
-// CheckKernels opens the backend's device (b must be one of this package's backends),
+// checkKernels is kernelcheck.Run (the doc is there): it opens the backend's device,
 // compiles the library and runs every kernel against its Go reference, at small odd
-// shapes and, with opt.Real, at the 27B model's.
-//
-// Tolerances: the products are compared in float64 against the float32 inputs the Go
-// code forms, the error of each output scaled by Σ|w·x| of its row (float32 summation
-// in another order: a few 1e-7; allowed 2e-5). The transforms and the embedding follow
-// the Go butterflies exactly (allowed 1e-6 of the vector's largest value). The GDN and
-// attention cores are compared elementwise relative to their outputs' largest value
-// (allowed 1e-4; 3e-3 for an fp16 KV cache, where a key may round to the other
-// neighbouring half; 2e-2 for an int8 cache, where a code may round the other way).
-func CheckKernels(b bonsai.Backend, opt CheckOptions) ([]KernelCheck, error) {
+// shapes and, with opt.Real, at the 27B model's. It lives here because the checks drive
+// the engine's own dispatch helpers, so that they exercise the host's argument layouts.
+// The tolerances stated in kernelcheck.Run's doc are the tol constants below.
+func checkKernels(b bonsai.Backend, opt kcheck.Options) ([]kcheck.Check, error) {
 	mb, ok := b.(*Backend)
 	if !ok {
-		return nil, errors.New("metal: CheckKernels needs a backend of this package")
+		return nil, errors.New("metal: kernelcheck.Run needs a backend of package metal")
 	}
 	dev, err := mb.cfg.device()
 	if err != nil {
@@ -95,8 +52,8 @@ type checker struct {
 	rng  *rand.Rand
 	libs map[string]map[string]gpu.Pipeline
 	bufs []gpu.Buffer
-	out  []KernelCheck
-	log  func(KernelCheck)
+	out  []kcheck.Check
+	log  func(kcheck.Check)
 }
 
 func (k *checker) releaseAll() {
@@ -106,7 +63,7 @@ func (k *checker) releaseAll() {
 	k.bufs = nil
 }
 
-func (k *checker) add(c KernelCheck) {
+func (k *checker) add(c kcheck.Check) {
 	k.out = append(k.out, c)
 	if k.log != nil {
 		k.log(c)
@@ -500,7 +457,7 @@ func (e *ckEngine) checkEmbed(T int) error {
 		putU32(st.ids.Contents()[4*i:], uint32(ids[i]))
 	}
 	dt, err := e.k.run(func(cb gpu.CommandBuffer) { e.embed(cb, st, T) })
-	ck := KernelCheck{Kernel: kEmbed, Case: fmt.Sprintf("%s × %d tokens, block %d, %s", shape(c), T, e.blk, e.format()), Tol: tolExact, Metric: "rel", Time: dt, Failure: err}
+	ck := kcheck.Check{Kernel: kEmbed, Case: fmt.Sprintf("%s × %d tokens, block %d, %s", shape(c), T, e.blk, e.format()), Tol: tolExact, Metric: "rel", Time: dt, Failure: err}
 	if err == nil {
 		got := readF(st.xa, 0, T*c.Embedding)
 		want := make([]float32, T*c.Embedding)
@@ -576,7 +533,7 @@ func (e *ckEngine) checkSites(T int) error {
 		{kSiteFWHT, "R·x", readF(st.mixr, 0, T*inner), wmix, tolExact},
 	}
 	for _, cs := range cases {
-		ck := KernelCheck{Kernel: cs.kernel, Case: fmt.Sprintf("%s, %d rows: %s", shape(c), T, cs.what), Tol: cs.tol, Metric: "rel", Time: dt, Failure: err}
+		ck := kcheck.Check{Kernel: cs.kernel, Case: fmt.Sprintf("%s, %d rows: %s", shape(c), T, cs.what), Tol: cs.tol, Metric: "rel", Time: dt, Failure: err}
 		if err == nil {
 			ck.Err = errRel(cs.got, cs.want)
 		}
@@ -662,7 +619,7 @@ func (e *ckEngine) checkMV(mode mvMode, K int, rows []int, flags uint32, what st
 	if what != "" {
 		name += ", " + what
 	}
-	ck := KernelCheck{Kernel: mode.kernel(e.ptq1), Case: name, Tol: tolL1, Metric: "L1 ", Time: dt, Failure: err}
+	ck := kcheck.Check{Kernel: mode.kernel(e.ptq1), Case: name, Tol: tolL1, Metric: "L1 ", Time: dt, Failure: err}
 	if err == nil {
 		for i, s := range sets {
 			want, l1 := refMatVec(ws[i], K, s.rows, x)
@@ -718,9 +675,9 @@ func (e *ckEngine) checkGemmRows(K, N, T, tiles int) error {
 	if e.ptq1 {
 		kn = kGemmT1
 	}
-	ck := KernelCheck{Kernel: kn, Case: name, Tol: tolL1, Metric: "L1 ", Time: dt, Failure: err}
+	ck := kcheck.Check{Kernel: kn, Case: name, Tol: tolL1, Metric: "L1 ", Time: dt, Failure: err}
 	// The CPU backend's float32 GEMM on the same bytes (its own decoder of the format).
-	ckGo := KernelCheck{Kernel: kn, Case: name + ", vs Go GEMM", Tol: tolL1, Metric: "L1 ", Time: dt, Failure: err}
+	ckGo := kcheck.Check{Kernel: kn, Case: name + ", vs Go GEMM", Tol: tolL1, Metric: "L1 ", Time: dt, Failure: err}
 	if err == nil {
 		got := readF(y, 0, T*N)
 		goY := make([]float32, T*rows)
@@ -825,12 +782,12 @@ func (e *ckEngine) checkGDN(T int) error {
 	want := make([]float32, T*inner)
 	gdn.Forward(want, qkv, z, alpha, beta, T, l, gs, sc, false)
 	name := fmt.Sprintf("d %d, %d×%d heads, %d tokens", c.StateSize, c.KHeads, c.HeadRepeat(), T)
-	ck := KernelCheck{Kernel: kGDNSeq, Case: name + ": out", Tol: tolCore, Metric: "rel", Time: dt, Failure: err}
+	ck := kcheck.Check{Kernel: kGDNSeq, Case: name + ": out", Tol: tolCore, Metric: "rel", Time: dt, Failure: err}
 	if err == nil {
 		ck.Err = errRel(readF(st.mix, 0, T*inner), want)
 	}
 	e.k.add(ck)
-	ck2 := KernelCheck{Kernel: kGDNSeq, Case: name + ": states", Tol: tolCore, Metric: "rel", Time: dt, Failure: err}
+	ck2 := kcheck.Check{Kernel: kGDNSeq, Case: name + ": states", Tol: tolCore, Metric: "rel", Time: dt, Failure: err}
 	if err == nil {
 		ck2.Err = math.Max(errRel(readF(st.ssmBuf, st.ssm[0].off, len(gs.S)), gs.S), errRel(readF(st.convBuf, st.conv[0].off, len(gs.Conv)), gs.Conv))
 	}
@@ -871,7 +828,7 @@ func (e *ckEngine) checkGDN(T int) error {
 	if e.ptq1 {
 		kd = kGDNDecodeT1
 	}
-	ck3 := KernelCheck{Kernel: kd, Case: fmt.Sprintf("E %d, d %d, %d×%d heads: out", E, c.StateSize, c.KHeads, c.HeadRepeat()), Tol: tolCore, Metric: "rel", Time: dt, Failure: err}
+	ck3 := kcheck.Check{Kernel: kd, Case: fmt.Sprintf("E %d, d %d, %d×%d heads: out", E, c.StateSize, c.KHeads, c.HeadRepeat()), Tol: tolCore, Metric: "rel", Time: dt, Failure: err}
 	if err == nil {
 		ck3.Err = math.Max(errRel(readF(st.mix, 0, inner), want1), errRel(readF(st.xb, 0, E), xn))
 		ck3.Err = math.Max(ck3.Err, errRel(readF(st.ssmBuf, st.ssm[0].off, len(gs.S)), gs.S))
@@ -919,7 +876,7 @@ func (e *ckEngine) checkGDNChunk(T int) error {
 	gdn.Forward(wantStep, qkv, z, alpha, beta, T, l, step, gdn.NewScratch(T), false)
 	gdn.Forward(wantChunk, qkv, z, alpha, beta, T, l, chunk, gdn.NewScratch(T), true)
 	name := fmt.Sprintf("d %d, %d×%d heads, %d tokens", c.StateSize, c.KHeads, c.HeadRepeat(), T)
-	ck := KernelCheck{Kernel: kGDNChunk, Case: name + ": out, states vs step form", Tol: tolCore, Metric: "rel", Time: dt, Failure: err}
+	ck := kcheck.Check{Kernel: kGDNChunk, Case: name + ": out, states vs step form", Tol: tolCore, Metric: "rel", Time: dt, Failure: err}
 	if err == nil {
 		got := readF(st.mix, 0, T*inner)
 		ck.Err = errRel(got, wantStep)
@@ -998,7 +955,7 @@ func (e *ckEngine) checkAttention(p qwen35.KVPrecision, T, pre int) error {
 			return nil
 		}
 		kernel := map[qwen35.KVPrecision]string{qwen35.KVFloat16: kAttnF16, qwen35.KVFloat32: kAttnF32, qwen35.KVInt8: kAttnI8}[p]
-		ck := KernelCheck{Kernel: kernel, Case: fmt.Sprintf("%d×%d heads of %d, kv %s: %s", H, KV, D, p, what), Tol: tol, Metric: "rel", Time: dt, Failure: err}
+		ck := kcheck.Check{Kernel: kernel, Case: fmt.Sprintf("%d×%d heads of %d, kv %s: %s", H, KV, D, p, what), Tol: tol, Metric: "rel", Time: dt, Failure: err}
 		if err == nil {
 			ck.Err = errRel(readF(st.mix, 0, n*H*D), want)
 			// The cache, every position so far.
@@ -1063,7 +1020,7 @@ func (e *ckEngine) checkArgmax(n int) error {
 		cb.Dispatch(p, gpu.Size{1, 1, 1}, gpu.Size{threads(p, 1024), 1, 1},
 			bytesArg(args{uint32(n), 0, 0, 0}), buf(1, b), buf(2, out))
 	})
-	ck := KernelCheck{Kernel: kArgmax, Case: fmt.Sprintf("%d values, a tie, a NaN", n), Tol: 0, Metric: "idx", Time: dt, Failure: err}
+	ck := kcheck.Check{Kernel: kArgmax, Case: fmt.Sprintf("%d values, a tie, a NaN", n), Tol: 0, Metric: "idx", Time: dt, Failure: err}
 	if err == nil {
 		got := int(floatsU32(out.Contents()))
 		if got != hi {
@@ -1077,14 +1034,4 @@ func (e *ckEngine) checkArgmax(n int) error {
 
 func floatsU32(b []byte) uint32 {
 	return uint32(b[0]) | uint32(b[1])<<8 | uint32(b[2])<<16 | uint32(b[3])<<24
-}
-
-// FormatChecks renders checks one per line.
-func FormatChecks(cs []KernelCheck) string {
-	var b strings.Builder
-	for _, c := range cs {
-		b.WriteString(c.String())
-		b.WriteByte('\n')
-	}
-	return b.String()
 }

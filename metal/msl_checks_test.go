@@ -6,8 +6,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/bonsai-go/sdk/internal/gpu"
-	"github.com/bonsai-go/sdk/internal/mslemu"
+	"github.com/bonsai-go/sdk/metal/internal/gpu"
+	"github.com/bonsai-go/sdk/metal/internal/mslemu"
 )
 
 // geom27B is the 27B model's geometry, the sizes the shipped library is checked at.

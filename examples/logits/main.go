@@ -37,6 +37,7 @@ import (
 	"github.com/bonsai-go/sdk/bonsai"
 	"github.com/bonsai-go/sdk/internal/cli"
 	"github.com/bonsai-go/sdk/metal"
+	"github.com/bonsai-go/sdk/metal/emulator"
 	"github.com/bonsai-go/sdk/qwen35"
 )
 
@@ -111,7 +112,7 @@ func backendByName(name string) (bonsai.Backend, error) {
 	case "metal":
 		return metal.New(), nil
 	case "metal-emulator":
-		return metal.NewEmulator(), nil
+		return emulator.New(), nil
 	}
 	return nil, fmt.Errorf("-backend %q: unknown (have: cpu, metal, metal-emulator)", name)
 }

@@ -44,13 +44,15 @@ import (
 	"github.com/bonsai-go/sdk/gguf"
 	"github.com/bonsai-go/sdk/internal/synth"
 	"github.com/bonsai-go/sdk/metal"
+	"github.com/bonsai-go/sdk/metal/emulator"
+	"github.com/bonsai-go/sdk/metal/kernelcheck"
 	"github.com/bonsai-go/sdk/qwen35"
 	"github.com/bonsai-go/sdk/ternary"
 )
 
 // newEmulator makes the emulated backend (a variable for the tests, which count the
 // devices open at once).
-var newEmulator = metal.NewEmulator
+var newEmulator = emulator.New
 
 type config struct {
 	device, model, preset, kv string
@@ -145,7 +147,7 @@ func run(ctx context.Context, w io.Writer, cfg config) (bool, error) {
 
 	// 1. Kernels.
 	fmt.Fprintln(w, "\n== kernels against their Go references")
-	checks, err := metal.CheckKernels(b, metal.CheckOptions{Real: cfg.real, Seed: cfg.seed, Log: func(c metal.KernelCheck) { fmt.Fprintln(w, c) }})
+	checks, err := kernelcheck.Run(b, kernelcheck.Options{Real: cfg.real, Seed: cfg.seed, Log: func(c kernelcheck.Check) { fmt.Fprintln(w, c) }})
 	if err != nil {
 		return false, err
 	}

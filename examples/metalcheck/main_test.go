@@ -9,55 +9,39 @@ import (
 	"testing"
 
 	"github.com/bonsai-go/sdk/bonsai"
-	"github.com/bonsai-go/sdk/internal/gpu"
-	"github.com/bonsai-go/sdk/internal/mslemu"
 	"github.com/bonsai-go/sdk/metal"
+	"github.com/bonsai-go/sdk/metal/emulator"
 )
-
-// countingDevice counts the emulated devices open at once.
-type countingDevice struct {
-	gpu.Device
-	c *deviceCount
-}
 
 type deviceCount struct {
 	mu         sync.Mutex
 	open, most int
 }
 
-func (d countingDevice) Close() error {
-	d.c.mu.Lock()
-	d.c.open--
-	d.c.mu.Unlock()
-	return d.Device.Close()
-}
-
 // TestEmulator runs the whole program on the emulated device with the tiny model, and
 // checks that the engines it times are open one at a time (defect 4 of issue 12).
 func TestEmulator(t *testing.T) {
-	d, err := mslemu.New()
-	if err != nil {
+	if err := emulator.Available(); err != nil {
 		if os.Getenv("MSLEMU_REQUIRE") != "" {
 			t.Fatalf("emulator unavailable: %v", err)
 		}
 		t.Skipf("emulator unavailable: %v", err)
 	}
-	d.Close()
 	count := &deviceCount{}
 	newEmulator = func(opts ...metal.Option) bonsai.Backend {
-		return metal.NewEmulator(append(opts, metal.WithDevice("metal-emulator", func() (gpu.Device, error) {
-			d, err := mslemu.New()
-			if err != nil {
-				return nil, err
-			}
+		hooks := emulator.WithDeviceHooks(func() {
 			count.mu.Lock()
 			count.open++
 			count.most = max(count.most, count.open)
 			count.mu.Unlock()
-			return countingDevice{d, count}, nil
-		}))...)
+		}, func() {
+			count.mu.Lock()
+			count.open--
+			count.mu.Unlock()
+		})
+		return emulator.New(append(opts, hooks)...)
 	}
-	defer func() { newEmulator = metal.NewEmulator }()
+	defer func() { newEmulator = emulator.New }()
 	var out bytes.Buffer
 	ok, err := run(context.Background(), &out, config{device: "emulator", preset: "tiny", kv: "f16", cpu: true, variants: true, prompt: 8, gen: 6, seed: 3, ptq1: true})
 	t.Log(out.String())

@@ -16,7 +16,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/bonsai-go/sdk/internal/gpu"
+	"github.com/bonsai-go/sdk/metal/internal/gpu"
 )
 
 //go:generate go run gen_swizzle.go

@@ -12,7 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"github.com/x448/float16"
 
-	"github.com/bonsai-go/sdk/internal/gpu"
+	"github.com/bonsai-go/sdk/metal/internal/gpu"
 )
 
 func isNaN16(b uint16) bool { return b&0x7c00 == 0x7c00 && b&0x3ff != 0 }

@@ -10,7 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"github.com/x448/float16"
 
-	"github.com/bonsai-go/sdk/internal/gpu"
+	"github.com/bonsai-go/sdk/metal/internal/gpu"
 )
 
 // sgmSource exercises the simdgroup matrix functions: each SIMD group of the threadgroup

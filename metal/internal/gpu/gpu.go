@@ -1,6 +1,6 @@
 // Package gpu is the device interface the Metal backend's host logic is written against.
 // Two devices implement it: the real Metal device (package metal, on darwin, through
-// purego and the Objective-C runtime) and the CPU emulator (package internal/mslemu),
+// purego and the Objective-C runtime) and the CPU emulator (package metal/internal/mslemu),
 // which runs the very same MSL kernel sources with Metal's execution semantics, so that
 // the host logic — buffer bindings, offsets, grid and threadgroup sizes, argument
 // structs, the order of dispatches — is exercised on Linux exactly as it runs on a Mac.

@@ -16,7 +16,7 @@ import (
 
 	"github.com/ebitengine/purego"
 
-	"github.com/bonsai-go/sdk/internal/gpu"
+	"github.com/bonsai-go/sdk/metal/internal/gpu"
 )
 
 // Limits of Apple GPUs that the emulator enforces.

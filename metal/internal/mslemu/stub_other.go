@@ -5,7 +5,7 @@ package mslemu
 import (
 	"fmt"
 
-	"github.com/bonsai-go/sdk/internal/gpu"
+	"github.com/bonsai-go/sdk/metal/internal/gpu"
 )
 
 // New is unavailable on this platform: the emulator runs on linux/amd64 and linux/arm64.

@@ -1,0 +1,68 @@
+package metal
+
+import (
+	"errors"
+	"os"
+	"os/exec"
+	"strings"
+	"testing"
+)
+
+// Metal programs do not carry the emulator or the kernel checks: package metal's
+// dependencies, as the go tool lists them for darwin/arm64 and linux/amd64, hold neither
+// (they live in metal/emulator and metal/kernelcheck, which import metal).
+func TestDepsLeaveOutEmulator(t *testing.T) {
+	goTool, err := exec.LookPath("go")
+	if err != nil {
+		if gr := os.Getenv("GOROOT"); gr != "" {
+			goTool, err = exec.LookPath(gr + "/bin/go")
+		}
+	}
+	if err != nil {
+		t.Skip("no go tool to list the dependencies with")
+	}
+	const mod = "github.com/bonsai-go/sdk/metal/"
+	banned := []string{mod + "internal/mslemu", mod + "emulator", mod + "kernelcheck"}
+	for _, target := range [][2]string{{"darwin", "arm64"}, {"linux", "amd64"}} {
+		cmd := exec.Command(goTool, "list", "-deps", ".")
+		cmd.Env = append(os.Environ(), "GOOS="+target[0], "GOARCH="+target[1], "CGO_ENABLED=0")
+		out, err := cmd.Output()
+		if err != nil {
+			var ee *exec.ExitError
+			if errors.As(err, &ee) {
+				t.Fatalf("go list -deps for %s/%s: %v\n%s", target[0], target[1], err, ee.Stderr)
+			}
+			t.Fatalf("go list -deps for %s/%s: %v", target[0], target[1], err)
+		}
+		deps := strings.Fields(string(out))
+		if bad := bannedDeps(deps, banned); len(bad) > 0 {
+			t.Errorf("%s/%s: package metal depends on %v", target[0], target[1], bad)
+		}
+		// The check can fail: the list is the real one (it holds the device layer).
+		if len(bannedDeps(deps, []string{mod + "internal/gpu"})) == 0 {
+			t.Errorf("%s/%s: the dependency list has no %sinternal/gpu: %q", target[0], target[1], mod, deps)
+		}
+	}
+}
+
+// bannedDeps returns the packages of deps that are one of banned or below one.
+func bannedDeps(deps, banned []string) []string {
+	var bad []string
+	for _, d := range deps {
+		for _, b := range banned {
+			if d == b || strings.HasPrefix(d, b+"/") {
+				bad = append(bad, d)
+			}
+		}
+	}
+	return bad
+}
+
+func TestBannedDeps(t *testing.T) {
+	deps := []string{"fmt", "example.com/m/metal/internal/mslemu", "example.com/m/metal/internal/mslemuX", "example.com/m/metal/emulator/sub"}
+	got := bannedDeps(deps, []string{"example.com/m/metal/internal/mslemu", "example.com/m/metal/emulator"})
+	want := []string{"example.com/m/metal/internal/mslemu", "example.com/m/metal/emulator/sub"}
+	if strings.Join(got, " ") != strings.Join(want, " ") {
+		t.Errorf("bannedDeps = %q, want %q", got, want)
+	}
+}

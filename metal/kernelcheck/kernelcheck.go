@@ -1,0 +1,56 @@
+// Package kernelcheck runs every kernel of the Metal backend on its device and compares
+// it with the Go code that owns its math (ternary, hadamard, qwen35), at small odd shapes
+// and, if asked, at the 27B model's: the check examples/metalcheck runs on a Mac, and the
+// backend's tests run on the emulator (metal/emulator).
+//
+//	checks, err := kernelcheck.Run(metal.New(), kernelcheck.Options{Seed: 1})
+//	fmt.Print(kernelcheck.Format(checks))
+//
+// The checks drive the backend's own dispatch helpers, so they exercise the host's
+// argument layouts too; package metal runs them for this package, which only presents
+// them.
+package kernelcheck
+
+import (
+	"strings"
+
+	"github.com/bonsai-go/sdk/bonsai"
+	_ "github.com/bonsai-go/sdk/metal" // runs the checks: it sets kcheck.Run
+	"github.com/bonsai-go/sdk/metal/internal/kcheck"
+)
+
+// Check is one kernel run on the device and compared with its Go reference, on random
+// inputs of one shape: the kernel, the case, the largest error and the tolerance (Err,
+// Tol, as Metric says), the command buffer's wall time and any failure of the run
+// itself. OK reports whether the kernel ran and agreed within the tolerance; String
+// renders it as one line.
+type Check = kcheck.Check
+
+// Options choose the shapes Run runs: Real adds the 27B model's shapes (inputs of 5120,
+// 6144 and 17408, a 17408-row product, the GDN group at d = 128, the attention at 24 ×
+// 256 heads; seconds on the emulator), Seed seeds the random inputs, and Log, when set,
+// receives each check as it completes.
+type Options = kcheck.Options
+
+// Run opens the backend's device (b must be one of package metal's backends, such as
+// metal.New() or emulator.New()), compiles the library and runs every kernel against
+// its Go reference. It returns the checks run so far with an error that stopped them.
+//
+// Tolerances: the products are compared in float64 against the float32 inputs the Go
+// code forms, the error of each output scaled by Σ|w·x| of its row (float32 summation
+// in another order: a few 1e-7; allowed 2e-5). The transforms and the embedding follow
+// the Go butterflies exactly (allowed 1e-6 of the vector's largest value). The GDN and
+// attention cores are compared elementwise relative to their outputs' largest value
+// (allowed 1e-4; 3e-3 for an fp16 KV cache, where a key may round to the other
+// neighbouring half; 2e-2 for an int8 cache, where a code may round the other way).
+func Run(b bonsai.Backend, opt Options) ([]Check, error) { return kcheck.Run(b, opt) }
+
+// Format renders checks one per line.
+func Format(cs []Check) string {
+	var b strings.Builder
+	for _, c := range cs {
+		b.WriteString(c.String())
+		b.WriteByte('\n')
+	}
+	return b.String()
+}

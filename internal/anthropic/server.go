@@ -103,6 +103,9 @@ func (h *Handler) prepare(req *messagesRequest) (*openai.Prepared, *apiError) {
 	if e != nil {
 		return nil, e
 	}
+	if i, err := openai.CheckSchemas(opt); err != nil {
+		return nil, invalid("tools.%d.input_schema: the schema is not supported: %s", i, openai.SchemaMessage(err))
+	}
 	msgs, e := req.messages()
 	if e != nil {
 		return nil, e
@@ -117,8 +120,6 @@ func (h *Handler) prepare(req *messagesRequest) (*openai.Prepared, *apiError) {
 // prepareError maps Prepare's errors.
 func prepareError(err error) *apiError {
 	switch {
-	case errors.Is(err, bonsai.ErrInvalidSchema):
-		return invalid("%v", err)
 	case errors.Is(err, openai.ErrPromptTooLong), errors.Is(err, openai.ErrBadPrompt):
 		return invalid("%v", err)
 	}
@@ -216,7 +217,7 @@ func generationError(err error) *apiError {
 	case errors.Is(err, bonsai.ErrContextFull):
 		return invalid("%v", err)
 	case errors.Is(err, bonsai.ErrInvalidSchema):
-		return invalid("%v", err)
+		return invalid("tools: the schemas are not supported: %s", openai.SchemaMessage(err))
 	}
 	return serverError("Generation failed: %v.", err)
 }

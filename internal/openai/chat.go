@@ -37,6 +37,9 @@ func (s *Server) chatJob(req *chatRequest) (*job, *apiError) {
 	if e := req.toolOptions(&opt); e != nil {
 		return nil, e
 	}
+	if i, err := CheckSchemas(opt); err != nil {
+		return nil, schemaError(i, err)
+	}
 	if req.Logprobs != nil && *req.Logprobs {
 		opt.LogProbs = true
 	}

@@ -7,6 +7,7 @@ import (
 	"net/http"
 
 	"github.com/bonsai-go/sdk/bonsai"
+	"github.com/bonsai-go/sdk/bonsai/grammar"
 )
 
 // This file lets other APIs (internal/anthropic) run on the same sessions, queue and
@@ -68,4 +69,43 @@ func (s *Server) Handle(path string, h http.Handler) {
 		s.extra = map[string]http.Handler{}
 	}
 	s.extra[path] = h
+}
+
+// CheckSchemas compiles the schemas a generation will enforce — a json_schema
+// response format, and the parameters of the tools a required or named tool choice
+// may call — so that a schema the engine refuses is answered before the request
+// waits for a session. It returns the error wrapping bonsai.ErrInvalidSchema and the
+// index of the tool at fault, or −1 for the response format.
+func CheckSchemas(opt bonsai.GenerateOptions) (int, error) {
+	if rf := opt.ResponseFormat; rf != nil && rf.Type == "json_schema" {
+		if _, err := grammar.CompileJSONSchema(rf.Schema, grammar.SchemaOptions{Strict: rf.Strict}); err != nil {
+			return -1, err
+		}
+	}
+	mode := opt.ToolChoice.Mode
+	if mode != bonsai.ToolChoiceRequired && mode != bonsai.ToolChoiceFunction {
+		return 0, nil
+	}
+	for i, t := range opt.Tools {
+		if len(t.Parameters) == 0 || mode == bonsai.ToolChoiceFunction && t.Name != opt.ToolChoice.Name {
+			continue
+		}
+		if _, err := grammar.CompileJSONSchema(t.Parameters, grammar.SchemaOptions{}); err != nil {
+			return i, err
+		}
+	}
+	return 0, nil
+}
+
+// SchemaMessage says what the engine refused in a schema: the keyword, the JSON
+// pointer of the node and why.
+func SchemaMessage(err error) string {
+	if se, ok := errors.AsType[*bonsai.SchemaError](err); ok {
+		path := se.Path
+		if path == "" {
+			path = "/"
+		}
+		return fmt.Sprintf("keyword '%s' at '%s': %s", se.Keyword, path, se.Reason)
+	}
+	return err.Error()
 }

@@ -263,7 +263,7 @@ func (s *Server) run(w http.ResponseWriter, r *http.Request, j *job, out respond
 		fail(overloaded(msg, "shutting_down", 0))
 		return
 	case isSchemaError(genErr):
-		fail(schemaError(j.opt, genErr))
+		fail(generationSchemaError(j.opt, genErr))
 		return
 	case genErr != nil && errors.Is(genErr, bonsai.ErrContextFull):
 		fail(invalid(j.promptParam, "%v", genErr).withCode("context_length_exceeded"))

@@ -169,13 +169,23 @@ func (r *chatRequest) responseFormat(opt *bonsai.GenerateOptions) *apiError {
 }
 
 // schemaError turns the engine's refusal of a schema or grammar into a 400 that names
-// the parameter, and the keyword and path the engine found at fault.
-func schemaError(opt bonsai.GenerateOptions, err error) *apiError {
-	param := "tools"
-	if opt.ResponseFormat != nil && opt.ResponseFormat.Type == "json_schema" {
-		param = "response_format.json_schema.schema"
+// the parameter, and the keyword and path the engine found at fault; tool is the index
+// of the tool at fault, or −1 for the response format.
+func schemaError(tool int, err error) *apiError {
+	param := "response_format.json_schema.schema"
+	if tool >= 0 {
+		param = fmt.Sprintf("tools[%d].function.parameters", tool)
 	}
-	return invalid(param, "Invalid schema: %v.", err).withCode("invalid_schema")
+	return invalid(param, "Invalid '%s': the schema is not supported: %s.", param, SchemaMessage(err)).withCode("invalid_schema")
+}
+
+// generationSchemaError is schemaError for a refusal that came from the generation
+// itself, past CheckSchemas (a tool-call grammar as a whole).
+func generationSchemaError(opt bonsai.GenerateOptions, err error) *apiError {
+	if opt.ResponseFormat != nil && opt.ResponseFormat.Type == "json_schema" {
+		return schemaError(-1, err)
+	}
+	return invalid("tools", "Invalid 'tools': %s.", SchemaMessage(err)).withCode("invalid_schema")
 }
 
 // toolCallsOf converts an assistant message's tool calls.

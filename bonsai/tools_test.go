@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -166,5 +167,21 @@ func TestToolOptionsInvalid(t *testing.T) {
 			_, err := s.Generate(context.Background(), bonsai.Text("x"), c.opt).Result()
 			assert.True(t, errors.Is(err, bonsai.ErrInvalidSchema), err)
 		}
+	}
+}
+
+// A GBNF grammar constrains the answer: the random model's output matches it (checked
+// by a regular expression equivalent to the grammar).
+func TestGrammarGBNF(t *testing.T) {
+	m := tiny(t)
+	re := regexp.MustCompile(`^(yes|no|maybe: [a-z]{1,6})( [0-9]{1,2}){0,3}\.$`)
+	for seed := range uint64(6) {
+		s := session(t, m)
+		res := generate(t, s, bonsai.Text("Say:"), bonsai.GenerateOptions{
+			MaxTokens: 100, Temperature: 1, Seed: seed,
+			Grammar: `root ::= ("yes" | "no" | "maybe: " [a-z]{1,6}) (" " [0-9] [0-9]?){0,3} "."`,
+		})
+		require.Equal(t, bonsai.FinishStop, res.FinishReason, res.Text)
+		assert.Regexp(t, re, res.Text)
 	}
 }

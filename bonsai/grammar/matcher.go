@@ -30,8 +30,10 @@ type state struct {
 	loop   byteSet // the bytes on which the state goes to itself
 	looped bool    // loop is computed
 	accept bool
-	mask   []uint64 // the remembered token mask, when computed
-	nmask  int
+	// textAlive: every text leaves the state alive (textsafe.go), when textKnown.
+	textKnown, textAlive bool
+	mask                 []uint64 // the remembered token mask, when computed
+	nmask                int
 }
 
 // automaton is the lazily built deterministic automaton of a grammar.
@@ -45,6 +47,8 @@ type automaton struct {
 	trans []int32
 	byKey map[string]int32
 	masks int // states holding a remembered mask
+
+	reps []byte // see textReps
 
 	// scratch for closure
 	seen   map[stackNode]bool

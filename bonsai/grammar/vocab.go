@@ -16,6 +16,7 @@ type Vocab struct {
 	depth []uint16
 	end   []int32
 	sub   []byteSet // the bytes of node i and all below it
+	safe  []uint8   // see textSafe
 	// Tokens in depth-first order: order[tokLo[i]:tokAt[i]] end at node i,
 	// order[tokLo[i]:subHi[i]] end in its subtree.
 	order               []int32
@@ -87,6 +88,7 @@ func NewVocab(size int, piece func(id int32) (b []byte, ok bool)) *Vocab {
 			}
 		}
 	}
+	v.textSafe()
 	return v
 }
 
@@ -151,6 +153,12 @@ func (m *Matcher) walk(v *Vocab, dst []uint64) int {
 			s = a.step(p, c)
 		}
 		if s == dead {
+			i = v.end[i]
+			continue
+		}
+		if v.safe[i]&1 != 0 && v.end[i]-i > 1 && a.textAlive(p) {
+			// Every token below is text, and text keeps the state alive.
+			mark(v.order[v.tokLo[i]:v.subHi[i]])
 			i = v.end[i]
 			continue
 		}

@@ -185,3 +185,56 @@ func TestGrammarGBNF(t *testing.T) {
 		assert.Regexp(t, re, res.Text)
 	}
 }
+
+// In free (auto) generation the calls the model writes are parsed: the text before
+// them is content, each call is reported whole once complete, and a malformed block is
+// reported and kept as text. A grammar makes the random model write them.
+func TestToolCallsAuto(t *testing.T) {
+	m := tiny(t)
+	s := session(t, m)
+	g := s.Generate(context.Background(), bonsai.Text("x"), bonsai.GenerateOptions{
+		MaxTokens: 300, Temperature: 1, Seed: 3, Tools: weatherTools,
+		Grammar: `root ::= "Checking." "\n<tool_call>\n<function=get_weather>\n<parameter=city>\nNew York\n</parameter>\n<parameter=days>\n" [1-9] "\n</parameter>\n</function>\n</tool_call>\n<tool_call>\n{\"name\": \"add\", \"arguments\": {\"a\": 1, \"b\": 2.5}}\n</tool_call>\n<tool_call>\n<function=nope>\n</function>\n</tool_call>"`,
+	})
+	toks, res := collect(t, g)
+	assert.Equal(t, bonsai.FinishToolCalls, res.FinishReason)
+	require.Len(t, res.ToolCalls, 2)
+	assert.Equal(t, "get_weather", res.ToolCalls[0].Name)
+	assert.Regexp(t, `^\{"city":"New York","days":[1-9]\}$`, string(res.ToolCalls[0].Arguments))
+	assert.Equal(t, bonsai.ToolCall{ID: res.ToolCalls[1].ID, Name: "add", Arguments: json.RawMessage(`{"a":1,"b":2.5}`)}, res.ToolCalls[1])
+	assert.NotEqual(t, res.ToolCalls[0].ID, res.ToolCalls[1].ID)
+	require.Len(t, res.MalformedToolCalls, 1)
+	bad := "<tool_call>\n<function=nope>\n</function>\n</tool_call>"
+	assert.Equal(t, bad, res.MalformedToolCalls[0].Text)
+	assert.ErrorContains(t, res.MalformedToolCalls[0].Err, `unknown function "nope"`)
+	assert.Equal(t, "Checking.\n\n\n"+bad, res.Text)
+
+	// The stream: content text outside the blocks, each call's fragments together with
+	// it (auto mode streams a call only once it is known to be well formed).
+	var text strings.Builder
+	var calls []bonsai.ToolCall
+	frags := map[int]string{}
+	for _, tk := range toks {
+		text.WriteString(tk.Text)
+		if f := tk.ToolCallFragment; f != nil {
+			frags[f.Index] += f.Arguments
+			require.NotNil(t, tk.ToolCall, "auto mode: a fragment comes with its call")
+		}
+		if tk.ToolCall != nil {
+			calls = append(calls, *tk.ToolCall)
+		}
+	}
+	assert.Equal(t, res.ToolCalls, calls)
+	assert.Equal(t, "Checking.\n\n\n"+bad, strings.TrimSpace(text.String()))
+	for i, c := range calls {
+		assert.Equal(t, string(c.Arguments), frags[i])
+	}
+
+	// With tool_choice none the markup is text.
+	s = session(t, m)
+	res = generate(t, s, bonsai.Text("x"), bonsai.GenerateOptions{MaxTokens: 100, Tools: weatherTools, ToolChoice: bonsai.ToolChoice{Mode: bonsai.ToolChoiceNone},
+		Grammar: `root ::= "<tool_call>\n{\"name\": \"add\", \"arguments\": {}}\n</tool_call>"`})
+	assert.Equal(t, bonsai.FinishStop, res.FinishReason)
+	assert.Empty(t, res.ToolCalls)
+	assert.Equal(t, "<tool_call>\n{\"name\": \"add\", \"arguments\": {}}\n</tool_call>", res.Text)
+}

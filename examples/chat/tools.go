@@ -22,7 +22,7 @@ type demoTool struct {
 var demoTools = []demoTool{
 	{
 		def: bonsai.Tool{Name: "get_time", Description: "The current date and time in a time zone.",
-			Parameters: json.RawMessage(`{"type": "object", "properties": {"timezone": {"type": "string",
+			Parameters: json.RawMessage(`{"type": "object", "properties": {"timezone": {"type": "string", "maxLength": 40,
 				"description": "an IANA time zone such as Europe/Paris, or UTC"}}, "required": ["timezone"], "additionalProperties": false}`)},
 		run: func(raw json.RawMessage) (any, error) {
 			var args struct{ Timezone string }
@@ -38,7 +38,7 @@ var demoTools = []demoTool{
 	},
 	{
 		def: bonsai.Tool{Name: "calculate", Description: "Evaluate an arithmetic expression: numbers, + - * / ^ % and parentheses.",
-			Parameters: json.RawMessage(`{"type": "object", "properties": {"expression": {"type": "string"}},
+			Parameters: json.RawMessage(`{"type": "object", "properties": {"expression": {"type": "string", "maxLength": 80}},
 				"required": ["expression"], "additionalProperties": false}`)},
 		run: func(raw json.RawMessage) (any, error) {
 			var args struct{ Expression string }

@@ -63,7 +63,7 @@ func TestCallTool(t *testing.T) {
 // a demo tool (the grammar sees to it), which runs; its result goes back, and the
 // model answers.
 func TestChatTools(t *testing.T) {
-	cfg, err := parseFlags(flag.NewFlagSet("chat", flag.ContinueOnError), []string{"-tools", "required", "-max-tokens", "96", "-seed", "5", "-threads", "2"})
+	cfg, err := parseFlags(flag.NewFlagSet("chat", flag.ContinueOnError), []string{"-tools", "required", "-max-tokens", "200", "-seed", "5", "-threads", "2"})
 	require.NoError(t, err)
 	var stdout, stderr bytes.Buffer
 	require.NoError(t, run(context.Background(), strings.NewReader("What time is it in Paris?\n/tools off\n/quit\n"), &stdout, &stderr, cfg))

@@ -244,7 +244,7 @@ func TestPageTools(t *testing.T) {
 		chromedp.Navigate(ts.URL+"/"),
 		chromedp.WaitVisible(chromedp.CSS("#input")),
 		chromedp.SetValue(chromedp.CSS("#temperature"), "0"),
-		chromedp.SetValue(chromedp.CSS("#max-tokens"), "64"),
+		chromedp.SetValue(chromedp.CSS("#max-tokens"), "200"),
 		chromedp.SetValue(chromedp.CSS("#tools"), "required"),
 		chromedp.SendKeys(chromedp.CSS("#input"), "What time is it?"),
 		chromedp.Click(chromedp.CSS("#send")),

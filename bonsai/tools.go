@@ -94,8 +94,8 @@ type ResponseFormat struct {
 	Type string
 	// Schema is the JSON Schema for "json_schema".
 	Schema json.RawMessage
-	// Strict is OpenAI's flag. The schema is enforced either way; Strict adds
-	// OpenAI's strict-mode reading: objects without additionalProperties are closed.
+	// Strict is OpenAI's flag. The schema is enforced either way, and read as
+	// strict mode reads it: an object without additionalProperties is closed.
 	Strict bool
 	// Name is the schema's name (informational).
 	Name string

@@ -7,8 +7,9 @@ import (
 
 // SchemaOptions adjust CompileJSONSchema.
 type SchemaOptions struct {
-	// Strict reads the schema as OpenAI's strict mode does. The output is always
-	// valid under the schema either way; see CompileJSONSchema.
+	// Strict is OpenAI's strict flag. It changes nothing today: the output is always
+	// valid under the schema, and objects without additionalProperties are closed
+	// either way (see CompileJSONSchema).
 	Strict bool
 }
 

@@ -230,7 +230,7 @@ func (h *Handler) messages(w http.ResponseWriter, r *http.Request) {
 	}
 	id := newID("msg_")
 	if req.Stream {
-		h.stream(w, r, id, p)
+		h.stream(w, r, id, p, openai.TrimsAnswer(p.Options()))
 		return
 	}
 	res, err := h.srv.Execute(r.Context(), p, nil, func(bonsai.Token) bool { return true })

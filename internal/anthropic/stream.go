@@ -57,9 +57,10 @@ type typeOnly struct {
 // kind of output changes (thinking, text, a tool call) and closes before the next one.
 type blocks struct {
 	sse      *sseWriter
-	open     string // the type of the open block, or ""
-	index    int    // the open block's index; the next one's when none is open
-	thinking []byte // the open thinking block's text, for its signature
+	open     string               // the type of the open block, or ""
+	index    int                  // the open block's index; the next one's when none is open
+	thinking []byte               // the open thinking block's text, for its signature
+	trim     *openai.SpaceTrimmer // the answer's whitespace, trimmed as Result.Text is; nil: kept
 }
 
 func (b *blocks) start(cb contentBlock) bool {
@@ -117,26 +118,34 @@ func (b *blocks) token(t bonsai.Token, thinkOpen int32) bool {
 		text := t.Text
 		return b.delta(delta{Type: "thinking_delta", Thinking: &text})
 	default:
+		text := t.Text
+		if b.trim != nil {
+			if text = b.trim.Next(text); text == "" {
+				return true
+			}
+		}
 		if b.open != "text" {
 			empty := ""
 			if !b.start(textBlock(empty)) {
 				return false
 			}
 		}
-		text := t.Text
 		return b.delta(delta{Type: "text_delta", Text: &text})
 	}
 	return b.sse.err == nil
 }
 
 // stream serves a request with "stream": true.
-func (h *Handler) stream(w http.ResponseWriter, r *http.Request, id string, p *openai.Prepared) {
+func (h *Handler) stream(w http.ResponseWriter, r *http.Request, id string, p *openai.Prepared, trim bool) {
 	var sse *sseWriter
 	var b *blocks
 	thinkOpen := h.srv.ThinkOpen()
 	start := func() {
 		sse = newSSE(w, h.cfg.WriteTimeout)
 		b = &blocks{sse: sse}
+		if trim {
+			b.trim = &openai.SpaceTrimmer{}
+		}
 		msg := messageOut{ID: id, Type: "message", Role: "assistant", Model: h.cfg.ModelName, Content: []contentBlock{},
 			Usage: usage{InputTokens: p.PromptTokens(), OutputTokens: 1}}
 		sse.send("message_start", messageStart{Type: "message_start", Message: msg})

@@ -75,6 +75,10 @@ func TestToolRoundTrip(t *testing.T) {
 			if b.Type == "tool_use" {
 				uses = append(uses, b)
 			}
+			if b.Type == "text" {
+				assert.Equal(t, strings.TrimSpace(b.Text), b.Text, "the answer's text is trimmed, streamed or not")
+				assert.NotEmpty(t, b.Text, "an empty text block")
+			}
 		}
 		require.NotEmpty(t, uses, msg.RawJSON())
 		var results []anthropic.ContentBlockParamUnion

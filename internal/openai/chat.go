@@ -24,8 +24,12 @@ func (s *Server) chatCompletions(w http.ResponseWriter, r *http.Request) {
 		writeError(w, e)
 		return
 	}
-	s.run(w, r, j, &chatResponder{id: newID("chatcmpl-"), created: time.Now().Unix(), model: s.cfg.ModelName,
-		logprobs: j.opt.LogProbs, includeUsage: j.includeUsage})
+	out := &chatResponder{id: newID("chatcmpl-"), created: time.Now().Unix(), model: s.cfg.ModelName,
+		logprobs: j.opt.LogProbs, includeUsage: j.includeUsage}
+	if TrimsAnswer(j.opt) {
+		out.trim = &SpaceTrimmer{}
+	}
+	s.run(w, r, j, out)
 }
 
 // chatJob validates a chat request.
@@ -84,6 +88,7 @@ type chatResponder struct {
 	model        string
 	logprobs     bool
 	includeUsage bool
+	trim         *SpaceTrimmer // the answer's whitespace, trimmed as Result.Text is; nil: kept
 }
 
 type chatDelta struct {
@@ -186,6 +191,9 @@ func (c *chatResponder) chunk(p piece) any {
 		}
 		d.ReasoningContent = &text
 	default:
+		if c.trim != nil {
+			text = c.trim.Next(text)
+		}
 		if text == "" && (p.lp == nil || !c.logprobs) {
 			return nil
 		}

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strings"
+	"unicode"
 
 	"github.com/bonsai-go/sdk/bonsai"
 	"github.com/bonsai-go/sdk/bonsai/grammar"
@@ -25,6 +27,9 @@ var (
 
 // Prepared is a generation checked and tokenized, ready to Execute.
 type Prepared struct{ j *job }
+
+// Options are the generation's options.
+func (p *Prepared) Options() bonsai.GenerateOptions { return p.j.opt }
 
 // PromptTokens is the length of the prompt.
 func (p *Prepared) PromptTokens() int { return len(p.j.prompt) }
@@ -108,4 +113,36 @@ func SchemaMessage(err error) string {
 		return fmt.Sprintf("keyword '%s' at '%s': %s", se.Keyword, path, se.Reason)
 	}
 	return err.Error()
+}
+
+// TrimsAnswer reports whether a generation with opt trims its answer's whitespace
+// (Result.Text is trimmed when tool calls are read), which its stream must then do too.
+func TrimsAnswer(opt bonsai.GenerateOptions) bool {
+	return len(opt.Tools) > 0 && opt.ToolChoice.Mode != bonsai.ToolChoiceNone
+}
+
+// SpaceTrimmer trims a streamed answer as strings.TrimSpace trims the whole: it drops
+// the leading whitespace, and holds whitespace back until more text follows.
+type SpaceTrimmer struct {
+	started bool
+	pending string
+}
+
+// Next returns what to send of the answer's next piece s.
+func (t *SpaceTrimmer) Next(s string) string {
+	if !t.started {
+		s = strings.TrimLeftFunc(s, unicode.IsSpace)
+		if s == "" {
+			return ""
+		}
+		t.started = true
+	}
+	body := strings.TrimRightFunc(s, unicode.IsSpace)
+	if body == "" {
+		t.pending += s
+		return ""
+	}
+	out := t.pending + body
+	t.pending = s[len(body):]
+	return out
 }

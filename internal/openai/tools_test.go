@@ -101,6 +101,7 @@ func TestToolRoundTrip(t *testing.T) {
 		require.Len(t, acc.Choices, 1)
 		got := acc.Choices[0]
 		assert.Equal(t, "tool_calls", got.FinishReason)
+		assert.Equal(t, choice.Message.Content, got.Message.Content, "the stream's text is the whole answer's, trimmed alike")
 		require.Len(t, got.Message.ToolCalls, len(choice.Message.ToolCalls))
 		for i, call := range got.Message.ToolCalls {
 			assert.Equal(t, choice.Message.ToolCalls[i].Function.Name, call.Function.Name)

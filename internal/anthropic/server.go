@@ -11,6 +11,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/bonsai-go/sdk/bonsai"
@@ -170,6 +171,15 @@ func textBlock(s string) contentBlock { return contentBlock{Type: "text", Text: 
 func thinkBlock(s, sig string) contentBlock {
 	return contentBlock{Type: "thinking", Thinking: &s, Signature: &sig}
 }
+
+// toolUseID is a call's id as Anthropic spells its ids.
+func toolUseID(id string) string {
+	if rest, ok := strings.CutPrefix(id, "call_"); ok {
+		return "toolu_" + rest
+	}
+	return id
+}
+
 func toolUseBlock(id, name string, input json.RawMessage) contentBlock {
 	return contentBlock{Type: "tool_use", ID: id, Name: name, Input: &input}
 }
@@ -249,7 +259,7 @@ func (h *Handler) messages(w http.ResponseWriter, r *http.Request) {
 		out.Content = append(out.Content, textBlock(res.Text))
 	}
 	for _, c := range res.ToolCalls {
-		out.Content = append(out.Content, toolUseBlock(c.ID, c.Name, c.Arguments))
+		out.Content = append(out.Content, toolUseBlock(toolUseID(c.ID), c.Name, c.Arguments))
 	}
 	reason, seq := stopReason(res)
 	out.StopReason, out.StopSequence = &reason, seq

@@ -94,7 +94,7 @@ func (b *blocks) token(t bonsai.Token, thinkOpen int32) bool {
 	case t.ToolCallFragment != nil:
 		f := t.ToolCallFragment
 		if f.Name != "" || f.ID != "" || b.open != "tool_use" {
-			if !b.start(toolUseBlock(f.ID, f.Name, json.RawMessage("{}"))) {
+			if !b.start(toolUseBlock(toolUseID(f.ID), f.Name, json.RawMessage("{}"))) {
 				return false
 			}
 		}

@@ -84,7 +84,7 @@ func TestToolRoundTrip(t *testing.T) {
 		var results []anthropic.ContentBlockParamUnion
 		for _, u := range uses {
 			assert.Equal(t, "get_weather", u.Name)
-			assert.NotEmpty(t, u.ID)
+			assert.True(t, strings.HasPrefix(u.ID, "toolu_"), u.ID)
 			in, err := jsonschema.UnmarshalJSON(strings.NewReader(string(u.Input)))
 			require.NoError(t, err, "%s", u.Input)
 			assert.NoError(t, v.Validate(in), "%s", u.Input)

@@ -102,7 +102,9 @@ func parseFlags(fs *flag.FlagSet, args []string) (config, error) {
 	fs.Usage = func() {
 		fmt.Fprint(fs.Output(), "usage: serve [-model FILE] [-addr HOST:PORT] [-parallel N] [flags]\n\n"+
 			"Serves the model over HTTP with the OpenAI API: POST /v1/chat/completions,\n"+
-			"POST /v1/completions (both also streamed), GET /v1/models, GET /health.\n"+
+			"POST /v1/completions (both also streamed), GET /v1/models, GET /health;\n"+
+			"with Anthropic's Messages API: POST /v1/messages; and a chat page at /.\n"+
+			"Tools (tools, tool_choice) and response_format json_schema are supported.\n"+
 			"Thinking is switched with chat_template_kwargs {\"enable_thinking\": false} or a\n"+
 			"top-level \"enable_thinking\", and comes back in reasoning_content.\n"+
 			"Without -model it serves a small synthetic model with random weights: the text\n"+

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/anthropics/anthropic-sdk-go"
 	"github.com/bonsai-go/sdk/internal/openai"
@@ -192,4 +193,27 @@ func TestErrors(t *testing.T) {
 	resp.Body.Close()
 	assert.Equal(t, 405, resp.StatusCode)
 	assert.Equal(t, "POST", resp.Header.Get("Allow"))
+}
+
+// TestStreamDisconnect: a client that leaves mid-stream stops its generation.
+func TestStreamDisconnect(t *testing.T) {
+	srv, ts := newTestServer(t, openai.Config{})
+	resp, err := httpPost(ts.URL+"/v1/messages", `{"model": "m", "max_tokens": 3000, "stream": true,
+		"messages": [{"role": "user", "content": "Go on"}]}`)
+	require.NoError(t, err)
+	buf := make([]byte, 4096)
+	n := 0
+	for n < 2000 { // message_start, ping and some deltas
+		k, err := resp.Body.Read(buf)
+		require.NoError(t, err)
+		n += k
+	}
+	resp.Body.Close()
+	deadline := time.Now().Add(5 * time.Second)
+	for srv.Stats().Cancelled == 0 && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	st := srv.Stats()
+	assert.Equal(t, int64(1), st.Cancelled, "the generation went on after the client left")
+	assert.Zero(t, st.Running)
 }

@@ -20,8 +20,8 @@ import (
 // realVocabSize is the vocabulary of Ternary Bonsai 2 27B (Qwen3.5's).
 const realVocabSize = 248320
 
-// byteLevel decodes GPT-2's bytes_to_unicode spelling.
-func byteLevel(s string) []byte {
+// byteChars inverts GPT-2's bytes_to_unicode.
+var byteChars = func() map[rune]byte {
 	inv := map[rune]byte{}
 	next := rune(256)
 	for b := range 256 {
@@ -32,6 +32,12 @@ func byteLevel(s string) []byte {
 		}
 		inv[r] = byte(b)
 	}
+	return inv
+}()
+
+// byteLevel decodes GPT-2's bytes_to_unicode spelling.
+func byteLevel(s string) []byte {
+	inv := byteChars
 	var out []byte
 	for _, r := range s {
 		out = append(out, inv[r])

@@ -30,10 +30,11 @@ type state struct {
 	loop   byteSet // the bytes on which the state goes to itself
 	looped bool    // loop is computed
 	accept bool
-	// textAlive: every text leaves the state alive (textsafe.go), when textKnown.
-	textKnown, textAlive bool
-	mask                 []uint64 // the remembered token mask, when computed
-	nmask                int
+	// budget: see textBudget, when budgetKnown.
+	budgetKnown bool
+	budget      uint8
+	mask        []uint64 // the remembered token mask, when computed
+	nmask       int
 }
 
 // automaton is the lazily built deterministic automaton of a grammar.
@@ -49,6 +50,9 @@ type automaton struct {
 	masks int // states holding a remembered mask
 
 	reps []byte // see textReps
+	// stamps of textBudget's search
+	epoch                 int32
+	seenStamp, layerStamp []int32
 
 	// scratch for closure
 	seen   map[stackNode]bool
@@ -185,9 +189,11 @@ func (a *automaton) loopSet(s int32) byteSet {
 // Matcher follows the output of a generation through a grammar. It is not safe for
 // concurrent use.
 type Matcher struct {
-	a   *automaton
-	cur int32
-	err error
+	a      *automaton
+	stk    []int32 // walk's scratch
+	ranges []int32
+	cur    int32
+	err    error
 }
 
 // NewMatcher returns a matcher at the start of the grammar.

@@ -3,10 +3,12 @@ package grammar
 // Text runs. Most of a vocabulary is text: inside a JSON string nearly every token is
 // allowed, and walking the trie node by node to find that out is the mask's main cost.
 // The vocabulary knows, for each trie node, whether every token below it continues
-// with text only — printable ASCII other than '"' and '\', and well-formed UTF-8, a
+// with text only, and the most bytes it continues with — printable ASCII other than '"' and '\', and well-formed UTF-8, a
 // character possibly cut at the token's end — read from a character boundary (the
 // decoder below). A state knows whether every such text leaves it alive. Where both
-// hold, the whole subtree is allowed without a walk.
+// hold (a state's budget covering the subtree's longest continuation), the whole
+// subtree is allowed without a walk. A bounded string (maxLength) has a budget too, so
+// the shortcut serves there as well.
 
 // The text decoder's states: 0 at a character boundary, the others inside a multi-byte
 // character (Unicode's table 3-7), dText when the byte is not text.
@@ -62,7 +64,13 @@ var textNext = func() (t [tStates][256]uint8) {
 // below it (from the node's byte on) is text: bit s set for state s.
 func (v *Vocab) textSafe() {
 	v.safe = make([]uint8, len(v.nbyte))
+	v.rem = make([]uint16, len(v.nbyte))
 	for i := len(v.nbyte) - 1; i >= 0; i-- {
+		rem := uint16(1)
+		for c := int32(i) + 1; c < v.end[i]; c = v.end[c] {
+			rem = max(rem, v.rem[c]+1)
+		}
+		v.rem[i] = rem
 		b := v.nbyte[i]
 		var bitsOK uint8
 		for s := range tStates {
@@ -85,51 +93,69 @@ func (v *Vocab) textSafe() {
 	}
 }
 
-// maxTextPairs bounds the search of textAlive.
-const maxTextPairs = 256
+// maxTextBudget caps textBudget: longer tokens are walked.
+const maxTextBudget = 48
 
-// textAlive reports whether every text read from state s (at a character boundary)
-// leaves the automaton alive: the pairs (decoder state, automaton state) reachable
-// over text never meet a dead automaton state.
-func (a *automaton) textAlive(s int32) bool {
+// textBudget returns how many bytes of text, read from state s (at a character
+// boundary), surely leave the automaton alive: every text of at most that many bytes
+// does. It searches the pairs (decoder state, automaton state) layer by layer; a layer
+// that brings no new pair means every text does (maxTextBudget).
+func (a *automaton) textBudget(s int32) int {
 	st := &a.states[s]
-	if st.textKnown {
-		return st.textAlive
+	if st.budgetKnown {
+		return int(st.budget)
 	}
 	type pair struct {
 		d uint8
 		s int32
 	}
-	seen := map[pair]bool{{tBoundary, s}: true}
-	queue := []pair{{tBoundary, s}}
-	alive := true
-	for len(queue) > 0 && alive {
-		p := queue[0]
-		queue = queue[1:]
-		for _, c := range a.textReps() {
-			d := textNext[p.d][c]
-			if d == dText {
-				continue
-			}
-			n := a.step(p.s, c)
-			if n == dead {
-				alive = false
-				break
-			}
-			q := pair{d, n}
-			if !seen[q] {
-				if len(seen) >= maxTextPairs {
-					alive = false
-					break
+	a.epoch++
+	seen := func(p pair, layer int32) (first, inLayer bool) {
+		k := int(p.s)*tStates + int(p.d)
+		for len(a.seenStamp) <= k {
+			a.seenStamp = append(a.seenStamp, 0)
+			a.layerStamp = append(a.layerStamp, 0)
+		}
+		first = a.seenStamp[k] != a.epoch
+		inLayer = a.layerStamp[k] == a.epoch*64+layer
+		a.seenStamp[k], a.layerStamp[k] = a.epoch, a.epoch*64+layer
+		return first, inLayer
+	}
+	cur := []pair{{tBoundary, s}}
+	seen(cur[0], 0)
+	budget := maxTextBudget
+	reps := a.textReps()
+search:
+	for layer := int32(1); layer <= maxTextBudget; layer++ {
+		var next []pair
+		fresh := false
+		for _, p := range cur {
+			for _, c := range reps {
+				d := textNext[p.d][c]
+				if d == dText {
+					continue
 				}
-				seen[q] = true
-				queue = append(queue, q)
+				n := a.step(p.s, c)
+				if n == dead {
+					budget = int(layer) - 1
+					break search
+				}
+				q := pair{d, n}
+				first, inLayer := seen(q, layer)
+				if !inLayer {
+					next = append(next, q)
+				}
+				fresh = fresh || first
 			}
 		}
+		if !fresh {
+			break // nothing new: the layers repeat
+		}
+		cur = next
 	}
 	st = &a.states[s]
-	st.textKnown, st.textAlive = true, alive
-	return alive
+	st.budgetKnown, st.budget = true, uint8(budget)
+	return budget
 }
 
 // textReps returns a byte of each class of the partition that both the grammar's byte

@@ -17,6 +17,8 @@ type Vocab struct {
 	end   []int32
 	sub   []byteSet // the bytes of node i and all below it
 	safe  []uint8   // see textSafe
+	all   []uint64  // the mask of every token in the trie
+	rem   []uint16  // the most bytes a token continues with from node i, its byte included
 	// Tokens in depth-first order: order[tokLo[i]:tokAt[i]] end at node i,
 	// order[tokLo[i]:subHi[i]] end in its subtree.
 	order               []int32
@@ -89,6 +91,10 @@ func NewVocab(size int, piece func(id int32) (b []byte, ok bool)) *Vocab {
 		}
 	}
 	v.textSafe()
+	v.all = make([]uint64, (size+63)/64)
+	for _, id := range v.order {
+		v.all[id>>6] |= 1 << (id & 63)
+	}
 	return v
 }
 
@@ -130,18 +136,30 @@ func (m *Matcher) Mask(v *Vocab, dst []uint64) int {
 	return n
 }
 
-// walk computes the mask of the current state over the trie.
+// walk computes the mask of the current state over the trie. It collects the allowed
+// tokens as ranges of the depth-first token order, then writes whichever is shorter:
+// the allowed tokens onto an empty mask, or the others off a full one (inside a JSON
+// string nearly every token is allowed).
 func (m *Matcher) walk(v *Vocab, dst []uint64) int {
 	a := m.a
 	g := a.g
-	stk := make([]int32, v.maxDepth+1)
+	if cap(m.stk) < v.maxDepth+1 {
+		m.stk = make([]int32, v.maxDepth+1)
+	}
+	stk := m.stk[:v.maxDepth+1]
 	stk[0] = m.cur
+	ranges := m.ranges[:0]
 	count := 0
-	mark := func(ids []int32) {
-		for _, id := range ids {
-			dst[id>>6] |= 1 << (id & 63)
+	add := func(lo, hi int32) {
+		if lo == hi {
+			return
 		}
-		count += len(ids)
+		count += int(hi - lo)
+		if n := len(ranges); n > 0 && ranges[n-1] == lo {
+			ranges[n-1] = hi
+			return
+		}
+		ranges = append(ranges, lo, hi)
 	}
 	nodes := int32(len(v.nbyte))
 	for i := int32(0); i < nodes; {
@@ -156,21 +174,45 @@ func (m *Matcher) walk(v *Vocab, dst []uint64) int {
 			i = v.end[i]
 			continue
 		}
-		if v.safe[i]&1 != 0 && v.end[i]-i > 1 && a.textAlive(p) {
+		if v.safe[i]&1 != 0 && v.end[i]-i > 1 && int(v.rem[i]) <= a.textBudget(p) {
 			// Every token below is text, and text keeps the state alive.
-			mark(v.order[v.tokLo[i]:v.subHi[i]])
+			add(v.tokLo[i], v.subHi[i])
 			i = v.end[i]
 			continue
 		}
 		if s == p && v.end[i]-i > 1 && v.sub[i].subsetOf(a.loopSet(p)) {
 			// Every byte below keeps the state: the whole subtree is allowed.
-			mark(v.order[v.tokLo[i]:v.subHi[i]])
+			add(v.tokLo[i], v.subHi[i])
 			i = v.end[i]
 			continue
 		}
 		stk[d] = s
-		mark(v.order[v.tokLo[i]:v.tokAt[i]])
+		add(v.tokLo[i], v.tokAt[i])
 		i++
 	}
+	m.ranges = ranges
+	set := func(ids []int32) {
+		for _, id := range ids {
+			dst[id>>6] |= 1 << (id & 63)
+		}
+	}
+	unset := func(ids []int32) {
+		for _, id := range ids {
+			dst[id>>6] &^= 1 << (id & 63)
+		}
+	}
+	if count <= len(v.order)/2 {
+		for k := 0; k < len(ranges); k += 2 {
+			set(v.order[ranges[k]:ranges[k+1]])
+		}
+		return count
+	}
+	copy(dst, v.all)
+	prev := int32(0)
+	for k := 0; k < len(ranges); k += 2 {
+		unset(v.order[prev:ranges[k]])
+		prev = ranges[k+1]
+	}
+	unset(v.order[prev:])
 	return count
 }

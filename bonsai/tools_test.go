@@ -126,7 +126,7 @@ func TestToolChoiceRequired(t *testing.T) {
 				if tk.ToolCall != nil {
 					completed = tk.ToolCall
 				}
-				assert.NotContains(t, tk.Text, "<tool_call>")
+				assert.Empty(t, tk.Text, "enforced calls: no content text")
 			}
 			require.NotNil(t, completed)
 			assert.Equal(t, call, *completed)

@@ -52,6 +52,10 @@ func (ts *toolStream) events(evs []toolcall.Event) (string, []Token) {
 	for _, e := range evs {
 		switch e.Kind {
 		case toolcall.Text:
+			if ts.eager {
+				// Enforced calls: the grammar allows only whitespace around them.
+				continue
+			}
 			text.WriteString(e.Text)
 			ts.content.WriteString(e.Text)
 		case toolcall.Start:

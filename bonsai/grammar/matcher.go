@@ -17,7 +17,7 @@ const unknown = -2
 
 // maxStates bounds a Matcher's automaton; a grammar that needs more is refused at run
 // time with an error rather than exhausting memory.
-const maxStates = 1 << 20
+const maxStates = 1 << 17
 
 // stackNode is one frame of a parse stack: a program position, and the rest.
 type stackNode struct {

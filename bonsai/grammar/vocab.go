@@ -110,7 +110,7 @@ func (v *Vocab) Size() int { return v.size }
 func (v *Vocab) Nodes() int { return len(v.nbyte) }
 
 // maxMasks bounds the masks a matcher remembers.
-const maxMasks = 512
+const maxMasks = 128
 
 // Mask sets dst (a bitset of at least (Size+63)/64 words, bit id of word id/64) to the
 // tokens whose bytes the grammar allows next, and returns how many there are.

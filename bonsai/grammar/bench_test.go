@@ -183,15 +183,20 @@ func quantile(d []time.Duration, q float64) time.Duration {
 // of the trie from each state of the same outputs. Metrics are per token.
 func BenchmarkMask(b *testing.B) {
 	synthetic, mixed := benchVocabs(b)
-	g, err := CompileJSONSchema([]byte(typicalSchema), SchemaOptions{})
+	schema, err := CompileJSONSchema([]byte(typicalSchema), SchemaOptions{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	tools, err := ToolCalls([]Function{{Name: "get_weather", Parameters: []byte(typicalSchema)}, {Name: "search", Parameters: []byte(`{"type":"object","properties":{"query":{"type":"string"},"limit":{"type":"integer"}},"required":["query"]}`)}}, true)
 	if err != nil {
 		b.Fatal(err)
 	}
 	for _, vc := range []struct {
 		name string
 		v    *Vocab
-	}{{"qwen3+synth-248320", mixed}, {"synth-248320", synthetic}} {
-		v := vc.v
+		g    *Grammar
+	}{{"schema/qwen3+synth-248320", mixed, schema}, {"schema/synth-248320", synthetic, schema}, {"tools/qwen3+synth-248320", mixed, tools}} {
+		v, g := vc.v, vc.g
 		var outs [][]int32
 		for seed := range uint64(8) {
 			outs = append(outs, trajectory(b, g, v, seed, 400))

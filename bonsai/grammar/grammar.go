@@ -101,8 +101,11 @@ func (b *builder) newRule(name string) int32 {
 }
 
 func (b *builder) addAlt(r int32, seq ...elem) {
-	b.alts[r] = append(b.alts[r], seq)
 	b.size += len(seq) + 1
+	if b.size > b.limit {
+		return // build reports it; nothing more is kept
+	}
+	b.alts[r] = append(b.alts[r], seq)
 }
 
 func (b *builder) term(s byteSet) elem {
@@ -143,6 +146,10 @@ func (b *builder) star(name string, x ...elem) int32 {
 
 // repeat is a rule matching min to max copies of x (max < 0: unbounded).
 func (b *builder) repeat(name string, x []elem, min, max int) int32 {
+	if b.size+(min+max+2)*(len(x)+1) > b.limit {
+		b.size = b.limit + 1
+		return b.newRule(name)
+	}
 	var tail int32
 	switch {
 	case max < 0:

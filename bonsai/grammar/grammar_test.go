@@ -2,6 +2,8 @@ package grammar
 
 import (
 	"errors"
+	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -68,4 +70,36 @@ func TestSchemaErrors(t *testing.T) {
 		assert.Equal(t, c.keyword, se.Keyword, c.schema)
 		assert.Equal(t, c.path, se.Path, c.schema)
 	}
+}
+
+// A schema that would make a huge grammar is refused quickly, without building it.
+func TestSchemaTooLarge(t *testing.T) {
+	var b strings.Builder
+	b.WriteString(`{"type":"object","properties":{`)
+	for i := range 1000 {
+		if i > 0 {
+			b.WriteString(",")
+		}
+		fmt.Fprintf(&b, `"p%d":{"type":"string","minLength":9000,"maxLength":10000}`, i)
+	}
+	b.WriteString(`}}`)
+	_, err := CompileJSONSchema([]byte(b.String()), SchemaOptions{})
+	require.Error(t, err)
+	assert.ErrorIs(t, err, ErrInvalidSchema)
+	assert.Contains(t, err.Error(), "too large")
+
+	deep := strings.Repeat(`{"type":"array","items":`, 40) + `{}` + strings.Repeat(`}`, 40)
+	_, err = CompileJSONSchema([]byte(deep), SchemaOptions{})
+	assert.ErrorContains(t, err, "nested deeper than 32")
+	var enum strings.Builder
+	enum.WriteString(`{"enum":[`)
+	for i := range 2000 {
+		if i > 0 {
+			enum.WriteString(",")
+		}
+		fmt.Fprintf(&enum, "%d", i)
+	}
+	enum.WriteString(`]}`)
+	_, err = CompileJSONSchema([]byte(enum.String()), SchemaOptions{})
+	assert.ErrorContains(t, err, "enum at /enum: 2000 values, more than the 1024 supported")
 }

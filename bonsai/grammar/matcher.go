@@ -55,13 +55,14 @@ type automaton struct {
 	seenStamp, layerStamp []int32
 
 	// scratch for closure
-	seen   map[stackNode]bool
+	seen   map[stackNode]uint32 // the closure that last saw a frame
+	pass   uint32               // the current closure
 	out    []int32
 	keyBuf []byte
 }
 
 func newAutomaton(g *Grammar) *automaton {
-	return &automaton{g: g, nodeID: map[stackNode]int32{}, byKey: map[string]int32{}, seen: map[stackNode]bool{}}
+	return &automaton{g: g, nodeID: map[stackNode]int32{}, byKey: map[string]int32{}, seen: map[stackNode]uint32{}, pass: 1}
 }
 
 func (a *automaton) node(pos, parent int32) int32 {
@@ -79,10 +80,10 @@ func (a *automaton) node(pos, parent int32) int32 {
 // reading a byte: each with a terminal on top, or accept.
 func (a *automaton) expand(pos, parent int32) {
 	k := stackNode{pos, parent}
-	if a.seen[k] {
+	if a.seen[k] == a.pass {
 		return
 	}
-	a.seen[k] = true
+	a.seen[k] = a.pass
 	e := a.g.prog[pos]
 	switch e.kind {
 	case kTerm:
@@ -107,7 +108,7 @@ func (a *automaton) expand(pos, parent int32) {
 
 // intern returns the state of the stacks in a.out.
 func (a *automaton) intern() (int32, error) {
-	clear(a.seen)
+	a.pass++
 	if len(a.out) == 0 {
 		return dead, nil
 	}

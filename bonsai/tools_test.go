@@ -39,7 +39,7 @@ func validate(t testing.TB, s *jsonschema.Schema, text string) error {
 // structuredSchemas are schemas of the kinds OpenAI's strict mode accepts, bounded so
 // that a random model finishes them within the token budget.
 var structuredSchemas = []string{
-	`{"type":"object","properties":{"name":{"type":"string","maxLength":8},"age":{"type":"integer"},"tags":{"type":"array","items":{"type":"string","maxLength":4},"maxItems":3}},"required":["name","age","tags"],"additionalProperties":false}`,
+	`{"type":"object","properties":{"name":{"type":"string","maxLength":8},"age":{"type":"integer","minimum":0,"maximum":120},"tags":{"type":"array","items":{"type":"string","maxLength":4},"maxItems":3}},"required":["name","age","tags"],"additionalProperties":false}`,
 	`{"type":"object","properties":{"unit":{"enum":["celsius","fahrenheit"]},"value":{"type":"number"},"ok":{"type":"boolean"},"note":{"type":["string","null"],"maxLength":6}},"required":["unit","value","ok","note"],"additionalProperties":false}`,
 	`{"$defs":{"point":{"type":"object","properties":{"x":{"type":"integer"},"y":{"type":"integer"}},"required":["x","y"],"additionalProperties":false}},"type":"object","properties":{"points":{"type":"array","items":{"$ref":"#/$defs/point"},"minItems":1,"maxItems":3},"label":{"const":"path"}},"required":["points","label"],"additionalProperties":false}`,
 	`{"anyOf":[{"type":"integer"},{"type":"object","properties":{"error":{"type":"string","minLength":2,"maxLength":5}},"required":["error"],"additionalProperties":false}]}`,
@@ -84,7 +84,7 @@ func TestStructuredOutputJSONObject(t *testing.T) {
 }
 
 var weatherTools = []bonsai.Tool{
-	{Name: "get_weather", Description: "Weather of a city", Parameters: json.RawMessage(`{"type":"object","properties":{"city":{"type":"string"},"days":{"type":"integer"},"unit":{"type":"string","enum":["c","f"]}},"required":["city","days"]}`)},
+	{Name: "get_weather", Description: "Weather of a city", Parameters: json.RawMessage(`{"type":"object","properties":{"city":{"type":"string"},"days":{"type":"integer","minimum":1,"maximum":14},"unit":{"type":"string","enum":["c","f"]}},"required":["city","days"]}`)},
 	{Name: "add", Parameters: json.RawMessage(`{"type":"object","properties":{"a":{"type":"number"},"b":{"type":"number"},"opts":{"type":"object","properties":{"round":{"type":"boolean"}},"required":["round"],"additionalProperties":false}},"required":["a","b"]}`)},
 }
 
@@ -145,7 +145,7 @@ func TestToolOptionsInvalid(t *testing.T) {
 		opt  bonsai.GenerateOptions
 		want string
 	}{
-		{bonsai.GenerateOptions{ResponseFormat: &bonsai.ResponseFormat{Type: "json_schema", Schema: json.RawMessage(`{"type":"integer","minimum":1}`)}}, "minimum at /minimum"},
+		{bonsai.GenerateOptions{ResponseFormat: &bonsai.ResponseFormat{Type: "json_schema", Schema: json.RawMessage(`{"type":"number","minimum":1}`)}}, "minimum at /minimum"},
 		{bonsai.GenerateOptions{Tools: weatherTools, ToolChoice: bonsai.ToolChoice{Mode: bonsai.ToolChoiceRequired}}, ""},
 		{bonsai.GenerateOptions{Tools: []bonsai.Tool{{Name: "f", Parameters: json.RawMessage(`{"type":"object","properties":{"x":{"not":{}}}}`)}}, ToolChoice: bonsai.ToolChoice{Mode: bonsai.ToolChoiceRequired}}, "not at /properties/x/not"},
 		{bonsai.GenerateOptions{Tools: weatherTools, ToolChoice: bonsai.ToolChoice{Mode: bonsai.ToolChoiceFunction, Name: "nope"}}, `function "nope" is not among the tools`},

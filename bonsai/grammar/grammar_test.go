@@ -3,6 +3,7 @@ package grammar
 import (
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -51,7 +52,10 @@ func TestSchemaMatches(t *testing.T) {
 
 func TestSchemaErrors(t *testing.T) {
 	cases := []struct{ schema, keyword, path string }{
-		{`{"type":"integer","minimum":3}`, "minimum", "/minimum"},
+		{`{"type":"number","minimum":3}`, "minimum", "/minimum"},
+		{`{"minimum":3}`, "minimum", "/minimum"},
+		{`{"type":"integer","minimum":3,"maximum":2}`, "minimum", ""},
+		{`{"type":"integer","maximum":1e20}`, "maximum", "/maximum"},
 		{`{"type":"object","properties":{"a":{"type":"string","pattern":"x+"}}}`, "pattern", "/properties/a/pattern"},
 		{`{"type":"strin"}`, "type", "/type"},
 		{`{"$ref":"http://example.com/s"}`, "$ref", "/$ref"},
@@ -102,4 +106,28 @@ func TestSchemaTooLarge(t *testing.T) {
 	enum.WriteString(`]}`)
 	_, err = CompileJSONSchema([]byte(enum.String()), SchemaOptions{})
 	assert.ErrorContains(t, err, "enum at /enum: 2000 values, more than the 1024 supported")
+}
+
+// Integer bounds: every integer in a window matches exactly when it is in range.
+func TestSchemaIntegerRange(t *testing.T) {
+	for _, c := range []struct {
+		schema string
+		in     func(n int) bool
+	}{
+		{`{"type":"integer","minimum":0}`, func(n int) bool { return n >= 0 }},
+		{`{"type":"integer","minimum":1,"maximum":100}`, func(n int) bool { return n >= 1 && n <= 100 }},
+		{`{"type":"integer","minimum":-37,"maximum":1234}`, func(n int) bool { return n >= -37 && n <= 1234 }},
+		{`{"type":"integer","exclusiveMinimum":-5,"exclusiveMaximum":7}`, func(n int) bool { return n > -5 && n < 7 }},
+		{`{"type":"integer","maximum":-20}`, func(n int) bool { return n <= -20 }},
+		{`{"type":"integer","minimum":2.5,"maximum":99.5}`, func(n int) bool { return n >= 3 && n <= 99 }},
+		{`{"type":"integer","minimum":190,"maximum":2001}`, func(n int) bool { return n >= 190 && n <= 2001 }},
+	} {
+		g, err := CompileJSONSchema([]byte(c.schema), SchemaOptions{})
+		require.NoError(t, err, c.schema)
+		for n := -3000; n <= 3000; n++ {
+			require.Equal(t, c.in(n), matches(g, strconv.Itoa(n)), "%s: %d", c.schema, n)
+		}
+		assert.False(t, matches(g, "007"), c.schema)
+		assert.False(t, matches(g, "-0"), c.schema)
+	}
 }

@@ -26,7 +26,8 @@ const (
 //
 // Supported: type (one or a list), object with properties, required and
 // additionalProperties (false, true or a schema), array with items, minItems and
-// maxItems, string with minLength and maxLength (in characters), number, integer,
+// maxItems, string with minLength and maxLength (in characters), number, integer (with
+// minimum, maximum, exclusiveMinimum and exclusiveMaximum, within ±10^15),
 // boolean, null, enum, const, anyOf and oneOf (read as anyOf), allOf of one schema,
 // $ref to "#", "#/$defs/…" or "#/definitions/…" (recursion allowed), and the
 // annotations (title, description, default, examples, format, $schema, $id,
@@ -249,6 +250,7 @@ var known = map[string]bool{
 	"type": true, "properties": true, "required": true, "additionalProperties": true,
 	"items": true, "minItems": true, "maxItems": true, "minLength": true, "maxLength": true,
 	"enum": true, "const": true, "anyOf": true, "oneOf": true, "allOf": true, "$ref": true,
+	"minimum": true, "maximum": true, "exclusiveMinimum": true, "exclusiveMaximum": true,
 }
 
 func pathJoin(path string, parts ...string) string {
@@ -360,6 +362,8 @@ func (c *schemaCompiler) compile(s *jv, path string, depth int) (int32, error) {
 			types = []string{"array"}
 		case s.get("minLength") != nil || s.get("maxLength") != nil:
 			types = []string{"string"}
+		case s.get("minimum") != nil || s.get("maximum") != nil || s.get("exclusiveMinimum") != nil || s.get("exclusiveMaximum") != nil:
+			types = []string{"number"}
 		default:
 			return c.anyRule(), nil
 		}
@@ -396,8 +400,20 @@ func (c *schemaCompiler) typed(s *jv, t, path string, depth int) (int32, error) 
 		}
 		return c.stringRule(min, max), nil
 	case "integer":
-		return c.integerRule(), nil
+		lo, hi, err := c.intBounds(s, path)
+		if err != nil {
+			return 0, err
+		}
+		if lo == nil && hi == nil {
+			return c.integerRule(), nil
+		}
+		return c.intRangeRule(lo, hi), nil
 	case "number":
+		for _, k := range []string{"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"} {
+			if s.get(k) != nil {
+				return 0, schemaErr(k, pathJoin(path, k), "bounds are supported on integers only")
+			}
+		}
 		return c.numberRule(), nil
 	case "boolean":
 		if c.boolean < 0 {

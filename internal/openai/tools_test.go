@@ -19,7 +19,7 @@ import (
 // weatherSchema is the parameters of the test's tool.
 const weatherSchema = `{"type": "object", "properties": {
 	"city": {"type": "string", "minLength": 1, "maxLength": 40},
-	"days": {"type": "integer"},
+	"days": {"type": "integer", "minimum": 1, "maximum": 7},
 	"unit": {"type": "string", "enum": ["celsius", "fahrenheit"]}},
 	"required": ["city", "days", "unit"], "additionalProperties": false}`
 

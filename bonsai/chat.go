@@ -18,6 +18,12 @@ type Message struct {
 	// Qwen templates show it only for the turns after the last user message, and drop it
 	// from earlier ones.
 	ReasoningContent string
+	// ToolCalls are the calls an assistant turn made (after its Content).
+	ToolCalls []ToolCall
+	// ToolCallID is, for a message of role "tool", the ID of the call it answers.
+	ToolCallID string
+	// Name is, for a message of role "tool", the called function's name (optional).
+	Name string
 }
 
 // ChatOptions are the switches a chat template reads.
@@ -28,6 +34,8 @@ type ChatOptions struct {
 	// EnableThinking sets the template's enable_thinking variable; nil leaves it
 	// undefined, which the Qwen templates take as on.
 	EnableThinking *bool
+	// Tools are the tool definitions the template renders (its tools variable).
+	Tools []Tool
 }
 
 // chatMLTemplate is the template of a model file that has none: ChatML, the format Qwen
@@ -73,8 +81,10 @@ func (m *Model) ChatTemplate() string { return m.tmplSource }
 
 // RenderChat formats a conversation as the model expects it, with the model's chat
 // template. The template sees the variables Hugging Face's apply_chat_template passes:
-// messages (role, content and, when set, reasoning_content), add_generation_prompt,
-// enable_thinking (only when opt.EnableThinking is set), tools (none), and bos_token and
+// messages (role, content and, when set, reasoning_content, tool_calls in OpenAI's shape
+// with the arguments as a mapping, tool_call_id and name), add_generation_prompt,
+// enable_thinking (only when opt.EnableThinking is set), tools (OpenAI's
+// {"type": "function", "function": {...}} for each of opt.Tools, or none), and bos_token and
 // eos_token (the text of the tokenizer's BOS and EOS tokens, as llama.cpp passes them).
 func (m *Model) RenderChat(msgs []Message, opt ChatOptions) (string, error) {
 	if m.tmplErr != nil {
@@ -83,21 +93,29 @@ func (m *Model) RenderChat(msgs []Message, opt ChatOptions) (string, error) {
 	if len(msgs) == 0 {
 		return "", errors.New("bonsai: chat: no messages")
 	}
-	list := make([]any, len(msgs))
+	list := make([]jinja.Value, len(msgs))
 	for i, msg := range msgs {
 		if msg.Role == "" {
 			return "", fmt.Errorf("bonsai: chat: message %d has no role", i)
 		}
-		mm := map[string]any{"role": msg.Role, "content": msg.Content}
-		if msg.ReasoningContent != "" {
-			mm["reasoning_content"] = msg.ReasoningContent
+		mm, err := messageValue(msg)
+		if err != nil {
+			return "", fmt.Errorf("bonsai: chat: message %d: %w", i, err)
 		}
 		list[i] = mm
+	}
+	var tools any
+	if len(opt.Tools) > 0 {
+		tv, err := toolsValue(opt.Tools)
+		if err != nil {
+			return "", fmt.Errorf("bonsai: chat: %w", err)
+		}
+		tools = tv
 	}
 	data := map[string]any{
 		"messages":              list,
 		"add_generation_prompt": opt.AddGenerationPrompt,
-		"tools":                 nil,
+		"tools":                 tools,
 	}
 	if opt.EnableThinking != nil {
 		data["enable_thinking"] = *opt.EnableThinking

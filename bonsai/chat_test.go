@@ -19,22 +19,44 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// chatCase is one conversation of testdata/chat/cases.json.
+// chatCase is one conversation of testdata/chat/cases.json or tools_cases.json, in
+// OpenAI's shape.
 type chatCase struct {
 	Name     string `json:"name"`
 	Messages []struct {
 		Role             string `json:"role"`
 		Content          string `json:"content"`
 		ReasoningContent string `json:"reasoning_content"`
+		ToolCallID       string `json:"tool_call_id"`
+		Name             string `json:"name"`
+		ToolCalls        []struct {
+			ID       string `json:"id"`
+			Function struct {
+				Name      string          `json:"name"`
+				Arguments json.RawMessage `json:"arguments"`
+			} `json:"function"`
+		} `json:"tool_calls"`
 	} `json:"messages"`
+	Tools []struct {
+		Function struct {
+			Name        string          `json:"name"`
+			Description string          `json:"description"`
+			Parameters  json.RawMessage `json:"parameters"`
+		} `json:"function"`
+	} `json:"tools"`
 }
 
-// checkRenderings renders every case with m's chat template and compares with the
-// renderings Python's jinja2 produced (testdata/chat/README.md).
+// checkRenderings renders every case of testdata/chat/cases.json with m's chat template
+// and compares with the renderings Python's jinja2 produced (testdata/chat/README.md).
 func checkRenderings(t *testing.T, m *bonsai.Model, expectedFile string) {
 	t.Helper()
+	checkCaseRenderings(t, m, "cases.json", expectedFile)
+}
+
+func checkCaseRenderings(t *testing.T, m *bonsai.Model, casesFile, expectedFile string) {
+	t.Helper()
 	var cases []chatCase
-	data, err := os.ReadFile(filepath.Join("testdata", "chat", "cases.json"))
+	data, err := os.ReadFile(filepath.Join("testdata", "chat", casesFile))
 	require.NoError(t, err)
 	require.NoError(t, json.Unmarshal(data, &cases))
 	var want map[string]string
@@ -46,14 +68,21 @@ func checkRenderings(t *testing.T, m *bonsai.Model, expectedFile string) {
 	for _, c := range cases {
 		msgs := make([]bonsai.Message, len(c.Messages))
 		for i, m := range c.Messages {
-			msgs[i] = bonsai.Message{Role: m.Role, Content: m.Content, ReasoningContent: m.ReasoningContent}
+			msgs[i] = bonsai.Message{Role: m.Role, Content: m.Content, ReasoningContent: m.ReasoningContent, ToolCallID: m.ToolCallID, Name: m.Name}
+			for _, tc := range m.ToolCalls {
+				msgs[i].ToolCalls = append(msgs[i].ToolCalls, bonsai.ToolCall{ID: tc.ID, Name: tc.Function.Name, Arguments: tc.Function.Arguments})
+			}
+		}
+		var tools []bonsai.Tool
+		for _, tl := range c.Tools {
+			tools = append(tools, bonsai.Tool{Name: tl.Function.Name, Description: tl.Function.Description, Parameters: tl.Function.Parameters})
 		}
 		for _, agp := range []bool{true, false} {
 			for _, think := range []string{"none", "true", "false"} {
 				key := c.Name + "/agp=" + map[bool]string{true: "true", false: "false"}[agp] + "/think=" + think
 				exp, ok := want[key]
 				require.True(t, ok, "no expected rendering for %s", key)
-				opt := bonsai.ChatOptions{AddGenerationPrompt: agp}
+				opt := bonsai.ChatOptions{AddGenerationPrompt: agp, Tools: tools}
 				if think != "none" {
 					on := think == "true"
 					opt.EnableThinking = &on
@@ -139,6 +168,20 @@ func TestChatTemplateQwen35(t *testing.T) {
 	m := open(t, writeModel(t, "tiny", 1, ternary.PQ2_0), bonsai.WithChatTemplate(src))
 	assert.Equal(t, src, m.ChatTemplate())
 	checkRenderings(t, m, filepath.Join("testdata", "chat", "qwen35.json"))
+}
+
+// Tools, assistant tool calls and tool results render as jinja2 renders them, with
+// both Qwen templates (testdata/chat/tools_cases.json).
+func TestChatTemplateTools(t *testing.T) {
+	data, err := os.ReadFile(filepath.Join("testdata", "chat", "qwen35.jinja"))
+	require.NoError(t, err)
+	sum := sha256.Sum256(data)
+	require.Equal(t, qwen35TemplateSHA256, hex.EncodeToString(sum[:]))
+	path := writeModel(t, "tiny", 1, ternary.PQ2_0)
+	m := open(t, path, bonsai.WithChatTemplate(string(data)))
+	checkCaseRenderings(t, m, "tools_cases.json", filepath.Join("testdata", "chat", "qwen35_tools.json"))
+	m = open(t, path, bonsai.WithChatTemplate(qwen3Template(t)))
+	checkCaseRenderings(t, m, "tools_cases.json", filepath.Join("testdata", "chat", "qwen3_tools.json"))
 }
 
 func TestChatTemplateErrors(t *testing.T) {

@@ -22,6 +22,14 @@
 // Prefill, Step and Logits drive the model token by token, and a Sampler draws from the
 // logits.
 //
+// Agents: a generation takes tools (GenerateOptions.Tools) and a tool choice; what the
+// model writes in Qwen's tool-call markup is parsed (package bonsai/toolcall) into
+// Result.ToolCalls and streamed as Token.ToolCallFragment and Token.ToolCall. With a
+// required or named tool choice, a JSON ResponseFormat or a GBNF Grammar, the output is
+// constrained (package bonsai/grammar): the vocabulary is masked each step to the
+// tokens that keep it valid, so that even a weak model writes well-formed calls and
+// JSON. tools.go states the contract.
+//
 // The computation runs on a Backend: CPU() is the pure-Go backend (the default), and the
 // metal package provides Apple GPUs. The weights are never copied: the CPU backend reads
 // the ternary codes in place from the memory-mapped file.

@@ -76,6 +76,18 @@ type GenerateOptions struct {
 	// tokens ("<think>", "<tool_call>") are matched whatever it says, as llama.cpp
 	// matches them. A chat rendering is always parsed with special tokens.
 	ParseSpecial bool
+
+	// Tools are the functions the model may call (tools.go says how calls are read).
+	Tools []Tool
+	// ToolChoice says whether it must call them; the zero value is ToolChoiceAuto.
+	ToolChoice ToolChoice
+	// ParallelToolCalls allows several calls in one turn; nil means true.
+	ParallelToolCalls *bool
+	// ResponseFormat constrains the answer to JSON (nil or "text": free text).
+	ResponseFormat *ResponseFormat
+	// Grammar constrains the answer to a GBNF grammar (root rule "root"). At most one
+	// of Grammar, a JSON ResponseFormat and a required tool choice may be set.
+	Grammar string
 }
 
 func (o *GenerateOptions) sampler() SamplerOptions {
@@ -89,9 +101,10 @@ func (o *GenerateOptions) sampler() SamplerOptions {
 
 // Token is one generated token as a stream reports it.
 type Token struct {
-	// ID is the token's id, or −1 in the last report of a generation when it only
-	// carries text held back until the end (the start of a stop string that did not
-	// follow, an incomplete character).
+	// ID is the token's id, or −1 in a report that carries no token: the last one of
+	// a generation when it only carries text held back until the end (the start of a
+	// stop string that did not follow, an incomplete character), or one that carries
+	// a second tool-call report of the token before it.
 	ID int32
 	// Text is the text this token completes: empty while a multi-byte character is
 	// incomplete or while the text might begin a stop string, and for the <think> and
@@ -99,6 +112,11 @@ type Token struct {
 	Text string
 	// Thinking marks the tokens of a think block, the markers included.
 	Thinking bool
+	// ToolCall is set, with Text empty, on the token that completes a tool call.
+	ToolCall *ToolCall
+	// ToolCallFragment is set while a tool call is read (ToolCallFragment documents
+	// the pieces).
+	ToolCallFragment *ToolCallFragment
 	// LogProb is the token's log-probability under the model (GenerateOptions.LogProbs).
 	LogProb float32
 	// TopLogProbs are the most likely tokens at this position, best first
@@ -150,6 +168,11 @@ type Result struct {
 	Usage        Usage
 	// StopSequence is the stop string that ended the generation, if one did.
 	StopSequence string
+	// ToolCalls are the calls the model made, in order.
+	ToolCalls []ToolCall
+	// MalformedToolCalls are the tool-call blocks that could not be parsed; their
+	// text is in Text.
+	MalformedToolCalls []MalformedToolCall
 }
 
 // Generation is one generation in progress, started by Session.Generate. Nothing runs
@@ -256,7 +279,7 @@ func (g *Generation) tokenize() (prompt, error) {
 	case len(in.Tokens) > 0:
 		p.ids = slices.Clone(in.Tokens)
 	case len(in.Messages) > 0:
-		copt := ChatOptions{AddGenerationPrompt: true, EnableThinking: g.opt.Thinking}
+		copt := ChatOptions{AddGenerationPrompt: true, EnableThinking: g.opt.Thinking, Tools: g.opt.Tools}
 		text, err := m.RenderChat(in.Messages, copt)
 		if err != nil {
 			return prompt{}, err
@@ -318,6 +341,11 @@ func (g *Generation) run(yield func(Token, error) bool) {
 		g.err = fmt.Errorf("bonsai: generate: MaxTokens %d and TopLogProbs %d must not be negative", opt.MaxTokens, opt.TopLogProbs)
 		return
 	}
+	cons, err := g.prepareTools()
+	if err != nil {
+		g.err = err
+		return
+	}
 	p, err := g.tokenize()
 	if err != nil {
 		g.err = err
@@ -355,13 +383,43 @@ func (g *Generation) run(yield func(Token, error) bool) {
 	}
 	var decodeTime time.Duration
 	steps := 0
+	ts := cons.stream
+	// answer passes answer text through the tool-call parser, when there is one, and
+	// returns the content text and the tool-call reports.
+	answer := func(text string) (string, []Token) {
+		if ts == nil || text == "" {
+			return text, nil
+		}
+		return ts.feed(text)
+	}
 	defer func() {
-		if text := f.finish(dec.Flush()); text != "" && yield != nil {
+		thinking := f.thinking
+		text, extra := answer(f.finish(dec.Flush()))
+		if ts != nil {
+			t2, e2 := ts.flush()
+			text, extra = text+t2, append(extra, e2...)
+		}
+		if yield != nil {
 			// Text the filter held back (a partial stop string that never completed,
 			// an incomplete character) goes out with a last, token-less report.
-			yield(Token{ID: -1, Text: text, Thinking: f.thinking}, nil)
+			if text != "" {
+				yield(Token{ID: -1, Text: text, Thinking: thinking}, nil)
+			}
+			for _, e := range extra {
+				e.ID = -1
+				if !yield(e, nil) {
+					break
+				}
+			}
 		}
 		g.res.Text, g.res.Thinking, g.res.StopSequence = f.answer.String(), f.thought.String(), f.stopSeq
+		if ts != nil {
+			g.res.Text = strings.TrimSpace(ts.content.String())
+			g.res.ToolCalls, g.res.MalformedToolCalls = ts.calls, ts.malformed
+			if len(ts.calls) > 0 && g.res.FinishReason == FinishStop {
+				g.res.FinishReason = FinishToolCalls
+			}
+		}
 		g.res.Usage.CompletionTokens = len(g.res.Tokens)
 		if decodeTime > 0 {
 			g.res.Usage.DecodeTokensPerSecond = float64(steps) / decodeTime.Seconds()
@@ -371,7 +429,7 @@ func (g *Generation) run(yield func(Token, error) bool) {
 	ctxSize := s.m.opts.ctxSize
 	// A greedy draw from an engine that takes the argmax itself skips the logits.
 	greedy, _ := s.m.engine.(GreedyEngine)
-	if !smp.greedy() || smp.penalised() || opt.LogProbs || opt.TopLogProbs > 0 {
+	if !smp.greedy() || smp.penalised() || opt.LogProbs || opt.TopLogProbs > 0 || cons.g != nil {
 		greedy = nil
 	}
 	next := int32(-1) // the engine's greedy choice, when it made one
@@ -390,7 +448,14 @@ func (g *Generation) run(yield func(Token, error) bool) {
 				g.err = errors.New("bonsai: generate: the session has no logits")
 				return
 			}
-			id = smp.Sample(logits)
+			if cons.active(f.thinking) {
+				if id, err = cons.sample(smp, logits); err != nil {
+					g.err = err
+					return
+				}
+			} else {
+				id = smp.Sample(logits)
+			}
 		}
 		smp.Accept(id)
 		if len(g.res.Tokens) == 0 {
@@ -409,11 +474,16 @@ func (g *Generation) run(yield func(Token, error) bool) {
 			}
 		}
 		isStop := t.IsEndOfGeneration(id) || slices.Contains(stops, id)
+		var extra []Token
+		wasThinking := f.thinking
 		switch {
 		case isStop:
 		case id == thinkOpen:
 			tk.Text = f.open(dec.Flush())
 			tk.Thinking = true
+			if !wasThinking {
+				tk.Text, extra = answer(tk.Text)
+			}
 		case id == thinkClose:
 			tk.Text = f.close(dec.Flush())
 			tk.Thinking = true
@@ -424,11 +494,33 @@ func (g *Generation) run(yield func(Token, error) bool) {
 		default:
 			tk.Thinking = f.thinking
 			tk.Text = f.add(dec.Add(id))
+			if !tk.Thinking {
+				tk.Text, extra = answer(tk.Text)
+			}
+		}
+		if !isStop {
+			if err := cons.accept(id, wasThinking); err != nil {
+				g.err = err
+				return
+			}
+		}
+		if len(extra) > 0 {
+			// The first report rides on the token; a token that completes more than one
+			// (rare: the end of a call and the start of the next) adds reports with ID −1.
+			tk.ToolCall, tk.ToolCallFragment = extra[0].ToolCall, extra[0].ToolCallFragment
+			extra = extra[1:]
 		}
 		sampling := time.Since(sampleStart)
 		if !isStop && yield != nil && !yield(tk, nil) {
 			g.finish(FinishCancelled)
 			return
+		}
+		for _, e := range extra {
+			e.ID = -1
+			if yield != nil && !yield(e, nil) {
+				g.finish(FinishCancelled)
+				return
+			}
 		}
 		switch {
 		case isStop || f.stopped:

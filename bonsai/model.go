@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/bonsai-go/sdk/bonsai/grammar"
 	"os"
 	"runtime"
 	"sync"
@@ -138,6 +139,9 @@ type Model struct {
 	tmpl       *jinja.Template
 	tmplSource string
 	tmplErr    error // why the template did not compile
+
+	vocabOnce sync.Once
+	vocab     *grammar.Vocab // see grammarVocab
 
 	fpOnce      sync.Once
 	fingerprint [32]byte // see Fingerprint

@@ -4,7 +4,7 @@
 //
 // Usage:
 //
-//	chat [-model FILE] [-system TEXT] [-think] [-max-tokens N] [-temperature T] [-top-k K]
+//	chat [-model FILE] [-system TEXT] [-think] [-tools MODE] [-max-tokens N] [-temperature T] [-top-k K]
 //	     [-top-p P] [-min-p M] [-repeat-penalty R] [-presence-penalty P]
 //	     [-frequency-penalty F] [-greedy] [-seed S] [-threads N] [-context N] [-verify]
 //	     [-warmup]
@@ -13,6 +13,8 @@
 //
 //	/reset          forget the conversation
 //	/think on|off   let the model think before it answers, or not
+//	/tools MODE     the demo tools (a clock, a calculator): off, auto (the model may
+//	                call them) or required (each turn's first reply is a call)
 //	/save FILE      save the conversation and the model's state to FILE
 //	/load FILE      resume a conversation saved with /save
 //	/quit           leave (so does the end of input)
@@ -42,6 +44,7 @@ type config struct {
 	load   cli.ModelFlags
 	system string
 	think  bool
+	tools  string
 	opt    bonsai.GenerateOptions
 }
 
@@ -66,6 +69,7 @@ func parseFlags(fs *flag.FlagSet, args []string) (config, error) {
 	cfg.load.Register(fs)
 	fs.StringVar(&cfg.system, "system", "", "system message that opens the conversation")
 	fs.BoolVar(&cfg.think, "think", false, "let the model think before it answers (toggle with /think on|off)")
+	fs.StringVar(&cfg.tools, "tools", "off", "demo tools (a clock, a calculator): off, auto or required (change with /tools)")
 	fs.IntVar(&cfg.opt.MaxTokens, "max-tokens", 1024, "most tokens per reply, thinking included")
 	temp := fs.Float64("temperature", 0.7, "sampling temperature (0: greedy)")
 	topP := fs.Float64("top-p", 0.8, "keep the most likely tokens up to this total probability (1: off)")
@@ -79,11 +83,16 @@ func parseFlags(fs *flag.FlagSet, args []string) (config, error) {
 	fs.Usage = func() {
 		fmt.Fprint(fs.Output(), "usage: chat [flags]\n\n"+
 			"An interactive chat: type a message and press enter. Commands: /reset,\n"+
-			"/think on|off, /save FILE, /load FILE, /quit. Without -model it runs a small\n"+
+			"/think on|off, /tools off|auto|required, /save FILE, /load FILE, /quit. Without -model it runs a small\n"+
 			"synthetic model with random weights: the replies are gibberish.\n\nflags:\n")
 		fs.PrintDefaults()
 	}
 	if err := cli.ParseFlags(fs, args); err != nil {
+		return cfg, err
+	}
+	if !validToolMode(cfg.tools) {
+		err := fmt.Errorf("-tools %q: want off, auto or required", cfg.tools)
+		fmt.Fprintln(fs.Output(), err)
 		return cfg, err
 	}
 	cfg.opt.Temperature, cfg.opt.TopP, cfg.opt.MinP = float32(*temp), float32(*topP), float32(*minP)
@@ -102,9 +111,12 @@ type chat struct {
 	system   string
 	history  []bonsai.Message
 	think    bool
+	tools    string // off, auto or required
 	opt      bonsai.GenerateOptions
 	out, err io.Writer
 }
+
+func validToolMode(m string) bool { return m == "off" || m == "auto" || m == "required" }
 
 func run(ctx context.Context, stdin io.Reader, stdout, stderr io.Writer, cfg config) error {
 	l, err := cli.Load(ctx, stderr, "chat", cfg.load)
@@ -117,7 +129,7 @@ func run(ctx context.Context, stdin io.Reader, stdout, stderr io.Writer, cfg con
 	if err != nil {
 		return err
 	}
-	c := &chat{m: m, s: s, system: cfg.system, think: cfg.think, opt: cfg.opt, out: stdout, err: stderr}
+	c := &chat{m: m, s: s, system: cfg.system, think: cfg.think, tools: cfg.tools, opt: cfg.opt, out: stdout, err: stderr}
 	defer func() { c.s.Close() }()
 	c.reset()
 
@@ -180,6 +192,12 @@ func (c *chat) command(line string) (bool, error) {
 			return false, errors.New("usage: /think on|off")
 		}
 		fmt.Fprintf(c.out, "(thinking %s)\n", arg)
+	case "/tools":
+		if !validToolMode(arg) {
+			return false, errors.New("usage: /tools off|auto|required")
+		}
+		c.tools = arg
+		fmt.Fprintf(c.out, "(tools %s)\n", arg)
 	case "/save":
 		if arg == "" {
 			return false, errors.New("usage: /save FILE")
@@ -197,22 +215,55 @@ func (c *chat) command(line string) (bool, error) {
 		}
 		fmt.Fprintf(c.out, "(loaded %d messages from %s)\n", len(c.history), arg)
 	default:
-		return false, fmt.Errorf("unknown command %s (have /reset, /think on|off, /save FILE, /load FILE, /quit)", name)
+		return false, fmt.Errorf("unknown command %s (have /reset, /think on|off, /tools off|auto|required, /save FILE, /load FILE, /quit)", name)
 	}
 	return false, nil
 }
 
-// turn sends one user message and streams the reply.
+// maxToolRounds bounds the replies of one turn that call tools.
+const maxToolRounds = 4
+
+// turn sends one user message and streams the reply. A reply that calls the demo
+// tools gets their results, and the model goes on.
 func (c *chat) turn(ctx context.Context, text string) error {
+	start := len(c.history)
 	c.history = append(c.history, bonsai.Message{Role: "user", Content: text})
-	opt := c.opt
-	opt.Thinking = &c.think
+	for round := 0; ; round++ {
+		opt := c.opt
+		opt.Thinking = &c.think
+		if c.tools != "off" {
+			opt.Tools = toolDefs()
+			if c.tools == "required" && round == 0 {
+				opt.ToolChoice.Mode = bonsai.ToolChoiceRequired
+			}
+			if round == maxToolRounds {
+				opt.ToolChoice.Mode = bonsai.ToolChoiceNone
+			}
+		}
+		res, err := c.reply(ctx, opt)
+		if err != nil {
+			c.history = c.history[:start]
+			return err
+		}
+		c.history = append(c.history, bonsai.Message{Role: "assistant", Content: res.Text, ReasoningContent: res.Thinking, ToolCalls: res.ToolCalls})
+		if len(res.ToolCalls) == 0 || ctx.Err() != nil {
+			return nil
+		}
+		for _, call := range res.ToolCalls {
+			out := callTool(call)
+			fmt.Fprintf(c.out, "[tool] %s(%s) → %s\n", call.Name, call.Arguments, out)
+			c.history = append(c.history, bonsai.Message{Role: "tool", ToolCallID: call.ID, Name: call.Name, Content: out})
+		}
+	}
+}
+
+// reply streams one reply to the conversation.
+func (c *chat) reply(ctx context.Context, opt bonsai.GenerateOptions) (bonsai.Result, error) {
 	g := c.s.Generate(ctx, bonsai.Chat(c.history...), opt)
 	thinking := false
 	for tok, err := range g.Tokens() {
 		if err != nil {
-			c.history = c.history[:len(c.history)-1]
-			return err
+			return bonsai.Result{}, err
 		}
 		if tok.Thinking && !thinking && tok.Text != "" {
 			fmt.Fprint(c.out, "[thinking] ")
@@ -226,18 +277,19 @@ func (c *chat) turn(ctx context.Context, text string) error {
 	}
 	res, err := g.Result()
 	if err != nil {
-		c.history = c.history[:len(c.history)-1]
-		return err
+		return res, err
 	}
 	fmt.Fprintln(c.out)
-	if res.FinishReason != bonsai.FinishStop {
+	if res.FinishReason != bonsai.FinishStop && res.FinishReason != bonsai.FinishToolCalls {
 		fmt.Fprintf(c.err, "chat: reply ended: %s\n", res.FinishReason)
 	}
-	c.history = append(c.history, bonsai.Message{Role: "assistant", Content: res.Text, ReasoningContent: res.Thinking})
+	for _, m := range res.MalformedToolCalls {
+		fmt.Fprintf(c.err, "chat: a tool call could not be read: %v\n", m.Err)
+	}
 	u := res.Usage
 	fmt.Fprintf(c.err, "chat: %d new prompt tokens (%d reused), %d generated at %.1f tok/s\n",
 		u.PromptTokens-u.CachedTokens, u.CachedTokens, u.CompletionTokens, u.DecodeTokensPerSecond)
-	return nil
+	return res, nil
 }
 
 // saved is the head of a /save file: the conversation as JSON on the first line, then

@@ -22,7 +22,7 @@ func TestFlags(t *testing.T) {
 	fs.SetOutput(&out)
 	_, err := parseFlags(fs, []string{"-h"})
 	require.True(t, errors.Is(err, flag.ErrHelp))
-	for _, s := range []string{"-model", "-system", "-think", "-threads", "-context", "-verify", "-warmup", "/reset", "/think on|off", "/save FILE", "/load FILE", "/quit",
+	for _, s := range []string{"-model", "-system", "-think", "-tools", "/tools off|auto|required", "-threads", "-context", "-verify", "-warmup", "/reset", "/think on|off", "/save FILE", "/load FILE", "/quit",
 		"-temperature", "-top-k", "-top-p", "-min-p", "-repeat-penalty", "-presence-penalty", "-frequency-penalty", "-greedy", "-seed"} {
 		assert.Contains(t, out.String(), s)
 	}

@@ -1,5 +1,6 @@
 // Command serve serves a Ternary Bonsai model over HTTP with the OpenAI API, for the
-// clients written against it: the official SDKs, LangChain, curl.
+// clients written against it — the official SDKs, LangChain, curl — and with
+// Anthropic's Messages API, for coding agents; a chat page is served at /.
 //
 // Usage:
 //
@@ -10,8 +11,10 @@
 //
 //	POST /v1/chat/completions   a chat turn; "stream": true for server-sent events
 //	POST /v1/completions        a plain-text continuation, also streamed
+//	POST /v1/messages           Anthropic's Messages API, whole or streamed
 //	GET  /v1/models             the model served
 //	GET  /health                liveness and load (also /v1/health)
+//	GET  /                      a chat page: streamed replies, thinking, tool calls
 //
 // Each request runs on one of -parallel sessions, kept between requests so that a
 // conversation's next turn prefills only its new messages; up to -queue more requests
@@ -40,6 +43,7 @@ import (
 	"io"
 	"log"
 	"net"
+	"net/http"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -47,6 +51,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/bonsai-go/sdk/internal/anthropic"
 	"github.com/bonsai-go/sdk/internal/cli"
 	"github.com/bonsai-go/sdk/internal/openai"
 )
@@ -97,7 +102,9 @@ func parseFlags(fs *flag.FlagSet, args []string) (config, error) {
 	fs.Usage = func() {
 		fmt.Fprint(fs.Output(), "usage: serve [-model FILE] [-addr HOST:PORT] [-parallel N] [flags]\n\n"+
 			"Serves the model over HTTP with the OpenAI API: POST /v1/chat/completions,\n"+
-			"POST /v1/completions (both also streamed), GET /v1/models, GET /health.\n"+
+			"POST /v1/completions (both also streamed), GET /v1/models, GET /health;\n"+
+			"with Anthropic's Messages API: POST /v1/messages; and a chat page at /.\n"+
+			"Tools (tools, tool_choice) and response_format json_schema are supported.\n"+
 			"Thinking is switched with chat_template_kwargs {\"enable_thinking\": false} or a\n"+
 			"top-level \"enable_thinking\", and comes back in reasoning_content.\n"+
 			"Without -model it serves a small synthetic model with random weights: the text\n"+
@@ -119,6 +126,14 @@ func parseFlags(fs *flag.FlagSet, args []string) (config, error) {
 		}
 	}
 	return cfg, nil
+}
+
+// mount adds the Messages API and the chat page to the OpenAI server's routes.
+func mount(srv *openai.Server, msgs *anthropic.Handler) {
+	for _, p := range anthropic.Paths {
+		srv.Handle(p, msgs)
+	}
+	srv.Handle("/", http.HandlerFunc(servePage))
 }
 
 func run(ctx context.Context, stderr io.Writer, cfg config) error {
@@ -144,11 +159,17 @@ func run(ctx context.Context, stderr io.Writer, cfg config) error {
 		return err
 	}
 	defer srv.Close()
+	msgs, err := anthropic.New(srv, anthropic.Config{ModelName: name, MaxBodyBytes: cfg.maxBody, Defaults: cfg.defaults})
+	if err != nil {
+		return err
+	}
+	mount(srv, msgs)
 	ln, err := net.Listen("tcp", cfg.addr)
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(stderr, "serve: model %q on http://%s/v1 — %d parallel, queue %d; stop with Ctrl-C\n", name, ln.Addr(), cfg.parallel, cfg.queue)
+	fmt.Fprintf(stderr, "serve: model %q on http://%s/v1 — %d parallel, queue %d; chat page at http://%s/; stop with Ctrl-C\n",
+		name, ln.Addr(), cfg.parallel, cfg.queue, ln.Addr())
 	if cfg.onListen != nil {
 		cfg.onListen(ln.Addr().String())
 	}

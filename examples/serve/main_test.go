@@ -32,7 +32,7 @@ func TestFlags(t *testing.T) {
 	require.True(t, errors.Is(err, flag.ErrHelp))
 	for _, f := range []string{"-model", "-addr", "-parallel", "-queue", "-threads", "-context", "-verify", "-warmup",
 		"-model-name", "-max-body", "-shutdown-timeout", "-temperature", "-top-p", "-top-k", "-min-p", "-max-tokens", "-quiet",
-		"127.0.0.1:8080", "/v1/chat/completions", "random weights"} {
+		"127.0.0.1:8080", "/v1/chat/completions", "/v1/messages", "chat page", "random weights"} {
 		assert.Contains(t, out, f)
 	}
 	cfg, _, err := parse(t, "-parallel", "4", "-queue", "28", "-addr", ":9000", "-shutdown-timeout", "5s", "-temperature", "0")
@@ -104,6 +104,24 @@ func TestServeSynthetic(t *testing.T) {
 	assert.Equal(t, http.StatusOK, resp.StatusCode, "%s", body)
 	assert.Contains(t, string(body), `"completion_tokens":5`)
 
+	// Anthropic's API and the chat page are mounted on the same server.
+	resp, err = http.Post(base+"/v1/messages", "application/json",
+		strings.NewReader(`{"model": "any", "max_tokens": 4, "messages": [{"role": "user", "content": "Hello"}]}`))
+	require.NoError(t, err)
+	body, _ = io.ReadAll(resp.Body)
+	resp.Body.Close()
+	assert.Equal(t, http.StatusOK, resp.StatusCode, "%s", body)
+	assert.Contains(t, string(body), `"output_tokens":4`)
+	resp, err = http.Get(base + "/")
+	require.NoError(t, err)
+	body, _ = io.ReadAll(resp.Body)
+	resp.Body.Close()
+	assert.Equal(t, http.StatusOK, resp.StatusCode)
+	assert.Equal(t, "text/html; charset=utf-8", resp.Header.Get("Content-Type"))
+	assert.Equal(t, page, body)
+	assert.NotContains(t, string(body), "http://", "the page fetches nothing from elsewhere")
+	assert.NotContains(t, string(body), "https://")
+
 	stop()
 	select {
 	case err := <-done:
@@ -116,7 +134,8 @@ func TestServeSynthetic(t *testing.T) {
 	assert.Contains(t, out, "weights are RANDOM")
 	assert.Contains(t, out, "serve: backend cpu, 2 threads")
 	assert.Contains(t, out, "POST /v1/chat/completions 200")
-	assert.Contains(t, out, "stopped after 2 requests, 1 generations")
+	assert.Contains(t, out, "POST /v1/messages 200")
+	assert.Contains(t, out, "stopped after 4 requests, 2 generations")
 }
 
 // TestServeBadModels: a missing file, a file that is not a model and a damaged one each

@@ -24,8 +24,12 @@ func (s *Server) chatCompletions(w http.ResponseWriter, r *http.Request) {
 		writeError(w, e)
 		return
 	}
-	s.run(w, r, j, &chatResponder{id: newID("chatcmpl-"), created: time.Now().Unix(), model: s.cfg.ModelName,
-		logprobs: j.opt.LogProbs, includeUsage: j.includeUsage})
+	out := &chatResponder{id: newID("chatcmpl-"), created: time.Now().Unix(), model: s.cfg.ModelName,
+		logprobs: j.opt.LogProbs, includeUsage: j.includeUsage}
+	if TrimsAnswer(j.opt) {
+		out.trim = &SpaceTrimmer{}
+	}
+	s.run(w, r, j, out)
 }
 
 // chatJob validates a chat request.
@@ -34,8 +38,11 @@ func (s *Server) chatJob(req *chatRequest) (*job, *apiError) {
 	if e != nil {
 		return nil, e
 	}
-	if e := req.unsupported(); e != nil {
+	if e := req.toolOptions(&opt); e != nil {
 		return nil, e
+	}
+	if i, err := CheckSchemas(opt); err != nil {
+		return nil, schemaError(i, err)
 	}
 	if req.Logprobs != nil && *req.Logprobs {
 		opt.LogProbs = true
@@ -65,7 +72,7 @@ func (s *Server) chatJob(req *chatRequest) (*job, *apiError) {
 	j := &job{endpoint: "chat.completions", promptParam: "messages", in: bonsai.Chat(msgs...), opt: opt, stream: req.Stream,
 		includeUsage: req.Stream && req.StreamOptions != nil && req.StreamOptions.IncludeUsage}
 	var err error
-	if j.prompt, j.boundary, err = s.tokenize(j.in, think); err != nil {
+	if j.prompt, j.boundary, err = s.tokenize(j.in, opt); err != nil {
 		return nil, invalid("messages", "The chat template could not render the messages: %v.", err)
 	}
 	if e := s.checkPrompt(j); e != nil {
@@ -81,12 +88,26 @@ type chatResponder struct {
 	model        string
 	logprobs     bool
 	includeUsage bool
+	trim         *SpaceTrimmer // the answer's whitespace, trimmed as Result.Text is; nil: kept
 }
 
 type chatDelta struct {
-	Role             string  `json:"role,omitempty"`
-	Content          *string `json:"content,omitempty"`
-	ReasoningContent *string `json:"reasoning_content,omitempty"`
+	Role             string          `json:"role,omitempty"`
+	Content          *string         `json:"content,omitempty"`
+	ReasoningContent *string         `json:"reasoning_content,omitempty"`
+	ToolCalls        []toolCallDelta `json:"tool_calls,omitempty"`
+}
+
+// toolCallDelta is a piece of a streamed tool call: the first of a call has its id,
+// type and name, the next ones pieces of its arguments, as OpenAI streams them.
+type toolCallDelta struct {
+	Index    int    `json:"index"`
+	ID       string `json:"id,omitempty"`
+	Type     string `json:"type,omitempty"`
+	Function struct {
+		Name      string `json:"name,omitempty"`
+		Arguments string `json:"arguments"`
+	} `json:"function"`
 }
 
 type chatLogprob struct {
@@ -156,12 +177,23 @@ func (c *chatResponder) chunk(p piece) any {
 	var d chatDelta
 	var lps *chatLogprobs
 	switch {
+	case p.frag != nil:
+		f := p.frag
+		d := toolCallDelta{Index: f.Index, ID: f.ID}
+		if f.ID != "" || f.Name != "" {
+			d.Type = "function"
+		}
+		d.Function.Name, d.Function.Arguments = f.Name, f.Arguments
+		return c.chunkOf([]chunkChoice{{Delta: chatDelta{ToolCalls: []toolCallDelta{d}}}})
 	case p.reasoning:
 		if text == "" {
 			return nil
 		}
 		d.ReasoningContent = &text
 	default:
+		if c.trim != nil {
+			text = c.trim.Next(text)
+		}
 		if text == "" && (p.lp == nil || !c.logprobs) {
 			return nil
 		}
@@ -184,9 +216,10 @@ func (c *chatResponder) usage(u usage) any {
 }
 
 type chatMessageOut struct {
-	Role             string `json:"role"`
-	Content          string `json:"content"`
-	ReasoningContent string `json:"reasoning_content,omitempty"`
+	Role             string          `json:"role"`
+	Content          *string         `json:"content"` // null for calls alone, as OpenAI has it
+	ReasoningContent string          `json:"reasoning_content,omitempty"`
+	ToolCalls        []toolCallParam `json:"tool_calls,omitempty"`
 }
 
 type chatChoice struct {
@@ -206,7 +239,13 @@ type chatCompletion struct {
 }
 
 func (c *chatResponder) whole(res bonsai.Result, pieces []piece, finish string, u usage) any {
-	choice := chatChoice{Message: chatMessageOut{Role: "assistant", Content: res.Text, ReasoningContent: res.Thinking}, FinishReason: finish}
+	choice := chatChoice{Message: chatMessageOut{Role: "assistant", ReasoningContent: res.Thinking}, FinishReason: finish}
+	if res.Text != "" || len(res.ToolCalls) == 0 {
+		choice.Message.Content = &res.Text
+	}
+	if len(res.ToolCalls) > 0 {
+		choice.Message.ToolCalls = toolCallsOut(res.ToolCalls)
+	}
 	if c.logprobs {
 		choice.Logprobs = &chatLogprobs{Content: []chatLogprob{}}
 		for _, p := range pieces {

@@ -59,7 +59,7 @@ func (s *Server) completionJob(req *completionRequest) (*job, *apiError) {
 	j := &job{endpoint: "completions", promptParam: "prompt", in: in, opt: opt, stream: req.Stream,
 		includeUsage: req.Stream && req.StreamOptions != nil && req.StreamOptions.IncludeUsage}
 	var err error
-	if j.prompt, j.boundary, err = s.tokenize(in, nil); err != nil {
+	if j.prompt, j.boundary, err = s.tokenize(in, opt); err != nil {
 		return nil, invalid("prompt", "%v", err)
 	}
 	if e := s.checkPrompt(j); e != nil {

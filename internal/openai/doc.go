@@ -19,4 +19,16 @@
 // off with chat_template_kwargs {"enable_thinking": false} or a top-level
 // "enable_thinking"; the thinking comes back apart from the answer, in
 // reasoning_content, as DeepSeek's API and llama.cpp return it.
+//
+// Tools are OpenAI's: tools, tool_choice ("auto", "none", "required" or a named
+// function), parallel_tool_calls, assistant messages with tool_calls and tool messages
+// in the history; answers with tool_calls and finish_reason "tool_calls", streamed as a
+// delta per call with its index, id and function name, then pieces of its arguments.
+// With a required or named tool choice the calls' syntax and argument schemas are
+// enforced by the SDK's constrained decoding, as response_format json_object and
+// json_schema are. A schema the engine refuses is answered with a 400 naming the
+// parameter, the keyword and its JSON path, before the request waits for a session.
+//
+// Other APIs run on the same engine — sessions, queue, limits — through Prepare,
+// Execute and Handle (internal/anthropic serves Anthropic's Messages API so).
 package openai

@@ -18,6 +18,7 @@ import (
 func TestErrors(t *testing.T) {
 	_, ts := newTestServer(t, tinyModel, Config{MaxBodyBytes: 64 << 10})
 	const user = `"messages":[{"role":"user","content":"Hi"}]`
+	const fnF = `{"type": "function", "function": {"name": "f"}}`
 	long := strings.Repeat("hello world ", 3000) // more tokens than the 4096 of the context
 	for _, c := range []struct {
 		name, path, body string
@@ -43,8 +44,23 @@ func TestErrors(t *testing.T) {
 		{"bad role", "/v1/chat/completions", `{"messages": [{"role": "robot", "content": "x"}]}`, 400, "messages[0].role", ""},
 		{"image part", "/v1/chat/completions", `{"messages": [{"role": "user", "content": [{"type": "image_url", "image_url": {"url": "x"}}]}]}`, 400, "messages[0].content", ""},
 		{"thinking type", "/v1/chat/completions", `{"chat_template_kwargs": {"enable_thinking": "yes"}, ` + user + `}`, 400, "chat_template_kwargs.enable_thinking", ""},
-		{"tools", "/v1/chat/completions", `{"tools": [{"type": "function", "function": {"name": "f"}}], ` + user + `}`, 400, "tools", ""},
-		{"response_format", "/v1/chat/completions", `{"response_format": {"type": "json_object"}, ` + user + `}`, 400, "response_format", ""},
+		{"tool type", "/v1/chat/completions", `{"tools": [{"type": "web_search"}], ` + user + `}`, 400, "tools[0].type", ""},
+		{"tool name", "/v1/chat/completions", `{"tools": [{"type": "function", "function": {"name": "a b"}}], ` + user + `}`, 400, "tools[0].function.name", ""},
+		{"tool twice", "/v1/chat/completions", `{"tools": [` + fnF + `, ` + fnF + `], ` + user + `}`, 400, "tools[1].function.name", ""},
+		{"tool parameters", "/v1/chat/completions", `{"tools": [{"type": "function", "function": {"name": "f", "parameters": [1]}}], ` + user + `}`, 400, "tools[0].function.parameters", ""},
+		{"tools not a list", "/v1/chat/completions", `{"tools": {"a": 1}, ` + user + `}`, 400, "tools", ""},
+		{"functions", "/v1/chat/completions", `{"functions": [{"name": "f"}], ` + user + `}`, 400, "functions", ""},
+		{"tool_choice word", "/v1/chat/completions", `{"tool_choice": "always", "tools": [` + fnF + `], ` + user + `}`, 400, "tool_choice", ""},
+		{"tool_choice required without tools", "/v1/chat/completions", `{"tool_choice": "required", ` + user + `}`, 400, "tool_choice", ""},
+		{"tool_choice unknown function", "/v1/chat/completions", `{"tool_choice": {"type": "function", "function": {"name": "g"}}, "tools": [` + fnF + `], ` + user + `}`, 400, "tool_choice.function.name", ""},
+		{"tool_calls of a user", "/v1/chat/completions", `{"messages": [{"role": "user", "content": "x", "tool_calls": [{"id": "c", "type": "function", "function": {"name": "f", "arguments": "{}"}}]}]}`, 400, "messages[0].tool_calls", ""},
+		{"tool call arguments", "/v1/chat/completions", `{"messages": [{"role": "user", "content": "x"}, {"role": "assistant", "tool_calls": [{"id": "c", "type": "function", "function": {"name": "f", "arguments": "[1]"}}]}]}`, 400, "messages[1].tool_calls[0].function.arguments", ""},
+		{"tool call id", "/v1/chat/completions", `{"messages": [{"role": "user", "content": "x"}, {"role": "assistant", "tool_calls": [{"type": "function", "function": {"name": "f", "arguments": "{}"}}]}]}`, 400, "messages[1].tool_calls[0].id", ""},
+		{"tool message without id", "/v1/chat/completions", `{"messages": [{"role": "user", "content": "x"}, {"role": "tool", "content": "1"}]}`, 400, "messages[1].tool_call_id", ""},
+		{"response_format type", "/v1/chat/completions", `{"response_format": {"type": "yaml"}, ` + user + `}`, 400, "response_format.type", ""},
+		{"json_schema missing", "/v1/chat/completions", `{"response_format": {"type": "json_schema"}, ` + user + `}`, 400, "response_format.json_schema", ""},
+		{"json_schema schema", "/v1/chat/completions", `{"response_format": {"type": "json_schema", "json_schema": {"name": "x", "schema": "obj"}}, ` + user + `}`, 400, "response_format.json_schema.schema", ""},
+		{"json_schema with required call", "/v1/chat/completions", `{"response_format": {"type": "json_object"}, "tool_choice": "required", "tools": [` + fnF + `], ` + user + `}`, 400, "response_format", ""},
 		{"too long", "/v1/chat/completions", `{"messages": [{"role": "user", "content": "` + long + `"}]}`, 400, "messages", "context_length_exceeded"},
 		{"unknown model", "/v1/chat/completions", `{"model": "gpt-4o", ` + user + `}`, 404, "model", "model_not_found"},
 		{"body too large", "/v1/chat/completions", `{"messages": [{"role": "user", "content": "` + strings.Repeat("x", 70<<10) + `"}]}`, 413, "", "request_too_large"},

@@ -27,8 +27,9 @@ type job struct {
 // piece is one token's output.
 type piece struct {
 	text      string
-	reasoning bool     // part of the thinking
-	lp        *tokenLP // its log-probabilities, when asked for
+	frag      *bonsai.ToolCallFragment // a piece of a tool call, or nil
+	reasoning bool                     // part of the thinking
+	lp        *tokenLP                 // its log-probabilities, when asked for
 }
 
 type tokenLP struct {
@@ -69,7 +70,8 @@ type responder interface {
 // prompt's length before queueing and to choose the session that holds most of it, and
 // for a chat the length of its part before the generation prompt, where Generate keeps
 // a checkpoint.
-func (s *Server) tokenize(in bonsai.Input, thinking *bool) (ids []int32, boundary int, err error) {
+func (s *Server) tokenize(in bonsai.Input, opt bonsai.GenerateOptions) (ids []int32, boundary int, err error) {
+	thinking := opt.Thinking
 	if len(in.Tokens) > 0 {
 		return in.Tokens, 0, nil
 	}
@@ -84,7 +86,7 @@ func (s *Server) tokenize(in bonsai.Input, thinking *bool) (ids []int32, boundar
 	if len(in.Messages) == 0 {
 		return encode(in.Text, false), 0, nil
 	}
-	copt := bonsai.ChatOptions{AddGenerationPrompt: true, EnableThinking: thinking}
+	copt := bonsai.ChatOptions{AddGenerationPrompt: true, EnableThinking: thinking, Tools: opt.Tools}
 	text, err := s.m.RenderChat(in.Messages, copt)
 	if err != nil {
 		return nil, 0, err
@@ -117,16 +119,30 @@ func (s *Server) checkPrompt(j *job) *apiError {
 	return nil
 }
 
-// run queues a job for a session, runs it and writes the response.
-func (s *Server) run(w http.ResponseWriter, r *http.Request, j *job, out responder) {
+// Errors of Execute, for other APIs' handlers to map to their own shapes.
+var (
+	// ErrQueueFull: every session is busy and the queue is full; retry later.
+	ErrQueueFull = errQueueFull
+	// ErrShuttingDown: the server is stopping and takes no more generations, or stopped
+	// this one.
+	ErrShuttingDown = errors.New("openai: the server is shutting down")
+)
+
+// execute queues a job for a session and runs it: start is called before the first
+// token, or at the end of a generation that yielded none (a stream's head goes out
+// then, so that a refusal can still be a status), tok with each token (false stops
+// the generation). It returns the result and how many
+// tokens were thinking. A generation cut short because the client left has
+// FinishCancelled and no error; one stopped by CancelAll, ErrShuttingDown.
+func (s *Server) execute(ctx context.Context, j *job, start func(), tok func(bonsai.Token) bool) (bonsai.Result, int, error) {
 	if s.hard.Err() != nil {
-		writeError(w, overloaded("The server is shutting down.", "shutting_down", 0))
-		return
+		return bonsai.Result{}, 0, ErrShuttingDown
 	}
 	s.active.Add(1)
 	defer s.active.Done()
+	clientCtx := ctx
 	// The generation ends when the client leaves or when CancelAll is called.
-	ctx, cancel := context.WithCancel(r.Context())
+	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	defer context.AfterFunc(s.hard, cancel)()
 
@@ -135,16 +151,13 @@ func (s *Server) run(w http.ResponseWriter, r *http.Request, j *job, out respond
 		switch {
 		case errors.Is(err, errQueueFull):
 			s.rejected.Add(1)
-			writeError(w, overloaded(fmt.Sprintf("The server is busy: %d generations are running and %d requests are queued. Retry later.",
-				s.cfg.Parallel, s.cfg.Queue), "queue_full", 1))
+			return bonsai.Result{}, 0, fmt.Errorf("%w: %d generations are running and %d requests are queued", ErrQueueFull, s.cfg.Parallel, s.cfg.Queue)
 		case s.hard.Err() != nil || errors.Is(err, bonsai.ErrClosed):
-			writeError(w, overloaded("The server is shutting down.", "shutting_down", 0))
-		case r.Context().Err() != nil:
-			// The client left while queued: there is no one to answer.
-		default:
-			writeError(w, serverError("No session: %v.", err))
+			return bonsai.Result{}, 0, ErrShuttingDown
+		case clientCtx.Err() != nil:
+			return bonsai.Result{FinishReason: bonsai.FinishCancelled}, 0, nil
 		}
-		return
+		return bonsai.Result{}, 0, fmt.Errorf("no session: %w", err)
 	}
 	held := true
 	release := func() {
@@ -154,34 +167,29 @@ func (s *Server) run(w http.ResponseWriter, r *http.Request, j *job, out respond
 		}
 	}
 	defer release()
-
-	var sse *sseWriter
-	if j.stream {
-		sse = newSSE(w, s.cfg.WriteTimeout)
-		defer sse.end()
-		if h := out.head(); h != nil {
-			sse.send(h)
+	// start waits for the first token: options the engine refuses (a hostile schema)
+	// fail before any, and still get a status of their own.
+	started := false
+	begin := func() {
+		if !started && start != nil {
+			start()
 		}
+		started = true
 	}
 
-	started := time.Now()
+	t0 := time.Now()
 	g := sl.s.Generate(ctx, j.in, j.opt)
-	var pieces []piece
 	reasoning := 0
-	for tok, err := range g.Tokens() {
+	for t, err := range g.Tokens() {
 		if err != nil {
 			break // Result returns it
 		}
-		p := s.piece(tok, j.opt.LogProbs)
-		if tok.Thinking && tok.ID >= 0 {
+		if t.Thinking && t.ID >= 0 {
 			reasoning++
 		}
-		if sse != nil {
-			if c := out.chunk(p); c != nil && sse.send(c) != nil {
-				break // the client is gone: leaving the loop cancels the generation
-			}
-		} else {
-			pieces = append(pieces, p)
+		begin()
+		if !tok(t) {
+			break // the client is gone: leaving the loop cancels the generation
 		}
 		if s.cfg.tokenHook != nil {
 			s.cfg.tokenHook(ctx)
@@ -200,9 +208,41 @@ func (s *Server) run(w http.ResponseWriter, r *http.Request, j *job, out respond
 	if s.cfg.OnGenerationEnd != nil {
 		s.cfg.OnGenerationEnd(GenerationEnd{Endpoint: j.endpoint, FinishReason: res.FinishReason, Err: genErr,
 			PromptTokens: res.Usage.PromptTokens, CachedTokens: res.Usage.CachedTokens, CompletionTokens: res.Usage.CompletionTokens,
-			Started: started, Ended: time.Now()})
+			Started: t0, Ended: time.Now()})
 	}
+	if genErr == nil && res.FinishReason != bonsai.FinishCancelled {
+		begin()
+	}
+	if genErr == nil && res.FinishReason == bonsai.FinishCancelled && clientCtx.Err() == nil && s.hard.Err() != nil {
+		return res, reasoning, fmt.Errorf("%w: the generation was stopped", ErrShuttingDown)
+	}
+	return res, reasoning, genErr
+}
 
+// run queues a job for a session, runs it and writes the response.
+func (s *Server) run(w http.ResponseWriter, r *http.Request, j *job, out responder) {
+	var sse *sseWriter
+	start := func() {
+		if j.stream {
+			sse = newSSE(w, s.cfg.WriteTimeout)
+			if h := out.head(); h != nil {
+				sse.send(h)
+			}
+		}
+	}
+	var pieces []piece
+	res, reasoning, genErr := s.execute(r.Context(), j, start, func(tok bonsai.Token) bool {
+		p := s.piece(tok, j.opt.LogProbs)
+		if sse == nil {
+			pieces = append(pieces, p)
+			return true
+		}
+		c := out.chunk(p)
+		return c == nil || sse.send(c) == nil
+	})
+	if sse != nil {
+		defer sse.end()
+	}
 	fail := func(e *apiError) {
 		if sse != nil {
 			sse.sendError(e)
@@ -211,6 +251,20 @@ func (s *Server) run(w http.ResponseWriter, r *http.Request, j *job, out respond
 		}
 	}
 	switch {
+	case errors.Is(genErr, ErrQueueFull):
+		fail(overloaded(fmt.Sprintf("The server is busy: %d generations are running and %d requests are queued. Retry later.",
+			s.cfg.Parallel, s.cfg.Queue), "queue_full", 1))
+		return
+	case errors.Is(genErr, ErrShuttingDown):
+		msg := "The server is shutting down."
+		if sse != nil {
+			msg = "The server is shutting down: the generation was stopped."
+		}
+		fail(overloaded(msg, "shutting_down", 0))
+		return
+	case isSchemaError(genErr):
+		fail(generationSchemaError(j.opt, genErr))
+		return
 	case genErr != nil && errors.Is(genErr, bonsai.ErrContextFull):
 		fail(invalid(j.promptParam, "%v", genErr).withCode("context_length_exceeded"))
 		return
@@ -218,14 +272,14 @@ func (s *Server) run(w http.ResponseWriter, r *http.Request, j *job, out respond
 		fail(serverError("Generation failed: %v.", genErr))
 		return
 	case res.FinishReason == bonsai.FinishCancelled:
-		if r.Context().Err() == nil && s.hard.Err() != nil {
-			fail(overloaded("The server is shutting down: the generation was stopped.", "shutting_down", 0))
-		}
-		return // else the client is gone
+		return // the client is gone
 	}
 	finish := "stop"
-	if res.FinishReason == bonsai.FinishLength || res.FinishReason == bonsai.FinishContextFull {
+	switch res.FinishReason {
+	case bonsai.FinishLength, bonsai.FinishContextFull:
 		finish = "length"
+	case bonsai.FinishToolCalls:
+		finish = "tool_calls"
 	}
 	var u usage
 	u.PromptTokens, u.CompletionTokens = res.Usage.PromptTokens, res.Usage.CompletionTokens
@@ -246,7 +300,7 @@ func (s *Server) run(w http.ResponseWriter, r *http.Request, j *job, out respond
 // piece turns a token into its output.
 func (s *Server) piece(tok bonsai.Token, logprobs bool) piece {
 	// <think>'s report carries the answer text held back before the block opened.
-	p := piece{text: tok.Text, reasoning: tok.Thinking && tok.ID != s.thinkOpen}
+	p := piece{text: tok.Text, reasoning: tok.Thinking && tok.ID != s.thinkOpen, frag: tok.ToolCallFragment}
 	if logprobs && tok.ID >= 0 {
 		p.lp = &tokenLP{id: tok.ID, token: s.m.Tokenizer().Piece(tok.ID), logprob: tok.LogProb, top: tok.TopLogProbs}
 	}

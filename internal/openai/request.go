@@ -44,16 +44,19 @@ type chatRequest struct {
 	EnableThinking     *bool                      `json:"enable_thinking"`
 	ChatTemplateKwargs map[string]json.RawMessage `json:"chat_template_kwargs"`
 	Tools              json.RawMessage            `json:"tools"`
+	ToolChoice         json.RawMessage            `json:"tool_choice"`
+	ParallelToolCalls  *bool                      `json:"parallel_tool_calls"`
 	Functions          json.RawMessage            `json:"functions"`
-	ResponseFormat     *struct {
-		Type string `json:"type"`
-	} `json:"response_format"`
+	ResponseFormat     *responseFormat            `json:"response_format"`
 }
 
 type chatMessage struct {
 	Role             string          `json:"role"`
 	Content          json.RawMessage `json:"content"`
 	ReasoningContent string          `json:"reasoning_content"`
+	ToolCalls        []toolCallParam `json:"tool_calls"`
+	ToolCallID       string          `json:"tool_call_id"`
+	Name             string          `json:"name"`
 }
 
 // completionRequest is the body of POST /v1/completions.
@@ -257,7 +260,23 @@ func (r *chatRequest) messages() ([]bonsai.Message, *apiError) {
 		if err != "" {
 			return nil, invalid(fmt.Sprintf("messages[%d].content", i), "Invalid 'messages[%d].content': %s", i, err)
 		}
-		out[i] = bonsai.Message{Role: role, Content: text, ReasoningContent: m.ReasoningContent}
+		msg := bonsai.Message{Role: role, Content: text, ReasoningContent: m.ReasoningContent}
+		switch {
+		case len(m.ToolCalls) > 0 && role != "assistant":
+			return nil, invalid(fmt.Sprintf("messages[%d].tool_calls", i), "Invalid 'messages[%d].tool_calls': only an assistant message makes tool calls.", i)
+		case len(m.ToolCalls) > 0:
+			calls, e := toolCallsOf(i, m.ToolCalls)
+			if e != nil {
+				return nil, e
+			}
+			msg.ToolCalls = calls
+		case role == "tool" && m.ToolCallID == "":
+			return nil, invalid(fmt.Sprintf("messages[%d].tool_call_id", i), "Missing 'messages[%d].tool_call_id': a tool message answers a call.", i)
+		}
+		if role == "tool" {
+			msg.ToolCallID, msg.Name = m.ToolCallID, m.Name
+		}
+		out[i] = msg
 	}
 	return out, nil
 }
@@ -305,20 +324,6 @@ func (r *chatRequest) thinking() (*bool, *apiError) {
 		return nil, invalid("chat_template_kwargs.enable_thinking", "Invalid 'chat_template_kwargs.enable_thinking': expected a boolean.")
 	}
 	return &on, nil
-}
-
-// unsupported refuses the chat parameters this server cannot honour.
-func (r *chatRequest) unsupported() *apiError {
-	if present(r.Tools) {
-		return invalid("tools", "'tools' are not supported by this server.")
-	}
-	if present(r.Functions) {
-		return invalid("functions", "'functions' are not supported by this server.")
-	}
-	if r.ResponseFormat != nil && r.ResponseFormat.Type != "" && r.ResponseFormat.Type != "text" {
-		return invalid("response_format", "Invalid 'response_format': type %q is not supported (only \"text\").", r.ResponseFormat.Type)
-	}
-	return nil
 }
 
 // present reports whether a raw value is neither absent, null nor empty.

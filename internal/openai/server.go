@@ -82,6 +82,8 @@ type Server struct {
 
 	thinkOpen int32 // the id of <think>, or −1
 
+	extra map[string]http.Handler // Handle's routes, by exact path
+
 	requests, generations, cancelled, rejected atomic.Int64
 	active                                     sync.WaitGroup
 }
@@ -152,7 +154,15 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			s.cfg.Log("%s %s %d %s", r.Method, r.URL.Path, rec.status(), time.Since(start).Round(time.Millisecond))
 		}()
 	}
+	if h, ok := s.extra[r.URL.Path]; ok {
+		h.ServeHTTP(w, r)
+		return
+	}
 	path := strings.TrimSuffix(r.URL.Path, "/")
+	if h, ok := s.extra[path]; ok && path != "" {
+		h.ServeHTTP(w, r)
+		return
+	}
 	switch {
 	case path == "/v1/chat/completions" || path == "/chat/completions":
 		if allow(w, r, http.MethodPost) {

@@ -4,7 +4,10 @@ lstrip_blocks, loopcontrols, raise_exception, a tojson that keeps non-ASCII), fo
 add_generation_prompt (true, false) and enable_thinking (undefined, true, false), and
 prints the renderings as JSON: {"case/agp=B/think=T": text or "ERROR: message"}.
 
-Usage: python3 render.py TEMPLATE.jinja > expected.json
+Usage: python3 render.py TEMPLATE.jinja [CASES.json] > expected.json
+
+CASES.json defaults to cases.json; a case may carry "tools" (OpenAI's shape), passed as
+the template's tools.
 """
 import json
 import sys
@@ -25,7 +28,8 @@ def tojson(x, ensure_ascii=False, indent=None, separators=None, sort_keys=False)
 
 def main():
     template = Path(sys.argv[1]).read_text()
-    cases = json.loads((Path(__file__).parent / "cases.json").read_text())
+    cases_file = Path(sys.argv[2]) if len(sys.argv) > 2 else Path(__file__).parent / "cases.json"
+    cases = json.loads(cases_file.read_text())
     env = ImmutableSandboxedEnvironment(trim_blocks=True, lstrip_blocks=True, extensions=[jinja2.ext.loopcontrols])
     env.filters["tojson"] = tojson
     env.globals["raise_exception"] = raise_exception
@@ -37,7 +41,7 @@ def main():
                 ctx = {
                     "messages": case["messages"],
                     "add_generation_prompt": agp,
-                    "tools": None,
+                    "tools": case.get("tools"),
                     "bos_token": "<|endoftext|>",
                     "eos_token": "<|im_end|>",
                 }

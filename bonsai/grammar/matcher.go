@@ -1,0 +1,246 @@
+package grammar
+
+import (
+	"encoding/binary"
+	"fmt"
+	"slices"
+)
+
+// accept is the stack id of a finished parse.
+const accept = -1
+
+// dead is the state with no parse alive.
+const dead = -1
+
+// unknown marks a transition not computed yet.
+const unknown = -2
+
+// maxStates bounds a Matcher's automaton; a grammar that needs more is refused at run
+// time with an error rather than exhausting memory.
+const maxStates = 1 << 17
+
+// stackNode is one frame of a parse stack: a program position, and the rest.
+type stackNode struct {
+	pos    int32
+	parent int32 // stack id, or accept for the bottom
+}
+
+type state struct {
+	stacks []int32 // sorted stack ids: each top at a terminal, or accept
+	loop   byteSet // the bytes on which the state goes to itself
+	looped bool    // loop is computed
+	accept bool
+	// budget: see textBudget, when budgetKnown.
+	budgetKnown bool
+	budget      uint8
+	mask        []uint64 // the remembered token mask, when computed
+	nmask       int
+}
+
+// automaton is the lazily built deterministic automaton of a grammar.
+type automaton struct {
+	g      *Grammar
+	nodes  []stackNode
+	nodeID map[stackNode]int32
+	states []state
+	// trans[s*classes+c] is the state after a byte of class c from state s: a state,
+	// dead, or unknown.
+	trans []int32
+	byKey map[string]int32
+	masks int // states holding a remembered mask
+
+	reps []byte // see textReps
+	// stamps of textBudget's search
+	epoch                 int32
+	seenStamp, layerStamp []int32
+
+	// scratch for closure
+	seen   map[stackNode]uint32 // the closure that last saw a frame
+	pass   uint32               // the current closure
+	out    []int32
+	keyBuf []byte
+}
+
+func newAutomaton(g *Grammar) *automaton {
+	return &automaton{g: g, nodeID: map[stackNode]int32{}, byKey: map[string]int32{}, seen: map[stackNode]uint32{}, pass: 1}
+}
+
+func (a *automaton) node(pos, parent int32) int32 {
+	k := stackNode{pos, parent}
+	if id, ok := a.nodeID[k]; ok {
+		return id
+	}
+	id := int32(len(a.nodes))
+	a.nodes = append(a.nodes, k)
+	a.nodeID[k] = id
+	return id
+}
+
+// expand adds to a.out the stacks reached from position pos over parent without
+// reading a byte: each with a terminal on top, or accept.
+func (a *automaton) expand(pos, parent int32) {
+	k := stackNode{pos, parent}
+	if a.seen[k] == a.pass {
+		return
+	}
+	a.seen[k] = a.pass
+	e := a.g.prog[pos]
+	switch e.kind {
+	case kTerm:
+		a.out = append(a.out, a.node(pos, parent))
+	case kEnd:
+		if parent == accept {
+			a.out = append(a.out, accept)
+			return
+		}
+		n := a.nodes[parent]
+		a.expand(n.pos, n.parent)
+	case kRef:
+		np := parent
+		if a.g.prog[pos+1].kind != kEnd { // not a tail call: remember where to go on
+			np = a.node(pos+1, parent)
+		}
+		for _, alt := range a.g.rules[e.arg] {
+			a.expand(alt, np)
+		}
+	}
+}
+
+// intern returns the state of the stacks in a.out.
+func (a *automaton) intern() (int32, error) {
+	a.pass++
+	if len(a.out) == 0 {
+		return dead, nil
+	}
+	slices.Sort(a.out)
+	a.out = slices.Compact(a.out)
+	a.keyBuf = a.keyBuf[:0]
+	for _, s := range a.out {
+		a.keyBuf = binary.LittleEndian.AppendUint32(a.keyBuf, uint32(s))
+	}
+	if id, ok := a.byKey[string(a.keyBuf)]; ok {
+		a.out = a.out[:0]
+		return id, nil
+	}
+	if len(a.states) >= maxStates {
+		return dead, fmt.Errorf("grammar: the automaton exceeds %d states", maxStates)
+	}
+	st := state{stacks: slices.Clone(a.out)}
+	for range a.g.classes {
+		a.trans = append(a.trans, unknown)
+	}
+	st.accept = st.stacks[0] == accept
+	id := int32(len(a.states))
+	a.states = append(a.states, st)
+	a.byKey[string(a.keyBuf)] = id
+	a.out = a.out[:0]
+	return id, nil
+}
+
+func (a *automaton) start() (int32, error) {
+	for _, alt := range a.g.rules[a.g.root] {
+		a.expand(alt, accept)
+	}
+	return a.intern()
+}
+
+// step returns the state after byte c from state s (dead when none).
+func (a *automaton) step(s int32, c byte) int32 {
+	t := int(s)*a.g.classes + int(a.g.class[c])
+	if n := a.trans[t]; n != unknown {
+		return n
+	}
+	for _, id := range a.states[s].stacks {
+		if id == accept {
+			continue
+		}
+		n := a.nodes[id]
+		if a.g.sets[a.g.prog[n.pos].arg].has(c) {
+			a.expand(n.pos+1, n.parent)
+		}
+	}
+	next, err := a.intern()
+	if err != nil {
+		next = dead // over the bound: refuse the byte; Mask reports the dead end
+	}
+	a.trans[t] = next
+	return next
+}
+
+// loopSet returns the bytes on which state s goes to itself.
+func (a *automaton) loopSet(s int32) byteSet {
+	st := &a.states[s]
+	if !st.looped {
+		var l byteSet
+		for cl := range a.g.classes {
+			if a.step(s, a.g.classRep[cl]) == s {
+				for c := range 256 {
+					if int(a.g.class[c]) == cl {
+						l.add(byte(c))
+					}
+				}
+			}
+		}
+		st = &a.states[s]
+		st.loop, st.looped = l, true
+	}
+	return st.loop
+}
+
+// Matcher follows the output of a generation through a grammar. It is not safe for
+// concurrent use.
+type Matcher struct {
+	a      *automaton
+	stk    []int32 // walk's scratch
+	ranges []int32
+	cur    int32
+	err    error
+}
+
+// NewMatcher returns a matcher at the start of the grammar.
+func NewMatcher(g *Grammar) *Matcher {
+	a := newAutomaton(g)
+	s, err := a.start()
+	if err == nil && s == dead {
+		err = fmt.Errorf("grammar: the grammar matches nothing")
+	}
+	return &Matcher{a: a, cur: s, err: err}
+}
+
+// Err reports a matcher that cannot go on.
+func (m *Matcher) Err() error { return m.err }
+
+// Accepting reports whether the output so far is a complete match.
+func (m *Matcher) Accepting() bool { return m.cur >= 0 && m.a.states[m.cur].accept }
+
+// Done reports whether the output is complete and nothing may follow.
+func (m *Matcher) Done() bool {
+	return m.cur >= 0 && m.Accepting() && len(m.a.states[m.cur].stacks) == 1
+}
+
+// Accept advances over bytes, or reports that the grammar does not allow them (the
+// matcher is then unchanged).
+func (m *Matcher) Accept(b []byte) error {
+	if m.err != nil {
+		return m.err
+	}
+	s := m.cur
+	for i, c := range b {
+		if s = m.a.step(s, c); s == dead {
+			return fmt.Errorf("grammar: byte %d (%q) of %q is not allowed here", i, c, b)
+		}
+	}
+	m.cur = s
+	return nil
+}
+
+// AcceptToken advances over the bytes of token id.
+func (m *Matcher) AcceptToken(v *Vocab, id int32) error {
+	if int(id) >= len(v.bytesOf) || v.bytesOf[id] == nil {
+		return fmt.Errorf("grammar: token %d is not allowed here", id)
+	}
+	return m.Accept(v.bytesOf[id])
+}
+
+// States is the number of automaton states built so far.
+func (m *Matcher) States() int { return len(m.a.states) }

@@ -1,0 +1,218 @@
+package grammar
+
+import (
+	"slices"
+	"sort"
+)
+
+// Vocab is a model vocabulary prepared for masking: a trie of the tokens' bytes laid out
+// in depth-first order. It is immutable and safe for concurrent use.
+type Vocab struct {
+	size    int      // ids are in [0, size)
+	bytesOf [][]byte // token id → its bytes (nil: never allowed by a grammar)
+
+	// Trie nodes in depth-first order; node i's subtree is [i, end[i]).
+	nbyte []byte
+	depth []uint16
+	end   []int32
+	sub   []byteSet // the bytes of node i and all below it
+	safe  []uint8   // see textSafe
+	all   []uint64  // the mask of every token in the trie
+	rem   []uint16  // the most bytes a token continues with from node i, its byte included
+	// Tokens in depth-first order: order[tokLo[i]:tokAt[i]] end at node i,
+	// order[tokLo[i]:subHi[i]] end in its subtree.
+	order               []int32
+	tokLo, tokAt, subHi []int32
+	maxDepth            int
+}
+
+// NewVocab prepares a vocabulary of size tokens. pieces[id] is the bytes token id
+// stands for; a token with ok false (control tokens, say) or no bytes is never allowed
+// by a grammar (a caller allows end-of-generation tokens itself where a grammar is
+// complete).
+func NewVocab(size int, piece func(id int32) (b []byte, ok bool)) *Vocab {
+	v := &Vocab{size: size, bytesOf: make([][]byte, size)}
+	ids := make([]int32, 0, size)
+	for id := range int32(size) {
+		if b, ok := piece(id); ok && len(b) > 0 && len(b) < 1<<16 {
+			v.bytesOf[id] = slices.Clone(b)
+			ids = append(ids, id)
+		}
+	}
+	sort.Slice(ids, func(i, j int) bool {
+		a, b := v.bytesOf[ids[i]], v.bytesOf[ids[j]]
+		if c := slices.Compare(a, b); c != 0 {
+			return c < 0
+		}
+		return ids[i] < ids[j]
+	})
+	// In sorted order a token's prefixes come before it: build the trie with a path
+	// stack. A token ends at the node of its last byte.
+	type open struct{ node int32 }
+	var path []open
+	for _, id := range ids {
+		b := v.bytesOf[id]
+		// Keep the common prefix of the path and b.
+		k := 0
+		for k < len(path) && k < len(b) && v.nbyte[path[k].node] == b[k] {
+			k++
+		}
+		for len(path) > k {
+			v.closeNode(path[len(path)-1].node)
+			path = path[:len(path)-1]
+		}
+		for ; k < len(b); k++ {
+			n := int32(len(v.nbyte))
+			v.nbyte = append(v.nbyte, b[k])
+			v.depth = append(v.depth, uint16(k+1))
+			v.end = append(v.end, 0)
+			v.sub = append(v.sub, single(b[k]))
+			v.tokLo = append(v.tokLo, int32(len(v.order)))
+			v.tokAt = append(v.tokAt, int32(len(v.order)))
+			v.subHi = append(v.subHi, 0)
+			path = append(path, open{n})
+		}
+		last := path[len(path)-1].node
+		v.order = append(v.order, id)
+		v.tokAt[last] = int32(len(v.order))
+		v.maxDepth = max(v.maxDepth, len(b))
+	}
+	for len(path) > 0 {
+		v.closeNode(path[len(path)-1].node)
+		path = path[:len(path)-1]
+	}
+	// Subtree byte sets, children before parents (reverse depth-first order).
+	for i := len(v.nbyte) - 1; i >= 0; i-- {
+		for c := int32(i) + 1; c < v.end[i]; c = v.end[c] {
+			s := &v.sub[i]
+			for w := range s {
+				s[w] |= v.sub[c][w]
+			}
+		}
+	}
+	v.textSafe()
+	v.all = make([]uint64, (size+63)/64)
+	for _, id := range v.order {
+		v.all[id>>6] |= 1 << (id & 63)
+	}
+	return v
+}
+
+func (v *Vocab) closeNode(n int32) {
+	v.end[n] = int32(len(v.nbyte))
+	v.subHi[n] = int32(len(v.order))
+}
+
+// Size is the number of token ids.
+func (v *Vocab) Size() int { return v.size }
+
+// Nodes is the number of trie nodes.
+func (v *Vocab) Nodes() int { return len(v.nbyte) }
+
+// maxMasks bounds the masks a matcher remembers.
+const maxMasks = 128
+
+// Mask sets dst (a bitset of at least (Size+63)/64 words, bit id of word id/64) to the
+// tokens whose bytes the grammar allows next, and returns how many there are.
+// End-of-generation tokens are not in it: the caller adds them where Accepting.
+func (m *Matcher) Mask(v *Vocab, dst []uint64) int {
+	words := (v.size + 63) / 64
+	dst = dst[:words]
+	clear(dst)
+	if m.err != nil || m.cur < 0 {
+		return 0
+	}
+	a := m.a
+	if st := &a.states[m.cur]; st.mask != nil && len(st.mask) == words {
+		copy(dst, st.mask)
+		return st.nmask
+	}
+	n := m.walk(v, dst)
+	if a.masks < maxMasks {
+		st := &a.states[m.cur]
+		st.mask, st.nmask = slices.Clone(dst), n
+		a.masks++
+	}
+	return n
+}
+
+// walk computes the mask of the current state over the trie. It collects the allowed
+// tokens as ranges of the depth-first token order, then writes whichever is shorter:
+// the allowed tokens onto an empty mask, or the others off a full one (inside a JSON
+// string nearly every token is allowed).
+func (m *Matcher) walk(v *Vocab, dst []uint64) int {
+	a := m.a
+	g := a.g
+	if cap(m.stk) < v.maxDepth+1 {
+		m.stk = make([]int32, v.maxDepth+1)
+	}
+	stk := m.stk[:v.maxDepth+1]
+	stk[0] = m.cur
+	ranges := m.ranges[:0]
+	count := 0
+	add := func(lo, hi int32) {
+		if lo == hi {
+			return
+		}
+		count += int(hi - lo)
+		if n := len(ranges); n > 0 && ranges[n-1] == lo {
+			ranges[n-1] = hi
+			return
+		}
+		ranges = append(ranges, lo, hi)
+	}
+	nodes := int32(len(v.nbyte))
+	for i := int32(0); i < nodes; {
+		d := v.depth[i]
+		p := stk[d-1]
+		c := v.nbyte[i]
+		s := a.trans[int(p)*g.classes+int(g.class[c])]
+		if s == unknown {
+			s = a.step(p, c)
+		}
+		if s == dead {
+			i = v.end[i]
+			continue
+		}
+		if v.safe[i]&1 != 0 && v.end[i]-i > 1 && int(v.rem[i]) <= a.textBudget(p) {
+			// Every token below is text, and text keeps the state alive.
+			add(v.tokLo[i], v.subHi[i])
+			i = v.end[i]
+			continue
+		}
+		if s == p && v.end[i]-i > 1 && v.sub[i].subsetOf(a.loopSet(p)) {
+			// Every byte below keeps the state: the whole subtree is allowed.
+			add(v.tokLo[i], v.subHi[i])
+			i = v.end[i]
+			continue
+		}
+		stk[d] = s
+		add(v.tokLo[i], v.tokAt[i])
+		i++
+	}
+	m.ranges = ranges
+	set := func(ids []int32) {
+		for _, id := range ids {
+			dst[id>>6] |= 1 << (id & 63)
+		}
+	}
+	unset := func(ids []int32) {
+		for _, id := range ids {
+			dst[id>>6] &^= 1 << (id & 63)
+		}
+	}
+	if count <= len(v.order)/2 {
+		for k := 0; k < len(ranges); k += 2 {
+			set(v.order[ranges[k]:ranges[k+1]])
+		}
+		return count
+	}
+	copy(dst, v.all)
+	prev := int32(0)
+	for k := 0; k < len(ranges); k += 2 {
+		unset(v.order[prev:ranges[k]])
+		prev = ranges[k+1]
+	}
+	unset(v.order[prev:])
+	return count
+}

@@ -1,0 +1,135 @@
+package bonsai
+
+// Tools and structured output: the contract.
+//
+// A conversation carries tool calls: an assistant Message lists its ToolCalls, and a
+// Message of role "tool" answers one of them (ToolCallID, and Name optionally). The chat
+// template renders them, with the tool definitions of ChatOptions.Tools.
+//
+// A generation is given tools with GenerateOptions.Tools. What the model writes in a
+// tool-call block — Qwen3.5's
+//
+//	<tool_call>
+//	<function=NAME>
+//	<parameter=P>
+//	VALUE
+//	</parameter>
+//	</function>
+//	</tool_call>
+//
+// or Qwen3's JSON object inside <tool_call> — is parsed (package bonsai/toolcall) into
+// ToolCalls, parameter values converted by the function's schema. The text of a block is
+// not answer text: Token.Text is empty inside it, the block yields ToolCallFragments as
+// it is read and a Token with ToolCall set once it is complete, and Result.ToolCalls
+// lists the calls. A generation that ends with calls finishes with FinishToolCalls.
+// A block that cannot be parsed in free (ToolChoiceAuto) generation is not dropped: its
+// text is let out as answer text and Result.MalformedToolCalls says what was wrong.
+//
+// With ToolChoiceRequired or ToolChoiceFunction the syntax of the calls and each
+// function's argument schema are enforced by constrained decoding (package
+// bonsai/grammar): the model's vocabulary is masked at every step to the tokens that
+// keep the output valid, with the sampler's other settings intact. ResponseFormat
+// (json_object, json_schema) and Grammar (GBNF) constrain the answer the same way. The
+// mask applies to the answer, not to a think block: thinking stays free.
+//
+// Options are checked before any work: Generate's first (and only) yield is then an
+// error wrapping ErrInvalidSchema for a schema or grammar the engine does not accept,
+// which names the keyword and the JSON path (a *SchemaError underneath, from the grammar
+// package, for callers that want the parts).
+
+import (
+	"encoding/json"
+	"errors"
+
+	"github.com/bonsai-go/sdk/bonsai/grammar"
+)
+
+// ToolCall is one call of a tool, as an assistant writes it.
+type ToolCall struct {
+	// ID identifies the call, for the tool message that answers it ("call_" and 24
+	// random hex digits when the model made it).
+	ID string
+	// Name is the function's name.
+	Name string
+	// Arguments is a JSON object: the call's arguments.
+	Arguments json.RawMessage
+}
+
+// Tool is a function the model may call.
+type Tool struct {
+	Name, Description string
+	// Parameters is the JSON Schema of the arguments (an object schema); empty means
+	// any object.
+	Parameters json.RawMessage
+}
+
+// ToolChoiceMode says whether the model must call a tool.
+type ToolChoiceMode string
+
+const (
+	// ToolChoiceAuto (also the zero value): the model answers or calls tools, as it
+	// chooses; nothing is enforced, what it writes is parsed.
+	ToolChoiceAuto ToolChoiceMode = "auto"
+	// ToolChoiceNone: no tool calls; the tools are still rendered for the template,
+	// and tool-call markup is left as answer text.
+	ToolChoiceNone ToolChoiceMode = "none"
+	// ToolChoiceRequired: the answer is one or more calls (one when
+	// ParallelToolCalls is false) of the given tools, enforced by the grammar.
+	ToolChoiceRequired ToolChoiceMode = "required"
+	// ToolChoiceFunction: the answer is calls of the function ToolChoice.Name.
+	ToolChoiceFunction ToolChoiceMode = "function"
+)
+
+// ToolChoice is GenerateOptions' choice of tool.
+type ToolChoice struct {
+	Mode ToolChoiceMode
+	// Name is the function to call, with ToolChoiceFunction.
+	Name string
+}
+
+// ResponseFormat constrains the answer's format.
+type ResponseFormat struct {
+	// Type is "text" (no constraint), "json_object" (any JSON object) or
+	// "json_schema" (a JSON value valid under Schema).
+	Type string
+	// Schema is the JSON Schema for "json_schema".
+	Schema json.RawMessage
+	// Strict is OpenAI's flag. The schema is enforced either way, and read as
+	// strict mode reads it: an object without additionalProperties is closed.
+	Strict bool
+	// Name is the schema's name (informational).
+	Name string
+}
+
+// ToolCallFragment is a piece of a tool call while it is being read, for streaming
+// servers. The first fragment of a call has its Index (0 for the first call of the
+// generation), ID and Name; later ones carry Arguments text. The concatenation of a
+// call's Arguments pieces is exactly the completed call's Arguments.
+type ToolCallFragment struct {
+	Index     int
+	ID        string
+	Name      string
+	Arguments string
+}
+
+// MalformedToolCall is a tool-call block the model wrote that could not be parsed.
+type MalformedToolCall struct {
+	// Text is the block as written; it is part of the answer text.
+	Text string
+	// Err says what was wrong.
+	Err error
+}
+
+// FinishToolCalls: the generation ended after the model called tools.
+const FinishToolCalls FinishReason = "tool_calls"
+
+// ErrInvalidSchema is wrapped by the error for a JSON Schema or grammar the engine does
+// not accept: malformed, unsupported or hostile (too deep, too large). The message names
+// the keyword and the JSON path; errors.As finds a *SchemaError with them.
+var ErrInvalidSchema = grammar.ErrInvalidSchema
+
+// SchemaError is the error for a schema the grammar engine does not accept.
+type SchemaError = grammar.SchemaError
+
+// errToolChoice reports a tool choice the options cannot satisfy.
+var errToolChoice = errors.New("bonsai: tool_choice")

@@ -1,0 +1,27 @@
+package main
+
+import (
+	_ "embed"
+	"net/http"
+)
+
+// page is the chat page served at /: one file, its style and script inline, nothing
+// fetched from elsewhere. It keeps the conversation itself and talks to
+// /v1/chat/completions, streaming.
+//
+//go:embed page.html
+var page []byte
+
+func servePage(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodGet && r.Method != http.MethodHead {
+		w.Header().Set("Allow", "GET, HEAD")
+		http.Error(w, "use GET", http.StatusMethodNotAllowed)
+		return
+	}
+	h := w.Header()
+	h.Set("Content-Type", "text/html; charset=utf-8")
+	// Nothing from elsewhere, enforced: the page may only reach this server.
+	h.Set("Content-Security-Policy", "default-src 'self'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; connect-src 'self'")
+	h.Set("X-Content-Type-Options", "nosniff")
+	w.Write(page)
+}

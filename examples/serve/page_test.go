@@ -1,0 +1,271 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/bonsai-go/sdk/bonsai"
+	"github.com/bonsai-go/sdk/internal/anthropic"
+	"github.com/bonsai-go/sdk/internal/openai"
+	"github.com/bonsai-go/sdk/internal/synth"
+	"github.com/chromedp/chromedp"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// thinkTemplate opens a think block unless thinking is switched off, as Qwen3's does.
+const thinkTemplate = `{%- for message in messages -%}
+{{- '<|im_start|>' + message.role + '\n' + message.content + '<|im_end|>\n' -}}
+{%- endfor -%}
+{%- if add_generation_prompt -%}
+{{- '<|im_start|>assistant\n' -}}
+{%- if enable_thinking is defined and enable_thinking is false -%}
+{{- '<think>\n\n</think>\n\n' -}}
+{%- else -%}
+{{- '<think>\n' -}}
+{%- endif -%}
+{%- endif -%}
+`
+
+// pageServer serves the page and the APIs as run does, on the synthetic model with a
+// thinking template.
+func pageServer(t *testing.T) (*openai.Server, *httptest.Server) {
+	t.Helper()
+	c, _ := synth.Preset("tiny")
+	path := filepath.Join(t.TempDir(), "tiny.gguf")
+	require.NoError(t, synth.WriteFile(context.Background(), path, synth.Options{Config: c, Seed: 1}, nil))
+	m, err := bonsai.Open(path, bonsai.WithThreads(2), bonsai.WithChatTemplate(thinkTemplate))
+	require.NoError(t, err)
+	t.Cleanup(func() { m.Close() })
+	srv, err := openai.NewServer(m, openai.Config{ModelName: "tiny", Parallel: 1, Queue: 4})
+	require.NoError(t, err)
+	msgs, err := anthropic.New(srv, anthropic.Config{ModelName: "tiny"})
+	require.NoError(t, err)
+	mount(srv, msgs)
+	ts := httptest.NewServer(srv)
+	t.Cleanup(func() {
+		ts.Close()
+		srv.Close()
+	})
+	return srv, ts
+}
+
+// browser starts headless Chromium with a fresh profile, or skips the test when
+// Chromium is not installed.
+func browser(t *testing.T) context.Context {
+	t.Helper()
+	exe := ""
+	for _, name := range []string{"chromium", "chromium-browser"} {
+		if p, err := exec.LookPath(name); err == nil {
+			exe = p
+			break
+		}
+	}
+	if exe == "" {
+		if _, err := os.Stat("/usr/bin/chromium"); err != nil {
+			t.Skip("chromium is not installed (apt-get install chromium)")
+		}
+		exe = "/usr/bin/chromium"
+	}
+	opts := []chromedp.ExecAllocatorOption{
+		chromedp.ExecPath(exe),
+		chromedp.UserDataDir(t.TempDir()),
+		chromedp.Flag("headless", true),
+		chromedp.Flag("no-sandbox", true),
+		chromedp.Flag("disable-gpu", true),
+		chromedp.Flag("disable-background-networking", true),
+		chromedp.Flag("disable-component-update", true),
+		chromedp.Flag("disable-sync", true),
+		chromedp.Flag("no-first-run", true),
+		chromedp.Flag("disable-dev-shm-usage", true),
+	}
+	actx, cancel := chromedp.NewExecAllocator(context.Background(), opts...)
+	t.Cleanup(cancel)
+	ctx, cancel := chromedp.NewContext(actx)
+	t.Cleanup(cancel)
+	// The first call starts the browser, which lives as long as its context: no
+	// timeout on it; the steps get theirs.
+	require.NoError(t, chromedp.Do(ctx), "starting chromium")
+	ctx, cancel = context.WithTimeout(ctx, 3*time.Minute)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// pageMessage is a message of the page's conversation (window.bonsaiChat.messages).
+type pageMessage struct {
+	Role             string `json:"role"`
+	Content          string `json:"content"`
+	ReasoningContent string `json:"reasoning_content"`
+	ToolCalls        []struct {
+		ID       string `json:"id"`
+		Function struct{ Name, Arguments string }
+	} `json:"tool_calls"`
+	ToolCallID string `json:"tool_call_id"`
+	Stopped    bool   `json:"stopped"`
+}
+
+func conversation(t *testing.T, ctx context.Context) []pageMessage {
+	t.Helper()
+	raw, err := chromedp.Run(ctx, chromedp.Evaluate[string](`JSON.stringify(window.bonsaiChat.messages)`))
+	require.NoError(t, err)
+	var msgs []pageMessage
+	require.NoError(t, json.Unmarshal([]byte(raw), &msgs), raw)
+	return msgs
+}
+
+// apiReply is what the API answers, whole, to the conversation the page sent.
+func apiReply(t *testing.T, url, body string) (content, reasoning string) {
+	t.Helper()
+	resp, err := http.Post(url+"/v1/chat/completions", "application/json", strings.NewReader(body))
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	var out struct {
+		Choices []struct {
+			Message struct {
+				Content          string
+				ReasoningContent string `json:"reasoning_content"`
+			}
+		}
+	}
+	require.NoError(t, json.NewDecoder(resp.Body).Decode(&out))
+	require.Len(t, out.Choices, 1)
+	return out.Choices[0].Message.Content, out.Choices[0].Message.ReasoningContent
+}
+
+// js evaluates expr in the page.
+func js[T any](t *testing.T, ctx context.Context, expr string) T {
+	t.Helper()
+	v, err := chromedp.Run(ctx, chromedp.Evaluate[T](expr))
+	require.NoError(t, err, expr)
+	return v
+}
+
+// until waits for expr to be true in the page.
+func until(expr string, d time.Duration) chromedp.Action[chromedp.Void] {
+	return chromedp.Func(func(ctx context.Context, t *chromedp.Target) error {
+		_, err := chromedp.Poll[bool](expr, chromedp.WithPollingTimeout(d))(ctx, t)
+		return err
+	})
+}
+
+// lastReply is the view of the last assistant message.
+const lastReply = `[...document.querySelectorAll('.msg.assistant')].at(-1)`
+
+// TestPage drives the chat page in headless Chromium: a message typed and sent gets a
+// reply streamed in many chunks, the same the API gives whole; with thinking on, the
+// thinking shows apart, collapsed once the answer is done; the stop button stops a
+// long reply and its generation; a second turn carries the conversation.
+func TestPage(t *testing.T) {
+	srv, ts := pageServer(t)
+	ctx := browser(t)
+
+	require.NoError(t, chromedp.Do(ctx,
+		chromedp.Navigate(ts.URL+"/"),
+		chromedp.WaitVisible(chromedp.CSS("#input")),
+		until(`document.getElementById("model").textContent !== ""`, 20*time.Second),
+		chromedp.SetValue(chromedp.CSS("#temperature"), "0"),
+		chromedp.SetValue(chromedp.CSS("#max-tokens"), "24"),
+		chromedp.SendKeys(chromedp.CSS("#input"), "Hello there"),
+		chromedp.Click(chromedp.CSS("#send")),
+		chromedp.WaitVisible(chromedp.CSS(`.msg.assistant[data-state="done"]`)),
+	))
+	assert.Equal(t, "tiny", js[string](t, ctx, `document.getElementById("model").textContent`))
+	msgs := conversation(t, ctx)
+	require.Len(t, msgs, 2)
+	assert.Equal(t, pageMessage{Role: "user", Content: "Hello there"}, msgs[0])
+	assert.Equal(t, "assistant", msgs[1].Role)
+	want, _ := apiReply(t, ts.URL, `{"messages": [{"role": "user", "content": "Hello there"}], "temperature": 0, "max_tokens": 24,
+		"chat_template_kwargs": {"enable_thinking": false}}`)
+	require.NotEmpty(t, want)
+	assert.Equal(t, want, msgs[1].Content)
+	// The reply is shown as written, and came in chunks, one a token or so. (The
+	// view shown now was rendered again from the conversation once the reply ended;
+	// the streaming view's count is kept in the last chunk count the page saw.)
+	assert.Equal(t, want, js[string](t, ctx, lastReply+`.querySelector('.text').textContent`))
+	chunks := js[int](t, ctx, `window.bonsaiChat.lastChunks`)
+	assert.Greater(t, chunks, 5, "the reply was not streamed")
+
+	// Thinking on: the next turn's thinking is shown apart, and collapsed once done.
+	require.NoError(t, chromedp.Do(ctx,
+		chromedp.Click(chromedp.CSS("#think")),
+		chromedp.SendKeys(chromedp.CSS("#input"), "Think first"),
+		chromedp.Click(chromedp.CSS("#send")),
+		until(`document.querySelectorAll('.msg.assistant[data-state="done"]').length === 2 && !window.bonsaiChat.busy`, 60*time.Second),
+	))
+	thinking := js[string](t, ctx, lastReply+`.querySelector('details.thinking .think-text').textContent`)
+	open := js[bool](t, ctx, lastReply+`.querySelector('details.thinking').open`)
+	msgs = conversation(t, ctx)
+	require.Len(t, msgs, 4)
+	assert.Equal(t, "Think first", msgs[2].Content)
+	require.NotEmpty(t, msgs[3].ReasoningContent)
+	assert.Equal(t, msgs[3].ReasoningContent, thinking)
+	assert.False(t, open, "the thinking stays open after the reply")
+	// The page sent the whole conversation: the API, given it, thinks the same.
+	history, _ := json.Marshal(msgs[:3])
+	_, wantThinking := apiReply(t, ts.URL, `{"messages": `+string(history)+`, "temperature": 0, "max_tokens": 24,
+		"chat_template_kwargs": {"enable_thinking": true}}`)
+	assert.Equal(t, wantThinking, msgs[3].ReasoningContent)
+
+	// Stop: a long reply stops when the button is pressed, and so does its generation.
+	before := srv.Stats().Cancelled
+	require.NoError(t, chromedp.Do(ctx,
+		chromedp.Click(chromedp.CSS("#clear")),
+		chromedp.SetValue(chromedp.CSS("#max-tokens"), "4000"),
+		chromedp.SendKeys(chromedp.CSS("#input"), "Go on and on"),
+		chromedp.Click(chromedp.CSS("#send")),
+		until(`(() => { const m = document.querySelector('.msg.assistant[data-state="streaming"]'); return !!m && Number(m.dataset.chunks) >= 5; })()`, 60*time.Second),
+		chromedp.Click(chromedp.CSS("#stop")),
+		chromedp.WaitVisible(chromedp.CSS(`.msg.assistant[data-state="stopped"]`)),
+	))
+	msgs = conversation(t, ctx)
+	require.Len(t, msgs, 2)
+	assert.True(t, msgs[1].Stopped)
+	deadline := time.Now().Add(10 * time.Second)
+	for srv.Stats().Cancelled == before && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+	}
+	assert.Equal(t, before+1, srv.Stats().Cancelled, "the generation went on after stop")
+}
+
+// TestPageTools: with "must call one", the reply is a call of a demo tool, which the
+// page runs and shows with its result before the model answers.
+func TestPageTools(t *testing.T) {
+	_, ts := pageServer(t)
+	ctx := browser(t)
+	require.NoError(t, chromedp.Do(ctx,
+		chromedp.Navigate(ts.URL+"/"),
+		chromedp.WaitVisible(chromedp.CSS("#input")),
+		chromedp.SetValue(chromedp.CSS("#temperature"), "0"),
+		chromedp.SetValue(chromedp.CSS("#max-tokens"), "200"),
+		chromedp.SetValue(chromedp.CSS("#tools"), "required"),
+		chromedp.SendKeys(chromedp.CSS("#input"), "What time is it?"),
+		chromedp.Click(chromedp.CSS("#send")),
+		until(`!window.bonsaiChat.busy && window.bonsaiChat.messages.length >= 4`, 90*time.Second),
+	))
+	msgs := conversation(t, ctx)
+	require.GreaterOrEqual(t, len(msgs), 4)
+	call := msgs[1]
+	require.NotEmpty(t, call.ToolCalls, "%+v", msgs)
+	assert.Contains(t, []string{"get_time", "calculate"}, call.ToolCalls[0].Function.Name)
+	assert.True(t, json.Valid([]byte(call.ToolCalls[0].Function.Arguments)), call.ToolCalls[0].Function.Arguments)
+	assert.Equal(t, "tool", msgs[2].Role)
+	assert.Equal(t, call.ToolCalls[0].ID, msgs[2].ToolCallID)
+	if call.ToolCalls[0].Function.Name == "get_time" {
+		var r struct{ UTC string }
+		require.NoError(t, json.Unmarshal([]byte(msgs[2].Content), &r))
+		_, err := time.Parse(time.RFC3339, r.UTC)
+		assert.NoError(t, err, msgs[2].Content)
+	}
+	calls := js[int](t, ctx, `document.querySelectorAll('.call').length`)
+	results := js[int](t, ctx, `document.querySelectorAll('.msg.tool').length`)
+	assert.Equal(t, len(call.ToolCalls), calls)
+	assert.Equal(t, len(call.ToolCalls), results)
+}

@@ -1,0 +1,67 @@
+package anthropic
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strconv"
+)
+
+// apiError is an error response in Anthropic's shape:
+// {"type": "error", "error": {"type", "message"}}.
+type apiError struct {
+	status     int
+	Type       string `json:"type"`
+	Message    string `json:"message"`
+	retryAfter int
+}
+
+func (e *apiError) Error() string { return e.Message }
+
+// Anthropic's error types.
+const (
+	typeInvalidRequest = "invalid_request_error"
+	typeNotFound       = "not_found_error"
+	typeTooLarge       = "request_too_large"
+	typeAPI            = "api_error"
+	typeOverloaded     = "overloaded_error"
+)
+
+// invalid is a 400 invalid_request_error.
+func invalid(format string, args ...any) *apiError {
+	return &apiError{status: http.StatusBadRequest, Type: typeInvalidRequest, Message: fmt.Sprintf(format, args...)}
+}
+
+// overloaded is Anthropic's 529 overloaded_error.
+func overloaded(msg string, retryAfter int) *apiError {
+	return &apiError{status: 529, Type: typeOverloaded, Message: msg, retryAfter: retryAfter}
+}
+
+func serverError(format string, args ...any) *apiError {
+	return &apiError{status: http.StatusInternalServerError, Type: typeAPI, Message: fmt.Sprintf(format, args...)}
+}
+
+type errorBody struct {
+	Type  string    `json:"type"`
+	Error *apiError `json:"error"`
+}
+
+// writeError sends e as the response.
+func writeError(w http.ResponseWriter, e *apiError) {
+	h := w.Header()
+	h.Set("Content-Type", "application/json")
+	if e.retryAfter > 0 {
+		h.Set("Retry-After", strconv.Itoa(e.retryAfter))
+	}
+	w.WriteHeader(e.status)
+	b, _ := json.Marshal(errorBody{Type: "error", Error: e})
+	w.Write(append(b, '\n'))
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false)
+	enc.Encode(v)
+}

@@ -1,0 +1,229 @@
+package openai
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"regexp"
+
+	"github.com/bonsai-go/sdk/bonsai"
+)
+
+// Tools, tool_choice, parallel_tool_calls and response_format: OpenAI's shapes read
+// into GenerateOptions, and the tool calls written back.
+
+type toolParam struct {
+	Type     string `json:"type"`
+	Function *struct {
+		Name        string          `json:"name"`
+		Description string          `json:"description"`
+		Parameters  json.RawMessage `json:"parameters"`
+		Strict      *bool           `json:"strict"`
+	} `json:"function"`
+}
+
+type responseFormat struct {
+	Type       string `json:"type"`
+	JSONSchema *struct {
+		Name        string          `json:"name"`
+		Description string          `json:"description"`
+		Schema      json.RawMessage `json:"schema"`
+		Strict      *bool           `json:"strict"`
+	} `json:"json_schema"`
+}
+
+// toolCallParam is an assistant message's tool call, in a request or a response.
+type toolCallParam struct {
+	ID       string `json:"id"`
+	Type     string `json:"type"`
+	Function struct {
+		Name      string `json:"name"`
+		Arguments string `json:"arguments"`
+	} `json:"function"`
+}
+
+// maxTools bounds the tools of one request (OpenAI allows 128).
+const maxTools = 128
+
+// toolName is OpenAI's rule for function names.
+var toolName = regexp.MustCompile(`^[a-zA-Z0-9_-]{1,64}$`)
+
+// toolOptions reads tools, tool_choice, parallel_tool_calls and response_format.
+func (r *chatRequest) toolOptions(opt *bonsai.GenerateOptions) *apiError {
+	if present(r.Functions) {
+		return invalid("functions", "'functions' is deprecated and not supported by this server: send 'tools'.")
+	}
+	var tools []toolParam
+	if present(r.Tools) {
+		if err := json.Unmarshal(r.Tools, &tools); err != nil {
+			return invalid("tools", "Invalid 'tools': expected an array of tools.")
+		}
+	}
+	if len(tools) > maxTools {
+		return invalid("tools", "Invalid 'tools': %d tools, at most %d.", len(tools), maxTools)
+	}
+	names := map[string]bool{}
+	for i, t := range tools {
+		at := fmt.Sprintf("tools[%d]", i)
+		if t.Type != "function" {
+			return invalid(at+".type", "Invalid '%s.type': %q (only \"function\").", at, t.Type)
+		}
+		f := t.Function
+		if f == nil {
+			return invalid(at+".function", "Missing '%s.function'.", at)
+		}
+		if !toolName.MatchString(f.Name) {
+			return invalid(at+".function.name", "Invalid '%s.function.name': %q (want 1 to 64 letters, digits, _ or -).", at, f.Name)
+		}
+		if names[f.Name] {
+			return invalid(at+".function.name", "Invalid '%s.function.name': %q is defined twice.", at, f.Name)
+		}
+		names[f.Name] = true
+		params := bytes.TrimSpace(f.Parameters)
+		if string(params) == "null" {
+			params = nil
+		}
+		if len(params) > 0 && params[0] != '{' {
+			return invalid(at+".function.parameters", "Invalid '%s.function.parameters': expected a JSON Schema object.", at)
+		}
+		opt.Tools = append(opt.Tools, bonsai.Tool{Name: f.Name, Description: f.Description, Parameters: params})
+	}
+	if e := r.toolChoice(opt, names); e != nil {
+		return e
+	}
+	if r.ParallelToolCalls != nil {
+		opt.ParallelToolCalls = r.ParallelToolCalls
+	}
+	return r.responseFormat(opt)
+}
+
+func (r *chatRequest) toolChoice(opt *bonsai.GenerateOptions, names map[string]bool) *apiError {
+	raw := bytes.TrimSpace(r.ToolChoice)
+	if len(raw) == 0 || string(raw) == "null" {
+		return nil
+	}
+	var mode string
+	if json.Unmarshal(raw, &mode) == nil {
+		switch mode {
+		case "auto":
+			opt.ToolChoice.Mode = bonsai.ToolChoiceAuto
+		case "none":
+			opt.ToolChoice.Mode = bonsai.ToolChoiceNone
+		case "required":
+			if len(names) == 0 {
+				return invalid("tool_choice", "Invalid 'tool_choice': \"required\" needs 'tools'.")
+			}
+			opt.ToolChoice.Mode = bonsai.ToolChoiceRequired
+		default:
+			return invalid("tool_choice", "Invalid 'tool_choice': %q (want \"none\", \"auto\", \"required\" or a function).", mode)
+		}
+		return nil
+	}
+	var named struct {
+		Type     string `json:"type"`
+		Function struct {
+			Name string `json:"name"`
+		} `json:"function"`
+	}
+	if err := json.Unmarshal(raw, &named); err != nil || named.Type != "function" {
+		return invalid("tool_choice", "Invalid 'tool_choice': expected \"none\", \"auto\", \"required\" or {\"type\": \"function\", \"function\": {\"name\": ...}}.")
+	}
+	if !names[named.Function.Name] {
+		return invalid("tool_choice.function.name", "Invalid 'tool_choice.function.name': %q is not among the tools.", named.Function.Name)
+	}
+	opt.ToolChoice = bonsai.ToolChoice{Mode: bonsai.ToolChoiceFunction, Name: named.Function.Name}
+	return nil
+}
+
+func (r *chatRequest) responseFormat(opt *bonsai.GenerateOptions) *apiError {
+	f := r.ResponseFormat
+	if f == nil {
+		return nil
+	}
+	switch f.Type {
+	case "", "text":
+		return nil
+	case "json_object":
+		opt.ResponseFormat = &bonsai.ResponseFormat{Type: "json_object"}
+	case "json_schema":
+		s := f.JSONSchema
+		if s == nil {
+			return invalid("response_format.json_schema", "Missing 'response_format.json_schema'.")
+		}
+		if s.Name != "" && !toolName.MatchString(s.Name) {
+			return invalid("response_format.json_schema.name", "Invalid 'response_format.json_schema.name': %q (want 1 to 64 letters, digits, _ or -).", s.Name)
+		}
+		schema := bytes.TrimSpace(s.Schema)
+		if len(schema) == 0 || schema[0] != '{' {
+			return invalid("response_format.json_schema.schema", "Invalid 'response_format.json_schema.schema': expected a JSON Schema object.")
+		}
+		opt.ResponseFormat = &bonsai.ResponseFormat{Type: "json_schema", Schema: schema, Strict: s.Strict != nil && *s.Strict, Name: s.Name}
+	default:
+		return invalid("response_format.type", "Invalid 'response_format.type': %q (want \"text\", \"json_object\" or \"json_schema\").", f.Type)
+	}
+	if opt.ToolChoice.Mode == bonsai.ToolChoiceRequired || opt.ToolChoice.Mode == bonsai.ToolChoiceFunction {
+		return invalid("response_format", "'response_format' %q cannot be combined with a required 'tool_choice': the answer is either calls or JSON.", f.Type)
+	}
+	return nil
+}
+
+// schemaError turns the engine's refusal of a schema or grammar into a 400 that names
+// the parameter, and the keyword and path the engine found at fault; tool is the index
+// of the tool at fault, or −1 for the response format.
+func schemaError(tool int, err error) *apiError {
+	param := "response_format.json_schema.schema"
+	if tool >= 0 {
+		param = fmt.Sprintf("tools[%d].function.parameters", tool)
+	}
+	return invalid(param, "Invalid '%s': the schema is not supported: %s.", param, SchemaMessage(err)).withCode("invalid_schema")
+}
+
+// generationSchemaError is schemaError for a refusal that came from the generation
+// itself, past CheckSchemas (a tool-call grammar as a whole).
+func generationSchemaError(opt bonsai.GenerateOptions, err error) *apiError {
+	if opt.ResponseFormat != nil && opt.ResponseFormat.Type == "json_schema" {
+		return schemaError(-1, err)
+	}
+	return invalid("tools", "Invalid 'tools': %s.", SchemaMessage(err)).withCode("invalid_schema")
+}
+
+// toolCallsOf converts an assistant message's tool calls.
+func toolCallsOf(i int, calls []toolCallParam) ([]bonsai.ToolCall, *apiError) {
+	var out []bonsai.ToolCall
+	for k, c := range calls {
+		at := fmt.Sprintf("messages[%d].tool_calls[%d]", i, k)
+		if c.Type != "" && c.Type != "function" {
+			return nil, invalid(at+".type", "Invalid '%s.type': %q (only \"function\").", at, c.Type)
+		}
+		if c.ID == "" {
+			return nil, invalid(at+".id", "Missing '%s.id'.", at)
+		}
+		if c.Function.Name == "" {
+			return nil, invalid(at+".function.name", "Missing '%s.function.name'.", at)
+		}
+		args := bytes.TrimSpace([]byte(c.Function.Arguments))
+		if len(args) == 0 {
+			args = []byte("{}")
+		}
+		var obj map[string]json.RawMessage
+		if err := json.Unmarshal(args, &obj); err != nil || obj == nil {
+			return nil, invalid(at+".function.arguments", "Invalid '%s.function.arguments': expected a JSON object in a string.", at)
+		}
+		out = append(out, bonsai.ToolCall{ID: c.ID, Name: c.Function.Name, Arguments: json.RawMessage(args)})
+	}
+	return out, nil
+}
+
+// toolCallsOut writes a result's tool calls.
+func toolCallsOut(calls []bonsai.ToolCall) []toolCallParam {
+	out := make([]toolCallParam, len(calls))
+	for i, c := range calls {
+		out[i].ID, out[i].Type = c.ID, "function"
+		out[i].Function.Name, out[i].Function.Arguments = c.Name, string(c.Arguments)
+	}
+	return out
+}
+
+// isSchemaError reports whether err is the engine's refusal of a schema or grammar.
+func isSchemaError(err error) bool { return errors.Is(err, bonsai.ErrInvalidSchema) }

@@ -146,7 +146,9 @@ func (c *schemaCompiler) paramValue(s *jv, path string, depth int) (int32, error
 			}
 			return c.rawText(), nil
 		}
-		if e := s.get("enum"); e != nil && t != nil && t.kind == 's' && t.str == "string" {
+		// The parser reads a parameter whose schema allows only strings as raw text, and
+		// an enum of strings without "type" allows only strings: write it raw too.
+		if e := s.get("enum"); e != nil && ((t != nil && t.kind == 's' && t.str == "string") || (t == nil && allStrings(e))) {
 			r := c.b.newRule("raw-enum")
 			if e.kind != 'a' || len(e.arr) == 0 || len(e.arr) > maxEnum {
 				return 0, schemaErr("enum", pathJoin(path, "enum"), "must be a non-empty array of at most %d values", maxEnum)
@@ -161,6 +163,19 @@ func (c *schemaCompiler) paramValue(s *jv, path string, depth int) (int32, error
 		}
 	}
 	return c.compile(s, path, depth)
+}
+
+// allStrings reports whether e is a non-empty array of strings only.
+func allStrings(e *jv) bool {
+	if e.kind != 'a' || len(e.arr) == 0 {
+		return false
+	}
+	for _, v := range e.arr {
+		if v.kind != 's' {
+			return false
+		}
+	}
+	return true
 }
 
 // charNoLT is one UTF-8 character other than '<' (counted text in a parameter).

@@ -20,7 +20,7 @@ import (
 const weatherSchema = `{"type": "object", "properties": {
 	"city": {"type": "string", "minLength": 1, "maxLength": 40},
 	"days": {"type": "integer", "minimum": 1, "maximum": 7},
-	"unit": {"type": "string", "enum": ["celsius", "fahrenheit"]}},
+	"unit": {"enum": ["celsius", "fahrenheit"]}},
 	"required": ["city", "days", "unit"], "additionalProperties": false}`
 
 // validator compiles a JSON Schema with an independent implementation, to check what

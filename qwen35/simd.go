@@ -43,6 +43,7 @@ type kernels struct {
 	f16ToF32     func(dst []float32, src []uint16)
 	dequantInt8  func(dst []float32, src []int8, scales []float32)
 	dotBF16      func(row []byte, x []float32) float32
+	expSub       func(x []float32, m float32) float32
 }
 
 var genericKernels = kernels{
@@ -58,6 +59,7 @@ var genericKernels = kernels{
 	f16ToF32:     f16ToF32Generic,
 	dequantInt8:  dequantInt8Generic,
 	dotBF16:      dotBF16Generic,
+	expSub:       expSubGeneric,
 }
 
 // kernelSets lists the implementations this machine runs, the generic one first and the
@@ -146,3 +148,9 @@ func dequantInt8(dst []float32, src []int8, scales []float32) {
 
 // dotBF16 returns Σ bf16(row[2j:2j+2])·x[j] over len(x), the bfloat16s little-endian.
 func dotBF16(row []byte, x []float32) float32 { return kern.dotBF16(row[:2*len(x)], x) }
+
+// expSub sets x[i] = e^(x[i]−m) and returns the sum of the new values: the softmax's
+// weights of one block of scores. Every x[i]−m must be ≤ 0 (m is their maximum). The
+// exponential is float32 (expf32: within a few ulp of e^y, and 2⁻¹²⁶·(1+ε) for
+// y < ln 2⁻¹²⁶); implementations differ by their fused roundings and summation order.
+func expSub(x []float32, m float32) float32 { return kern.expSub(x, m) }

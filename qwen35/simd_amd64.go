@@ -40,7 +40,13 @@ func dequantInt8AVX2(dst []float32, src []int8, scales []float32)
 func dotBF16AVX2(row []byte, x []float32) float32
 
 //go:noescape
+func expSubAVX2(x []float32, m float32) float32
+
+//go:noescape
 func dotAVX512(a, b []float32) float32
+
+//go:noescape
+func expSubAVX512(x []float32, m float32) float32
 
 //go:noescape
 func dotRowsAVX512(out []float32, os int, a []float32, as, na int, b []float32, bs, nb, d int)
@@ -78,6 +84,7 @@ func archKernels() []*kernels {
 		f16ToF32:     f16ToF32F16C,
 		dequantInt8:  dequantInt8AVX2,
 		dotBF16:      dotBF16AVX2,
+		expSub:       expSubAVX2,
 	}
 	if !x.HasAVX512F {
 		return []*kernels{avx2}
@@ -90,5 +97,6 @@ func archKernels() []*kernels {
 	avx512.gdnStep = gdnStepAVX512
 	avx512.siluMul = siluMulAVX512
 	avx512.f16ToF32 = f16ToF32AVX512
+	avx512.expSub = expSubAVX512
 	return []*kernels{avx2, &avx512}
 }

@@ -1966,3 +1966,125 @@ dq_1:
 dq_done:
 	VZEROUPPER
 	RET
+
+// EXP8CORE(Y): Y0 ← e^Y for the 8 lanes of Y (Y ≤ 0), SILU8CORE's exponential: the
+// argument clamped to ln 2⁻¹²⁶, n = round(Y·log₂e), r = Y − n·ln 2 in two parts, Cephes'
+// polynomial and 2ⁿ added to the exponent. Clobbers Y1-Y4.
+#define EXP8CORE(G) \
+	VMAXPS       expmin<>(SB), G, Y1 \
+	VMULPS       log2e<>(SB), Y1, Y2 \
+	VROUNDPS     $0, Y2, Y2 \
+	VFMADD231PS  nln2hi<>(SB), Y2, Y1 \
+	VFMADD231PS  nln2lo<>(SB), Y2, Y1 \
+	VMOVUPS      ep0<>(SB), Y3 \
+	VFMADD213PS  ep1<>(SB), Y1, Y3 \
+	VFMADD213PS  ep2<>(SB), Y1, Y3 \
+	VFMADD213PS  ep3<>(SB), Y1, Y3 \
+	VFMADD213PS  ep4<>(SB), Y1, Y3 \
+	VFMADD213PS  ep5<>(SB), Y1, Y3 \
+	VMULPS       Y1, Y1, Y4 \
+	VFMADD213PS  Y1, Y4, Y3 \
+	VADDPS       one<>(SB), Y3, Y3 \
+	VCVTPS2DQ    Y2, Y2 \
+	VPADDD       bias127<>(SB), Y2, Y2 \
+	VPSLLD       $23, Y2, Y2 \
+	VMULPS       Y2, Y3, Y0
+
+// func expSubAVX2(x []float32, m float32) float32
+TEXT ·expSubAVX2(SB), NOSPLIT, $0-36
+	MOVQ         x_base+0(FP), DI
+	MOVQ         x_len+8(FP), CX
+	VBROADCASTSS m+24(FP), Y9
+	VXORPS       Y10, Y10, Y10
+	XORQ         AX, AX
+	MOVQ         CX, DX
+	ANDQ         $-8, DX
+	CMPQ         AX, DX
+	JGE          esa_tail
+
+esa_loop:
+	VMOVUPS (DI)(AX*4), Y8
+	VSUBPS  Y9, Y8, Y8
+	EXP8CORE(Y8)
+	VMOVUPS Y0, (DI)(AX*4)
+	VADDPS  Y0, Y10, Y10
+	ADDQ    $8, AX
+	CMPQ    AX, DX
+	JLT     esa_loop
+
+esa_tail:
+	SUBQ       AX, CX
+	JZ         esa_done
+	TAILMASK(CX, R8, R9, Y11)
+	VMASKMOVPS (DI)(AX*4), Y11, Y8
+	VSUBPS     Y9, Y8, Y8
+	EXP8CORE(Y8)
+	VMASKMOVPS Y0, Y11, (DI)(AX*4)
+	VANDPS     Y11, Y0, Y0
+	VADDPS     Y0, Y10, Y10
+
+esa_done:
+	HSUM8(Y10, X10, X11)
+	VMOVSS     X10, ret+32(FP)
+	VZEROUPPER
+	RET
+
+// EXP16CORE(G): Z0 ← e^G for the 16 lanes of G (G ≤ 0), EXP8CORE's operations.
+// Clobbers Z1-Z4.
+#define EXP16CORE(G) \
+	VMAXPS       expmin<>(SB), G, Z1 \
+	VMULPS       log2e<>(SB), Z1, Z2 \
+	VRNDSCALEPS  $0, Z2, Z2 \
+	VFMADD231PS  nln2hi<>(SB), Z2, Z1 \
+	VFMADD231PS  nln2lo<>(SB), Z2, Z1 \
+	VMOVUPS      ep0<>(SB), Z3 \
+	VFMADD213PS  ep1<>(SB), Z1, Z3 \
+	VFMADD213PS  ep2<>(SB), Z1, Z3 \
+	VFMADD213PS  ep3<>(SB), Z1, Z3 \
+	VFMADD213PS  ep4<>(SB), Z1, Z3 \
+	VFMADD213PS  ep5<>(SB), Z1, Z3 \
+	VMULPS       Z1, Z1, Z4 \
+	VFMADD213PS  Z1, Z4, Z3 \
+	VADDPS       one<>(SB), Z3, Z3 \
+	VCVTPS2DQ    Z2, Z2 \
+	VPADDD       bias127<>(SB), Z2, Z2 \
+	VPSLLD       $23, Z2, Z2 \
+	VMULPS       Z2, Z3, Z0
+
+// func expSubAVX512(x []float32, m float32) float32
+TEXT ·expSubAVX512(SB), NOSPLIT, $0-36
+	MOVQ         x_base+0(FP), DI
+	MOVQ         x_len+8(FP), CX
+	VBROADCASTSS m+24(FP), Z9
+	VXORPS       Z10, Z10, Z10
+	XORQ         AX, AX
+	MOVQ         CX, DX
+	ANDQ         $-16, DX
+	CMPQ         AX, DX
+	JGE          esz_tail
+
+esz_loop:
+	VMOVUPS (DI)(AX*4), Z8
+	VSUBPS  Z9, Z8, Z8
+	EXP16CORE(Z8)
+	VMOVUPS Z0, (DI)(AX*4)
+	VADDPS  Z0, Z10, Z10
+	ADDQ    $16, AX
+	CMPQ    AX, DX
+	JLT     esz_loop
+
+esz_tail:
+	SUBQ      AX, CX
+	JZ        esz_done
+	KTAIL(CX, R8, K1)
+	VMOVUPS.Z (DI)(AX*4), K1, Z8
+	VSUBPS    Z9, Z8, Z8
+	EXP16CORE(Z8)
+	VMOVUPS   Z0, K1, (DI)(AX*4)
+	VADDPS    Z0, Z10, K1, Z10
+
+esz_done:
+	HSUM16(Z10, Y10, X10, Y11, X11)
+	VMOVSS     X10, ret+32(FP)
+	VZEROUPPER
+	RET

@@ -37,6 +37,20 @@ func dequantInt8NEON(dst []float32, src []int8, scales []float32)
 //go:noescape
 func dotBF16NEON(row []byte, x []float32) float32
 
+//go:noescape
+func expSubNEON4(x []float32, m float32) float32
+
+// expSubNEON is expSubNEON4 over whole vectors of four and expf32 for the rest.
+func expSubNEON(x []float32, m float32) float32 {
+	n4 := len(x) &^ 3
+	s := expSubNEON4(x[:n4], m)
+	for i := n4; i < len(x); i++ {
+		x[i] = expf32(x[i] - m)
+		s += x[i]
+	}
+	return s
+}
+
 // dotRowsNEON is dotRowsNEON4 over the columns in whole vectors of four, plus the last
 // d mod 4 products of each pair, added in Go.
 func dotRowsNEON(out []float32, os int, a []float32, as, na int, b []float32, bs, nb, d int) {
@@ -72,5 +86,6 @@ func archKernels() []*kernels {
 		f16ToF32:     f16ToF32NEON,
 		dequantInt8:  dequantInt8NEON,
 		dotBF16:      dotBF16NEON,
+		expSub:       expSubNEON,
 	}}
 }

@@ -1013,3 +1013,63 @@ dq_1:
 
 dq_done:
 	RET
+
+// EXP4: V12 ← e^V11 for four lanes (V11 ≤ 0), SILU4's exponential (EXP8CORE of
+// simd_amd64.s: the same operations). Needs siluconst<> in V19-V31; clobbers V1-V6.
+#define EXP4 \
+	FMAX4(20, 11, 1) \
+	FMUL4(21, 1, 2) \
+	FRINTN4(2, 2) \
+	VFMLA  V2.S4, V22.S4, V1.S4 \
+	VFMLA  V2.S4, V23.S4, V1.S4 \
+	VMOV   V24.B16, V3.B16 \
+	VMOV   V25.B16, V4.B16 \
+	VFMLA  V1.S4, V3.S4, V4.S4 \
+	VMOV   V26.B16, V3.B16 \
+	VFMLA  V1.S4, V4.S4, V3.S4 \
+	VMOV   V27.B16, V4.B16 \
+	VFMLA  V1.S4, V3.S4, V4.S4 \
+	VMOV   V28.B16, V3.B16 \
+	VFMLA  V1.S4, V4.S4, V3.S4 \
+	VMOV   V29.B16, V4.B16 \
+	VFMLA  V1.S4, V3.S4, V4.S4 \
+	FMUL4(1, 1, 5) \
+	VMOV   V1.B16, V6.B16 \
+	VFMLA  V5.S4, V4.S4, V6.S4 \
+	FADD4(30, 6, 6) \
+	FCVTZS4(2, 2) \
+	VADD   V31.S4, V2.S4, V2.S4 \
+	VSHL   $23, V2.S4, V2.S4 \
+	FMUL4(2, 6, 12)
+
+// func expSubNEON4(x []float32, m float32) float32
+//
+// expSub over whole vectors of four (the Go wrapper does the last len mod 4).
+TEXT ·expSubNEON4(SB), NOSPLIT, $0-36
+	MOVD   x_base+0(FP), R0
+	MOVD   x_len+8(FP), R2
+	MOVWU  m+24(FP), R4
+	VDUP   R4, V18.S4
+	MOVD   $siluconst<>(SB), R6
+	VLD1.P 64(R6), [V19.S4, V20.S4, V21.S4, V22.S4]
+	VLD1.P 64(R6), [V23.S4, V24.S4, V25.S4, V26.S4]
+	VLD1.P 64(R6), [V27.S4, V28.S4, V29.S4, V30.S4]
+	VLD1   (R6), [V31.S4]
+	VEOR   V17.B16, V17.B16, V17.B16
+	LSR    $2, R2, R3
+	CBZ    R3, es_done
+
+es_4:
+	VLD1   (R0), [V11.S4]
+	FSUB4(18, 11, 11)
+	EXP4
+	VST1.P [V12.S4], 16(R0)
+	FADD4(12, 17, 17)
+	SUBS   $1, R3, R3
+	BNE    es_4
+
+es_done:
+	FADDP4(17, 17, 17)
+	FADDPS(17, 17)
+	FMOVS F17, ret+32(FP)
+	RET

@@ -707,6 +707,7 @@ func TestKernelsNoAllocs(t *testing.T) {
 		f16ToF32s(d.s(), h)
 		dequantInt8(d.s(), i8, o[:4])
 		sink += dotBF16(row, a.s())
+		sink += expSub(d.s()[:16], 1e30)
 	})
 	assert.Zero(t, allocs)
 	_ = sink
@@ -807,4 +808,53 @@ func BenchmarkKernels(b *testing.B) {
 			}
 		})
 	}
+}
+
+// expULPBound is how far expSub's weights may be from e^y (y = x−m rounded to float32)
+// for y ≥ ln 2⁻¹²⁶, in units in the last place: the polynomial is within 1–2 ulp and the
+// implementations differ by their fused roundings.
+const expULPBound = 4
+
+// TestKernelsExpSub checks the softmax exponential of every kernel set against float64
+// math.Exp, at every tail length, over the arguments a softmax meets (0 down to below
+// the clamp), and that the returned sum is the sum of the weights written.
+func TestKernelsExpSub(t *testing.T) {
+	forEachSet(t, func(t *testing.T, k *kernels) {
+		rng := rand.New(rand.NewPCG(12, 1))
+		worst := 0.0
+		for _, n := range simdLengths {
+			const m = 3.25
+			g := newGuard(n, func(i int) float32 {
+				switch rng.IntN(8) {
+				case 0:
+					return m // the maximum itself: weight 1
+				case 1:
+					return m - float32(90+rng.Float64()*30) // under the clamp
+				default:
+					return m - float32(rng.ExpFloat64()*8)
+				}
+			})
+			x := append([]float32(nil), g.s()...)
+			sum := k.expSub(g.s(), m)
+			g.check(t)
+			var want float64
+			for i, xi := range x {
+				y := xi - m
+				got := float64(g.s()[i])
+				if y < expMin {
+					require.InEpsilon(t, 0x1p-126, got, 1e-5, "n=%d y=%v", n, y)
+					want += got
+					continue
+				}
+				e := math.Exp(float64(y))
+				ulp := float64(math.Nextafter32(float32(e), float32(math.Inf(1))) - float32(e))
+				err := math.Abs(got-e) / ulp
+				worst = max(worst, err)
+				require.LessOrEqual(t, err, float64(expULPBound), "n=%d y=%v: %v, want %v", n, y, got, e)
+				want += got
+			}
+			require.InDelta(t, want, float64(sum), gammaK(accDepth(n))*want+1e-30, "n=%d: sum", n)
+		}
+		t.Logf("%s: max %.2f ulp from e^y", k.name, worst)
+	})
 }

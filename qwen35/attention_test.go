@@ -319,3 +319,112 @@ func TestAttentionRunnerAndTruncate(t *testing.T) {
 		}
 	}))
 }
+
+// refAttentionCached is float64 gated attention of the tokens of in at positions
+// pos0…pos0+T−1 over what cache holds (decoded with Row), as Forward left it: the
+// queries normed and roped in float64, the keys and values those the cache stores, so
+// that any cache precision is checked to float32 accuracy.
+func refAttentionCached(c *qwen35.Config, l *qwen35.Layer, in attnInputs, pos0 int, cache *qwen35.KVCache) []float64 {
+	H, KV, D, R := c.Heads, c.KVHeads, c.HeadDim, c.RopeDims
+	n := cache.Len()
+	keys, vals := make([][]float32, n), make([][]float32, n)
+	for p := range n {
+		keys[p], vals[p] = make([]float32, KV*D), make([]float32, KV*D)
+		cache.Row(p, keys[p], vals[p])
+	}
+	out := make([]float64, in.T*H*D)
+	for t := 0; t < in.T; t++ {
+		pos := pos0 + t
+		for h := 0; h < H; h++ {
+			base := (t*H + h) * 2 * D
+			x := in.qg[base : base+D]
+			var ss float64
+			for _, a := range x {
+				ss += float64(a) * float64(a)
+			}
+			r := 1 / math.Sqrt(ss/float64(D)+c.RMSEpsilon)
+			q := make([]float64, D)
+			for i, a := range x {
+				q[i] = float64(a) * r * float64(l.QNorm[i])
+			}
+			for i := 0; i < R/2; i++ {
+				theta := float64(pos) * math.Pow(c.RopeBase, -2*float64(i)/float64(R))
+				a, b := q[i], q[i+R/2]
+				q[i] = a*math.Cos(theta) - b*math.Sin(theta)
+				q[i+R/2] = a*math.Sin(theta) + b*math.Cos(theta)
+			}
+			kv := h / (H / KV)
+			scores := make([]float64, pos+1)
+			mx := math.Inf(-1)
+			for s := range scores {
+				k := keys[s][kv*D : (kv+1)*D]
+				for i := range q {
+					scores[s] += q[i] * float64(k[i])
+				}
+				scores[s] /= math.Sqrt(float64(D))
+				mx = math.Max(mx, scores[s])
+			}
+			var z float64
+			for s := range scores {
+				scores[s] = math.Exp(scores[s] - mx)
+				z += scores[s]
+			}
+			for i := 0; i < D; i++ {
+				var o float64
+				for s := range scores {
+					o += scores[s] * float64(vals[s][kv*D+i])
+				}
+				gate := float64(in.qg[base+D+i])
+				out[(t*H+h)*D+i] = o / z / (1 + math.Exp(-gate))
+			}
+		}
+	}
+	return out
+}
+
+// TestAttentionLongContext checks attention over 4,096 cached positions against the
+// float64 reference over the same cached rows, at every cache precision: a decode step
+// (its positions split into spans and merged), a prefill block after it (token blocks)
+// and the decode step after that. The cache is filled directly with keys whose scores
+// spread over several units, so that the softmax is neither flat nor one-hot, plus a few
+// keys far back that dominate: the merge must carry an early span's maximum.
+func TestAttentionLongContext(t *testing.T) {
+	const ctx = 4096
+	for _, p := range kvPrecisions {
+		t.Run(p.String(), func(t *testing.T) {
+			rng := rand.New(rand.NewPCG(28, uint64(p)))
+			c := attnConfig(6, 2, 64, 16, 1e7)
+			l := attnLayer(rng, c)
+			a := qwen35.NewAttention(c)
+			cache := a.NewKVCache(p, ctx+64)
+			row := c.KVHeads * c.HeadDim
+			for pos := 0; pos < ctx; pos++ {
+				k, v := randVec(rng, row, 0.3), randVec(rng, row, 1)
+				if pos%1000 == 7 {
+					for i := range k {
+						k[i] *= 30
+					}
+				}
+				require.NoError(t, cache.Append(k, v))
+			}
+			in := newAttnInputs(rng, c, 1+20+1)
+			sc := a.NewScratch(20)
+			pool := parallel.NewPool(3)
+			defer pool.Close()
+			sc.Runner = pool
+			worst := 0.0
+			for _, span := range [][2]int{{0, 1}, {1, 21}, {21, 22}} {
+				part := in.slice(c, span[0], span[1])
+				pos0 := ctx + span[0]
+				got := runAttn(t, a, c, part, pos0, l, cache, sc)
+				want := refAttentionCached(c, l, part, pos0, cache)
+				e := relErr(got, want, 0)
+				worst = max(worst, e)
+				require.Less(t, e, 2e-5, "tokens %v", span)
+			}
+			t.Logf("%v cache, %d positions: max error %.2e against float64 over the cached rows", p, ctx, worst)
+		})
+	}
+}
+
+var kvPrecisions = []qwen35.KVPrecision{qwen35.KVFloat32, qwen35.KVFloat16, qwen35.KVInt8}

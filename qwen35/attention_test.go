@@ -163,7 +163,7 @@ func TestAttentionBatchEqualsSteps(t *testing.T) {
 	l := attnLayer(rng, c)
 	a := qwen35.NewAttention(c)
 	in := newAttnInputs(rng, c, 150)
-	for _, p := range []qwen35.KVPrecision{qwen35.KVFloat32, qwen35.KVFloat16, qwen35.KVInt8} {
+	for _, p := range kvPrecisions {
 		batch := a.NewKVCache(p, 512)
 		steps := a.NewKVCache(p, 512)
 		sc := a.NewScratch(1)
@@ -211,7 +211,7 @@ func TestAttentionCachePrecision(t *testing.T) {
 	for _, tc := range []struct {
 		p     qwen35.KVPrecision
 		bound float64
-	}{{qwen35.KVFloat16, 1e-3}, {qwen35.KVInt8, 2e-2}} {
+	}{{qwen35.KVFloat16, 1e-3}, {qwen35.KVInt8, 2e-2}, {qwen35.KVQ4, 1.5e-1}} {
 		e := relErr(run(tc.p), ref, 1)
 		assert.Less(t, e, tc.bound, tc.p.String())
 		assert.Greater(t, e, 0.0, "%v should differ from f32 at all", tc.p)
@@ -252,7 +252,7 @@ func TestAttentionForwardAllocs(t *testing.T) {
 	l := attnLayer(rng, c)
 	a := qwen35.NewAttention(c)
 	in := newAttnInputs(rng, c, 1)
-	for _, p := range []qwen35.KVPrecision{qwen35.KVFloat32, qwen35.KVFloat16, qwen35.KVInt8} {
+	for _, p := range kvPrecisions {
 		cache := a.NewKVCache(p, 1000)
 		cache.Reserve(1000)
 		sc := a.NewScratch(1)
@@ -427,4 +427,4 @@ func TestAttentionLongContext(t *testing.T) {
 	}
 }
 
-var kvPrecisions = []qwen35.KVPrecision{qwen35.KVFloat32, qwen35.KVFloat16, qwen35.KVInt8}
+var kvPrecisions = []qwen35.KVPrecision{qwen35.KVFloat32, qwen35.KVFloat16, qwen35.KVInt8, qwen35.KVQ4}

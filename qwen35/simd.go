@@ -44,6 +44,7 @@ type kernels struct {
 	dequantInt8  func(dst []float32, src []int8, scales []float32)
 	dotBF16      func(row []byte, x []float32) float32
 	expSub       func(x []float32, m float32) float32
+	dequantQ4    func(dst []float32, src []byte, scales []uint16)
 }
 
 var genericKernels = kernels{
@@ -60,6 +61,7 @@ var genericKernels = kernels{
 	dequantInt8:  dequantInt8Generic,
 	dotBF16:      dotBF16Generic,
 	expSub:       expSubGeneric,
+	dequantQ4:    dequantQ4Generic,
 }
 
 // kernelSets lists the implementations this machine runs, the generic one first and the
@@ -154,3 +156,10 @@ func dotBF16(row []byte, x []float32) float32 { return kern.dotBF16(row[:2*len(x
 // exponential is float32 (expf32: within a few ulp of e^y, and 2⁻¹²⁶·(1+ε) for
 // y < ln 2⁻¹²⁶); implementations differ by their fused roundings and summation order.
 func expSub(x []float32, m float32) float32 { return kern.expSub(x, m) }
+
+// dequantQ4 sets dst[i] = (code i − 8)·scales[i/kvBlock] over len(dst), the codes of the
+// q4 KV cache's blocks of 16 bytes (see quantizeQ4) and the scales IEEE halves.
+func dequantQ4(dst []float32, src []byte, scales []uint16) {
+	nb := (len(dst) + kvBlock - 1) / kvBlock
+	kern.dequantQ4(dst, src[:16*nb], scales[:nb])
+}

@@ -43,6 +43,19 @@ func dotBF16AVX2(row []byte, x []float32) float32
 func expSubAVX2(x []float32, m float32) float32
 
 //go:noescape
+func dequantQ4AVX2(dst []float32, src []byte, scales []uint16)
+
+// dequantQ4X86 is dequantQ4AVX2 over the whole blocks and the generic code for a short
+// last one.
+func dequantQ4X86(dst []float32, src []byte, scales []uint16) {
+	whole := len(dst) / kvBlock
+	dequantQ4AVX2(dst[:whole*kvBlock], src, scales)
+	if whole < len(scales) {
+		dequantQ4Generic(dst[whole*kvBlock:], src[16*whole:], scales[whole:])
+	}
+}
+
+//go:noescape
 func dotAVX512(a, b []float32) float32
 
 //go:noescape
@@ -85,6 +98,7 @@ func archKernels() []*kernels {
 		dequantInt8:  dequantInt8AVX2,
 		dotBF16:      dotBF16AVX2,
 		expSub:       expSubAVX2,
+		dequantQ4:    dequantQ4X86,
 	}
 	if !x.HasAVX512F {
 		return []*kernels{avx2}

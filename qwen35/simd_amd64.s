@@ -2088,3 +2088,75 @@ esz_done:
 	VMOVSS     X10, ret+32(FP)
 	VZEROUPPER
 	RET
+
+// nibble<>: 0x0f in every byte.
+DATA nibble<>+0(SB)/8, $0x0f0f0f0f0f0f0f0f
+DATA nibble<>+8(SB)/8, $0x0f0f0f0f0f0f0f0f
+GLOBL nibble<>(SB), RODATA|NOPTR, $16
+
+// eight<>: int32 8.
+DATA eight<>+0(SB)/4, $8
+DATA eight<>+4(SB)/4, $8
+DATA eight<>+8(SB)/4, $8
+DATA eight<>+12(SB)/4, $8
+DATA eight<>+16(SB)/4, $8
+DATA eight<>+20(SB)/4, $8
+DATA eight<>+24(SB)/4, $8
+DATA eight<>+28(SB)/4, $8
+GLOBL eight<>(SB), RODATA|NOPTR, $32
+
+// func dequantQ4AVX2(dst []float32, src []byte, scales []uint16)
+//
+// Whole blocks of 32 only (len(dst)/32 of them; the Go wrapper does a short last one):
+// the 16 code bytes split into low nibbles (values 0-15) and high ones (16-31), widened
+// to int32, less 8, converted and multiplied by the block's half scale.
+TEXT ·dequantQ4AVX2(SB), NOSPLIT, $0-72
+	MOVQ dst_base+0(FP), DI
+	MOVQ dst_len+8(FP), CX
+	MOVQ src_base+24(FP), SI
+	MOVQ scales_base+48(FP), BX
+	SHRQ $5, CX
+	JZ   q4_done
+	VMOVDQU nibble<>(SB), X14
+	VMOVDQU eight<>(SB), Y13
+
+q4_block:
+	MOVWLZX      (BX), R8
+	MOVQ         R8, X15
+	VCVTPH2PS    X15, X15
+	VBROADCASTSS X15, Y15
+	VMOVDQU      (SI), X0
+	VPAND        X14, X0, X1
+	VPSRLW       $4, X0, X2
+	VPAND        X14, X2, X2
+	VPSRLDQ      $8, X1, X3
+	VPSRLDQ      $8, X2, X4
+	VPMOVZXBD    X1, Y5
+	VPMOVZXBD    X3, Y6
+	VPMOVZXBD    X2, Y7
+	VPMOVZXBD    X4, Y8
+	VPSUBD       Y13, Y5, Y5
+	VPSUBD       Y13, Y6, Y6
+	VPSUBD       Y13, Y7, Y7
+	VPSUBD       Y13, Y8, Y8
+	VCVTDQ2PS    Y5, Y5
+	VCVTDQ2PS    Y6, Y6
+	VCVTDQ2PS    Y7, Y7
+	VCVTDQ2PS    Y8, Y8
+	VMULPS       Y15, Y5, Y5
+	VMULPS       Y15, Y6, Y6
+	VMULPS       Y15, Y7, Y7
+	VMULPS       Y15, Y8, Y8
+	VMOVUPS      Y5, (DI)
+	VMOVUPS      Y6, 32(DI)
+	VMOVUPS      Y7, 64(DI)
+	VMOVUPS      Y8, 96(DI)
+	ADDQ         $2, BX
+	ADDQ         $16, SI
+	ADDQ         $128, DI
+	DECQ         CX
+	JNZ          q4_block
+
+q4_done:
+	VZEROUPPER
+	RET

@@ -87,5 +87,6 @@ func archKernels() []*kernels {
 		dequantInt8:  dequantInt8NEON,
 		dotBF16:      dotBF16NEON,
 		expSub:       expSubNEON,
+		dequantQ4:    dequantQ4Generic, // the 4-bit cache has no NEON kernel yet
 	}}
 }

@@ -280,3 +280,19 @@ func expSubGeneric(x []float32, m float32) float32 {
 	}
 	return (s0 + s1) + (s2 + s3)
 }
+
+// dequantQ4Generic sets dst[i] = (code i − 8)·scale over len(dst): each block of kvBlock
+// values is 16 bytes of codes, value j the low nibble of byte j (j < 16) or the high one
+// of byte j − 16, and one IEEE half scale. Exact widening, one rounding.
+func dequantQ4Generic(dst []float32, src []byte, scales []uint16) {
+	for b, h := range scales {
+		s := f16ToF32(h)
+		lo, hi := b*kvBlock, min((b+1)*kvBlock, len(dst))
+		codes := src[16*b : 16*b+16]
+		for i := lo; i < hi; i++ {
+			j := i - lo
+			q := codes[j&15] >> (4 * (j >> 4)) & 15
+			dst[i] = float32(int(q)-8) * s
+		}
+	}
+}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"github.com/x448/float16"
 )
 
 // QWEN35_KERNELS=name runs the package's tests on that kernel set instead of the one
@@ -708,6 +709,7 @@ func TestKernelsNoAllocs(t *testing.T) {
 		dequantInt8(d.s(), i8, o[:4])
 		sink += dotBF16(row, a.s())
 		sink += expSub(d.s()[:16], 1e30)
+		dequantQ4(d.s()[:40], row[:32], h[:2])
 	})
 	assert.Zero(t, allocs)
 	_ = sink
@@ -856,5 +858,42 @@ func TestKernelsExpSub(t *testing.T) {
 			require.InDelta(t, want, float64(sum), gammaK(accDepth(n))*want+1e-30, "n=%d: sum", n)
 		}
 		t.Logf("%s: max %.2f ulp from e^y", k.name, worst)
+	})
+}
+
+// The 4-bit cache's dequantisation: every implementation gives the generic code's bits,
+// which are (code − 8)·scale computed exactly in float64 and rounded once, for every
+// code, awkward scales, whole and short blocks.
+func TestKernelsDequantQ4(t *testing.T) {
+	forEachSet(t, func(t *testing.T, k *kernels) {
+		rng := rand.New(rand.NewPCG(13, 1))
+		for _, n := range simdLengths {
+			nb := (n + kvBlock - 1) / kvBlock
+			src := make([]byte, 16*nb)
+			for i := range src {
+				src[i] = byte(rng.IntN(256))
+			}
+			scales := make([]uint16, nb)
+			for i := range scales {
+				scales[i] = uint16(rng.IntN(0x7c00)) | uint16(rng.IntN(2))<<15 // finite halves
+			}
+			want := make([]float32, n)
+			for i := range want {
+				b, j := i/kvBlock, i%kvBlock
+				code := int(src[16*b+j%16])
+				if j >= 16 {
+					code >>= 4
+				}
+				code &= 15
+				want[i] = float32(float64(code-8) * float64(float16.Frombits(scales[b]).Float32()))
+			}
+			gen := make([]float32, n)
+			dequantQ4Generic(gen, src, scales)
+			sameBits(t, want, gen, "generic n=%d", n)
+			got := newGuard(n, func(int) float32 { return 0 })
+			k.dequantQ4(got.s(), src, scales)
+			sameBits(t, want, got.s(), "n=%d", n)
+			got.check(t)
+		}
 	})
 }

@@ -317,7 +317,7 @@ func TestKVCacheQ4(t *testing.T) {
 					}
 					if m != 0 {
 						// The largest magnitude is code 0: −8·d, the half-rounded m.
-						assert.InEpsilon(t, -8*d, float64(k[h*dim+b0:h*dim+b1][indexOfMaxAbs(row[h*dim+b0:h*dim+b1])]), 1e-7)
+						assert.InEpsilon(t, -8*d, float64(k[h*dim+b0 : h*dim+b1][indexOfMaxAbs(row[h*dim+b0:h*dim+b1])]), 1e-7)
 					}
 				}
 			}

@@ -19,7 +19,7 @@ import (
 func TestFillSynthetic(t *testing.T) {
 	path := writeModel(t, "tiny", 11, ternary.PQ2_0)
 	ctx := context.Background()
-	for _, kv := range []qwen35.KVPrecision{bonsai.KVFloat16, bonsai.KVFloat32, bonsai.KVInt8} {
+	for _, kv := range []qwen35.KVPrecision{bonsai.KVFloat16, bonsai.KVFloat32, bonsai.KVInt8, bonsai.KVQ4} {
 		t.Run(kv.String(), func(t *testing.T) {
 			m := open(t, path, bonsai.WithKVCache(kv), bonsai.WithThreads(2), bonsai.WithContextSize(600))
 			s := session(t, m)

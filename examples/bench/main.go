@@ -244,12 +244,12 @@ func decode(ctx context.Context, out io.Writer, s *bonsai.Session, gen int, perT
 }
 
 func parseKV(name string) (qwen35.KVPrecision, error) {
-	for _, p := range []qwen35.KVPrecision{qwen35.KVFloat16, qwen35.KVInt8, qwen35.KVFloat32} {
+	for _, p := range []qwen35.KVPrecision{qwen35.KVFloat16, qwen35.KVInt8, qwen35.KVQ4, qwen35.KVFloat32} {
 		if p.String() == name {
 			return p, nil
 		}
 	}
-	return 0, fmt.Errorf("-kv %q: want f16, int8 or f32", name)
+	return 0, fmt.Errorf("-kv %q: want f16, int8, q4 or f32", name)
 }
 
 // kvBytesPerPosition is what one attention layer's cache holds per position: a key and
@@ -262,6 +262,8 @@ func kvBytesPerPosition(c *qwen35.Config, p qwen35.KVPrecision) int64 {
 		return 2 * 4 * n
 	case qwen35.KVInt8:
 		return 2 * (n + 4*blocks)
+	case qwen35.KVQ4:
+		return 2 * (16 + 2) * blocks
 	}
 	return 2 * 2 * n
 }

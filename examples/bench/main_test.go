@@ -17,7 +17,7 @@ import (
 // -context decodes at the position asked for, after the short-context decode, and
 // reports attention against the KV read time of that context at each precision.
 func TestContextFlag(t *testing.T) {
-	for _, kv := range []string{"f16", "int8", "f32"} {
+	for _, kv := range []string{"f16", "int8", "q4", "f32"} {
 		t.Run(kv, func(t *testing.T) {
 			var out bytes.Buffer
 			cfg := config{preset: "tiny", acts: "int8", kv: kv, mmap: true, threads: 2, prompt: 8, gen: 3, context: 300, bwTime: 50 * time.Millisecond}
@@ -30,11 +30,12 @@ func TestContextFlag(t *testing.T) {
 			require.NotNil(t, m, s)
 			mb, err := strconv.ParseFloat(m[1], 64)
 			require.NoError(t, err)
-			// 300 positions of a key and a value row per attention layer, at 2, 4 or
-			// 1 + 4/32 (int8 codes and a float32 scale per 32) bytes a value.
+			// 300 positions of a key and a value row per attention layer, at 2, 4,
+			// 1 + 4/32 (int8 codes and a float32 scale per 32) or ½ + 2/32 (4-bit
+			// codes and a half scale per 32) bytes a value.
 			c, err := synth.Preset("tiny")
 			require.NoError(t, err)
-			perValue := map[string]float64{"f16": 2, "f32": 4, "int8": 1.125}[kv]
+			perValue := map[string]float64{"f16": 2, "f32": 4, "int8": 1.125, "q4": 0.5625}[kv]
 			want := float64(c.AttentionLayers()*300*2*c.KVHeads*c.HeadDim) * perValue / 1e6
 			assert.InDelta(t, want, mb, 0.05+want*1e-3)
 			assert.Regexp(t, `attention ÷ KV read = [0-9.]+×`, s)

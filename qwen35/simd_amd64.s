@@ -2122,7 +2122,7 @@ TEXT ·dequantQ4AVX2(SB), NOSPLIT, $0-72
 
 q4_block:
 	MOVWLZX      (BX), R8
-	MOVQ         R8, X15
+	VMOVQ        R8, X15
 	VCVTPH2PS    X15, X15
 	VBROADCASTSS X15, Y15
 	VMOVDQU      (SI), X0

@@ -375,10 +375,7 @@ func (a *Attention) attendBlock(w *attnWork, qs []float32, n int, kb, vb, m, sum
 	dotRows(s, attnBlock, qs, D, rep, kb, D, n, D) // s[r][p] = q_r·k_p
 	for r := 0; r < rep; r++ {
 		sr := s[r*attnBlock : r*attnBlock+n]
-		bm := sr[0]
-		for _, x := range sr[1:] {
-			bm = max(bm, x)
-		}
+		bm := maxf(sr)
 		ar := acc[r*D : (r+1)*D]
 		if bm > m[r] {
 			if m[r] != negInf {

@@ -45,6 +45,7 @@ type kernels struct {
 	dotBF16      func(row []byte, x []float32) float32
 	expSub       func(x []float32, m float32) float32
 	dequantQ4    func(dst []float32, src []byte, scales []uint16)
+	max          func(x []float32) float32
 }
 
 var genericKernels = kernels{
@@ -62,6 +63,7 @@ var genericKernels = kernels{
 	dotBF16:      dotBF16Generic,
 	expSub:       expSubGeneric,
 	dequantQ4:    dequantQ4Generic,
+	max:          maxGeneric,
 }
 
 // kernelSets lists the implementations this machine runs, the generic one first and the
@@ -163,3 +165,6 @@ func dequantQ4(dst []float32, src []byte, scales []uint16) {
 	nb := (len(dst) + kvBlock - 1) / kvBlock
 	kern.dequantQ4(dst, src[:16*nb], scales[:nb])
 }
+
+// maxf returns the largest of x, or −Inf for an empty x; x holds no NaN (scores).
+func maxf(x []float32) float32 { return kern.max(x) }

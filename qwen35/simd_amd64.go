@@ -43,6 +43,22 @@ func dotBF16AVX2(row []byte, x []float32) float32
 func expSubAVX2(x []float32, m float32) float32
 
 //go:noescape
+func maxAVX2(x []float32) float32
+
+//go:noescape
+func maxAVX512(x []float32) float32
+
+// maxX86 is maxAVX2 over whole vectors of eight and Go for the rest.
+func maxX86(x []float32) float32 {
+	n8 := len(x) &^ 7
+	m := maxAVX2(x[:n8])
+	for _, v := range x[n8:] {
+		m = max(m, v)
+	}
+	return m
+}
+
+//go:noescape
 func dequantQ4AVX2(dst []float32, src []byte, scales []uint16)
 
 // dequantQ4X86 is dequantQ4AVX2 over the whole blocks and the generic code for a short
@@ -99,6 +115,7 @@ func archKernels() []*kernels {
 		dotBF16:      dotBF16AVX2,
 		expSub:       expSubAVX2,
 		dequantQ4:    dequantQ4X86,
+		max:          maxX86,
 	}
 	if !x.HasAVX512F {
 		return []*kernels{avx2}
@@ -112,5 +129,6 @@ func archKernels() []*kernels {
 	avx512.siluMul = siluMulAVX512
 	avx512.f16ToF32 = f16ToF32AVX512
 	avx512.expSub = expSubAVX512
+	avx512.max = maxAVX512
 	return []*kernels{avx2, &avx512}
 }

@@ -2160,3 +2160,68 @@ q4_block:
 q4_done:
 	VZEROUPPER
 	RET
+
+// func maxAVX2(x []float32) float32
+//
+// The largest of x[:len&^7] and negative infinity (the Go wrapper does the rest).
+TEXT ·maxAVX2(SB), NOSPLIT, $0-28
+	MOVQ         x_base+0(FP), SI
+	MOVQ         x_len+8(FP), CX
+	MOVL         $0xff800000, AX
+	MOVL         AX, ret+24(FP)
+	VBROADCASTSS ret+24(FP), Y0
+	SHRQ         $3, CX
+	JZ           mx_reduce
+
+mx_loop:
+	VMAXPS (SI), Y0, Y0
+	ADDQ   $32, SI
+	DECQ   CX
+	JNZ    mx_loop
+
+mx_reduce:
+	VEXTRACTF128 $1, Y0, X1
+	VMAXPS       X1, X0, X0
+	VMOVHLPS     X0, X0, X1
+	VMAXPS       X1, X0, X0
+	VMOVSHDUP    X0, X1
+	VMAXSS       X1, X0, X0
+	VMOVSS       X0, ret+24(FP)
+	VZEROUPPER
+	RET
+
+// func maxAVX512(x []float32) float32
+TEXT ·maxAVX512(SB), NOSPLIT, $0-28
+	MOVQ         x_base+0(FP), SI
+	MOVQ         x_len+8(FP), CX
+	MOVL         $0xff800000, AX
+	MOVL         AX, ret+24(FP)
+	VBROADCASTSS ret+24(FP), Z0
+	MOVQ         CX, DX
+	SHRQ         $4, DX
+	JZ           mz_tail
+
+mz_loop:
+	VMAXPS (SI), Z0, Z0
+	ADDQ   $64, SI
+	DECQ   DX
+	JNZ    mz_loop
+
+mz_tail:
+	ANDQ      $15, CX
+	JZ        mz_reduce
+	KTAIL(CX, R8, K1)
+	VMAXPS    (SI), Z0, K1, Z0
+
+mz_reduce:
+	VEXTRACTF64X4 $1, Z0, Y1
+	VMAXPS        Y1, Y0, Y0
+	VEXTRACTF128  $1, Y0, X1
+	VMAXPS        X1, X0, X0
+	VMOVHLPS      X0, X0, X1
+	VMAXPS        X1, X0, X0
+	VMOVSHDUP     X0, X1
+	VMAXSS        X1, X0, X0
+	VMOVSS        X0, ret+24(FP)
+	VZEROUPPER
+	RET

@@ -51,6 +51,19 @@ func expSubNEON(x []float32, m float32) float32 {
 	return s
 }
 
+//go:noescape
+func maxNEON4(x []float32) float32
+
+// maxNEON is maxNEON4 over whole vectors of four and Go for the rest.
+func maxNEON(x []float32) float32 {
+	n4 := len(x) &^ 3
+	m := maxNEON4(x[:n4])
+	for _, v := range x[n4:] {
+		m = max(m, v)
+	}
+	return m
+}
+
 // dotRowsNEON is dotRowsNEON4 over the columns in whole vectors of four, plus the last
 // d mod 4 products of each pair, added in Go.
 func dotRowsNEON(out []float32, os int, a []float32, as, na int, b []float32, bs, nb, d int) {
@@ -88,5 +101,6 @@ func archKernels() []*kernels {
 		dotBF16:      dotBF16NEON,
 		expSub:       expSubNEON,
 		dequantQ4:    dequantQ4Generic, // the 4-bit cache has no NEON kernel yet
+		max:          maxNEON,
 	}}
 }

@@ -1073,3 +1073,27 @@ es_done:
 	FADDPS(17, 17)
 	FMOVS F17, ret+32(FP)
 	RET
+
+#define FMAXV4(n, d) WORD $(0x6E30F800 | ((n)<<5) | (d)) // Sd = max of the four lanes of Vn
+
+// func maxNEON4(x []float32) float32
+//
+// The largest of x[:len&^3] and negative infinity (the Go wrapper does the rest).
+TEXT ·maxNEON4(SB), NOSPLIT, $0-28
+	MOVD   x_base+0(FP), R0
+	MOVD   x_len+8(FP), R2
+	MOVW   $0xff800000, R4
+	VDUP   R4, V0.S4
+	LSR    $2, R2, R3
+	CBZ    R3, mx_done
+
+mx_4:
+	VLD1.P 16(R0), [V1.S4]
+	FMAX4(1, 0, 0)
+	SUBS   $1, R3, R3
+	BNE    mx_4
+
+mx_done:
+	FMAXV4(0, 0)
+	FMOVS F0, ret+24(FP)
+	RET

@@ -296,3 +296,12 @@ func dequantQ4Generic(dst []float32, src []byte, scales []uint16) {
 		}
 	}
 }
+
+// maxGeneric returns the largest of x, or −Inf for an empty x.
+func maxGeneric(x []float32) float32 {
+	m := float32(math.Inf(-1))
+	for _, v := range x {
+		m = max(m, v)
+	}
+	return m
+}

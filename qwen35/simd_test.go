@@ -897,3 +897,24 @@ func TestKernelsDequantQ4(t *testing.T) {
 		}
 	})
 }
+
+// The maximum is exact: every implementation returns the generic one's, at every length,
+// with the maximum anywhere, the values of every sign and magnitude (no NaN: scores).
+func TestKernelsMax(t *testing.T) {
+	forEachSet(t, func(t *testing.T, k *kernels) {
+		rng := rand.New(rand.NewPCG(14, 1))
+		for _, n := range simdLengths {
+			for range 4 {
+				x := newGuard(n, func(int) float32 {
+					if rng.IntN(10) == 0 {
+						return float32(math.Inf(-1))
+					}
+					return float32(rng.NormFloat64() * math.Exp2(float64(rng.IntN(40)-20)))
+				}).s()
+				want := maxGeneric(x)
+				require.Equal(t, math.Float32bits(want), math.Float32bits(k.max(x)), "n=%d", n)
+			}
+		}
+		require.Equal(t, float32(math.Inf(-1)), k.max(nil))
+	})
+}

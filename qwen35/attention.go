@@ -243,12 +243,12 @@ func (b *attnBody) Run(lo, hi int) {
 			g, s := i/b.spans, i%b.spans
 			base := (g*b.spans + s) * b.T * rep
 			a.attendRange(w, sc.q, g, 0, b.T, b.pos0, s*b.span, min((s+1)*b.span, end), b.cache,
-				sc.pm, sc.psum, sc.pacc, base, rep)
+				sc.pm, sc.psum, sc.pacc, base, rep, true)
 			continue
 		}
 		qb, g := b.qblocks-1-i/KV, i%KV
 		t0, t1 := qb*attnQBlock, min((qb+1)*attnQBlock, b.T)
-		a.attendRange(w, sc.q, g, t0, t1, b.pos0, 0, b.pos0+t1, b.cache, sc.m, sc.sum, sc.acc, g*rep, H)
+		a.attendRange(w, sc.q, g, t0, t1, b.pos0, 0, b.pos0+t1, b.cache, sc.m, sc.sum, sc.acc, g*rep, H, false)
 		for t := t0; t < t1; t++ {
 			for r := 0; r < rep; r++ {
 				h := g*rep + r
@@ -335,9 +335,15 @@ func (a *Attention) rope(x []float32, sc *AttentionScratch) {
 // j = base + t·stride + r; it starts empty (a token that sees none of the span keeps
 // m = −Inf). Each tile is decoded once and used by every query of the range. A query's
 // arithmetic depends only on its own position and the span, not on t0, t1 or T.
+//
+// With decode set (a few tokens), an fp16 cache's keys are scored where they lie by
+// dot6F16 where the kernel set has it, rather than widened into the tile first: a
+// decode step reads each key once. Prefill widens them once per tile for all its tokens.
+// Both give the same scores (the halves widen exactly; the same kernel body sums them).
 func (a *Attention) attendRange(w *attnWork, q []float32, g, t0, t1, pos0, lo, hi int, cache *KVCache,
-	m, sum, acc []float32, base, stride int) {
+	m, sum, acc []float32, base, stride int, decode bool) {
 	D, rep := a.dim, a.rep
+	fused := decode && cache.prec == KVFloat16 && a.dot6() && kern.dot6F16 != nil
 	for t := t0; t < t1; t++ {
 		j := base + t*stride
 		for r := 0; r < rep; r++ {
@@ -356,23 +362,43 @@ func (a *Attention) attendRange(w *attnWork, q []float32, g, t0, t1, pos0, lo, h
 		pend := min(p.start+p.n, hi)
 		for b0 := max(p.start, lo); b0 < pend; b0 += attnBlock {
 			b1 := min(b0+attnBlock, pend)
-			kb, vb := cache.block(p, g, b0-p.start, b1-b0, w.kbuf, w.vbuf)
+			var kb, vb []float32
+			var k16 []uint16
+			if fused {
+				k16 = cache.keys16(p, g, b0-p.start, b1-b0)
+				vb = cache.values(p, g, b0-p.start, b1-b0, w.vbuf)
+			} else {
+				kb, vb = cache.block(p, g, b0-p.start, b1-b0, w.kbuf, w.vbuf)
+			}
 			for t := max(t0, b0-pos0); t < t1; t++ {
 				n := min(b1, pos0+t+1) - b0
 				j := base + t*stride
 				qh := (t*a.heads + g*rep) * D
-				a.attendBlock(w, q[qh:qh+rep*D], n, kb, vb, m[j:j+rep], sum[j:j+rep], acc[j*D:(j+rep)*D])
+				a.attendBlock(w, q[qh:qh+rep*D], n, kb, k16, vb, m[j:j+rep], sum[j:j+rep], acc[j*D:(j+rep)*D])
 			}
 		}
 	}
 }
 
+// dot6 reports whether the six-query score kernels apply: six query heads a KV head (the
+// 27B model's groups) and a head dim of whole 16-float vectors.
+func (a *Attention) dot6() bool { return a.rep == 6 && a.dim%16 == 0 }
+
 // attendBlock folds the first n rows of a key/value tile into the running softmax of the
 // rep queries qs (rep × HeadDim) whose states are m, sum (rep) and acc (rep × HeadDim).
-func (a *Attention) attendBlock(w *attnWork, qs []float32, n int, kb, vb, m, sum, acc []float32) {
+// The keys are kb (float32) or, when kb is nil, k16 (IEEE halves).
+func (a *Attention) attendBlock(w *attnWork, qs []float32, n int, kb []float32, k16 []uint16, vb, m, sum, acc []float32) {
 	D, rep := a.dim, a.rep
 	s := w.s[:rep*attnBlock]
-	dotRows(s, attnBlock, qs, D, rep, kb, D, n, D) // s[r][p] = q_r·k_p
+	// s[r][p] = q_r·k_p
+	switch {
+	case kb == nil:
+		kern.dot6F16(s, attnBlock, qs[:6*D], k16[:n*D], n, D)
+	case a.dot6() && kern.dot6F32 != nil:
+		kern.dot6F32(s, attnBlock, qs[:6*D], kb[:n*D], n, D)
+	default:
+		dotRows(s, attnBlock, qs, D, rep, kb, D, n, D)
+	}
 	for r := 0; r < rep; r++ {
 		sr := s[r*attnBlock : r*attnBlock+n]
 		bm := maxf(sr)

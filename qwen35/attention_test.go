@@ -124,6 +124,7 @@ var attnShapes = []struct {
 	{"tiny", 4, 2, 16, 8, 10000},
 	{"gqa3-partial-rope", 6, 2, 64, 16, 10000000},
 	{"mha-full-rope", 2, 2, 32, 32, 500},
+	{"gqa6", 6, 1, 64, 16, 10000000}, // the 27B model's six query heads a KV head (its own kernels)
 }
 
 // TestAttentionMatchesReference runs 300 tokens as a prefill from an empty cache
@@ -158,30 +159,32 @@ func TestAttentionMatchesReference(t *testing.T) {
 // TestAttentionBatchEqualsSteps: T tokens in one call and T calls of one token leave the
 // same cache and give the same outputs (the per-query arithmetic does not depend on T).
 func TestAttentionBatchEqualsSteps(t *testing.T) {
-	rng := rand.New(rand.NewPCG(22, 1))
-	c := attnConfig(6, 2, 64, 16, 1e7)
-	l := attnLayer(rng, c)
-	a := qwen35.NewAttention(c)
-	in := newAttnInputs(rng, c, 150)
-	for _, p := range kvPrecisions {
-		batch := a.NewKVCache(p, 512)
-		steps := a.NewKVCache(p, 512)
-		sc := a.NewScratch(1)
-		gotBatch := append(runAttn(t, a, c, in.slice(c, 0, 20), 0, l, batch, sc), runAttn(t, a, c, in.slice(c, 20, 150), 20, l, batch, sc)...)
-		var gotSteps []float32
-		for i := 0; i < 150; i++ {
-			gotSteps = append(gotSteps, runAttn(t, a, c, in.slice(c, i, i+1), i, l, steps, sc)...)
-		}
-		for i := range gotBatch {
-			require.InDelta(t, gotSteps[i], gotBatch[i], 1e-6, "%v value %d", p, i)
-		}
-		kb, vb := make([]float32, c.KVHeads*c.HeadDim), make([]float32, c.KVHeads*c.HeadDim)
-		ks, vs := make([]float32, c.KVHeads*c.HeadDim), make([]float32, c.KVHeads*c.HeadDim)
-		for pos := 0; pos < 150; pos++ {
-			batch.Row(pos, kb, vb)
-			steps.Row(pos, ks, vs)
-			require.Equal(t, ks, kb, "%v keys at %d", p, pos)
-			require.Equal(t, vs, vb, "%v values at %d", p, pos)
+	for _, kvHeads := range []int{2, 1} { // three and six query heads a KV head
+		rng := rand.New(rand.NewPCG(22, 1))
+		c := attnConfig(6, kvHeads, 64, 16, 1e7)
+		l := attnLayer(rng, c)
+		a := qwen35.NewAttention(c)
+		in := newAttnInputs(rng, c, 150)
+		for _, p := range kvPrecisions {
+			batch := a.NewKVCache(p, 512)
+			steps := a.NewKVCache(p, 512)
+			sc := a.NewScratch(1)
+			gotBatch := append(runAttn(t, a, c, in.slice(c, 0, 20), 0, l, batch, sc), runAttn(t, a, c, in.slice(c, 20, 150), 20, l, batch, sc)...)
+			var gotSteps []float32
+			for i := 0; i < 150; i++ {
+				gotSteps = append(gotSteps, runAttn(t, a, c, in.slice(c, i, i+1), i, l, steps, sc)...)
+			}
+			for i := range gotBatch {
+				require.InDelta(t, gotSteps[i], gotBatch[i], 1e-6, "%v value %d", p, i)
+			}
+			kb, vb := make([]float32, c.KVHeads*c.HeadDim), make([]float32, c.KVHeads*c.HeadDim)
+			ks, vs := make([]float32, c.KVHeads*c.HeadDim), make([]float32, c.KVHeads*c.HeadDim)
+			for pos := 0; pos < 150; pos++ {
+				batch.Row(pos, kb, vb)
+				steps.Row(pos, ks, vs)
+				require.Equal(t, ks, kb, "%v keys at %d", p, pos)
+				require.Equal(t, vs, vb, "%v values at %d", p, pos)
+			}
 		}
 	}
 }
@@ -393,7 +396,7 @@ func TestAttentionLongContext(t *testing.T) {
 	for _, p := range kvPrecisions {
 		t.Run(p.String(), func(t *testing.T) {
 			rng := rand.New(rand.NewPCG(28, uint64(p)))
-			c := attnConfig(6, 2, 64, 16, 1e7)
+			c := attnConfig(6, 1, 64, 16, 1e7) // six query heads a KV head, as the 27B model
 			l := attnLayer(rng, c)
 			a := qwen35.NewAttention(c)
 			cache := a.NewKVCache(p, ctx+64)

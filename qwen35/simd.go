@@ -46,6 +46,12 @@ type kernels struct {
 	expSub       func(x []float32, m float32) float32
 	dequantQ4    func(dst []float32, src []byte, scales []uint16)
 	max          func(x []float32) float32
+
+	// dot6F32 and dot6F16, where set, are dotRows for six query rows against nb key rows
+	// of float32 or IEEE halves, d a multiple of 16 (the GQA group of the 27B model: six
+	// query heads a KV head); nil where dotRows (after decoding) is as good.
+	dot6F32 func(out []float32, os int, q []float32, k []float32, nb, d int)
+	dot6F16 func(out []float32, os int, q []float32, k []uint16, nb, d int)
 }
 
 var genericKernels = kernels{

@@ -43,6 +43,12 @@ func dotBF16AVX2(row []byte, x []float32) float32
 func expSubAVX2(x []float32, m float32) float32
 
 //go:noescape
+func dot6x4F32AVX512(out []float32, os int, q []float32, k []float32, nb, d int)
+
+//go:noescape
+func dot6x4F16AVX512(out []float32, os int, q []float32, k []uint16, nb, d int)
+
+//go:noescape
 func maxAVX2(x []float32) float32
 
 //go:noescape
@@ -130,5 +136,7 @@ func archKernels() []*kernels {
 	avx512.f16ToF32 = f16ToF32AVX512
 	avx512.expSub = expSubAVX512
 	avx512.max = maxAVX512
+	avx512.dot6F32 = dot6x4F32AVX512
+	avx512.dot6F16 = dot6x4F16AVX512
 	return []*kernels{avx2, &avx512}
 }

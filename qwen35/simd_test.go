@@ -918,3 +918,49 @@ func TestKernelsMax(t *testing.T) {
 		require.Equal(t, float32(math.Inf(-1)), k.max(nil))
 	})
 }
+
+// The six-query score kernels against dotRowsGeneric over float32 and over the halves
+// widened exactly, within the summation bound, at key counts around the 4-key blocks.
+func TestKernelsDot6(t *testing.T) {
+	forEachSet(t, func(t *testing.T, k *kernels) {
+		if k.dot6F32 == nil {
+			t.Skip("no six-query kernels in this set")
+		}
+		rng := rand.New(rand.NewPCG(15, 1))
+		for _, d := range []int{16, 64, 256} {
+			for _, nb := range []int{0, 1, 3, 4, 5, 8, 31, 32} {
+				q := newGuard(6*d, normal(rng, 1)).s()
+				k32 := newGuard(nb*d, normal(rng, 1)).s()
+				k16 := make([]uint16, nb*d)
+				for i, x := range k32 {
+					k16[i] = float16.Fromfloat32(x).Bits()
+					k32[i] = float16.Frombits(k16[i]).Float32() // the same keys in both forms
+				}
+				const os = 37
+				want := make([]float32, 5*os+nb)
+				dotRowsGeneric(want, os, q, d, 6, k32, d, nb, d)
+				for name, run := range map[string]func(out []float32){
+					"f32": func(out []float32) { k.dot6F32(out, os, q, k32, nb, d) },
+					"f16": func(out []float32) { k.dot6F16(out, os, q, k16, nb, d) },
+				} {
+					g := newGuard(5*os+nb, func(int) float32 { return -7 })
+					run(g.s())
+					g.check(t)
+					for r := 0; r < 6; r++ {
+						for j := 0; j < nb; j++ {
+							var bound float64
+							for i := 0; i < d; i++ {
+								bound += math.Abs(float64(q[r*d+i]) * float64(k32[j*d+i]))
+							}
+							bound *= 2 * gammaK(accDepth(d))
+							require.InDelta(t, want[r*os+j], g.s()[r*os+j], bound, "%s d=%d nb=%d r=%d j=%d", name, d, nb, r, j)
+						}
+						for j := nb; j < os && r < 5; j++ {
+							require.Equal(t, float32(-7), g.s()[r*os+j], "%s: wrote past the keys", name)
+						}
+					}
+				}
+			}
+		}
+	})
+}

@@ -336,14 +336,15 @@ func (a *Attention) rope(x []float32, sc *AttentionScratch) {
 // m = −Inf). Each tile is decoded once and used by every query of the range. A query's
 // arithmetic depends only on its own position and the span, not on t0, t1 or T.
 //
-// With decode set (a few tokens), an fp16 cache's keys are scored where they lie by
-// dot6F16 where the kernel set has it, rather than widened into the tile first: a
-// decode step reads each key once. Prefill widens them once per tile for all its tokens.
-// Both give the same scores (the halves widen exactly; the same kernel body sums them).
+// With decode set (a few tokens), an fp16 cache's keys and values are used where they
+// lie by dot6F16 and axpy6F16 where the kernel set has them, rather than widened into the
+// tile first: a decode step reads each row once. Prefill widens them once per tile for
+// all its tokens. Both give the same results (the halves widen exactly, and the same
+// kernel bodies do the sums).
 func (a *Attention) attendRange(w *attnWork, q []float32, g, t0, t1, pos0, lo, hi int, cache *KVCache,
 	m, sum, acc []float32, base, stride int, decode bool) {
 	D, rep := a.dim, a.rep
-	fused := decode && cache.prec == KVFloat16 && a.dot6() && kern.dot6F16 != nil
+	fused := decode && cache.prec == KVFloat16 && a.six() && kern.dot6F16 != nil
 	for t := t0; t < t1; t++ {
 		j := base + t*stride
 		for r := 0; r < rep; r++ {
@@ -363,10 +364,9 @@ func (a *Attention) attendRange(w *attnWork, q []float32, g, t0, t1, pos0, lo, h
 		for b0 := max(p.start, lo); b0 < pend; b0 += attnBlock {
 			b1 := min(b0+attnBlock, pend)
 			var kb, vb []float32
-			var k16 []uint16
+			var k16, v16 []uint16
 			if fused {
-				k16 = cache.keys16(p, g, b0-p.start, b1-b0)
-				vb = cache.values(p, g, b0-p.start, b1-b0, w.vbuf)
+				k16, v16 = cache.rows16(p, g, b0-p.start, b1-b0)
 			} else {
 				kb, vb = cache.block(p, g, b0-p.start, b1-b0, w.kbuf, w.vbuf)
 			}
@@ -374,27 +374,29 @@ func (a *Attention) attendRange(w *attnWork, q []float32, g, t0, t1, pos0, lo, h
 				n := min(b1, pos0+t+1) - b0
 				j := base + t*stride
 				qh := (t*a.heads + g*rep) * D
-				a.attendBlock(w, q[qh:qh+rep*D], n, kb, k16, vb, m[j:j+rep], sum[j:j+rep], acc[j*D:(j+rep)*D])
+				a.attendBlock(w, q[qh:qh+rep*D], n, kb, vb, k16, v16, m[j:j+rep], sum[j:j+rep], acc[j*D:(j+rep)*D])
 			}
 		}
 	}
 }
 
-// dot6 reports whether the six-query score kernels apply: six query heads a KV head (the
-// 27B model's groups) and a head dim of whole 16-float vectors.
-func (a *Attention) dot6() bool { return a.rep == 6 && a.dim%16 == 0 }
+// six reports whether the six-row kernels apply: six query heads a KV head (the 27B
+// model's groups) and a head dim of whole 32-float chunks.
+func (a *Attention) six() bool {
+	return a.rep == 6 && a.dim%32 == 0 && kern.dot6F32 != nil && kern.axpy6F32 != nil
+}
 
 // attendBlock folds the first n rows of a key/value tile into the running softmax of the
 // rep queries qs (rep × HeadDim) whose states are m, sum (rep) and acc (rep × HeadDim).
-// The keys are kb (float32) or, when kb is nil, k16 (IEEE halves).
-func (a *Attention) attendBlock(w *attnWork, qs []float32, n int, kb []float32, k16 []uint16, vb, m, sum, acc []float32) {
+// The rows are kb, vb (float32) or, when kb is nil, k16, v16 (IEEE halves).
+func (a *Attention) attendBlock(w *attnWork, qs []float32, n int, kb, vb []float32, k16, v16 []uint16, m, sum, acc []float32) {
 	D, rep := a.dim, a.rep
 	s := w.s[:rep*attnBlock]
 	// s[r][p] = q_r·k_p
 	switch {
 	case kb == nil:
 		kern.dot6F16(s, attnBlock, qs[:6*D], k16[:n*D], n, D)
-	case a.dot6() && kern.dot6F32 != nil:
+	case a.six():
 		kern.dot6F32(s, attnBlock, qs[:6*D], kb[:n*D], n, D)
 	default:
 		dotRows(s, attnBlock, qs, D, rep, kb, D, n, D)
@@ -417,9 +419,18 @@ func (a *Attention) attendBlock(w *attnWork, qs []float32, n int, kb []float32, 
 			m[r] = bm
 		}
 		sum[r] += expSub(sr, m[r])
-		// acc_r += Σ_p w_rp·v_p, the accumulator held in registers while the tile's
-		// value rows stream past (from L1, once per query head).
-		scaleAddRows(ar, 1, sr, vb, D)
+	}
+	// acc_r += Σ_p w_rp·v_p: each value row read once for the six heads where the
+	// kernels apply, else once per head (from L1) with the accumulator in registers.
+	switch {
+	case kb == nil:
+		kern.axpy6F16(acc[:6*D], s, attnBlock, v16[:n*D], n, D)
+	case a.six():
+		kern.axpy6F32(acc[:6*D], s, attnBlock, vb[:n*D], n, D)
+	default:
+		for r := 0; r < rep; r++ {
+			scaleAddRows(acc[r*D:(r+1)*D], 1, s[r*attnBlock:r*attnBlock+n], vb, D)
+		}
 	}
 }
 

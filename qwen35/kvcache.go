@@ -305,20 +305,11 @@ func (c *KVCache) block(p *kvPage, h, i, n int, kbuf, vbuf []float32) (k, v []fl
 	return k, v
 }
 
-// keys16 returns the halves of the keys of positions [i, i+n) of head h of page p, an
-// fp16 cache's, n×HeadDim.
-func (c *KVCache) keys16(p *kvPage, h, i, n int) []uint16 {
+// rows16 returns the halves of the keys and values of positions [i, i+n) of head h of
+// page p, an fp16 cache's, n×HeadDim each.
+func (c *KVCache) rows16(p *kvPage, h, i, n int) (k, v []uint16) {
 	a, b := (h*p.n+i)*c.dim, (h*p.n+i+n)*c.dim
-	return p.k16[a:b]
-}
-
-// values returns the values of positions [i, i+n) of head h of page p, an fp16 cache's,
-// decoded into vbuf.
-func (c *KVCache) values(p *kvPage, h, i, n int, vbuf []float32) []float32 {
-	a, b := (h*p.n+i)*c.dim, (h*p.n+i+n)*c.dim
-	v := vbuf[:n*c.dim]
-	decodeF16(v, p.v16[a:b])
-	return v
+	return p.k16[a:b], p.v16[a:b]
 }
 
 // decode writes positions [i, i+n) of head h of page p as float32 to k and v.

@@ -52,6 +52,10 @@ type kernels struct {
 	// query heads a KV head); nil where dotRows (after decoding) is as good.
 	dot6F32 func(out []float32, os int, q []float32, k []float32, nb, d int)
 	dot6F16 func(out []float32, os int, q []float32, k []uint16, nb, d int)
+	// axpy6F32 and axpy6F16, where set, add Σ_p w[r·ws+p]·v_p to the six rows r of acc
+	// (scaleAddRows for six rows at once), d a multiple of 32.
+	axpy6F32 func(acc []float32, w []float32, ws int, v []float32, n, d int)
+	axpy6F16 func(acc []float32, w []float32, ws int, v []uint16, n, d int)
 }
 
 var genericKernels = kernels{

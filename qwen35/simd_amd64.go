@@ -49,6 +49,12 @@ func dot6x4F32AVX512(out []float32, os int, q []float32, k []float32, nb, d int)
 func dot6x4F16AVX512(out []float32, os int, q []float32, k []uint16, nb, d int)
 
 //go:noescape
+func axpy6F32AVX512(acc []float32, w []float32, ws int, v []float32, n, d int)
+
+//go:noescape
+func axpy6F16AVX512(acc []float32, w []float32, ws int, v []uint16, n, d int)
+
+//go:noescape
 func maxAVX2(x []float32) float32
 
 //go:noescape
@@ -138,5 +144,7 @@ func archKernels() []*kernels {
 	avx512.max = maxAVX512
 	avx512.dot6F32 = dot6x4F32AVX512
 	avx512.dot6F16 = dot6x4F16AVX512
+	avx512.axpy6F32 = axpy6F32AVX512
+	avx512.axpy6F16 = axpy6F16AVX512
 	return []*kernels{avx2, &avx512}
 }

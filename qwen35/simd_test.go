@@ -964,3 +964,51 @@ func TestKernelsDot6(t *testing.T) {
 		}
 	})
 }
+
+// The six-row value accumulation against scaleAddRowsGeneric row by row, over float32
+// values and over halves widened exactly, within the summation bound.
+func TestKernelsAxpy6(t *testing.T) {
+	forEachSet(t, func(t *testing.T, k *kernels) {
+		if k.axpy6F32 == nil {
+			t.Skip("no six-row kernels in this set")
+		}
+		rng := rand.New(rand.NewPCG(16, 1))
+		for _, d := range []int{32, 64, 256} {
+			for _, n := range []int{0, 1, 2, 7, 32} {
+				const ws = 33
+				w := newGuard(5*ws+max(n, 1), normal(rng, 1)).s()
+				v32 := newGuard(n*d, normal(rng, 1)).s()
+				v16 := make([]uint16, n*d)
+				for i, x := range v32 {
+					v16[i] = float16.Fromfloat32(x).Bits()
+					v32[i] = float16.Frombits(v16[i]).Float32()
+				}
+				acc0 := newGuard(6*d, normal(rng, 1)).s()
+				want := append([]float32(nil), acc0...)
+				for r := 0; r < 6; r++ {
+					if n > 0 {
+						scaleAddRowsGeneric(want[r*d:(r+1)*d], 1, w[r*ws:r*ws+n], v32, d)
+					}
+				}
+				for name, run := range map[string]func(acc []float32){
+					"f32": func(acc []float32) { k.axpy6F32(acc, w, ws, v32, n, d) },
+					"f16": func(acc []float32) { k.axpy6F16(acc, w, ws, v16, n, d) },
+				} {
+					g := newGuard(6*d, func(i int) float32 { return acc0[i] })
+					run(g.s())
+					g.check(t)
+					for r := 0; r < 6; r++ {
+						for i := 0; i < d; i++ {
+							bound := math.Abs(float64(acc0[r*d+i]))
+							for p := 0; p < n; p++ {
+								bound += math.Abs(float64(w[r*ws+p]) * float64(v32[p*d+i]))
+							}
+							bound *= 2 * gammaK(n+2)
+							require.InDelta(t, want[r*d+i], g.s()[r*d+i], bound, "%s d=%d n=%d r=%d i=%d", name, d, n, r, i)
+						}
+					}
+				}
+			}
+		}
+	})
+}

@@ -55,6 +55,18 @@ func axpy6F32AVX512(acc []float32, w []float32, ws int, v []float32, n, d int)
 func axpy6F16AVX512(acc []float32, w []float32, ws int, v []uint16, n, d int)
 
 //go:noescape
+func dot6x2F32AVX2(out []float32, os int, q []float32, k []float32, nb, d int)
+
+//go:noescape
+func dot6x2F16AVX2(out []float32, os int, q []float32, k []uint16, nb, d int)
+
+//go:noescape
+func axpy6F32AVX2(acc []float32, w []float32, ws int, v []float32, n, d int)
+
+//go:noescape
+func axpy6F16AVX2(acc []float32, w []float32, ws int, v []uint16, n, d int)
+
+//go:noescape
 func maxAVX2(x []float32) float32
 
 //go:noescape
@@ -128,6 +140,10 @@ func archKernels() []*kernels {
 		expSub:       expSubAVX2,
 		dequantQ4:    dequantQ4X86,
 		max:          maxX86,
+		dot6F32:      dot6x2F32AVX2,
+		dot6F16:      dot6x2F16AVX2,
+		axpy6F32:     axpy6F32AVX2,
+		axpy6F16:     axpy6F16AVX2,
 	}
 	if !x.HasAVX512F {
 		return []*kernels{avx2}

@@ -52,6 +52,18 @@ func expSubNEON(x []float32, m float32) float32 {
 }
 
 //go:noescape
+func dot6x4F32NEON(out []float32, os int, q []float32, k []float32, nb, d int)
+
+//go:noescape
+func dot6x4F16NEON(out []float32, os int, q []float32, k []uint16, nb, d int)
+
+//go:noescape
+func axpy6F32NEON(acc []float32, w []float32, ws int, v []float32, n, d int)
+
+//go:noescape
+func axpy6F16NEON(acc []float32, w []float32, ws int, v []uint16, n, d int)
+
+//go:noescape
 func maxNEON4(x []float32) float32
 
 // maxNEON is maxNEON4 over whole vectors of four and Go for the rest.
@@ -102,5 +114,9 @@ func archKernels() []*kernels {
 		expSub:       expSubNEON,
 		dequantQ4:    dequantQ4Generic, // the 4-bit cache has no NEON kernel yet
 		max:          maxNEON,
+		dot6F32:      dot6x4F32NEON,
+		dot6F16:      dot6x4F16NEON,
+		axpy6F32:     axpy6F32NEON,
+		axpy6F16:     axpy6F16NEON,
 	}}
 }

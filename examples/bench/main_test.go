@@ -20,7 +20,7 @@ func TestContextFlag(t *testing.T) {
 	for _, kv := range []string{"f16", "int8", "q4", "f32"} {
 		t.Run(kv, func(t *testing.T) {
 			var out bytes.Buffer
-			cfg := config{preset: "tiny", acts: "int8", kv: kv, mmap: true, threads: 2, prompt: 8, gen: 3, context: 300, bwTime: 50 * time.Millisecond}
+			cfg := config{preset: "tiny", acts: "int8", kv: kv, mmap: true, threads: 2, prompt: 8, gen: 3, context: 300, bwTime: 50 * time.Millisecond, pairedBytes: 8 << 20}
 			require.NoError(t, run(context.Background(), &out, io.Discard, cfg))
 			s := out.String()
 			assert.Contains(t, s, "KV cache "+kv)
@@ -39,6 +39,7 @@ func TestContextFlag(t *testing.T) {
 			want := float64(c.AttentionLayers()*300*2*c.KVHeads*c.HeadDim) * perValue / 1e6
 			assert.InDelta(t, want, mb, 0.05+want*1e-3)
 			assert.Regexp(t, `attention ÷ KV read = [0-9.]+×`, s)
+			assert.Regexp(t, `paired      3 steps, .* attention ÷ KV read median [0-9.]+×`, s)
 		})
 	}
 	err := run(context.Background(), io.Discard, io.Discard, config{preset: "tiny", acts: "int8", kv: "f8", gen: 1, threads: 1})

@@ -1,8 +1,9 @@
 package qwen35
 
 // The small float32 kernels of the mixers and the engine — dot products, the GDN
-// state update, RMSNorm's sum of squares and scaling, SiLU, the KV cache's half and int8
-// and the projections' bfloat16 widening —
+// state update, RMSNorm's sum of squares and scaling, SiLU, the softmax's exponential
+// and maximum, the KV cache's half, int8 and 4-bit widening, attention's six-head score
+// and value kernels, and the projections' bfloat16 widening —
 // have SIMD implementations in simd_amd64.s (AVX2 with FMA and F16C; AVX-512) and
 // simd_arm64.s (NEON), and pure-Go twins in simd_generic.go. One implementation is chosen
 // when the package initialises, from the CPU's features, and every call goes through the
@@ -13,9 +14,12 @@ package qwen35
 // machine runs, at every tail length and at the model's sizes, and reruns the package's
 // mixer tests — GDN and attention against the float64 reference — on each):
 //
-//   - scal, scaleMul, f16ToF32 and dequantInt8 are elementwise and do the same roundings
-//     in the same order: the same bits (f16ToF32: except that a signalling NaN comes back
-//     quiet).
+//   - scal, scaleMul, f16ToF32, dequantInt8 and dequantQ4 are elementwise and do the
+//     same roundings in the same order: the same bits (f16ToF32: except that a signalling
+//     NaN comes back quiet); max is exact.
+//   - expSub is Cephes' float32 exponential, as the SiLU's, within 1 ulp of e^y on every
+//     implementation (4 allowed), the sums in different orders; dot6F32/dot6F16 and
+//     axpy6F32/axpy6F16 (amd64 and arm64 only) sum like dotRows and scaleAddRows.
 //   - dot, dotRows, dotBF16, scaleAddRows, gdnStep and sumSquares accumulate with fused
 //     multiply-adds, the reductions in more partial sums, so they round differently:
 //     each sum stays within the classic bound γₖ·Σ|terms| of the exact one (k the number

@@ -159,19 +159,20 @@ func TestAttentionMatchesReference(t *testing.T) {
 // TestAttentionBatchEqualsSteps: T tokens in one call and T calls of one token leave the
 // same cache and give the same outputs (the per-query arithmetic does not depend on T).
 func TestAttentionBatchEqualsSteps(t *testing.T) {
-	for _, kvHeads := range []int{2, 1} { // three and six query heads a KV head
+	for _, shape := range []struct{ kvHeads, n int }{{2, 150}, {1, 70}} { // three and six query heads a KV head
+		kvHeads, N := shape.kvHeads, shape.n
 		rng := rand.New(rand.NewPCG(22, 1))
 		c := attnConfig(6, kvHeads, 64, 16, 1e7)
 		l := attnLayer(rng, c)
 		a := qwen35.NewAttention(c)
-		in := newAttnInputs(rng, c, 150)
+		in := newAttnInputs(rng, c, N)
 		for _, p := range kvPrecisions {
 			batch := a.NewKVCache(p, 512)
 			steps := a.NewKVCache(p, 512)
 			sc := a.NewScratch(1)
-			gotBatch := append(runAttn(t, a, c, in.slice(c, 0, 20), 0, l, batch, sc), runAttn(t, a, c, in.slice(c, 20, 150), 20, l, batch, sc)...)
+			gotBatch := append(runAttn(t, a, c, in.slice(c, 0, 20), 0, l, batch, sc), runAttn(t, a, c, in.slice(c, 20, N), 20, l, batch, sc)...)
 			var gotSteps []float32
-			for i := 0; i < 150; i++ {
+			for i := 0; i < N; i++ {
 				gotSteps = append(gotSteps, runAttn(t, a, c, in.slice(c, i, i+1), i, l, steps, sc)...)
 			}
 			for i := range gotBatch {
@@ -179,7 +180,7 @@ func TestAttentionBatchEqualsSteps(t *testing.T) {
 			}
 			kb, vb := make([]float32, c.KVHeads*c.HeadDim), make([]float32, c.KVHeads*c.HeadDim)
 			ks, vs := make([]float32, c.KVHeads*c.HeadDim), make([]float32, c.KVHeads*c.HeadDim)
-			for pos := 0; pos < 150; pos++ {
+			for pos := 0; pos < N; pos++ {
 				batch.Row(pos, kb, vb)
 				steps.Row(pos, ks, vs)
 				require.Equal(t, ks, kb, "%v keys at %d", p, pos)
@@ -323,18 +324,24 @@ func TestAttentionRunnerAndTruncate(t *testing.T) {
 	}))
 }
 
-// refAttentionCached is float64 gated attention of the tokens of in at positions
-// pos0…pos0+T−1 over what cache holds (decoded with Row), as Forward left it: the
-// queries normed and roped in float64, the keys and values those the cache stores, so
-// that any cache precision is checked to float32 accuracy.
-func refAttentionCached(c *qwen35.Config, l *qwen35.Layer, in attnInputs, pos0 int, cache *qwen35.KVCache) []float64 {
-	H, KV, D, R := c.Heads, c.KVHeads, c.HeadDim, c.RopeDims
+// cachedRows decodes every position the cache holds with Row: keys and values,
+// position-major, KVHeads×HeadDim each.
+func cachedRows(cache *qwen35.KVCache, row int) (keys, vals []float32) {
 	n := cache.Len()
-	keys, vals := make([][]float32, n), make([][]float32, n)
+	keys, vals = make([]float32, n*row), make([]float32, n*row)
 	for p := range n {
-		keys[p], vals[p] = make([]float32, KV*D), make([]float32, KV*D)
-		cache.Row(p, keys[p], vals[p])
+		cache.Row(p, keys[p*row:(p+1)*row], vals[p*row:(p+1)*row])
 	}
+	return keys, vals
+}
+
+// refAttentionCached is float64 gated attention of the tokens of in at positions
+// pos0…pos0+T−1 over the cached rows keys and vals (cachedRows), as Forward left them:
+// the queries normed and roped in float64, the keys and values those the cache stores,
+// so that any cache precision is checked to float32 accuracy.
+func refAttentionCached(c *qwen35.Config, l *qwen35.Layer, in attnInputs, pos0 int, keys, vals []float32) []float64 {
+	H, KV, D, R := c.Heads, c.KVHeads, c.HeadDim, c.RopeDims
+	row := KV * D
 	out := make([]float64, in.T*H*D)
 	for t := 0; t < in.T; t++ {
 		pos := pos0 + t
@@ -360,7 +367,7 @@ func refAttentionCached(c *qwen35.Config, l *qwen35.Layer, in attnInputs, pos0 i
 			scores := make([]float64, pos+1)
 			mx := math.Inf(-1)
 			for s := range scores {
-				k := keys[s][kv*D : (kv+1)*D]
+				k := keys[s*row+kv*D : s*row+(kv+1)*D]
 				for i := range q {
 					scores[s] += q[i] * float64(k[i])
 				}
@@ -375,7 +382,7 @@ func refAttentionCached(c *qwen35.Config, l *qwen35.Layer, in attnInputs, pos0 i
 			for i := 0; i < D; i++ {
 				var o float64
 				for s := range scores {
-					o += scores[s] * float64(vals[s][kv*D+i])
+					o += scores[s] * float64(vals[s*row+kv*D+i])
 				}
 				gate := float64(in.qg[base+D+i])
 				out[(t*H+h)*D+i] = o / z / (1 + math.Exp(-gate))
@@ -415,13 +422,16 @@ func TestAttentionLongContext(t *testing.T) {
 			pool := parallel.NewPool(3)
 			defer pool.Close()
 			sc.Runner = pool
+			spans := [][2]int{{0, 1}, {1, 7}, {7, 8}}
+			var got [][]float32
+			for _, span := range spans {
+				got = append(got, runAttn(t, a, c, in.slice(c, span[0], span[1]), ctx+span[0], l, cache, sc))
+			}
+			keys, vals := cachedRows(cache, row) // what each call appended stays as it was
 			worst := 0.0
-			for _, span := range [][2]int{{0, 1}, {1, 7}, {7, 8}} {
-				part := in.slice(c, span[0], span[1])
-				pos0 := ctx + span[0]
-				got := runAttn(t, a, c, part, pos0, l, cache, sc)
-				want := refAttentionCached(c, l, part, pos0, cache)
-				e := relErr(got, want, 0)
+			for i, span := range spans {
+				want := refAttentionCached(c, l, in.slice(c, span[0], span[1]), ctx+span[0], keys, vals)
+				e := relErr(got[i], want, 0)
 				worst = max(worst, e)
 				require.Less(t, e, 2e-5, "tokens %v", span)
 			}

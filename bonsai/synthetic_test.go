@@ -45,3 +45,26 @@ func TestFillSynthetic(t *testing.T) {
 		})
 	}
 }
+
+// FuzzSnapshotLoad feeds damaged snapshots, seeded with a q4 and an int8 session's, to
+// Load: it returns a clear error or loads, never panics; a session that failed to load
+// is empty.
+func FuzzSnapshotLoad(f *testing.F) {
+	path := writeModel(f, "tiny", 11, ternary.PQ2_0)
+	m := open(f, path, bonsai.WithKVCache(bonsai.KVQ4), bonsai.WithThreads(1), bonsai.WithContextSize(64))
+	for _, kv := range []qwen35.KVPrecision{bonsai.KVQ4, bonsai.KVInt8} {
+		src := open(f, path, bonsai.WithKVCache(kv), bonsai.WithThreads(1), bonsai.WithContextSize(64))
+		s := session(f, src)
+		require.NoError(f, s.FillSynthetic(3, 1))
+		var buf bytes.Buffer
+		require.NoError(f, s.Save(&buf))
+		f.Add(buf.Bytes())
+	}
+	s := session(f, m)
+	f.Fuzz(func(t *testing.T, data []byte) {
+		if err := s.Load(bytes.NewReader(data)); err != nil {
+			assert.Contains(t, err.Error(), "bonsai: ")
+			assert.Zero(t, s.Len())
+		}
+	})
+}

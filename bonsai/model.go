@@ -32,6 +32,7 @@ const (
 	KVFloat16 = qwen35.KVFloat16 // the default: 64 KiB per token for the 27B model
 	KVFloat32 = qwen35.KVFloat32 // exact; twice the memory
 	KVInt8    = qwen35.KVInt8    // 8-bit blocks: about half of fp16's memory
+	KVQ4      = qwen35.KVQ4      // 4-bit blocks (q4_0): about 28% of fp16's memory, at the most drift
 )
 
 // Progress reports how far Open has come. The stages come in this order:

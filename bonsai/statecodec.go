@@ -20,8 +20,12 @@ import (
 //     qwen35.GDNState holds them;
 //   - an attention layer: the KV precision (one byte, a qwen35.KVPrecision), the number
 //     of positions n (uint32), then n positions, each its key row and its value row
-//     (KVHeads×HeadDim values, head-major) at that precision: float32, IEEE half, or
-//     int8 codes followed by one float32 scale per block of 32 values of a head.
+//     (KVHeads×HeadDim values, head-major) at that precision: float32, IEEE half,
+//     int8 codes followed by one float32 scale per block of 32 values of a head, or for
+//     q4 16 bytes of 4-bit codes per block of 32 values of a head (value j of a block
+//     the low nibble of byte j for j < 16, the high nibble of byte j−16 otherwise; a
+//     short last block padded with code 8) followed by one IEEE half scale per block,
+//     a value being (code − 8)·scale.
 //
 // Every attention layer holds as many positions as the state holds tokens.
 
@@ -32,13 +36,15 @@ type stateCodec struct {
 	k, v   []float32 // one position's keys and values
 	k8     []int8
 	scales []float32
+	q4     []byte
+	q4s    []uint16
 }
 
 func newStateCodec(c *qwen35.Config) *stateCodec {
 	row := c.KVHeads * c.HeadDim
 	blocks := c.KVHeads * ((c.HeadDim + kvBlock - 1) / kvBlock)
 	return &stateCodec{cfg: c, buf: make([]byte, 0, 1<<16), k: make([]float32, row), v: make([]float32, row),
-		k8: make([]int8, row), scales: make([]float32, blocks)}
+		k8: make([]int8, row), scales: make([]float32, blocks), q4: make([]byte, 16*blocks), q4s: make([]uint16, blocks)}
 }
 
 // kvBlock is the int8 KV cache's block length (values per scale), as qwen35 stores it.
@@ -99,6 +105,20 @@ func (c *stateCodec) writeRow(w io.Writer, p qwen35.KVPrecision, x []float32) er
 			return err
 		}
 		return c.writeF32(w, c.scales)
+	case qwen35.KVQ4:
+		// As for int8: the decoded row quantizes back to its codes and scales (the
+		// block's largest magnitude is −8·scale, code 0, and every other value an
+		// integer multiple of the scale).
+		quantizeRowQ4(c.q4, c.q4s, x, c.cfg.HeadDim)
+		if _, err := w.Write(c.q4); err != nil {
+			return err
+		}
+		b := c.buf[:2*len(c.q4s)]
+		for i, s := range c.q4s {
+			binary.LittleEndian.PutUint16(b[2*i:], s)
+		}
+		_, err := w.Write(b)
+		return err
 	}
 	return fmt.Errorf("unknown KV precision %v", p)
 }
@@ -139,8 +159,67 @@ func (c *stateCodec) readRow(r io.Reader, p qwen35.KVPrecision, x []float32) err
 			x[i] = float32(c.k8[i]) * s
 		}
 		return nil
+	case qwen35.KVQ4:
+		if _, err := io.ReadFull(r, c.q4); err != nil {
+			return err
+		}
+		b := c.buf[:2*len(c.q4s)]
+		if _, err := io.ReadFull(r, b); err != nil {
+			return err
+		}
+		for i := range c.q4s {
+			c.q4s[i] = binary.LittleEndian.Uint16(b[2*i:])
+			if c.q4s[i]&0x7c00 == 0x7c00 {
+				return errors.New("invalid q4 KV block scale (Inf or NaN)")
+			}
+		}
+		d := c.cfg.HeadDim
+		per := (d + kvBlock - 1) / kvBlock
+		for i := range x {
+			h, j := i/d, i%d
+			blk := h*per + j/kvBlock
+			k := j % kvBlock
+			code := c.q4[16*blk+k%16]
+			if k >= 16 {
+				code >>= 4
+			}
+			x[i] = float32(int(code&15)-8) * float16.Frombits(c.q4s[blk]).Float32()
+		}
+		return nil
 	}
 	return fmt.Errorf("unknown KV precision %v", p)
+}
+
+// quantizeRowQ4 is the q4 KV cache's quantizer (qwen35's): per block of 32 values of each
+// head, the value m of largest magnitude gives the scale, the half nearest m/−8, and each
+// value the code round(x/scale) + 8 within [0, 15].
+func quantizeRowQ4(codes []byte, scales []uint16, src []float32, headDim int) {
+	per := (headDim + kvBlock - 1) / kvBlock
+	for h := 0; h < len(src)/headDim; h++ {
+		for b := 0; b < per; b++ {
+			lo, hi := h*headDim+b*kvBlock, h*headDim+min((b+1)*kvBlock, headDim)
+			var m float32
+			for _, x := range src[lo:hi] {
+				if math.Abs(float64(x)) > math.Abs(float64(m)) {
+					m = x
+				}
+			}
+			half := float16.Fromfloat32(m / -8)
+			d := half.Float32()
+			scales[h*per+b] = half.Bits()
+			var q [kvBlock]byte
+			for j := range q {
+				q[j] = 8
+				if i := lo + j; i < hi && d != 0 {
+					q[j] = byte(max(0, min(15, math.Round(float64(src[i]/d))+8)))
+				}
+			}
+			out := codes[16*(h*per+b) : 16*(h*per+b)+16]
+			for j := range out {
+				out[j] = q[j] | q[j+16]<<4
+			}
+		}
+	}
 }
 
 // quantizeRow is the int8 KV cache's quantizer (qwen35's): blocks of 32 values of each
@@ -236,7 +315,7 @@ func (c *stateCodec) load(r io.Reader, maxLen int, gdn []*qwen35.GDNState, kv []
 			return 0, fmt.Errorf("layer %d: %w", i, err)
 		}
 		p := qwen35.KVPrecision(hdr[0])
-		if p > qwen35.KVInt8 {
+		if p > qwen35.KVQ4 {
 			return 0, fmt.Errorf("layer %d: unknown KV precision %d", i, hdr[0])
 		}
 		n := int(binary.LittleEndian.Uint32(hdr[1:]))

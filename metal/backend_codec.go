@@ -168,6 +168,9 @@ func (k *codec) load(r io.Reader) (int, error) {
 			return 0, fmt.Errorf("layer %d: %w", i, err)
 		}
 		p := qwen35.KVPrecision(hdr[0])
+		if p == qwen35.KVQ4 {
+			return 0, fmt.Errorf("layer %d: a %v KV cache, which the Metal backend does not hold (load the snapshot on the CPU backend)", i, p)
+		}
 		if p > qwen35.KVInt8 {
 			return 0, fmt.Errorf("layer %d: unknown KV precision %d", i, hdr[0])
 		}

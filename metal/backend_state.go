@@ -65,7 +65,7 @@ func (e *engine) NewState(opt bonsai.StateOptions) (bonsai.State, error) {
 		}
 		st.kvElem = 1
 	default:
-		return nil, fmt.Errorf("metal: KV cache precision %v is not supported", opt.KVCache)
+		return nil, fmt.Errorf("metal: KV cache precision %v is not supported by the Metal backend (use f16, f32 or int8)", opt.KVCache)
 	}
 	e.mu.Lock()
 	closed := e.closed

@@ -325,6 +325,9 @@ func TestRefusals(t *testing.T) {
 	if _, err := e.NewState(bonsai.StateOptions{ContextSize: 8, KVCache: qwen35.KVPrecision(9)}); err == nil || !strings.Contains(err.Error(), "not supported") {
 		t.Errorf("unknown KV precision: %v, want a clear refusal", err)
 	}
+	if _, err := e.NewState(bonsai.StateOptions{ContextSize: 8, KVCache: qwen35.KVQ4}); err == nil || !strings.Contains(err.Error(), "q4 is not supported by the Metal backend") {
+		t.Errorf("q4 KV cache: %v, want a refusal naming it", err)
+	}
 	if _, err := New().Load(context.Background(), e.w, bonsai.LoadOptions{}); err == nil {
 		t.Error("metal.New().Load succeeded on a machine without Metal")
 	} else if !errors.Is(err, ErrUnavailable) {

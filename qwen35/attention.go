@@ -3,13 +3,34 @@ package qwen35
 import (
 	"fmt"
 	"math"
+	"runtime"
+	"sync"
 )
 
-// attnBlock is how many cache positions attention decodes and scores at a time: the
-// keys and values of a block (2 × 64 × HeadDim float32) stay in cache while every query
-// head of the group uses them, and the running softmax is rescaled once per block
+// Attention works on tiles: attnBlock cache positions are decoded at a time and used by
+// every query that reads them (the rep query heads sharing a KV head, times a block of
+// tokens in prefill) while they are in L1; the running softmax is rescaled once per tile
 // rather than once per position.
-const attnBlock = 64
+//
+// A decode step (at most attnSplitT tokens) has too few queries to keep the cores busy —
+// one KV group per core at best — so it also splits the positions (flash-decoding): each
+// KV group's context is cut into at most attnMaxSplits spans of whole tiles, every span
+// runs its own online softmax, and the partial results are merged exactly (each rescaled
+// by e^(its max − the overall max)). The spans depend only on the context length, never
+// on the number of workers, so a result does not depend on the Runner.
+//
+// Prefill splits the tokens instead, into blocks of attnQBlock per KV group: each block
+// streams the tiles of its context once and reuses them for attnQBlock×rep queries; no
+// T×T score matrix is formed.
+const (
+	attnBlock     = 32  // positions per tile: keys and values, 2×32×HeadDim float32, fit L1
+	attnQBlock    = 16  // prefill tokens per work item
+	attnSplitT    = 4   // calls of up to this many tokens split the positions
+	attnSplitLen  = 256 // the shortest span worth its own work item
+	attnMaxSplits = 16
+)
+
+var negInf = float32(math.Inf(-1))
 
 // Attention is the core of a gated full-attention mixer: everything between the
 // attn_q/attn_k/attn_v projections and the attn_output rotation. It holds sizes and the
@@ -46,25 +67,30 @@ func (a *Attention) NewKVCache(p KVPrecision, maxLen int) *KVCache {
 }
 
 // AttentionScratch holds the working buffers of Forward. Nothing in it grows with the
-// context: the softmax runs online, block by block. One scratch serves one Forward at a
+// context: the softmax runs online, tile by tile. One scratch serves one Forward at a
 // time.
 type AttentionScratch struct {
-	// Runner, when set, runs the KV groups in parallel.
+	// Runner, when set, runs the KV groups, token blocks and position spans in parallel.
 	Runner Runner
 
-	maxT     int
-	q        []float32 // T × Heads × HeadDim: normed, roped, scaled by 1/√HeadDim
-	krow     []float32 // KVHeads × HeadDim: one position's normed, roped keys
-	cos, sin []float32 // RopeDims/2 for one position
-	groups   []attnGroup
-	body     attnBody
+	maxT        int
+	q           []float32 // T × Heads × HeadDim: normed, roped, scaled by 1/√HeadDim
+	krow        []float32 // KVHeads × HeadDim: one position's normed, roped keys
+	cos, sin    []float32 // RopeDims/2 for one position
+	m, sum, acc []float32 // prefill: running max, sum and weighted values, T × Heads (× HeadDim)
+	// Decode: the partial softmaxes of the spans, [KV group][span][token][rep] (× HeadDim),
+	// and the merge weights, [token][head][span].
+	pm, psum, pacc, mw []float32
+
+	mu    sync.Mutex
+	free  []*attnWork // tile buffers not in use by a running body
+	body  attnBody
+	merge attnMerge
 }
 
-// attnGroup is the working set of one KV group's queries (rep heads × T tokens).
-type attnGroup struct {
-	m, sum     []float32 // T × rep: running max and sum
-	acc        []float32 // T × rep × HeadDim: running weighted sum of values
-	kbuf, vbuf []float32 // attnBlock × HeadDim: a decoded block
+// attnWork is what one running body needs for itself: a decoded tile and its scores.
+type attnWork struct {
+	kbuf, vbuf []float32 // attnBlock × HeadDim
 	s          []float32 // rep × attnBlock: scores, then weights
 }
 
@@ -72,19 +98,45 @@ type attnGroup struct {
 // them once.
 func (a *Attention) NewScratch(maxTokens int) *AttentionScratch {
 	sc := &AttentionScratch{
-		krow:   make([]float32, a.kvHeads*a.dim),
-		cos:    make([]float32, a.ropeHalf),
-		sin:    make([]float32, a.ropeHalf),
-		groups: make([]attnGroup, a.kvHeads),
+		krow: make([]float32, a.kvHeads*a.dim),
+		cos:  make([]float32, a.ropeHalf),
+		sin:  make([]float32, a.ropeHalf),
 	}
-	for i := range sc.groups {
-		gr := &sc.groups[i]
-		gr.kbuf = make([]float32, attnBlock*a.dim)
-		gr.vbuf = make([]float32, attnBlock*a.dim)
-		gr.s = make([]float32, a.rep*attnBlock)
+	nq := a.kvHeads * attnMaxSplits * attnSplitT * a.rep
+	sc.pm, sc.psum, sc.pacc = make([]float32, nq), make([]float32, nq), make([]float32, nq*a.dim)
+	sc.mw = make([]float32, attnSplitT*a.heads*attnMaxSplits)
+	for range runtime.GOMAXPROCS(0) {
+		sc.free = append(sc.free, a.newWork())
 	}
 	a.grow(sc, max(maxTokens, 1))
 	return sc
+}
+
+func (a *Attention) newWork() *attnWork {
+	return &attnWork{
+		kbuf: make([]float32, attnBlock*a.dim),
+		vbuf: make([]float32, attnBlock*a.dim),
+		s:    make([]float32, a.rep*attnBlock),
+	}
+}
+
+// work takes tile buffers for a running body; more bodies running at once than ever
+// before allocate one more set.
+func (sc *AttentionScratch) work(a *Attention) *attnWork {
+	sc.mu.Lock()
+	defer sc.mu.Unlock()
+	if n := len(sc.free); n > 0 {
+		w := sc.free[n-1]
+		sc.free = sc.free[:n-1]
+		return w
+	}
+	return a.newWork()
+}
+
+func (sc *AttentionScratch) release(w *attnWork) {
+	sc.mu.Lock()
+	sc.free = append(sc.free, w)
+	sc.mu.Unlock()
 }
 
 func (a *Attention) grow(sc *AttentionScratch, T int) {
@@ -93,11 +145,10 @@ func (a *Attention) grow(sc *AttentionScratch, T int) {
 	}
 	sc.maxT = T
 	sc.q = make([]float32, T*a.heads*a.dim)
-	for i := range sc.groups {
-		gr := &sc.groups[i]
-		gr.m = make([]float32, T*a.rep)
-		gr.sum = make([]float32, T*a.rep)
-		gr.acc = make([]float32, T*a.rep*a.dim)
+	if T > attnSplitT {
+		sc.m = make([]float32, T*a.heads)
+		sc.sum = make([]float32, T*a.heads)
+		sc.acc = make([]float32, T*a.heads*a.dim)
 	}
 }
 
@@ -147,24 +198,112 @@ func (a *Attention) Forward(out, qg, k, v []float32, T, pos0 int, l *Layer, cach
 			return err // unreachable: the length was checked above
 		}
 	}
+	end := pos0 + T
 	sc.body = attnBody{a: a, sc: sc, out: out, qg: qg, T: T, pos0: pos0, cache: cache}
-	run(sc.Runner, KV, 1, &sc.body)
+	if T <= attnSplitT {
+		n := min(attnMaxSplits, max(1, end/attnSplitLen))
+		span := (end + n - 1) / n
+		span = (span + attnBlock - 1) / attnBlock * attnBlock
+		sc.body.spans, sc.body.span = (end+span-1)/span, span
+		run(sc.Runner, KV*sc.body.spans, 1, &sc.body)
+		sc.merge = attnMerge{a: a, sc: sc, out: out, qg: qg, T: T, spans: sc.body.spans}
+		run(sc.Runner, T*H, 1, &sc.merge)
+		sc.merge = attnMerge{}
+	} else {
+		sc.body.qblocks = (T + attnQBlock - 1) / attnQBlock
+		run(sc.Runner, KV*sc.body.qblocks, 1, &sc.body)
+	}
 	sc.body = attnBody{} // drop the references to the caller's buffers
 	return nil
 }
 
-// attnBody attends KV groups [lo, hi); groups share only read-only inputs.
+// attnBody runs work items [lo, hi): in decode (spans > 0) item i is span i mod spans of
+// KV group i / spans, writing that span's partial softmax; in prefill it is a block of
+// tokens of a KV group, the last (longest) blocks first, writing the output. Items share
+// only read-only inputs.
 type attnBody struct {
 	a       *Attention
 	sc      *AttentionScratch
 	out, qg []float32
 	T, pos0 int
 	cache   *KVCache
+	spans   int // decode: spans per KV group, of span positions (the last shorter)
+	span    int
+	qblocks int // prefill: token blocks per KV group
 }
 
 func (b *attnBody) Run(lo, hi int) {
-	for g := lo; g < hi; g++ {
-		b.a.attend(b.out, b.qg, g, b.T, b.pos0, b.cache, b.sc)
+	a, sc := b.a, b.sc
+	H, D, rep, KV := a.heads, a.dim, a.rep, a.kvHeads
+	w := sc.work(a)
+	defer sc.release(w)
+	end := b.pos0 + b.T
+	for i := lo; i < hi; i++ {
+		if b.spans > 0 {
+			g, s := i/b.spans, i%b.spans
+			base := (g*b.spans + s) * b.T * rep
+			a.attendRange(w, sc.q, g, 0, b.T, b.pos0, s*b.span, min((s+1)*b.span, end), b.cache,
+				sc.pm, sc.psum, sc.pacc, base, rep, true)
+			continue
+		}
+		qb, g := b.qblocks-1-i/KV, i%KV
+		t0, t1 := qb*attnQBlock, min((qb+1)*attnQBlock, b.T)
+		a.attendRange(w, sc.q, g, t0, t1, b.pos0, 0, b.pos0+t1, b.cache, sc.m, sc.sum, sc.acc, g*rep, H, false)
+		for t := t0; t < t1; t++ {
+			for r := 0; r < rep; r++ {
+				h := g*rep + r
+				qi := t*H + h
+				a.finish(b.out[qi*D:(qi+1)*D], b.qg[(t*H+h)*2*D+D:(t*H+h+1)*2*D], sc.acc[qi*D:(qi+1)*D], 1/sc.sum[qi])
+			}
+		}
+	}
+}
+
+// finish writes one head's output: the normalised weighted values times the gate's
+// sigmoid.
+func (a *Attention) finish(o, gate, acc []float32, inv float32) {
+	for j := range o {
+		o[j] = acc[j] * inv * sigmoid32(gate[j])
+	}
+}
+
+// attnMerge combines the spans' partial softmaxes of (token, head) pairs [lo, hi) and
+// writes their outputs.
+type attnMerge struct {
+	a       *Attention
+	sc      *AttentionScratch
+	out, qg []float32
+	T       int
+	spans   int
+}
+
+func (b *attnMerge) Run(lo, hi int) {
+	a, sc := b.a, b.sc
+	H, D, rep := a.heads, a.dim, a.rep
+	for i := lo; i < hi; i++ {
+		t, h := i/H, i%H
+		g, r := h/rep, h%rep
+		first := (g*b.spans*b.T+t)*rep + r // span s at first + s·T·rep
+		stride := b.T * rep
+		mx := negInf
+		for s := 0; s < b.spans; s++ {
+			mx = max(mx, sc.pm[first+s*stride])
+		}
+		ws := sc.mw[i*attnMaxSplits : i*attnMaxSplits+b.spans]
+		var den float32
+		for s := range ws {
+			j := first + s*stride
+			if sc.pm[j] == negInf { // a span past this token: nothing in it
+				ws[s] = 0
+				continue
+			}
+			ws[s] = expf32(sc.pm[j] - mx)
+			den += ws[s] * sc.psum[j]
+		}
+		o := b.out[(t*H+h)*D : (t*H+h+1)*D]
+		clear(o)
+		scaleAddRows(o, 1, ws, sc.pacc[first*D:], stride*D)
+		a.finish(o, b.qg[(t*H+h)*2*D+D:(t*H+h+1)*2*D], o, 1/den)
 	}
 }
 
@@ -190,84 +329,116 @@ func (a *Attention) rope(x []float32, sc *AttentionScratch) {
 	}
 }
 
-// attend runs the queries of KV group g (rep heads × T tokens) over the cache with an
-// online softmax. Each block of keys and values is decoded once and each of its rows is
-// used by all the group's heads while it is in L1. A query's arithmetic depends only on
-// its own position, not on T, so prefill and token-by-token decode agree exactly.
-func (a *Attention) attend(out, qg []float32, g, T, pos0 int, cache *KVCache, sc *AttentionScratch) {
-	H, D, rep := a.heads, a.dim, a.rep
-	nq := T * rep
-	gr := &sc.groups[g]
-	m, sum, acc := gr.m[:nq], gr.sum[:nq], gr.acc[:nq*D]
-	for i := range m {
-		m[i] = float32(math.Inf(-1))
+// attendRange runs the queries of KV group g of tokens [t0, t1) over cache positions
+// [lo, hi) with an online softmax, each token seeing only the positions up to its own.
+// Token t's state for query head r of the group is m[j], sum[j], acc[j·D:(j+1)·D] with
+// j = base + t·stride + r; it starts empty (a token that sees none of the span keeps
+// m = −Inf). Each tile is decoded once and used by every query of the range. A query's
+// arithmetic depends only on its own position and the span, not on t0, t1 or T.
+//
+// With decode set (a few tokens), an fp16 cache's keys and values are used where they
+// lie by dot6F16 and axpy6F16 where the kernel set has them, rather than widened into the
+// tile first: a decode step reads each row once. Prefill widens them once per tile for
+// all its tokens. Both give the same results (the halves widen exactly, and the same
+// kernel bodies do the sums).
+func (a *Attention) attendRange(w *attnWork, q []float32, g, t0, t1, pos0, lo, hi int, cache *KVCache,
+	m, sum, acc []float32, base, stride int, decode bool) {
+	D, rep := a.dim, a.rep
+	fused := decode && cache.prec == KVFloat16 && a.six() && kern.dot6F16 != nil
+	for t := t0; t < t1; t++ {
+		j := base + t*stride
+		for r := 0; r < rep; r++ {
+			m[j+r], sum[j+r] = negInf, 0
+		}
+		clear(acc[j*D : (j+rep)*D])
 	}
-	clear(sum)
-	clear(acc)
-	end := pos0 + T
 	for pi := range cache.pages {
 		p := &cache.pages[pi]
-		if p.start >= end {
+		if p.start >= hi {
 			break
 		}
-		pend := min(p.start+p.n, end)
-		for b0 := p.start; b0 < pend; b0 += attnBlock {
-			b1 := min(b0+attnBlock, pend)
-			kb, vb := cache.block(p, g, b0-p.start, b1-b0, gr.kbuf, gr.vbuf)
-			for t := max(0, b0-pos0); t < T; t++ {
-				n := min(b1, pos0+t+1) - b0
-				a.attendBlock(gr, sc.q, t, g, n, kb, vb)
-			}
+		if p.start+p.n <= lo {
+			continue
 		}
-	}
-	for t := 0; t < T; t++ {
-		for r := 0; r < rep; r++ {
-			h := g*rep + r
-			qi := t*rep + r
-			o := out[(t*H+h)*D : (t*H+h+1)*D]
-			gate := qg[(t*H+h)*2*D+D : (t*H+h+1)*2*D]
-			ac := acc[qi*D : (qi+1)*D]
-			inv := 1 / sum[qi]
-			for j := range o {
-				o[j] = ac[j] * inv * Sigmoid(gate[j])
+		pend := min(p.start+p.n, hi)
+		for b0 := max(p.start, lo); b0 < pend; b0 += attnBlock {
+			b1 := min(b0+attnBlock, pend)
+			var kb, vb []float32
+			var k16, v16 []uint16
+			if fused {
+				k16, v16 = cache.rows16(p, g, b0-p.start, b1-b0)
+			} else {
+				kb, vb = cache.block(p, g, b0-p.start, b1-b0, w.kbuf, w.vbuf)
+			}
+			for t := max(t0, b0-pos0); t < t1; t++ {
+				n := min(b1, pos0+t+1) - b0
+				j := base + t*stride
+				qh := (t*a.heads + g*rep) * D
+				a.attendBlock(w, q[qh:qh+rep*D], n, kb, vb, k16, v16, m[j:j+rep], sum[j:j+rep], acc[j*D:(j+rep)*D])
 			}
 		}
 	}
 }
 
-// attendBlock folds the first n rows of a key/value block into the running softmax of
-// token t's queries of group g.
-func (a *Attention) attendBlock(gr *attnGroup, q []float32, t, g, n int, kb, vb []float32) {
-	H, D, rep := a.heads, a.dim, a.rep
-	s := gr.s[:rep*attnBlock]
-	qs := q[(t*H+g*rep)*D : (t*H+g*rep+rep)*D]
-	dotRows(s, attnBlock, qs, D, rep, kb, D, n, D) // s[r][p] = q_r·k_p
+// six reports whether the six-row kernels apply: six query heads a KV head (the 27B
+// model's groups) and a head dim of whole 32-float chunks.
+func (a *Attention) six() bool {
+	return a.rep == 6 && a.dim%32 == 0 && kern.dot6F32 != nil && kern.axpy6F32 != nil
+}
+
+// attendBlock folds the first n rows of a key/value tile into the running softmax of the
+// rep queries qs (rep × HeadDim) whose states are m, sum (rep) and acc (rep × HeadDim).
+// The rows are kb, vb (float32) or, when kb is nil, k16, v16 (IEEE halves).
+func (a *Attention) attendBlock(w *attnWork, qs []float32, n int, kb, vb []float32, k16, v16 []uint16, m, sum, acc []float32) {
+	D, rep := a.dim, a.rep
+	s := w.s[:rep*attnBlock]
+	// s[r][p] = q_r·k_p
+	switch {
+	case kb == nil:
+		kern.dot6F16(s, attnBlock, qs[:6*D], k16[:n*D], n, D)
+	case a.six():
+		kern.dot6F32(s, attnBlock, qs[:6*D], kb[:n*D], n, D)
+	default:
+		dotRows(s, attnBlock, qs, D, rep, kb, D, n, D)
+	}
 	for r := 0; r < rep; r++ {
-		qi := t*rep + r
 		sr := s[r*attnBlock : r*attnBlock+n]
-		bm := sr[0]
-		for _, x := range sr[1:] {
-			bm = max(bm, x)
+		bm := maxf(sr)
+		ar := acc[r*D : (r+1)*D]
+		if bm > m[r] {
+			if m[r] != negInf {
+				// Weights under e^−50 are flushed, as in decayWeight: they would only
+				// breed subnormals in the accumulators.
+				var corr float32
+				if d := m[r] - bm; d >= -50 {
+					corr = expf32(d)
+				}
+				sum[r] *= corr
+				scal(ar, corr)
+			}
+			m[r] = bm
 		}
-		if bm > gr.m[qi] {
-			corr := decayWeight(float64(gr.m[qi] - bm))
-			gr.sum[qi] *= corr
-			scal(gr.acc[qi*D:(qi+1)*D], corr)
-			gr.m[qi] = bm
-		}
-		mx := float64(gr.m[qi])
-		var total float32
-		for p, x := range sr {
-			w := decayWeight(float64(x) - mx)
-			sr[p] = w
-			total += w
-		}
-		gr.sum[qi] += total
+		sum[r] += expSub(sr, m[r])
 	}
-	// acc_r += Σ_p w_rp·v_p, each head's accumulator held in registers while the block's
-	// value rows stream past.
-	acc := gr.acc[t*rep*D : (t+1)*rep*D]
-	for r := 0; r < rep; r++ {
-		scaleAddRows(acc[r*D:(r+1)*D], 1, s[r*attnBlock:r*attnBlock+n], vb, D)
+	// acc_r += Σ_p w_rp·v_p: each value row read once for the six heads where the
+	// kernels apply, else once per head (from L1) with the accumulator in registers.
+	switch {
+	case kb == nil:
+		kern.axpy6F16(acc[:6*D], s, attnBlock, v16[:n*D], n, D)
+	case a.six():
+		kern.axpy6F32(acc[:6*D], s, attnBlock, vb[:n*D], n, D)
+	default:
+		for r := 0; r < rep; r++ {
+			scaleAddRows(acc[r*D:(r+1)*D], 1, s[r*attnBlock:r*attnBlock+n], vb, D)
+		}
 	}
+}
+
+// sigmoid32 returns 1/(1+e^−x) with the float32 exponential.
+func sigmoid32(x float32) float32 {
+	if x >= 0 {
+		return 1 / (1 + expf32(-x))
+	}
+	e := expf32(x)
+	return e / (1 + e)
 }

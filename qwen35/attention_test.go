@@ -124,6 +124,7 @@ var attnShapes = []struct {
 	{"tiny", 4, 2, 16, 8, 10000},
 	{"gqa3-partial-rope", 6, 2, 64, 16, 10000000},
 	{"mha-full-rope", 2, 2, 32, 32, 500},
+	{"gqa6", 6, 1, 64, 16, 10000000}, // the 27B model's six query heads a KV head (its own kernels)
 }
 
 // TestAttentionMatchesReference runs 300 tokens as a prefill from an empty cache
@@ -158,30 +159,33 @@ func TestAttentionMatchesReference(t *testing.T) {
 // TestAttentionBatchEqualsSteps: T tokens in one call and T calls of one token leave the
 // same cache and give the same outputs (the per-query arithmetic does not depend on T).
 func TestAttentionBatchEqualsSteps(t *testing.T) {
-	rng := rand.New(rand.NewPCG(22, 1))
-	c := attnConfig(6, 2, 64, 16, 1e7)
-	l := attnLayer(rng, c)
-	a := qwen35.NewAttention(c)
-	in := newAttnInputs(rng, c, 150)
-	for _, p := range []qwen35.KVPrecision{qwen35.KVFloat32, qwen35.KVFloat16, qwen35.KVInt8} {
-		batch := a.NewKVCache(p, 512)
-		steps := a.NewKVCache(p, 512)
-		sc := a.NewScratch(1)
-		gotBatch := append(runAttn(t, a, c, in.slice(c, 0, 20), 0, l, batch, sc), runAttn(t, a, c, in.slice(c, 20, 150), 20, l, batch, sc)...)
-		var gotSteps []float32
-		for i := 0; i < 150; i++ {
-			gotSteps = append(gotSteps, runAttn(t, a, c, in.slice(c, i, i+1), i, l, steps, sc)...)
-		}
-		for i := range gotBatch {
-			require.InDelta(t, gotSteps[i], gotBatch[i], 1e-6, "%v value %d", p, i)
-		}
-		kb, vb := make([]float32, c.KVHeads*c.HeadDim), make([]float32, c.KVHeads*c.HeadDim)
-		ks, vs := make([]float32, c.KVHeads*c.HeadDim), make([]float32, c.KVHeads*c.HeadDim)
-		for pos := 0; pos < 150; pos++ {
-			batch.Row(pos, kb, vb)
-			steps.Row(pos, ks, vs)
-			require.Equal(t, ks, kb, "%v keys at %d", p, pos)
-			require.Equal(t, vs, vb, "%v values at %d", p, pos)
+	for _, shape := range []struct{ kvHeads, n int }{{2, 150}, {1, 70}} { // three and six query heads a KV head
+		kvHeads, N := shape.kvHeads, shape.n
+		rng := rand.New(rand.NewPCG(22, 1))
+		c := attnConfig(6, kvHeads, 64, 16, 1e7)
+		l := attnLayer(rng, c)
+		a := qwen35.NewAttention(c)
+		in := newAttnInputs(rng, c, N)
+		for _, p := range kvPrecisions {
+			batch := a.NewKVCache(p, 512)
+			steps := a.NewKVCache(p, 512)
+			sc := a.NewScratch(1)
+			gotBatch := append(runAttn(t, a, c, in.slice(c, 0, 20), 0, l, batch, sc), runAttn(t, a, c, in.slice(c, 20, N), 20, l, batch, sc)...)
+			var gotSteps []float32
+			for i := 0; i < N; i++ {
+				gotSteps = append(gotSteps, runAttn(t, a, c, in.slice(c, i, i+1), i, l, steps, sc)...)
+			}
+			for i := range gotBatch {
+				require.InDelta(t, gotSteps[i], gotBatch[i], 1e-6, "%v value %d", p, i)
+			}
+			kb, vb := make([]float32, c.KVHeads*c.HeadDim), make([]float32, c.KVHeads*c.HeadDim)
+			ks, vs := make([]float32, c.KVHeads*c.HeadDim), make([]float32, c.KVHeads*c.HeadDim)
+			for pos := 0; pos < N; pos++ {
+				batch.Row(pos, kb, vb)
+				steps.Row(pos, ks, vs)
+				require.Equal(t, ks, kb, "%v keys at %d", p, pos)
+				require.Equal(t, vs, vb, "%v values at %d", p, pos)
+			}
 		}
 	}
 }
@@ -211,7 +215,7 @@ func TestAttentionCachePrecision(t *testing.T) {
 	for _, tc := range []struct {
 		p     qwen35.KVPrecision
 		bound float64
-	}{{qwen35.KVFloat16, 1e-3}, {qwen35.KVInt8, 2e-2}} {
+	}{{qwen35.KVFloat16, 1e-3}, {qwen35.KVInt8, 2e-2}, {qwen35.KVQ4, 1.5e-1}} {
 		e := relErr(run(tc.p), ref, 1)
 		assert.Less(t, e, tc.bound, tc.p.String())
 		assert.Greater(t, e, 0.0, "%v should differ from f32 at all", tc.p)
@@ -252,7 +256,7 @@ func TestAttentionForwardAllocs(t *testing.T) {
 	l := attnLayer(rng, c)
 	a := qwen35.NewAttention(c)
 	in := newAttnInputs(rng, c, 1)
-	for _, p := range []qwen35.KVPrecision{qwen35.KVFloat32, qwen35.KVFloat16, qwen35.KVInt8} {
+	for _, p := range kvPrecisions {
 		cache := a.NewKVCache(p, 1000)
 		cache.Reserve(1000)
 		sc := a.NewScratch(1)
@@ -319,3 +323,121 @@ func TestAttentionRunnerAndTruncate(t *testing.T) {
 		}
 	}))
 }
+
+// cachedRows decodes every position the cache holds with Row: keys and values,
+// position-major, KVHeads×HeadDim each.
+func cachedRows(cache *qwen35.KVCache, row int) (keys, vals []float32) {
+	n := cache.Len()
+	keys, vals = make([]float32, n*row), make([]float32, n*row)
+	for p := range n {
+		cache.Row(p, keys[p*row:(p+1)*row], vals[p*row:(p+1)*row])
+	}
+	return keys, vals
+}
+
+// refAttentionCached is float64 gated attention of the tokens of in at positions
+// pos0…pos0+T−1 over the cached rows keys and vals (cachedRows), as Forward left them:
+// the queries normed and roped in float64, the keys and values those the cache stores,
+// so that any cache precision is checked to float32 accuracy.
+func refAttentionCached(c *qwen35.Config, l *qwen35.Layer, in attnInputs, pos0 int, keys, vals []float32) []float64 {
+	H, KV, D, R := c.Heads, c.KVHeads, c.HeadDim, c.RopeDims
+	row := KV * D
+	out := make([]float64, in.T*H*D)
+	for t := 0; t < in.T; t++ {
+		pos := pos0 + t
+		for h := 0; h < H; h++ {
+			base := (t*H + h) * 2 * D
+			x := in.qg[base : base+D]
+			var ss float64
+			for _, a := range x {
+				ss += float64(a) * float64(a)
+			}
+			r := 1 / math.Sqrt(ss/float64(D)+c.RMSEpsilon)
+			q := make([]float64, D)
+			for i, a := range x {
+				q[i] = float64(a) * r * float64(l.QNorm[i])
+			}
+			for i := 0; i < R/2; i++ {
+				theta := float64(pos) * math.Pow(c.RopeBase, -2*float64(i)/float64(R))
+				a, b := q[i], q[i+R/2]
+				q[i] = a*math.Cos(theta) - b*math.Sin(theta)
+				q[i+R/2] = a*math.Sin(theta) + b*math.Cos(theta)
+			}
+			kv := h / (H / KV)
+			scores := make([]float64, pos+1)
+			mx := math.Inf(-1)
+			for s := range scores {
+				k := keys[s*row+kv*D : s*row+(kv+1)*D]
+				for i := range q {
+					scores[s] += q[i] * float64(k[i])
+				}
+				scores[s] /= math.Sqrt(float64(D))
+				mx = math.Max(mx, scores[s])
+			}
+			var z float64
+			for s := range scores {
+				scores[s] = math.Exp(scores[s] - mx)
+				z += scores[s]
+			}
+			for i := 0; i < D; i++ {
+				var o float64
+				for s := range scores {
+					o += scores[s] * float64(vals[s*row+kv*D+i])
+				}
+				gate := float64(in.qg[base+D+i])
+				out[(t*H+h)*D+i] = o / z / (1 + math.Exp(-gate))
+			}
+		}
+	}
+	return out
+}
+
+// TestAttentionLongContext checks attention over 4,096 cached positions against the
+// float64 reference over the same cached rows, at every cache precision: a decode step
+// (its positions split into spans and merged), a prefill of six tokens after it (a token
+// block, past the decode split's four) and the decode step after that. The cache is filled directly with keys whose scores
+// spread over several units, so that the softmax is neither flat nor one-hot, plus a few
+// keys far back that dominate: the merge must carry an early span's maximum.
+func TestAttentionLongContext(t *testing.T) {
+	const ctx = 4096
+	for _, p := range kvPrecisions {
+		t.Run(p.String(), func(t *testing.T) {
+			rng := rand.New(rand.NewPCG(28, uint64(p)))
+			c := attnConfig(6, 1, 64, 16, 1e7) // six query heads a KV head, as the 27B model
+			l := attnLayer(rng, c)
+			a := qwen35.NewAttention(c)
+			cache := a.NewKVCache(p, ctx+64)
+			row := c.KVHeads * c.HeadDim
+			for pos := 0; pos < ctx; pos++ {
+				k, v := randVec(rng, row, 0.3), randVec(rng, row, 1)
+				if pos%1000 == 7 {
+					for i := range k {
+						k[i] *= 30
+					}
+				}
+				require.NoError(t, cache.Append(k, v))
+			}
+			in := newAttnInputs(rng, c, 1+6+1)
+			sc := a.NewScratch(6)
+			pool := parallel.NewPool(3)
+			defer pool.Close()
+			sc.Runner = pool
+			spans := [][2]int{{0, 1}, {1, 7}, {7, 8}}
+			var got [][]float32
+			for _, span := range spans {
+				got = append(got, runAttn(t, a, c, in.slice(c, span[0], span[1]), ctx+span[0], l, cache, sc))
+			}
+			keys, vals := cachedRows(cache, row) // what each call appended stays as it was
+			worst := 0.0
+			for i, span := range spans {
+				want := refAttentionCached(c, l, in.slice(c, span[0], span[1]), ctx+span[0], keys, vals)
+				e := relErr(got[i], want, 0)
+				worst = max(worst, e)
+				require.Less(t, e, 2e-5, "tokens %v", span)
+			}
+			t.Logf("%v cache, %d positions: max error %.2e against float64 over the cached rows", p, ctx, worst)
+		})
+	}
+}
+
+var kvPrecisions = []qwen35.KVPrecision{qwen35.KVFloat32, qwen35.KVFloat16, qwen35.KVInt8, qwen35.KVQ4}

@@ -18,6 +18,7 @@ func TestKVPrecisionString(t *testing.T) {
 	assert.Equal(t, "f16", qwen35.KVFloat16.String())
 	assert.Equal(t, "f32", qwen35.KVFloat32.String())
 	assert.Equal(t, "int8", qwen35.KVInt8.String())
+	assert.Equal(t, "q4", qwen35.KVQ4.String())
 	assert.Equal(t, "KVPrecision(9)", qwen35.KVPrecision(9).String())
 	assert.Equal(t, qwen35.KVFloat16, qwen35.KVPrecision(0), "fp16 is the default")
 }
@@ -99,7 +100,7 @@ func TestKVCacheInt8(t *testing.T) {
 }
 
 func TestKVCacheFull(t *testing.T) {
-	for _, p := range []qwen35.KVPrecision{qwen35.KVFloat16, qwen35.KVFloat32, qwen35.KVInt8} {
+	for _, p := range []qwen35.KVPrecision{qwen35.KVFloat16, qwen35.KVFloat32, qwen35.KVInt8, qwen35.KVQ4} {
 		c := qwen35.NewKVCache(2, 8, p, 37)
 		row := make([]float32, 16)
 		for i := 0; i < 37; i++ {
@@ -121,7 +122,7 @@ func TestKVCacheGrowsWithUse(t *testing.T) {
 	for _, tc := range []struct {
 		p       qwen35.KVPrecision
 		perSlot float64 // bytes per stored value
-	}{{qwen35.KVFloat16, 2}, {qwen35.KVFloat32, 4}, {qwen35.KVInt8, 1.125}} {
+	}{{qwen35.KVFloat16, 2}, {qwen35.KVFloat32, 4}, {qwen35.KVInt8, 1.125}, {qwen35.KVQ4, 0.5625}} {
 		c := qwen35.NewKVCache(heads, dim, tc.p, maxLen)
 		assert.Zero(t, c.Bytes(), "nothing allocated up front")
 		row := make([]float32, heads*dim)
@@ -145,7 +146,7 @@ func TestKVCacheGrowsWithUse(t *testing.T) {
 }
 
 func TestKVCacheReserveAppendNoAllocs(t *testing.T) {
-	for _, p := range []qwen35.KVPrecision{qwen35.KVFloat16, qwen35.KVFloat32, qwen35.KVInt8} {
+	for _, p := range []qwen35.KVPrecision{qwen35.KVFloat16, qwen35.KVFloat32, qwen35.KVInt8, qwen35.KVQ4} {
 		c := qwen35.NewKVCache(4, 64, p, 10000)
 		c.Reserve(3000)
 		assert.GreaterOrEqual(t, c.Cap(), 3000)
@@ -180,7 +181,7 @@ func TestKVCacheGrowthAllocations(t *testing.T) {
 	for _, tc2 := range []struct {
 		p         qwen35.KVPrecision
 		perGrowth uint64
-	}{{qwen35.KVFloat16, 1}, {qwen35.KVFloat32, 1}, {qwen35.KVInt8, 2}} {
+	}{{qwen35.KVFloat16, 1}, {qwen35.KVFloat32, 1}, {qwen35.KVInt8, 2}, {qwen35.KVQ4, 2}} {
 		const maxLen = 3000 // pages of 16, 32, …, 1024, 1024, 952 (the last cut at MaxLen)
 		c := qwen35.NewKVCache(2, 64, tc2.p, maxLen)
 		row := make([]float32, 2*64)
@@ -221,7 +222,7 @@ func TestKVCacheGrowthAllocations(t *testing.T) {
 
 func TestKVCacheCopyFrom(t *testing.T) {
 	rng := rand.New(rand.NewPCG(32, 1))
-	for _, p := range []qwen35.KVPrecision{qwen35.KVFloat16, qwen35.KVFloat32, qwen35.KVInt8} {
+	for _, p := range []qwen35.KVPrecision{qwen35.KVFloat16, qwen35.KVFloat32, qwen35.KVInt8, qwen35.KVQ4} {
 		t.Run(p.String(), func(t *testing.T) {
 			const heads, dim = 2, 40
 			a := qwen35.NewKVCache(heads, dim, p, 500)
@@ -273,4 +274,64 @@ func TestKVCacheCopyFrom(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestKVCacheQ4: each block of 32 values of a head comes back as (code − 8)·d with d the
+// half nearest m/−8 (m the value of largest magnitude), the code the nearest integer
+// clamped to [0, 15]: within |d|/2 of the value, and within |d| at the clamped end.
+func TestKVCacheQ4(t *testing.T) {
+	rng := rand.New(rand.NewPCG(32, 1))
+	for _, dim := range []int{64, 40, 7} {
+		heads := 3
+		c := qwen35.NewKVCache(heads, dim, qwen35.KVQ4, 50)
+		rows := make([][]float32, 20)
+		for p := range rows {
+			rows[p] = randVec(rng, heads*dim, 2)
+			if p == 3 {
+				clear(rows[p][:dim]) // an all-zero block
+			}
+			require.NoError(t, c.Append(rows[p], rows[p]))
+		}
+		k, v := make([]float32, heads*dim), make([]float32, heads*dim)
+		for p, row := range rows {
+			c.Row(p, k, v)
+			require.Equal(t, k, v)
+			for h := 0; h < heads; h++ {
+				for b0 := 0; b0 < dim; b0 += 32 {
+					b1 := min(b0+32, dim)
+					var m float64
+					for i := b0; i < b1; i++ {
+						if x := float64(row[h*dim+i]); math.Abs(x) > math.Abs(m) {
+							m = x
+						}
+					}
+					d := float64(float16.Fromfloat32(float32(m / -8)).Float32())
+					for i := b0; i < b1; i++ {
+						x := float64(row[h*dim+i])
+						want := 0.0
+						if d != 0 {
+							want = (math.Max(0, math.Min(15, math.Round(x/d)+8)) - 8) * d
+						}
+						require.InDelta(t, want, k[h*dim+i], 1e-6*math.Abs(m)+1e-30, "dim %d pos %d head %d i %d", dim, p, h, i)
+						require.LessOrEqual(t, math.Abs(float64(k[h*dim+i])-x), math.Abs(d)*(1+1e-3), "dim %d pos %d i %d", dim, p, i)
+					}
+					if m != 0 {
+						// The largest magnitude is code 0: −8·d, the half-rounded m.
+						assert.InEpsilon(t, -8*d, float64(k[h*dim+b0 : h*dim+b1][indexOfMaxAbs(row[h*dim+b0:h*dim+b1])]), 1e-7)
+					}
+				}
+			}
+		}
+		assert.Equal(t, int64(2*c.Cap()*heads*((dim+31)/32)*(16+2)), c.Bytes(), "dim %d: 16 code bytes and a half scale per block", dim)
+	}
+}
+
+func indexOfMaxAbs(x []float32) int {
+	best := 0
+	for i := range x {
+		if math.Abs(float64(x[i])) > math.Abs(float64(x[best])) {
+			best = i
+		}
+	}
+	return best
 }

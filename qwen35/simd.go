@@ -1,8 +1,9 @@
 package qwen35
 
 // The small float32 kernels of the mixers and the engine — dot products, the GDN
-// state update, RMSNorm's sum of squares and scaling, SiLU, the KV cache's half and int8
-// and the projections' bfloat16 widening —
+// state update, RMSNorm's sum of squares and scaling, SiLU, the softmax's exponential
+// and maximum, the KV cache's half, int8 and 4-bit widening, attention's six-head score
+// and value kernels, and the projections' bfloat16 widening —
 // have SIMD implementations in simd_amd64.s (AVX2 with FMA and F16C; AVX-512) and
 // simd_arm64.s (NEON), and pure-Go twins in simd_generic.go. One implementation is chosen
 // when the package initialises, from the CPU's features, and every call goes through the
@@ -13,9 +14,12 @@ package qwen35
 // machine runs, at every tail length and at the model's sizes, and reruns the package's
 // mixer tests — GDN and attention against the float64 reference — on each):
 //
-//   - scal, scaleMul, f16ToF32 and dequantInt8 are elementwise and do the same roundings
-//     in the same order: the same bits (f16ToF32: except that a signalling NaN comes back
-//     quiet).
+//   - scal, scaleMul, f16ToF32, dequantInt8 and dequantQ4 are elementwise and do the
+//     same roundings in the same order: the same bits (f16ToF32: except that a signalling
+//     NaN comes back quiet); max is exact.
+//   - expSub is Cephes' float32 exponential, as the SiLU's, within 1 ulp of e^y on every
+//     implementation (4 allowed), the sums in different orders; dot6F32/dot6F16 and
+//     axpy6F32/axpy6F16 (amd64 and arm64 only) sum like dotRows and scaleAddRows.
 //   - dot, dotRows, dotBF16, scaleAddRows, gdnStep and sumSquares accumulate with fused
 //     multiply-adds, the reductions in more partial sums, so they round differently:
 //     each sum stays within the classic bound γₖ·Σ|terms| of the exact one (k the number
@@ -43,6 +47,19 @@ type kernels struct {
 	f16ToF32     func(dst []float32, src []uint16)
 	dequantInt8  func(dst []float32, src []int8, scales []float32)
 	dotBF16      func(row []byte, x []float32) float32
+	expSub       func(x []float32, m float32) float32
+	dequantQ4    func(dst []float32, src []byte, scales []uint16)
+	max          func(x []float32) float32
+
+	// dot6F32 and dot6F16, where set, are dotRows for six query rows against nb key rows
+	// of float32 or IEEE halves, d a multiple of 16 (the GQA group of the 27B model: six
+	// query heads a KV head); nil where dotRows (after decoding) is as good.
+	dot6F32 func(out []float32, os int, q []float32, k []float32, nb, d int)
+	dot6F16 func(out []float32, os int, q []float32, k []uint16, nb, d int)
+	// axpy6F32 and axpy6F16, where set, add Σ_p w[r·ws+p]·v_p to the six rows r of acc
+	// (scaleAddRows for six rows at once), d a multiple of 32.
+	axpy6F32 func(acc []float32, w []float32, ws int, v []float32, n, d int)
+	axpy6F16 func(acc []float32, w []float32, ws int, v []uint16, n, d int)
 }
 
 var genericKernels = kernels{
@@ -58,6 +75,9 @@ var genericKernels = kernels{
 	f16ToF32:     f16ToF32Generic,
 	dequantInt8:  dequantInt8Generic,
 	dotBF16:      dotBF16Generic,
+	expSub:       expSubGeneric,
+	dequantQ4:    dequantQ4Generic,
+	max:          maxGeneric,
 }
 
 // kernelSets lists the implementations this machine runs, the generic one first and the
@@ -146,3 +166,19 @@ func dequantInt8(dst []float32, src []int8, scales []float32) {
 
 // dotBF16 returns Σ bf16(row[2j:2j+2])·x[j] over len(x), the bfloat16s little-endian.
 func dotBF16(row []byte, x []float32) float32 { return kern.dotBF16(row[:2*len(x)], x) }
+
+// expSub sets x[i] = e^(x[i]−m) and returns the sum of the new values: the softmax's
+// weights of one block of scores. Every x[i]−m must be ≤ 0 (m is their maximum). The
+// exponential is float32 (expf32: within a few ulp of e^y, and 2⁻¹²⁶·(1+ε) for
+// y < ln 2⁻¹²⁶); implementations differ by their fused roundings and summation order.
+func expSub(x []float32, m float32) float32 { return kern.expSub(x, m) }
+
+// dequantQ4 sets dst[i] = (code i − 8)·scales[i/kvBlock] over len(dst), the codes of the
+// q4 KV cache's blocks of 16 bytes (see quantizeQ4) and the scales IEEE halves.
+func dequantQ4(dst []float32, src []byte, scales []uint16) {
+	nb := (len(dst) + kvBlock - 1) / kvBlock
+	kern.dequantQ4(dst, src[:16*nb], scales[:nb])
+}
+
+// maxf returns the largest of x, or −Inf for an empty x; x holds no NaN (scores).
+func maxf(x []float32) float32 { return kern.max(x) }

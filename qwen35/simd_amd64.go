@@ -40,7 +40,66 @@ func dequantInt8AVX2(dst []float32, src []int8, scales []float32)
 func dotBF16AVX2(row []byte, x []float32) float32
 
 //go:noescape
+func expSubAVX2(x []float32, m float32) float32
+
+//go:noescape
+func dot6x4F32AVX512(out []float32, os int, q []float32, k []float32, nb, d int)
+
+//go:noescape
+func dot6x4F16AVX512(out []float32, os int, q []float32, k []uint16, nb, d int)
+
+//go:noescape
+func axpy6F32AVX512(acc []float32, w []float32, ws int, v []float32, n, d int)
+
+//go:noescape
+func axpy6F16AVX512(acc []float32, w []float32, ws int, v []uint16, n, d int)
+
+//go:noescape
+func dot6x2F32AVX2(out []float32, os int, q []float32, k []float32, nb, d int)
+
+//go:noescape
+func dot6x2F16AVX2(out []float32, os int, q []float32, k []uint16, nb, d int)
+
+//go:noescape
+func axpy6F32AVX2(acc []float32, w []float32, ws int, v []float32, n, d int)
+
+//go:noescape
+func axpy6F16AVX2(acc []float32, w []float32, ws int, v []uint16, n, d int)
+
+//go:noescape
+func maxAVX2(x []float32) float32
+
+//go:noescape
+func maxAVX512(x []float32) float32
+
+// maxX86 is maxAVX2 over whole vectors of eight and Go for the rest.
+func maxX86(x []float32) float32 {
+	n8 := len(x) &^ 7
+	m := maxAVX2(x[:n8])
+	for _, v := range x[n8:] {
+		m = max(m, v)
+	}
+	return m
+}
+
+//go:noescape
+func dequantQ4AVX2(dst []float32, src []byte, scales []uint16)
+
+// dequantQ4X86 is dequantQ4AVX2 over the whole blocks and the generic code for a short
+// last one.
+func dequantQ4X86(dst []float32, src []byte, scales []uint16) {
+	whole := len(dst) / kvBlock
+	dequantQ4AVX2(dst[:whole*kvBlock], src, scales)
+	if whole < len(scales) {
+		dequantQ4Generic(dst[whole*kvBlock:], src[16*whole:], scales[whole:])
+	}
+}
+
+//go:noescape
 func dotAVX512(a, b []float32) float32
+
+//go:noescape
+func expSubAVX512(x []float32, m float32) float32
 
 //go:noescape
 func dotRowsAVX512(out []float32, os int, a []float32, as, na int, b []float32, bs, nb, d int)
@@ -78,6 +137,13 @@ func archKernels() []*kernels {
 		f16ToF32:     f16ToF32F16C,
 		dequantInt8:  dequantInt8AVX2,
 		dotBF16:      dotBF16AVX2,
+		expSub:       expSubAVX2,
+		dequantQ4:    dequantQ4X86,
+		max:          maxX86,
+		dot6F32:      dot6x2F32AVX2,
+		dot6F16:      dot6x2F16AVX2,
+		axpy6F32:     axpy6F32AVX2,
+		axpy6F16:     axpy6F16AVX2,
 	}
 	if !x.HasAVX512F {
 		return []*kernels{avx2}
@@ -90,5 +156,11 @@ func archKernels() []*kernels {
 	avx512.gdnStep = gdnStepAVX512
 	avx512.siluMul = siluMulAVX512
 	avx512.f16ToF32 = f16ToF32AVX512
+	avx512.expSub = expSubAVX512
+	avx512.max = maxAVX512
+	avx512.dot6F32 = dot6x4F32AVX512
+	avx512.dot6F16 = dot6x4F16AVX512
+	avx512.axpy6F32 = axpy6F32AVX512
+	avx512.axpy6F16 = axpy6F16AVX512
 	return []*kernels{avx2, &avx512}
 }

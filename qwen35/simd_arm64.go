@@ -37,6 +37,45 @@ func dequantInt8NEON(dst []float32, src []int8, scales []float32)
 //go:noescape
 func dotBF16NEON(row []byte, x []float32) float32
 
+//go:noescape
+func expSubNEON4(x []float32, m float32) float32
+
+// expSubNEON is expSubNEON4 over whole vectors of four and expf32 for the rest.
+func expSubNEON(x []float32, m float32) float32 {
+	n4 := len(x) &^ 3
+	s := expSubNEON4(x[:n4], m)
+	for i := n4; i < len(x); i++ {
+		x[i] = expf32(x[i] - m)
+		s += x[i]
+	}
+	return s
+}
+
+//go:noescape
+func dot6x4F32NEON(out []float32, os int, q []float32, k []float32, nb, d int)
+
+//go:noescape
+func dot6x4F16NEON(out []float32, os int, q []float32, k []uint16, nb, d int)
+
+//go:noescape
+func axpy6F32NEON(acc []float32, w []float32, ws int, v []float32, n, d int)
+
+//go:noescape
+func axpy6F16NEON(acc []float32, w []float32, ws int, v []uint16, n, d int)
+
+//go:noescape
+func maxNEON4(x []float32) float32
+
+// maxNEON is maxNEON4 over whole vectors of four and Go for the rest.
+func maxNEON(x []float32) float32 {
+	n4 := len(x) &^ 3
+	m := maxNEON4(x[:n4])
+	for _, v := range x[n4:] {
+		m = max(m, v)
+	}
+	return m
+}
+
 // dotRowsNEON is dotRowsNEON4 over the columns in whole vectors of four, plus the last
 // d mod 4 products of each pair, added in Go.
 func dotRowsNEON(out []float32, os int, a []float32, as, na int, b []float32, bs, nb, d int) {
@@ -72,5 +111,12 @@ func archKernels() []*kernels {
 		f16ToF32:     f16ToF32NEON,
 		dequantInt8:  dequantInt8NEON,
 		dotBF16:      dotBF16NEON,
+		expSub:       expSubNEON,
+		dequantQ4:    dequantQ4Generic, // the 4-bit cache has no NEON kernel yet
+		max:          maxNEON,
+		dot6F32:      dot6x4F32NEON,
+		dot6F16:      dot6x4F16NEON,
+		axpy6F32:     axpy6F32NEON,
+		axpy6F16:     axpy6F16NEON,
 	}}
 }

@@ -225,3 +225,83 @@ func dotBF16Generic(row []byte, x []float32) float32 {
 	}
 	return (s0 + s1) + (s2 + s3)
 }
+
+// The constants of expf32 (Cephes' expf), as the SIMD kernels hold them.
+var (
+	expMin = math.Float32frombits(0xc2aeac50) // ln 2⁻¹²⁶: below, 2ⁿ would be subnormal
+	log2e  = math.Float32frombits(0x3fb8aa3b)
+	nln2hi = math.Float32frombits(0xbf318000) // −ln 2, high part (exact in 9 bits)
+	nln2lo = math.Float32frombits(0x395e8083) // −ln 2 − nln2hi
+	expP   = [6]float32{
+		math.Float32frombits(0x39506967), math.Float32frombits(0x3ab743ce), math.Float32frombits(0x3c088908),
+		math.Float32frombits(0x3d2aa9c1), math.Float32frombits(0x3e2aaaaa), math.Float32frombits(0x3f000000),
+	}
+)
+
+// expf32 returns e^y for y ≤ 0 in float32, as the SIMD kernels compute it: y clamped to
+// ln 2⁻¹²⁶, split as n·ln 2 + r with |r| ≤ ½ln 2, Cephes' degree-7 polynomial for e^r
+// and the exponent added to its bits. It is what the softmax of attention uses, where
+// a float64 math.Exp per score cost more than the rest of the arithmetic.
+func expf32(y float32) float32 {
+	y = max(y, expMin)
+	n := float32(math.RoundToEven(float64(y * log2e)))
+	r := y + n*nln2hi
+	r = r + n*nln2lo
+	p := expP[0]
+	p = p*r + expP[1]
+	p = p*r + expP[2]
+	p = p*r + expP[3]
+	p = p*r + expP[4]
+	p = p*r + expP[5]
+	p = p*(r*r) + r
+	p = p + 1
+	return p * math.Float32frombits(uint32(int32(n)+127)<<23)
+}
+
+// expSubGeneric sets x[i] = e^(x[i]−m) with expf32 and returns the sum of the new x[i]
+// (in four partial sums). The softmax calls it with m = max x, so every argument is ≤ 0.
+func expSubGeneric(x []float32, m float32) float32 {
+	var s0, s1, s2, s3 float32
+	i := 0
+	for ; i+4 <= len(x); i += 4 {
+		xs := x[i : i+4 : i+4]
+		xs[0] = expf32(xs[0] - m)
+		xs[1] = expf32(xs[1] - m)
+		xs[2] = expf32(xs[2] - m)
+		xs[3] = expf32(xs[3] - m)
+		s0 += xs[0]
+		s1 += xs[1]
+		s2 += xs[2]
+		s3 += xs[3]
+	}
+	for ; i < len(x); i++ {
+		x[i] = expf32(x[i] - m)
+		s0 += x[i]
+	}
+	return (s0 + s1) + (s2 + s3)
+}
+
+// dequantQ4Generic sets dst[i] = (code i − 8)·scale over len(dst): each block of kvBlock
+// values is 16 bytes of codes, value j the low nibble of byte j (j < 16) or the high one
+// of byte j − 16, and one IEEE half scale. Exact widening, one rounding.
+func dequantQ4Generic(dst []float32, src []byte, scales []uint16) {
+	for b, h := range scales {
+		s := f16ToF32(h)
+		lo, hi := b*kvBlock, min((b+1)*kvBlock, len(dst))
+		codes := src[16*b : 16*b+16]
+		for i := lo; i < hi; i++ {
+			j := i - lo
+			q := codes[j&15] >> (4 * (j >> 4)) & 15
+			dst[i] = float32(int(q)-8) * s
+		}
+	}
+}
+
+// maxGeneric returns the largest of x, or −Inf for an empty x.
+func maxGeneric(x []float32) float32 {
+	m := float32(math.Inf(-1))
+	for _, v := range x {
+		m = max(m, v)
+	}
+	return m
+}

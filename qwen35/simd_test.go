@@ -11,6 +11,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"github.com/x448/float16"
 )
 
 // QWEN35_KERNELS=name runs the package's tests on that kernel set instead of the one
@@ -707,6 +708,8 @@ func TestKernelsNoAllocs(t *testing.T) {
 		f16ToF32s(d.s(), h)
 		dequantInt8(d.s(), i8, o[:4])
 		sink += dotBF16(row, a.s())
+		sink += expSub(d.s()[:16], 1e30)
+		dequantQ4(d.s()[:40], row[:32], h[:2])
 	})
 	assert.Zero(t, allocs)
 	_ = sink
@@ -807,4 +810,205 @@ func BenchmarkKernels(b *testing.B) {
 			}
 		})
 	}
+}
+
+// expULPBound is how far expSub's weights may be from e^y (y = x−m rounded to float32)
+// for y ≥ ln 2⁻¹²⁶, in units in the last place: the polynomial is within 1–2 ulp and the
+// implementations differ by their fused roundings.
+const expULPBound = 4
+
+// TestKernelsExpSub checks the softmax exponential of every kernel set against float64
+// math.Exp, at every tail length, over the arguments a softmax meets (0 down to below
+// the clamp), and that the returned sum is the sum of the weights written.
+func TestKernelsExpSub(t *testing.T) {
+	forEachSet(t, func(t *testing.T, k *kernels) {
+		rng := rand.New(rand.NewPCG(12, 1))
+		worst := 0.0
+		for _, n := range simdLengths {
+			const m = 3.25
+			g := newGuard(n, func(i int) float32 {
+				switch rng.IntN(8) {
+				case 0:
+					return m // the maximum itself: weight 1
+				case 1:
+					return m - float32(90+rng.Float64()*30) // under the clamp
+				default:
+					return m - float32(rng.ExpFloat64()*8)
+				}
+			})
+			x := append([]float32(nil), g.s()...)
+			sum := k.expSub(g.s(), m)
+			g.check(t)
+			var want float64
+			for i, xi := range x {
+				y := xi - m
+				got := float64(g.s()[i])
+				if y < expMin {
+					require.InEpsilon(t, 0x1p-126, got, 1e-5, "n=%d y=%v", n, y)
+					want += got
+					continue
+				}
+				e := math.Exp(float64(y))
+				ulp := float64(math.Nextafter32(float32(e), float32(math.Inf(1))) - float32(e))
+				err := math.Abs(got-e) / ulp
+				worst = max(worst, err)
+				require.LessOrEqual(t, err, float64(expULPBound), "n=%d y=%v: %v, want %v", n, y, got, e)
+				want += got
+			}
+			require.InDelta(t, want, float64(sum), gammaK(accDepth(n))*want+1e-30, "n=%d: sum", n)
+		}
+		t.Logf("%s: max %.2f ulp from e^y", k.name, worst)
+	})
+}
+
+// The 4-bit cache's dequantisation: every implementation gives the generic code's bits,
+// which are (code − 8)·scale computed exactly in float64 and rounded once, for every
+// code, awkward scales, whole and short blocks.
+func TestKernelsDequantQ4(t *testing.T) {
+	forEachSet(t, func(t *testing.T, k *kernels) {
+		rng := rand.New(rand.NewPCG(13, 1))
+		for _, n := range simdLengths {
+			nb := (n + kvBlock - 1) / kvBlock
+			src := make([]byte, 16*nb)
+			for i := range src {
+				src[i] = byte(rng.IntN(256))
+			}
+			scales := make([]uint16, nb)
+			for i := range scales {
+				scales[i] = uint16(rng.IntN(0x7c00)) | uint16(rng.IntN(2))<<15 // finite halves
+			}
+			want := make([]float32, n)
+			for i := range want {
+				b, j := i/kvBlock, i%kvBlock
+				code := int(src[16*b+j%16])
+				if j >= 16 {
+					code >>= 4
+				}
+				code &= 15
+				want[i] = float32(float64(code-8) * float64(float16.Frombits(scales[b]).Float32()))
+			}
+			gen := make([]float32, n)
+			dequantQ4Generic(gen, src, scales)
+			sameBits(t, want, gen, "generic n=%d", n)
+			got := newGuard(n, func(int) float32 { return 0 })
+			k.dequantQ4(got.s(), src, scales)
+			sameBits(t, want, got.s(), "n=%d", n)
+			got.check(t)
+		}
+	})
+}
+
+// The maximum is exact: every implementation returns the generic one's, at every length,
+// with the maximum anywhere, the values of every sign and magnitude (no NaN: scores).
+func TestKernelsMax(t *testing.T) {
+	forEachSet(t, func(t *testing.T, k *kernels) {
+		rng := rand.New(rand.NewPCG(14, 1))
+		for _, n := range simdLengths {
+			for range 4 {
+				x := newGuard(n, func(int) float32 {
+					if rng.IntN(10) == 0 {
+						return float32(math.Inf(-1))
+					}
+					return float32(rng.NormFloat64() * math.Exp2(float64(rng.IntN(40)-20)))
+				}).s()
+				want := maxGeneric(x)
+				require.Equal(t, math.Float32bits(want), math.Float32bits(k.max(x)), "n=%d", n)
+			}
+		}
+		require.Equal(t, float32(math.Inf(-1)), k.max(nil))
+	})
+}
+
+// The six-query score kernels against dotRowsGeneric over float32 and over the halves
+// widened exactly, within the summation bound, at key counts around the 4-key blocks.
+func TestKernelsDot6(t *testing.T) {
+	forEachSet(t, func(t *testing.T, k *kernels) {
+		if k.dot6F32 == nil {
+			t.Skip("no six-query kernels in this set")
+		}
+		rng := rand.New(rand.NewPCG(15, 1))
+		for _, d := range []int{16, 64, 256} {
+			for _, nb := range []int{0, 1, 3, 4, 5, 8, 31, 32} {
+				q := newGuard(6*d, normal(rng, 1)).s()
+				k32 := newGuard(nb*d, normal(rng, 1)).s()
+				k16 := make([]uint16, nb*d)
+				for i, x := range k32 {
+					k16[i] = float16.Fromfloat32(x).Bits()
+					k32[i] = float16.Frombits(k16[i]).Float32() // the same keys in both forms
+				}
+				const os = 37
+				want := make([]float32, 5*os+nb)
+				dotRowsGeneric(want, os, q, d, 6, k32, d, nb, d)
+				for name, run := range map[string]func(out []float32){
+					"f32": func(out []float32) { k.dot6F32(out, os, q, k32, nb, d) },
+					"f16": func(out []float32) { k.dot6F16(out, os, q, k16, nb, d) },
+				} {
+					g := newGuard(5*os+nb, func(int) float32 { return -7 })
+					run(g.s())
+					g.check(t)
+					for r := 0; r < 6; r++ {
+						for j := 0; j < nb; j++ {
+							var bound float64
+							for i := 0; i < d; i++ {
+								bound += math.Abs(float64(q[r*d+i]) * float64(k32[j*d+i]))
+							}
+							bound *= 2 * gammaK(accDepth(d))
+							require.InDelta(t, want[r*os+j], g.s()[r*os+j], bound, "%s d=%d nb=%d r=%d j=%d", name, d, nb, r, j)
+						}
+						for j := nb; j < os && r < 5; j++ {
+							require.Equal(t, float32(-7), g.s()[r*os+j], "%s: wrote past the keys", name)
+						}
+					}
+				}
+			}
+		}
+	})
+}
+
+// The six-row value accumulation against scaleAddRowsGeneric row by row, over float32
+// values and over halves widened exactly, within the summation bound.
+func TestKernelsAxpy6(t *testing.T) {
+	forEachSet(t, func(t *testing.T, k *kernels) {
+		if k.axpy6F32 == nil {
+			t.Skip("no six-row kernels in this set")
+		}
+		rng := rand.New(rand.NewPCG(16, 1))
+		for _, d := range []int{32, 64, 256} {
+			for _, n := range []int{0, 1, 2, 7, 32} {
+				const ws = 33
+				w := newGuard(5*ws+max(n, 1), normal(rng, 1)).s()
+				v32 := newGuard(n*d, normal(rng, 1)).s()
+				v16 := make([]uint16, n*d)
+				for i, x := range v32 {
+					v16[i] = float16.Fromfloat32(x).Bits()
+					v32[i] = float16.Frombits(v16[i]).Float32()
+				}
+				acc0 := newGuard(6*d, normal(rng, 1)).s()
+				want := append([]float32(nil), acc0...)
+				for r := 0; r < 6; r++ {
+					if n > 0 {
+						scaleAddRowsGeneric(want[r*d:(r+1)*d], 1, w[r*ws:r*ws+n], v32, d)
+					}
+				}
+				for name, run := range map[string]func(acc []float32){
+					"f32": func(acc []float32) { k.axpy6F32(acc, w, ws, v32, n, d) },
+					"f16": func(acc []float32) { k.axpy6F16(acc, w, ws, v16, n, d) },
+				} {
+					g := newGuard(6*d, func(i int) float32 { return acc0[i] })
+					run(g.s())
+					g.check(t)
+					for r := 0; r < 6; r++ {
+						for i := 0; i < d; i++ {
+							bound := math.Abs(float64(acc0[r*d+i]))
+							for p := 0; p < n; p++ {
+								bound += math.Abs(float64(w[r*ws+p]) * float64(v32[p*d+i]))
+							}
+							bound *= 2 * gammaK(n+2)
+							require.InDelta(t, want[r*d+i], g.s()[r*d+i], bound, "%s d=%d n=%d r=%d i=%d", name, d, n, r, i)
+						}
+					}
+				}
+			}
+		}
+	})
 }

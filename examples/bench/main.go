@@ -6,6 +6,14 @@
 // Usage:
 //
 //	bench [-model FILE | -preset NAME] [-threads N] [-prompt-tokens P] [-gen-tokens G] [-warmup]
+//	      [-context N] [-kv f16|int8|q4|f32]
+//
+// With -context N it then decodes at position N: the KV caches and GDN states are filled
+// with synthetic values (Session.FillSynthetic; their content does not change the speed),
+// so a 32k or 128k context takes seconds to measure instead of a long prefill. The report
+// gives the decode speed against the short-context one of the same run, and the
+// attention time per token next to the time to read the KV cache once at the bandwidth
+// measured in the same run.
 //
 // With -preset it writes that synthetic model (internal presets tiny, small,
 // real-widths, 27b) to a temporary directory first; -keep FILE keeps it for later runs.
@@ -21,6 +29,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"runtime/pprof"
+	"slices"
 	"strings"
 	"time"
 
@@ -43,6 +52,8 @@ func main() {
 	flag.DurationVar(&cfg.bwTime, "bandwidth-time", 3*time.Second, "how long to measure the read bandwidth")
 	flag.StringVar(&cfg.cpuprofile, "cpuprofile", "", "write a CPU profile of the decode steps to this file")
 	flag.BoolVar(&cfg.mmap, "mmap", true, "memory-map the model (false: read it into memory, in huge pages where the OS allows)")
+	flag.IntVar(&cfg.context, "context", 0, "also decode at this position, with the state filled synthetically (0: no)")
+	flag.StringVar(&cfg.kv, "kv", "f16", "KV cache precision: f16, int8, q4 or f32")
 	flag.BoolVar(&cfg.warmup, "warmup", false, "read every weight page at load, so that the first measurements do not wait for the disk")
 	flag.Usage = func() {
 		fmt.Fprintf(flag.CommandLine.Output(), "usage: bench [-model FILE | -preset NAME] [flags]\n\n"+
@@ -50,6 +61,7 @@ func main() {
 		flag.PrintDefaults()
 	}
 	flag.Parse()
+	cfg.pairedBytes = 1 << 30
 	if flag.NArg() > 0 {
 		flag.Usage()
 		os.Exit(2)
@@ -63,10 +75,13 @@ func main() {
 
 type config struct {
 	model, preset, keep, acts string
+	kv                        string
+	context                   int
 	cpuprofile                string
 	mmap, warmup              bool
 	threads, prompt, gen      int
 	bwTime                    time.Duration
+	pairedBytes               int // the buffer of the bandwidth pass after each long-context step
 }
 
 func run(ctx context.Context, out, stderr io.Writer, cfg config) error {
@@ -83,6 +98,13 @@ func run(ctx context.Context, out, stderr io.Writer, cfg config) error {
 		acts = bonsai.ActivationsFloat32
 	default:
 		return fmt.Errorf("-activations %q: want int8 or float32", cfg.acts)
+	}
+	kv, err := parseKV(cfg.kv)
+	if err != nil {
+		return err
+	}
+	if cfg.context < 0 {
+		return fmt.Errorf("-context %d: want at least 0", cfg.context)
 	}
 	path := cfg.model
 	if path == "" {
@@ -114,8 +136,8 @@ func run(ctx context.Context, out, stderr io.Writer, cfg config) error {
 		}
 	}
 
-	l, err := cli.Load(ctx, stderr, "bench", cli.ModelFlags{Model: path, Threads: cfg.threads, Context: cfg.prompt + cfg.gen + 1, Warmup: cfg.warmup},
-		bonsai.WithProfiling(true), bonsai.WithActivations(acts), bonsai.WithMmap(cfg.mmap))
+	l, err := cli.Load(ctx, stderr, "bench", cli.ModelFlags{Model: path, Threads: cfg.threads, Context: max(cfg.prompt, cfg.context) + 2*cfg.gen + 1, Warmup: cfg.warmup},
+		bonsai.WithProfiling(true), bonsai.WithActivations(acts), bonsai.WithMmap(cfg.mmap), bonsai.WithKVCache(kv))
 	if err != nil {
 		return err
 	}
@@ -130,8 +152,8 @@ func run(ctx context.Context, out, stderr io.Writer, cfg config) error {
 	if !cfg.mmap {
 		load = "read into memory"
 	}
-	fmt.Fprintf(out, "machine     %s/%s, %d CPUs; backend %s, %d threads, %s activations (kernel %s), weights %s\n",
-		runtime.GOOS, runtime.GOARCH, runtime.NumCPU(), m.Backend(), m.Threads(), acts, ternary.Q8Kernel(), load)
+	fmt.Fprintf(out, "machine     %s/%s, %d CPUs; backend %s, %d threads, %s activations (kernel %s), weights %s, KV cache %v\n",
+		runtime.GOOS, runtime.GOARCH, runtime.NumCPU(), m.Backend(), m.Threads(), acts, ternary.Q8Kernel(), load, kv)
 	fmt.Fprintf(out, "weights     %.3f GB read per decoded token; %.3g G multiply-adds per token\n", float64(perToken)/1e9, float64(macs)/1e9)
 
 	bw := ternary.ReadBandwidth(cfg.threads, 1<<30, cfg.bwTime)
@@ -173,24 +195,102 @@ func run(ctx context.Context, out, stderr io.Writer, cfg config) error {
 		}
 		defer pprof.StopCPUProfile()
 	}
+	short, err := decode(ctx, out, s, cfg.gen, perToken, bw)
+	if err != nil {
+		return err
+	}
+	if cfg.context == 0 {
+		return nil
+	}
+	start := time.Now()
+	if err := s.FillSynthetic(cfg.context, 1); err != nil {
+		return err
+	}
+	fmt.Fprintf(out, "context     %d positions of synthetic state written in %.1f s\n", cfg.context, time.Since(start).Seconds())
+	s.ResetProfile()
+	long, err := decode(ctx, out, s, cfg.gen, perToken, bw)
+	if err != nil {
+		return err
+	}
+	kvBytes := int64(c.AttentionLayers()) * int64(cfg.context) * kvBytesPerPosition(&c, kv)
+	p := s.Profile()
+	attn := p.Attention.Seconds() / float64(p.Tokens)
+	read := float64(kvBytes) / bw
+	fmt.Fprintf(out, "long ctx    decode at %d ÷ decode at %d = %.1f%%\n", cfg.context, max(cfg.prompt, 1), 100*long/short)
+	fmt.Fprintf(out, "attention   %.2f ms/token; KV cache %.1f MB (%v) read once at %.2f GB/s: %.2f ms; attention ÷ KV read = %.2f×\n",
+		attn*1000, float64(kvBytes)/1e6, kv, bw/1e9, read*1000, attn/read)
+
+	// The machine's load moves both figures; pairing each step's attention time with a
+	// bandwidth pass right after it makes the ratio steadier than either.
+	var ratios, attns, bws []float64
+	for range min(cfg.gen, 8) {
+		before := s.Profile().Attention
+		if err := s.Step(ctx, 1); err != nil {
+			return err
+		}
+		a := (s.Profile().Attention - before).Seconds()
+		b := ternary.ReadBandwidth(cfg.threads, cfg.pairedBytes, 0)
+		attns, bws = append(attns, a), append(bws, b)
+		ratios = append(ratios, a/(float64(kvBytes)/b))
+	}
+	fmt.Fprintf(out, "paired      %d steps, each against a bandwidth pass right after it: attention median %.2f ms, bandwidth median %.2f GB/s, attention ÷ KV read median %.2f× (range %.2f–%.2f)\n",
+		len(ratios), 1000*medianF(attns), medianF(bws)/1e9, medianF(ratios), slices.Min(ratios), slices.Max(ratios))
+	return nil
+}
+
+func medianF(x []float64) float64 {
+	s := slices.Clone(x)
+	slices.Sort(s)
+	return s[len(s)/2]
+}
+
+// decode runs gen decode steps from the session's position and prints their speed and
+// profile; it returns the tokens per second.
+func decode(ctx context.Context, out io.Writer, s *bonsai.Session, gen int, perToken int64, bw float64) (float64, error) {
+	pos := s.Len()
 	tok := int32(1)
 	start := time.Now()
 	var lat []time.Duration
-	for range cfg.gen {
+	for range gen {
 		t0 := time.Now()
 		if err := s.Step(ctx, tok); err != nil {
-			return err
+			return 0, err
 		}
 		lat = append(lat, time.Since(t0))
 		tok = argmax(s.Logits())
 	}
 	el := time.Since(start)
-	tps := float64(cfg.gen) / el.Seconds()
-	fmt.Fprintf(out, "decode      %d tokens in %.2f s: %.3f tok/s (median step %.1f ms), %.2f GB/s of weights\n",
-		cfg.gen, el.Seconds(), tps, float64(median(lat).Microseconds())/1000, tps*float64(perToken)/1e9)
+	tps := float64(gen) / el.Seconds()
+	fmt.Fprintf(out, "decode      %d tokens at position %d in %.2f s: %.3f tok/s (median step %.1f ms), %.2f GB/s of weights\n",
+		gen, pos, el.Seconds(), tps, float64(median(lat).Microseconds())/1000, tps*float64(perToken)/1e9)
 	fmt.Fprintf(out, "ratio       decode ÷ bandwidth ceiling = %.1f%%\n", 100*tps*float64(perToken)/bw)
 	printProfile(out, "  ", s.Profile())
-	return nil
+	return tps, nil
+}
+
+func parseKV(name string) (qwen35.KVPrecision, error) {
+	for _, p := range []qwen35.KVPrecision{qwen35.KVFloat16, qwen35.KVInt8, qwen35.KVQ4, qwen35.KVFloat32} {
+		if p.String() == name {
+			return p, nil
+		}
+	}
+	return 0, fmt.Errorf("-kv %q: want f16, int8, q4 or f32", name)
+}
+
+// kvBytesPerPosition is what one attention layer's cache holds per position: a key and
+// a value row at precision p (codes and scales for the blocked ones).
+func kvBytesPerPosition(c *qwen35.Config, p qwen35.KVPrecision) int64 {
+	n := int64(c.KVHeads * c.HeadDim)
+	blocks := int64(c.KVHeads * ((c.HeadDim + 31) / 32))
+	switch p {
+	case qwen35.KVFloat32:
+		return 2 * 4 * n
+	case qwen35.KVInt8:
+		return 2 * (n + 4*blocks)
+	case qwen35.KVQ4:
+		return 2 * (16 + 2) * blocks
+	}
+	return 2 * 2 * n
 }
 
 func printProfile(out io.Writer, indent string, p bonsai.OpProfile) {

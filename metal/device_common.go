@@ -54,6 +54,47 @@ func RecommendedWorkingSet() (int64, error) {
 	return 0, nil
 }
 
+// SystemInfo describes the system's Metal device for a report: what examples/metalcheck
+// prints and a person pastes into an issue.
+type SystemInfo struct {
+	Device          string   `json:"device"`            // MTLDevice name, e.g. "Apple M4 Pro"
+	OS              string   `json:"os"`                // NSProcessInfo operatingSystemVersionString, e.g. "Version 15.3 (Build 24D60)"
+	Families        []string `json:"families"`          // of Apple7, Apple8, Apple9, Mac2: those supportsFamily: confirms
+	WorkingSetBytes int64    `json:"working_set_bytes"` // recommendedMaxWorkingSetSize; 0: not given
+	MaxBufferBytes  int64    `json:"max_buffer_bytes"`  // maxBufferLength
+	PageBytes       int      `json:"page_bytes"`        // the alignment a wrapped buffer needs
+}
+
+// mtlFamilies are the MTLGPUFamily values (MTLDevice.h) System asks about: Apple7 is
+// the M1, Apple8 the M2, Apple9 the M3 and M4; Mac2 every Mac GPU of Metal 3.
+var mtlFamilies = []struct {
+	name  string
+	value uintptr
+}{{"Apple7", 1007}, {"Apple8", 1008}, {"Apple9", 1009}, {"Mac2", 2002}}
+
+// systemDescriber is implemented by the darwin device.
+type systemDescriber interface {
+	System() (osVersion string, families []string)
+}
+
+// System opens the system's Metal device, describes it and closes it again. Where Metal
+// is not available the error wraps ErrUnavailable.
+func System() (SystemInfo, error) {
+	d, err := newDevice()
+	if err != nil {
+		return SystemInfo{}, err
+	}
+	defer d.Close()
+	info := SystemInfo{Device: d.Name(), MaxBufferBytes: int64(d.MaxBufferLength()), PageBytes: d.PageSize()}
+	if w, ok := d.(gpu.WorkingSet); ok {
+		info.WorkingSetBytes = w.RecommendedWorkingSet()
+	}
+	if s, ok := d.(systemDescriber); ok {
+		info.OS, info.Families = s.System()
+	}
+	return info, nil
+}
+
 func mtlFormatBytes(n int) string {
 	const gib = 1 << 30
 	if n >= gib {

@@ -359,7 +359,9 @@ type mtlDevice struct {
 	maxBuf    int
 	maxTGMem  int
 	page      int
-	workSet   int64 // recommendedMaxWorkingSetSize (macOS 10.12+, so always there)
+	workSet   int64    // recommendedMaxWorkingSetSize (macOS 10.12+, so always there)
+	osVersion string   // NSProcessInfo's operatingSystemVersionString
+	families  []string // the GPU families of mtlFamilies the device supports
 
 	mu        sync.Mutex
 	closed    bool
@@ -397,6 +399,12 @@ func newDevice() (gpu.Device, error) {
 	d.maxBuf = int(c.msg0(id, selMaxBufferLength))
 	d.maxTGMem = int(c.msg0(id, selMaxThreadgroupMemLength))
 	d.workSet = int64(c.msg0(id, selRecommendedWorkingSet))
+	d.osVersion = c.goString(c.msg0(c.msg0(clsNSProcessInfo.cls, selProcessInfo), selOSVersionString))
+	for _, f := range mtlFamilies {
+		if c.msg1(id, selSupportsFamily, f.value)&0xff != 0 {
+			d.families = append(d.families, f.name)
+		}
+	}
 	if d.queue = c.msg0(id, selNewCommandQueue); d.queue == 0 {
 		c.release(id)
 		return nil, errors.New("metal: newCommandQueue returned nil")
@@ -476,6 +484,11 @@ func (d *mtlDevice) PageSize() int        { return d.page }
 
 // RecommendedWorkingSet implements gpu.WorkingSet.
 func (d *mtlDevice) RecommendedWorkingSet() int64 { return d.workSet }
+
+// System reports the OS version and the GPU families the device supports.
+func (d *mtlDevice) System() (osVersion string, families []string) {
+	return d.osVersion, d.families
+}
 
 func (d *mtlDevice) usable() error {
 	d.mu.Lock()

@@ -28,12 +28,14 @@ var objcPrototypes = map[string]string{
 	"initWithBytes:length:encoding:":   "- (instancetype)initWithBytes:(const void *)bytes length:(NSUInteger)len encoding:(NSStringEncoding)encoding;",
 	"setObject:forKey:":                "- (void)setObject:(id)anObject forKey:(id<NSCopying>)aKey;",
 	"isOperatingSystemAtLeastVersion:": "- (BOOL)isOperatingSystemAtLeastVersion:(NSOperatingSystemVersion)version;",
+	"operatingSystemVersionString":     "- (NSString *)operatingSystemVersionString;",
 
 	// MTLDevice
 	"name":                         "- (NSString *)name;",
 	"maxBufferLength":              "- (NSUInteger)maxBufferLength;",
 	"maxThreadgroupMemoryLength":   "- (NSUInteger)maxThreadgroupMemoryLength;",
 	"recommendedMaxWorkingSetSize": "- (uint64_t)recommendedMaxWorkingSetSize;",
+	"supportsFamily:":              "- (BOOL)supportsFamily:(MTLGPUFamily)gpuFamily;",
 	"newCommandQueue":              "- (id<MTLCommandQueue>)newCommandQueue;",
 	"newBufferWithLength:options:": "- (id<MTLBuffer>)newBufferWithLength:(NSUInteger)length options:(MTLResourceOptions)options;",
 	"newBufferWithBytesNoCopy:length:options:deallocator:": "- (id<MTLBuffer>)newBufferWithBytesNoCopy:(void *)pointer length:(NSUInteger)length " +
@@ -107,6 +109,7 @@ var objcCTypes = map[string]string{
 	"MTLCommandBufferStatus":        "int",
 	"MTLDispatchType":               "int",
 	"MTLBarrierScope":               "int",
+	"MTLGPUFamily":                  "int",
 	"id":                            "id",
 	"instancetype":                  "id",
 	"void *":                        "ptr",

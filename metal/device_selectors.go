@@ -120,12 +120,14 @@ var (
 	selInitWithBytes      = defMsgPtr3("initWithBytes:length:encoding:", "NSString")        // +1 (const void *, NSUInteger, NSStringEncoding)
 	selSetObjectForKey    = defMsg2("setObject:forKey:", "NSMutableDictionary")             // void (id, id<NSCopying>)
 	selIsOSAtLeast        = defMsgRef1("isOperatingSystemAtLeastVersion:", "NSProcessInfo") // BOOL (NSOperatingSystemVersion)
+	selOSVersionString    = defMsg0("operatingSystemVersionString", "NSProcessInfo")        // +0 NSString, for people to read
 
 	// MTLDevice
 	selName                    = defMsg0("name", "<MTLDevice>")                                                    // +0 NSString
 	selMaxBufferLength         = defMsg0("maxBufferLength", "<MTLDevice>")                                         // NSUInteger
 	selMaxThreadgroupMemLength = defMsg0("maxThreadgroupMemoryLength", "<MTLDevice>")                              // NSUInteger
 	selRecommendedWorkingSet   = defMsg0("recommendedMaxWorkingSetSize", "<MTLDevice>")                            // uint64_t
+	selSupportsFamily          = defMsg1("supportsFamily:", "<MTLDevice>")                                         // BOOL (MTLGPUFamily), macOS 10.15
 	selNewCommandQueue         = defMsg0("newCommandQueue", "<MTLDevice>")                                         // +1
 	selNewBufferWithLength     = defMsg2("newBufferWithLength:options:", "<MTLDevice>")                            // +1 (NSUInteger, MTLResourceOptions)
 	selNewBufferNoCopy         = defMsgPtr4("newBufferWithBytesNoCopy:length:options:deallocator:", "<MTLDevice>") // +1 (void *, NSUInteger, MTLResourceOptions, block)

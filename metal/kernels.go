@@ -27,6 +27,7 @@ const (
 	kSiteFWHT     = "site_fwht"
 	kSiteSwiGLU   = "site_swiglu"
 	kArgmax       = "argmax"
+	kStreamRead   = "stream_read"
 	kMVPlain      = "mv_plain"
 	kMVFWHT       = "mv_fwht"
 	kMVNorm       = "mv_norm"
@@ -51,7 +52,7 @@ const (
 
 // kernelNames lists every kernel of the library.
 var kernelNames = []string{
-	kEmbed, kSiteNorm, kSiteFWHT, kSiteSwiGLU, kArgmax,
+	kEmbed, kSiteNorm, kSiteFWHT, kSiteSwiGLU, kArgmax, kStreamRead,
 	kMVPlain, kMVFWHT, kMVNorm, kMVSwiGLU, kGemm,
 	kGDNDecode, kGDNSeq, kGDNChunk,
 	kAttnF16, kAttnF32, kAttnI8, kAttnAppend16, kAttnAppend32, kAttnAppendI8,

@@ -340,6 +340,7 @@ func (k *checker) smallChecks() error {
 		func() error { return e.checkAttention(qwen35.KVFloat32, 4, 2) },
 		func() error { return e.checkAttention(qwen35.KVInt8, 4, 3) },
 		func() error { return e.checkArgmax(1000) },
+		func() error { return e.checkStreamRead(1000) },
 	}
 	for _, f := range steps {
 		if err := f(); err != nil {
@@ -1034,4 +1035,46 @@ func (e *ckEngine) checkArgmax(n int) error {
 
 func floatsU32(b []byte) uint32 {
 	return uint32(b[0]) | uint32(b[1])<<8 | uint32(b[2])<<16 | uint32(b[3])<<24
+}
+
+// streamRead records the streaming read of n float4s of in, each threadgroup's sum to
+// out (groups floats).
+func (e *engine) streamRead(cb gpu.CommandBuffer, in, out gpu.Buffer, n, groups int) {
+	p := e.p[kStreamRead]
+	cb.Dispatch(p, gpu.Size{groups, 1, 1}, gpu.Size{threads(p, 256), 1, 1},
+		bytesArg(args{uint32(n), uint32(groups), 0, 0}), buf(1, in), buf(2, out))
+}
+
+// checkStreamRead compares the streaming read's sums with a float64 sum of the same
+// values (relative to Σ|v|: float32 sums in another order).
+func (e *ckEngine) checkStreamRead(n int) error {
+	k := e.k
+	v := k.floats(4*n, 1)
+	in, err := k.newBuf(16*n, f32Bytes(v))
+	if err != nil {
+		return err
+	}
+	const groups = 3
+	out, err := k.newBuf(4*groups, nil)
+	if err != nil {
+		return err
+	}
+	dt, err := k.run(func(cb gpu.CommandBuffer) { e.streamRead(cb, in, out, n, groups) })
+	ck := kcheck.Check{Kernel: kStreamRead, Case: fmt.Sprintf("%d float4s, %d threadgroups", n, groups), Tol: tolL1, Metric: "L1 ", Time: dt, Failure: err}
+	if err == nil {
+		var want, l1, got float64
+		for _, x := range v {
+			want += float64(x)
+			l1 += math.Abs(float64(x))
+		}
+		for _, x := range readF(out, 0, groups) {
+			got += float64(x)
+		}
+		ck.Err = math.Abs(got-want) / l1
+		if math.IsNaN(got) {
+			ck.Err = math.Inf(1)
+		}
+	}
+	k.add(ck)
+	return nil
 }

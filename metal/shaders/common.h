@@ -119,6 +119,12 @@ struct ArgmaxArgs {
     uint pad0, pad1, pad2;
 };
 
+struct StreamArgs {
+    uint N;      // float4s to read
+    uint groups; // threadgroups of the grid
+    uint pad0, pad1;
+};
+
 // ---- helpers ----
 
 // A finite stand-in for −∞ (Metal compiles with fast math, which may assume no infinities).

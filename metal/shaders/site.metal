@@ -164,3 +164,35 @@ kernel void argmax(constant ArgmaxArgs& a [[buffer(0)]],
         out[0] = fi == none ? 0u : fi;
     }
 }
+
+// stream_read: reads N float4s, each threadgroup striding over the whole buffer, and
+// writes each threadgroup's sum: the device's streaming read, which examples/metalcheck
+// times the same way as the products to rate their bandwidth.
+kernel void stream_read(constant StreamArgs& a [[buffer(0)]],
+                        device const float4* v [[buffer(1)]],
+                        device float* out [[buffer(2)]],
+                        uint tid [[thread_index_in_threadgroup]],
+                        uint nt [[threads_per_threadgroup]],
+                        uint tg [[threadgroup_position_in_grid]],
+                        uint lane [[thread_index_in_simdgroup]],
+                        uint sg [[simdgroup_index_in_threadgroup]],
+                        uint nsg [[simdgroups_per_threadgroup]]) {
+    threadgroup float part[MAX_SG];
+    float4 s = float4(0.0f);
+    const uint stride = a.groups * nt;
+    for (uint i = tg * nt + tid; i < a.N; i += stride) {
+        s += v[i];
+    }
+    float t = simd_sum(s.x + s.y + s.z + s.w);
+    if (lane == 0u) {
+        part[sg] = t;
+    }
+    threadgroup_barrier(mem_flags::mem_threadgroup);
+    if (tid == 0u) {
+        float r = 0.0f;
+        for (uint k = 0; k < nsg; k++) {
+            r += part[k];
+        }
+        out[tg] = r;
+    }
+}

@@ -54,3 +54,26 @@ func Format(cs []Check) string {
 	}
 	return b.String()
 }
+
+// Shape is one matrix-vector product: K inputs (5120, 6144 or 17408), N rows.
+type Shape = kcheck.Shape
+
+// Rate is one shape's weight bandwidth against the streaming read of the same bytes on
+// the same device (the stream_read kernel), both the median wall time of Reps command
+// buffers after a warm-up; String renders it as one line.
+type Rate = kcheck.Rate
+
+// BenchOptions choose the shapes Bench times, the repetitions (default 5) and the seed
+// of the random weights; Log, when set, receives each rate as it completes.
+type BenchOptions = kcheck.BenchOptions
+
+// ProductShapes are the 27B model's matrix-vector products, K × N.
+var ProductShapes = []Shape{
+	{K: 5120, N: 10240}, {K: 5120, N: 6144}, {K: 6144, N: 5120}, {K: 5120, N: 12288},
+	{K: 5120, N: 1024}, {K: 5120, N: 17408}, {K: 17408, N: 5120}, {K: 5120, N: 248320},
+}
+
+// Bench times each shape's product (PQ2_0 weights, in the decode's kernel for its input
+// width) and a streaming read of as many bytes on the backend's device. A shape's
+// failure is in its Rate; the error is one that stopped them all.
+func Bench(b bonsai.Backend, opt BenchOptions) ([]Rate, error) { return kcheck.Bench(b, opt) }

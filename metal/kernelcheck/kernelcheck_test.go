@@ -3,11 +3,13 @@ package kernelcheck
 import (
 	"errors"
 	"math"
+	"os"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/bonsai-go/sdk/bonsai"
+	"github.com/bonsai-go/sdk/metal/emulator"
 )
 
 func TestRunNeedsMetalBackend(t *testing.T) {
@@ -43,5 +45,32 @@ func TestCheckOKAndFormat(t *testing.T) {
 	}
 	if !strings.HasSuffix(lines[3], ": boom") {
 		t.Errorf("the failure is not shown: %q", lines[3])
+	}
+}
+
+// Bench runs on the emulator at subsampled shapes (the speeds mean nothing there; the
+// test checks the plumbing: bytes, times and both rates present).
+func TestBenchEmulator(t *testing.T) {
+	if err := emulator.Available(); err != nil {
+		if os.Getenv("MSLEMU_REQUIRE") != "" {
+			t.Fatalf("emulator unavailable: %v", err)
+		}
+		t.Skipf("emulator unavailable: %v", err)
+	}
+	rs, err := Bench(emulator.New(), BenchOptions{Shapes: []Shape{{K: 5120, N: 8}, {K: 17408, N: 4}, {K: 100, N: 4}}, Reps: 1, Seed: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rs) != 3 {
+		t.Fatalf("%d rates, want 3", len(rs))
+	}
+	for _, r := range rs[:2] {
+		t.Log(r)
+		if want := int64(r.N * r.K / 128 * 34); r.Failure != nil || r.Bytes != want || r.GBps() <= 0 || r.StreamGBps() <= 0 {
+			t.Errorf("%v: bytes %d (want %d)", r, r.Bytes, want)
+		}
+	}
+	if rs[2].Failure == nil {
+		t.Error("K 100 accepted")
 	}
 }

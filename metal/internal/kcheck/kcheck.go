@@ -51,3 +51,51 @@ type Options struct {
 
 // Run runs the checks on a backend of package metal; package metal sets it.
 var Run func(b bonsai.Backend, opt Options) ([]Check, error)
+
+// Shape is one matrix-vector product: K inputs, N rows.
+type Shape struct{ K, N int }
+
+// Rate is the bandwidth of one product shape (PQ2_0 weights) against the device's
+// streaming read of the same bytes, both timed the same way: the median wall time of
+// Reps command buffers of one dispatch each, after a warm-up.
+type Rate struct {
+	Shape
+	Bytes        int64         // the weights' bytes, what both read
+	Time, Stream time.Duration // median of the product, of the streaming read
+	Reps         int
+	Failure      error
+}
+
+// GBps is the product's weight bandwidth, StreamGBps the streaming read's (0 on failure).
+func (r Rate) GBps() float64       { return gbps(r.Bytes, r.Time) }
+func (r Rate) StreamGBps() float64 { return gbps(r.Bytes, r.Stream) }
+
+func gbps(n int64, t time.Duration) float64 {
+	if t <= 0 {
+		return 0
+	}
+	return float64(n) / t.Seconds() / 1e9
+}
+
+func (r Rate) String() string {
+	s := fmt.Sprintf("%6d × %-6d %9.2f MB  product %8.3f ms = %7.1f GB/s, stream read %8.3f ms = %7.1f GB/s",
+		r.K, r.N, float64(r.Bytes)/1e6, float64(r.Time.Microseconds())/1000, r.GBps(), float64(r.Stream.Microseconds())/1000, r.StreamGBps())
+	if r.StreamGBps() > 0 {
+		s += fmt.Sprintf(" (%.0f%%)", 100*r.GBps()/r.StreamGBps())
+	}
+	if r.Failure != nil {
+		s += ": FAIL " + r.Failure.Error()
+	}
+	return s
+}
+
+// BenchOptions choose the shapes Bench times.
+type BenchOptions struct {
+	Shapes []Shape // K must be 5120, 6144 or 17408 (the model's input widths)
+	Reps   int     // timed runs per shape (default 5)
+	Seed   uint64
+	Log    func(Rate)
+}
+
+// Bench times the products on a backend of package metal; package metal sets it.
+var Bench func(b bonsai.Backend, opt BenchOptions) ([]Rate, error)

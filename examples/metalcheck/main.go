@@ -10,13 +10,19 @@
 //     weight bandwidth (bytes a token reads × tokens per second) against the device's;
 //  4. the model stored as PTQ1_0 (the synthetic one rewritten in that format, or the file
 //     given as -ptq1-model): parity with the CPU backend and speed, the decode rated
-//     against the PQ2_0 model's (target ≥ 90%).
+//     against the PQ2_0 model's (target ≥ 90%);
+//  5. the bandwidth of each of the 27B model's matrix-vector product shapes against a
+//     streaming read of as many bytes on the same device, timed the same way.
+//
+// It ends with a summary to paste into an issue (device, OS, GPU families, working set,
+// parity, speeds, every failure with its message), and -json FILE writes all of it as
+// JSON (the Report type), also when a check fails or an error stops the run.
 //
 // Usage:
 //
 //	metalcheck [-device metal|emulator] [-model FILE | -preset NAME] [-real] [-prompt N]
 //	           [-gen N] [-kv f16|f32|q8] [-bandwidth GB/s] [-cpu=false] [-variants=false]
-//	           [-ptq1=false] [-ptq1-model FILE]
+//	           [-ptq1=false] [-ptq1-model FILE] [-bench=false] [-json FILE]
 //
 // -device emulator runs the same kernels and host code on the CPU through the MSL
 // emulator (Linux, clang++): slow, for checking this program itself. It exits with
@@ -31,6 +37,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -38,6 +45,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"runtime"
 	"strings"
 
 	"github.com/bonsai-go/sdk/bonsai"
@@ -62,6 +70,8 @@ type config struct {
 	prompt, gen               int
 	bandwidth                 float64
 	seed                      uint64
+	bench                     bool   // time the product shapes against a streaming read
+	json                      string // write the report as JSON to this file
 }
 
 func main() {
@@ -78,6 +88,8 @@ func main() {
 	flag.Float64Var(&cfg.bandwidth, "bandwidth", 0, "the device's practical read bandwidth in GB/s, to rate the decode (an M4 Pro's is about 245)")
 	flag.Uint64Var(&cfg.seed, "seed", 1, "seed of the kernel checks' inputs and the synthetic model")
 	flag.BoolVar(&cfg.ptq1, "ptq1", true, "also check and time the model stored as PTQ1_0 (the synthetic model rewritten in that format, or -ptq1-model)")
+	flag.BoolVar(&cfg.bench, "bench", true, "time the 27B model's product shapes against a streaming read of the same bytes (subsampled on the emulator)")
+	flag.StringVar(&cfg.json, "json", "", "also write the report as JSON to `file` (written at the end, also when a check fails)")
 	flag.StringVar(&cfg.ptq1Model, "ptq1-model", "", "the PTQ1_0 GGUF `file` to check with -ptq1 when -model is given")
 	flag.Usage = func() {
 		fmt.Fprintf(flag.CommandLine.Output(), "usage: metalcheck [flags]\n\nChecks the Metal kernels, the backend's parity with the CPU backend, and its speed.\n\nflags:\n")
@@ -102,8 +114,27 @@ func main() {
 	fmt.Println("ALL OK")
 }
 
-// run performs the checks, writing the report to w; it returns false when one failed.
+// run performs the checks, writing the report to w and, with cfg.json, to that file; it
+// returns false when one failed.
 func run(ctx context.Context, w io.Writer, cfg config) (bool, error) {
+	rep := newReport(cfg)
+	ok, err := check(ctx, w, cfg, rep)
+	if err != nil {
+		rep.fail("stopped: %v", err)
+	}
+	rep.OK = ok && err == nil && len(rep.Failures) == 0
+	rep.summary(w)
+	if cfg.json != "" {
+		if jerr := rep.writeJSON(cfg.json); jerr != nil {
+			return false, errors.Join(err, fmt.Errorf("-json: %w", jerr))
+		}
+		fmt.Fprintln(w, "report written to", cfg.json)
+	}
+	return ok && rep.OK, err
+}
+
+// check performs the checks, writing the report to w and recording it in rep.
+func check(ctx context.Context, w io.Writer, cfg config, rep *Report) (bool, error) {
 	var newB func(...metal.Option) bonsai.Backend
 	switch cfg.device {
 	case "metal":
@@ -113,6 +144,12 @@ func run(ctx context.Context, w io.Writer, cfg config) (bool, error) {
 			return false, err
 		}
 		fmt.Fprintln(w, "device:", info)
+		sys, err := metal.System()
+		if err != nil {
+			return false, err
+		}
+		rep.System = &sys
+		fmt.Fprintf(w, "OS: %s; GPU families: %v\n", sys.OS, sys.Families)
 		if cfg.preset == "" {
 			ws, err := metal.RecommendedWorkingSet()
 			if err != nil {
@@ -126,6 +163,8 @@ func run(ctx context.Context, w io.Writer, cfg config) (bool, error) {
 	case "emulator":
 		newB = newEmulator
 		fmt.Fprintln(w, "device: the MSL emulator (CPU); speeds below are the emulator's, not a GPU's")
+		host, _ := os.Hostname()
+		rep.System = &metal.SystemInfo{Device: "emulator", OS: fmt.Sprintf("%s/%s on %s", runtime.GOOS, runtime.GOARCH, host)}
 		if cfg.preset == "" {
 			cfg.preset = "tiny"
 		}
@@ -147,7 +186,10 @@ func run(ctx context.Context, w io.Writer, cfg config) (bool, error) {
 
 	// 1. Kernels.
 	fmt.Fprintln(w, "\n== kernels against their Go references")
-	checks, err := kernelcheck.Run(b, kernelcheck.Options{Real: cfg.real, Seed: cfg.seed, Log: func(c kernelcheck.Check) { fmt.Fprintln(w, c) }})
+	checks, err := kernelcheck.Run(b, kernelcheck.Options{Real: cfg.real, Seed: cfg.seed, Log: func(c kernelcheck.Check) {
+		fmt.Fprintln(w, c)
+		rep.addKernel(c)
+	}})
 	if err != nil {
 		return false, err
 	}
@@ -159,6 +201,34 @@ func run(ctx context.Context, w io.Writer, cfg config) (bool, error) {
 	}
 	fmt.Fprintf(w, "%d checks, %d failed\n", len(checks), failed)
 	ok = ok && failed == 0
+
+	// 1b. The products' bandwidth against the streaming read.
+	if cfg.bench {
+		shapes := kernelcheck.ProductShapes
+		if cfg.device == "emulator" {
+			// Emulated speed means nothing: the real shapes' inputs, 16 rows each, to
+			// run the same code.
+			rep.RatesNote = "emulated, each shape subsampled to 16 rows: the speeds are the CPU emulator's and mean nothing for a GPU"
+			shapes = nil
+			for _, s := range kernelcheck.ProductShapes {
+				shapes = append(shapes, kernelcheck.Shape{K: s.K, N: 16})
+			}
+		}
+		fmt.Fprintln(w, "\n== product shapes (PQ2_0) against a streaming read of the same bytes, medians of 5")
+		if rep.RatesNote != "" {
+			fmt.Fprintln(w, rep.RatesNote)
+		}
+		rates, err := kernelcheck.Bench(b, kernelcheck.BenchOptions{Shapes: shapes, Seed: cfg.seed, Log: func(r kernelcheck.Rate) {
+			fmt.Fprintln(w, r)
+			rep.addRate(r)
+		}})
+		if err != nil {
+			return false, err
+		}
+		for _, r := range rates {
+			ok = ok && r.Failure == nil
+		}
+	}
 
 	// 2. The model.
 	path := cfg.model
@@ -173,10 +243,14 @@ func run(ctx context.Context, w io.Writer, cfg config) (bool, error) {
 			return false, err
 		}
 		path = filepath.Join(dir, cfg.preset+".gguf")
+		rep.Model = "synthetic " + cfg.preset
 		fmt.Fprintf(w, "\nwriting the synthetic %s model (random weights) ...\n", cfg.preset)
 		if err := synth.WriteFile(ctx, path, synth.Options{Config: c, Seed: cfg.seed}, nil); err != nil {
 			return false, err
 		}
+	}
+	if rep.Model == "" {
+		rep.Model = path
 	}
 	c, bytesPerToken, err := describe(path)
 	if err != nil {
@@ -204,12 +278,14 @@ func run(ctx context.Context, w io.Writer, cfg config) (bool, error) {
 		if err != nil {
 			return false, err
 		}
-		pass, err := parity(ctx, w, cpu, dev, prompt, cfg.gen)
+		pr, err := parity(ctx, w, cpu, dev, prompt, cfg.gen)
 		cpu.Close()
 		if err != nil {
 			return false, err
 		}
-		ok = ok && pass
+		pr.Format = "PQ2_0"
+		rep.addParity(pr)
+		ok = ok && pr.OK
 	}
 
 	// 3. Speed.
@@ -264,6 +340,8 @@ func run(ctx context.Context, w io.Writer, cfg config) (bool, error) {
 				fmt.Fprintf(w, " = %.0f%% of %.0f GB/s", 100*gbs/cfg.bandwidth, cfg.bandwidth)
 			}
 			fmt.Fprintln(w)
+			rep.Speed = append(rep.Speed, SpeedResult{Format: "PQ2_0", Plan: v.name, PrefillTokens: u.PromptTokens, PrefillTokS: u.PrefillTokensPerSecond,
+				DecodeTokens: u.CompletionTokens, DecodeTokS: u.DecodeTokensPerSecond, WeightGBps: gbs, Dispatches: v.n})
 		}
 		if cfg.bandwidth > 0 {
 			fmt.Fprintf(w, "target: ≥ 85%% of %.0f GB/s = %.1f tok/s (ceiling %.1f tok/s)\n", cfg.bandwidth,
@@ -273,7 +351,7 @@ func run(ctx context.Context, w io.Writer, cfg config) (bool, error) {
 	// 4. PTQ1_0, on a device of its own: the PQ2_0 model's is closed first.
 	closeDev()
 	if cfg.ptq1 {
-		pass, err := ptq1Check(ctx, w, cfg, newB, kv, pq2Decode)
+		pass, err := ptq1Check(ctx, w, cfg, rep, newB, kv, pq2Decode)
 		if err != nil {
 			return false, fmt.Errorf("PTQ1_0: %w", err)
 		}
@@ -295,7 +373,7 @@ func promptIDs(cfg config, vocab int) []int32 {
 // format (the same values), or cfg.ptq1Model — through the Metal backend: its parity
 // with the CPU backend on the same file and its speed, the decode rated against the
 // PQ2_0 model's (pq2Decode tok/s, when measured; the target is ≥ 90%).
-func ptq1Check(ctx context.Context, w io.Writer, cfg config, newB func(...metal.Option) bonsai.Backend, kv qwen35.KVPrecision, pq2Decode float64) (bool, error) {
+func ptq1Check(ctx context.Context, w io.Writer, cfg config, rep *Report, newB func(...metal.Option) bonsai.Backend, kv qwen35.KVPrecision, pq2Decode float64) (bool, error) {
 	path := cfg.ptq1Model
 	if path == "" {
 		if cfg.model != "" {
@@ -337,12 +415,14 @@ func ptq1Check(ctx context.Context, w io.Writer, cfg config, newB func(...metal.
 		if err != nil {
 			return false, err
 		}
-		pass, err := parity(ctx, w, cpu, dev, prompt, cfg.gen)
+		pr, err := parity(ctx, w, cpu, dev, prompt, cfg.gen)
 		cpu.Close()
 		if err != nil {
 			return false, err
 		}
-		ok = pass
+		pr.Format = "PTQ1_0"
+		rep.addParity(pr)
+		ok = pr.OK
 	}
 	if cfg.gen > 0 {
 		u, err := speed(ctx, dev, prompt, cfg.gen)
@@ -356,6 +436,8 @@ func ptq1Check(ctx context.Context, w io.Writer, cfg config, newB func(...metal.
 			fmt.Fprintf(w, " = %.0f%% of the PQ2_0 model's decode (target ≥ 90%%)", 100*u.DecodeTokensPerSecond/pq2Decode)
 		}
 		fmt.Fprintln(w)
+		rep.Speed = append(rep.Speed, SpeedResult{Format: "PTQ1_0", Plan: "fused (default)", PrefillTokens: u.PromptTokens, PrefillTokS: u.PrefillTokensPerSecond,
+			DecodeTokens: u.CompletionTokens, DecodeTokS: u.DecodeTokensPerSecond, WeightGBps: gbs, Dispatches: metal.DecodeDispatches(c, true)})
 	}
 	return ok, nil
 }
@@ -439,7 +521,8 @@ func describe(path string) (*qwen35.Config, int64, error) {
 
 // parity compares the two models' logits on a prompt (every position), on a step walk
 // and on a greedy generation.
-func parity(ctx context.Context, w io.Writer, cpu, dev *bonsai.Model, prompt []int32, gen int) (bool, error) {
+func parity(ctx context.Context, w io.Writer, cpu, dev *bonsai.Model, prompt []int32, gen int) (ParityResult, error) {
+	var pr ParityResult
 	fmt.Fprintln(w, "\n== parity with the CPU backend (float32 activations)")
 	rows := func(m *bonsai.Model) ([][]float32, error) {
 		s, err := m.NewSession()
@@ -451,11 +534,11 @@ func parity(ctx context.Context, w io.Writer, cpu, dev *bonsai.Model, prompt []i
 	}
 	want, err := rows(cpu)
 	if err != nil {
-		return false, err
+		return pr, err
 	}
 	got, err := rows(dev)
 	if err != nil {
-		return false, err
+		return pr, err
 	}
 	dPre, scale := maxDiff(want, got)
 	walk := prompt[:min(len(prompt), 16)]
@@ -476,11 +559,11 @@ func parity(ctx context.Context, w io.Writer, cpu, dev *bonsai.Model, prompt []i
 	}
 	wantS, err := steps(cpu)
 	if err != nil {
-		return false, err
+		return pr, err
 	}
 	gotS, err := steps(dev)
 	if err != nil {
-		return false, err
+		return pr, err
 	}
 	dStep, _ := maxDiff(wantS, gotS)
 	agree := 0
@@ -493,6 +576,7 @@ func parity(ctx context.Context, w io.Writer, cpu, dev *bonsai.Model, prompt []i
 	// the logits' size.
 	tol := 1e-3 * math.Max(scale, 1)
 	pass := dPre <= tol && dStep <= tol
+	pr = ParityResult{PrefillDiff: finite(dPre), StepDiff: finite(dStep), Bound: tol, ArgmaxAgree: agree, Steps: len(walk), GreedyDiverges: -1, OK: pass}
 	fmt.Fprintf(w, "prefill %d positions: max |Δlogit| %.2e (logits up to %.1f; bound %.1e)\nstep walk %d:         max |Δlogit| %.2e, argmax agrees %d/%d\n",
 		len(prompt), dPre, scale, tol, len(walk), dStep, agree, len(walk))
 	if gen > 0 {
@@ -507,12 +591,13 @@ func parity(ctx context.Context, w io.Writer, cpu, dev *bonsai.Model, prompt []i
 		}
 		a, err := g(cpu)
 		if err != nil {
-			return false, err
+			return pr, err
 		}
 		b, err := g(dev)
 		if err != nil {
-			return false, err
+			return pr, err
 		}
+		pr.GreedyTokens = len(a)
 		same := len(a) == len(b)
 		first := -1
 		for i := 0; i < min(len(a), len(b)); i++ {
@@ -525,13 +610,17 @@ func parity(ctx context.Context, w io.Writer, cpu, dev *bonsai.Model, prompt []i
 			fmt.Fprintf(w, "greedy generation:   %d tokens identical\n", len(a))
 		} else {
 			// A near-tie can flip one token: not a failure by itself, but reported.
+			if first < 0 { // one is a prefix of the other
+				first = min(len(a), len(b))
+			}
+			pr.GreedyDiverges = first
 			fmt.Fprintf(w, "greedy generation:   differs from token %d (cpu %v, metal %v)\n", first, a, b)
 		}
 	}
 	if !pass {
 		fmt.Fprintln(w, "PARITY FAILED")
 	}
-	return pass, nil
+	return pr, nil
 }
 
 func maxDiff(a, b [][]float32) (d, scale float64) {

@@ -3,7 +3,9 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -43,7 +45,8 @@ func TestEmulator(t *testing.T) {
 	}
 	defer func() { newEmulator = emulator.New }()
 	var out bytes.Buffer
-	ok, err := run(context.Background(), &out, config{device: "emulator", preset: "tiny", kv: "f16", cpu: true, variants: true, prompt: 8, gen: 6, seed: 3, ptq1: true})
+	jsonPath := filepath.Join(t.TempDir(), "report.json")
+	ok, err := run(context.Background(), &out, config{device: "emulator", preset: "tiny", kv: "f16", cpu: true, variants: true, prompt: 8, gen: 6, seed: 3, ptq1: true, bench: true, json: jsonPath})
 	t.Log(out.String())
 	if err != nil {
 		t.Fatal(err)
@@ -56,6 +59,7 @@ func TestEmulator(t *testing.T) {
 			t.Errorf("the report has no %q", want)
 		}
 	}
+	checkJSON(t, jsonPath)
 	if count.most != 1 || count.open != 0 {
 		t.Errorf("%d emulated devices open at once at most (want 1), %d left open", count.most, count.open)
 	}
@@ -95,5 +99,86 @@ func TestFlags(t *testing.T) {
 	}
 	if _, err := run(context.Background(), &out, config{device: "emulator", kv: "q4"}); err == nil {
 		t.Error("-kv q4 accepted")
+	}
+}
+
+// checkJSON reads the report -json wrote and checks it carries every section.
+func checkJSON(t *testing.T, path string) {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var r Report
+	if err := json.Unmarshal(b, &r); err != nil {
+		t.Fatalf("the JSON report does not parse: %v", err)
+	}
+	if !r.OK || len(r.Failures) != 0 || r.Device != "emulator" || r.System == nil || r.System.Device != "emulator" || r.System.OS == "" || r.Host == "" || r.Model != "synthetic tiny" {
+		t.Errorf("report header: ok %v, failures %v, device %q, system %+v, host %q, model %q", r.OK, r.Failures, r.Device, r.System, r.Host, r.Model)
+	}
+	kernels := map[string]bool{}
+	for _, k := range r.Kernels {
+		kernels[k.Kernel] = true
+		if !k.OK || k.Tol <= 0 && k.Kernel != "argmax" || k.Case == "" {
+			t.Errorf("kernel %+v", k)
+		}
+	}
+	for _, k := range metal.KernelNames() {
+		// The KV appends run inside the attention checks.
+		if !kernels[k] && !strings.HasPrefix(k, "attn_append") {
+			t.Errorf("the JSON report has no check of %s", k)
+		}
+	}
+	if len(r.Rates) != 8 || r.RatesNote == "" {
+		t.Errorf("%d rates (want the 8 product shapes), note %q", len(r.Rates), r.RatesNote)
+	}
+	for _, q := range r.Rates {
+		if q.Failure != "" || q.N != 16 || q.Bytes != int64(q.K*q.N/128*34) || q.GBps <= 0 || q.StreamGBps <= 0 || q.Ratio <= 0 {
+			t.Errorf("rate %+v", q)
+		}
+	}
+	formats := map[string]int{}
+	for _, p := range r.Parity {
+		formats[p.Format]++
+		if !p.OK || p.Steps != 8 || p.ArgmaxAgree != 8 || p.GreedyTokens != 6 || p.GreedyDiverges != -1 || p.Bound <= 0 {
+			t.Errorf("parity %+v", p)
+		}
+	}
+	for _, s := range r.Speed {
+		formats[s.Format] += 10
+		if s.PrefillTokS <= 0 || s.DecodeTokS <= 0 || s.PrefillTokens != 8 || s.DecodeTokens != 6 || s.WeightGBps <= 0 {
+			t.Errorf("speed %+v", s)
+		}
+	}
+	// PQ2_0: parity and three plans; PTQ1_0: parity and one.
+	if formats["PQ2_0"] != 31 || formats["PTQ1_0"] != 11 {
+		t.Errorf("parity and speed entries per format: %v", formats)
+	}
+}
+
+// A run that stops with an error still writes its report, with the error in Failures.
+func TestJSONOnFailure(t *testing.T) {
+	if err := emulator.Available(); err != nil {
+		t.Skipf("emulator unavailable: %v", err)
+	}
+	path := filepath.Join(t.TempDir(), "report.json")
+	var out bytes.Buffer
+	_, err := run(context.Background(), &out, config{device: "emulator", kv: "q4", json: path})
+	if err == nil {
+		t.Fatal("-kv q4 accepted")
+	}
+	b, rerr := os.ReadFile(path)
+	if rerr != nil {
+		t.Fatal(rerr)
+	}
+	var r Report
+	if err := json.Unmarshal(b, &r); err != nil {
+		t.Fatal(err)
+	}
+	if r.OK || len(r.Failures) != 1 || !strings.Contains(r.Failures[0], "-kv \"q4\"") {
+		t.Errorf("report of a stopped run: ok %v, failures %q", r.OK, r.Failures)
+	}
+	if !strings.Contains(out.String(), "failures:    1") {
+		t.Errorf("the printed summary lacks the failure:\n%s", out.String())
 	}
 }

@@ -217,7 +217,9 @@
 //     tests release a buffer in flight), and whether residency sets measure faster;
 //   - real GPU numerics: fast-math is off on the device, but exp, the fp16 conversions and
 //     FMA contraction are the GPU's — metalcheck reports the parity;
-//   - speed: whether the matrix-vector kernels reach the read bandwidth, the cost of the
+//   - speed: whether the matrix-vector kernels reach the read bandwidth (metalcheck
+//     times each of the 27B's product shapes against the stream_read kernel reading as
+//     many bytes, the same way; on the emulator those times mean nothing), the cost of the
 //     prologue sites repeated per threadgroup, the right WithMaxThreadgroups, whether the
 //     fused gdn_decode's 16 threadgroups (one per q/k head group) keep a 20-core GPU busy,
 //     the GEMM's and chunked GDN's prefill speed (threadgroup-memory bank conflicts of
@@ -227,6 +229,8 @@
 //   - that Apple's compiler takes simdgroup_load/store of threadgroup float tiles with a
 //     32-bit stride as the emulator does (the emulator's origin/transpose convention is
 //     written down in metal/internal/mslemu; the kernels use neither).
+//   - what supportsFamily: (Apple7–Apple9, Mac2) and operatingSystemVersionString
+//     answer on each Mac, which metalcheck's report carries (System);
 //   - wrapping the mapped file with newBufferWithBytesNoCopy (page alignment, the views
 //     when the file exceeds the largest buffer) on the real driver.
 //

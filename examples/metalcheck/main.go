@@ -220,7 +220,7 @@ func check(ctx context.Context, w io.Writer, cfg config, rep *Report) (bool, err
 		}
 		rates, err := kernelcheck.Bench(b, kernelcheck.BenchOptions{Shapes: shapes, Seed: cfg.seed, Log: func(r kernelcheck.Rate) {
 			fmt.Fprintln(w, r)
-			rep.addRate(r)
+			rep.addRate(r, kernelcheck.ProductShapes[len(rep.Rates)].N)
 		}})
 		if err != nil {
 			return false, err

@@ -13,6 +13,7 @@ import (
 	"github.com/bonsai-go/sdk/bonsai"
 	"github.com/bonsai-go/sdk/metal"
 	"github.com/bonsai-go/sdk/metal/emulator"
+	"github.com/bonsai-go/sdk/metal/kernelcheck"
 )
 
 type deviceCount struct {
@@ -132,7 +133,10 @@ func checkJSON(t *testing.T, path string) {
 	if len(r.Rates) != 8 || r.RatesNote == "" {
 		t.Errorf("%d rates (want the 8 product shapes), note %q", len(r.Rates), r.RatesNote)
 	}
-	for _, q := range r.Rates {
+	for i, q := range r.Rates {
+		if want := kernelcheck.ProductShapes[i]; q.K != want.K || q.ModelN != want.N {
+			t.Errorf("rate %d: %d × %d, want %v", i, q.K, q.ModelN, want)
+		}
 		if q.Failure != "" || q.N != 16 || q.Bytes != int64(q.K*q.N/128*34) || q.GBps <= 0 || q.StreamGBps <= 0 || q.Ratio <= 0 {
 			t.Errorf("rate %+v", q)
 		}

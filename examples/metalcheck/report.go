@@ -46,7 +46,8 @@ type KernelResult struct {
 // RateResult is one product shape's bandwidth (kernelcheck.Rate).
 type RateResult struct {
 	K          int     `json:"k"`           // inputs
-	N          int     `json:"n"`           // rows
+	N          int     `json:"n"`           // rows timed
+	ModelN     int     `json:"model_n"`     // the model's rows of this product; N is fewer where subsampled (the emulator)
 	Bytes      int64   `json:"bytes"`       // the PQ2_0 weights' bytes, what both kernels read
 	Ms         float64 `json:"ms"`          // median wall time of the product
 	GBps       float64 `json:"gbps"`        // Bytes / Ms
@@ -110,8 +111,8 @@ func (r *Report) addKernel(c kernelcheck.Check) {
 	r.Kernels = append(r.Kernels, k)
 }
 
-func (r *Report) addRate(x kernelcheck.Rate) {
-	q := RateResult{K: x.K, N: x.N, Bytes: x.Bytes, Ms: ms(x.Time), GBps: x.GBps(), StreamMs: ms(x.Stream), StreamGBps: x.StreamGBps(), Reps: x.Reps}
+func (r *Report) addRate(x kernelcheck.Rate, modelN int) {
+	q := RateResult{K: x.K, N: x.N, ModelN: modelN, Bytes: x.Bytes, Ms: ms(x.Time), GBps: x.GBps(), StreamMs: ms(x.Stream), StreamGBps: x.StreamGBps(), Reps: x.Reps}
 	if q.StreamGBps > 0 {
 		q.Ratio = q.GBps / q.StreamGBps
 	}
@@ -139,7 +140,11 @@ func (r *Report) summary(w io.Writer) {
 	if s := r.System; s != nil {
 		fmt.Fprintf(w, "GPU:         %s, families %v\n", s.Device, s.Families)
 		fmt.Fprintf(w, "OS:          %s\n", s.OS)
-		fmt.Fprintf(w, "working set: %.2f GiB (max buffer %.2f GiB)\n", float64(s.WorkingSetBytes)/(1<<30), float64(s.MaxBufferBytes)/(1<<30))
+		if s.WorkingSetBytes > 0 {
+			fmt.Fprintf(w, "working set: %.2f GiB (max buffer %.2f GiB)\n", float64(s.WorkingSetBytes)/(1<<30), float64(s.MaxBufferBytes)/(1<<30))
+		} else {
+			fmt.Fprintln(w, "working set: not given by the device")
+		}
 	}
 	if r.Model != "" {
 		fmt.Fprintf(w, "model:       %s\n", r.Model)
@@ -164,7 +169,11 @@ func (r *Report) summary(w io.Writer) {
 		}
 		fmt.Fprintln(w)
 		for _, q := range r.Rates {
-			fmt.Fprintf(w, "  %6d × %-6d %7.1f GB/s of %7.1f GB/s (%.0f%%)\n", q.K, q.N, q.GBps, q.StreamGBps, 100*q.Ratio)
+			sub := ""
+			if q.N != q.ModelN {
+				sub = fmt.Sprintf(" (%d rows of %d)", q.N, q.ModelN)
+			}
+			fmt.Fprintf(w, "  %6d × %-6d %7.1f GB/s of %7.1f GB/s (%.0f%%)%s\n", q.K, q.ModelN, q.GBps, q.StreamGBps, 100*q.Ratio, sub)
 		}
 	}
 	if len(r.Failures) == 0 {

@@ -184,6 +184,27 @@ func TestDeviceSelectorsAnswered(t *testing.T) {
 	}
 }
 
+// System's OS string is NSProcessInfo's ("Version 15.3 (Build 24D60)"), and every Apple
+// silicon GPU the device runs on (macOS 14, MSL 3.1) is of family Apple7 or later and
+// Mac2; an Apple9 GPU is an Apple8 and Apple7 one too.
+func TestSystemOnMac(t *testing.T) {
+	s, err := System()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("%+v", s)
+	if s.Device == "" || !strings.Contains(s.OS, "Version") || s.WorkingSetBytes <= 0 || s.MaxBufferBytes < 1<<30 {
+		t.Errorf("System() = %+v", s)
+	}
+	has := map[string]bool{}
+	for _, f := range s.Families {
+		has[f] = true
+	}
+	if !has["Apple7"] || !has["Mac2"] || has["Apple9"] && !has["Apple8"] {
+		t.Errorf("families %v: want Apple7 and Mac2 at least, and each Apple family implying the ones before", s.Families)
+	}
+}
+
 func TestDeviceInfoOnMac(t *testing.T) {
 	s, err := DeviceInfo()
 	if err != nil || !strings.Contains(s, "max buffer") {

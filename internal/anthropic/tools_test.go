@@ -98,7 +98,11 @@ func TestToolRoundTrip(t *testing.T) {
 		require.NoError(t, err)
 		assert.Contains(t, []anthropic.StopReason{"end_turn", "max_tokens"}, answer.StopReason)
 		require.NotEmpty(t, answer.Content)
-		assert.Equal(t, "text", answer.Content[0].Type)
+		// tool_choice none: no call. At temperature 1 the random model may open <think>
+		// on its own (it does at some seeds), which the server shows as a thinking block.
+		for _, b := range answer.Content {
+			assert.Contains(t, []string{"text", "thinking"}, b.Type, answer.RawJSON())
+		}
 		assert.Greater(t, answer.Usage.InputTokens+answer.Usage.CacheReadInputTokens, msg.Usage.InputTokens+msg.Usage.CacheReadInputTokens+10)
 	}
 }

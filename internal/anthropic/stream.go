@@ -6,6 +6,7 @@ import (
 
 	"github.com/bonsai-go/sdk/bonsai"
 	"github.com/bonsai-go/sdk/internal/openai"
+	"github.com/bonsai-go/sdk/internal/sse"
 )
 
 // Stream events, in Anthropic's shapes.
@@ -56,7 +57,7 @@ type typeOnly struct {
 // blocks turns a generation's tokens into content-block events: a block opens when the
 // kind of output changes (thinking, text, a tool call) and closes before the next one.
 type blocks struct {
-	sse      *sseWriter
+	sse      *sse.Writer
 	open     string               // the type of the open block, or ""
 	index    int                  // the open block's index; the next one's when none is open
 	thinking []byte               // the open thinking block's text, for its signature
@@ -66,11 +67,11 @@ type blocks struct {
 func (b *blocks) start(cb contentBlock) bool {
 	b.stop()
 	b.open = cb.Type
-	return b.sse.send("content_block_start", blockStart{Type: "content_block_start", Index: b.index, ContentBlock: cb}) == nil
+	return b.sse.Send("content_block_start", blockStart{Type: "content_block_start", Index: b.index, ContentBlock: cb}) == nil
 }
 
 func (b *blocks) delta(d delta) bool {
-	return b.sse.send("content_block_delta", blockDelta{Type: "content_block_delta", Index: b.index, Delta: d}) == nil
+	return b.sse.Send("content_block_delta", blockDelta{Type: "content_block_delta", Index: b.index, Delta: d}) == nil
 }
 
 // stop closes the open block; a thinking block gets its signature first.
@@ -83,7 +84,7 @@ func (b *blocks) stop() {
 		b.delta(delta{Type: "signature_delta", Signature: &sig})
 		b.thinking = b.thinking[:0]
 	}
-	b.sse.send("content_block_stop", blockStop{Type: "content_block_stop", Index: b.index})
+	b.sse.Send("content_block_stop", blockStop{Type: "content_block_stop", Index: b.index})
 	b.open = ""
 	b.index++
 }
@@ -132,35 +133,35 @@ func (b *blocks) token(t bonsai.Token, thinkOpen int32) bool {
 		}
 		return b.delta(delta{Type: "text_delta", Text: &text})
 	}
-	return b.sse.err == nil
+	return b.sse.Err() == nil
 }
 
 // stream serves a request with "stream": true.
 func (h *Handler) stream(w http.ResponseWriter, r *http.Request, id string, p *openai.Prepared, trim bool) {
-	var sse *sseWriter
+	var ev *sse.Writer
 	var b *blocks
 	thinkOpen := h.srv.ThinkOpen()
 	start := func() {
-		sse = newSSE(w, h.cfg.WriteTimeout)
-		b = &blocks{sse: sse}
+		ev = sse.New(w, h.cfg.WriteTimeout)
+		b = &blocks{sse: ev}
 		if trim {
 			b.trim = &openai.SpaceTrimmer{}
 		}
 		msg := messageOut{ID: id, Type: "message", Role: "assistant", Model: h.cfg.ModelName, Content: []contentBlock{},
 			Usage: usage{InputTokens: p.PromptTokens(), OutputTokens: 1}}
-		sse.send("message_start", messageStart{Type: "message_start", Message: msg})
-		sse.send("ping", typeOnly{Type: "ping"})
+		ev.Send("message_start", messageStart{Type: "message_start", Message: msg})
+		ev.Send("ping", typeOnly{Type: "ping"})
 	}
 	res, err := h.srv.Execute(r.Context(), p, start, func(t bonsai.Token) bool { return b.token(t, thinkOpen) })
-	if sse == nil { // refused before a session was free
+	if ev == nil { // refused before a session was free
 		if err != nil {
 			writeError(w, generationError(err))
 		}
 		return
 	}
-	defer sse.end()
+	defer ev.End()
 	if err != nil {
-		sse.send("error", errorBody{Type: "error", Error: generationError(err)})
+		ev.Send("error", errorBody{Type: "error", Error: generationError(err)})
 		return
 	}
 	if res.FinishReason == bonsai.FinishCancelled {
@@ -170,6 +171,6 @@ func (h *Handler) stream(w http.ResponseWriter, r *http.Request, id string, p *o
 	md := messageDelta{Type: "message_delta", Usage: usageOf(res)}
 	reason, seq := stopReason(res)
 	md.Delta.StopReason, md.Delta.StopSequence = &reason, seq
-	sse.send("message_delta", md)
-	sse.send("message_stop", typeOnly{Type: "message_stop"})
+	ev.Send("message_delta", md)
+	ev.Send("message_stop", typeOnly{Type: "message_stop"})
 }

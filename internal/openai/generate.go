@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/bonsai-go/sdk/bonsai"
+	"github.com/bonsai-go/sdk/internal/sse"
 )
 
 // job is one validated generation request.
@@ -221,31 +222,31 @@ func (s *Server) execute(ctx context.Context, j *job, start func(), tok func(bon
 
 // run queues a job for a session, runs it and writes the response.
 func (s *Server) run(w http.ResponseWriter, r *http.Request, j *job, out responder) {
-	var sse *sseWriter
+	var ev *sse.Writer
 	start := func() {
 		if j.stream {
-			sse = newSSE(w, s.cfg.WriteTimeout)
+			ev = sse.New(w, s.cfg.WriteTimeout)
 			if h := out.head(); h != nil {
-				sse.send(h)
+				ev.Send("", h)
 			}
 		}
 	}
 	var pieces []piece
 	res, reasoning, genErr := s.execute(r.Context(), j, start, func(tok bonsai.Token) bool {
 		p := s.piece(tok, j.opt.LogProbs)
-		if sse == nil {
+		if ev == nil {
 			pieces = append(pieces, p)
 			return true
 		}
 		c := out.chunk(p)
-		return c == nil || sse.send(c) == nil
+		return c == nil || ev.Send("", c) == nil
 	})
-	if sse != nil {
-		defer sse.end()
+	if ev != nil {
+		defer ev.End()
 	}
 	fail := func(e *apiError) {
-		if sse != nil {
-			sse.sendError(e)
+		if ev != nil {
+			sendError(ev, e)
 		} else {
 			writeError(w, e)
 		}
@@ -257,7 +258,7 @@ func (s *Server) run(w http.ResponseWriter, r *http.Request, j *job, out respond
 		return
 	case errors.Is(genErr, ErrShuttingDown):
 		msg := "The server is shutting down."
-		if sse != nil {
+		if ev != nil {
 			msg = "The server is shutting down: the generation was stopped."
 		}
 		fail(overloaded(msg, "shutting_down", 0))
@@ -286,15 +287,15 @@ func (s *Server) run(w http.ResponseWriter, r *http.Request, j *job, out respond
 	u.TotalTokens = u.PromptTokens + u.CompletionTokens
 	u.PromptTokensDetails.CachedTokens = res.Usage.CachedTokens
 	u.CompletionTokensDetails.ReasoningTokens = reasoning
-	if sse == nil {
+	if ev == nil {
 		writeJSON(w, http.StatusOK, out.whole(res, pieces, finish, u))
 		return
 	}
-	sse.send(out.tail(finish))
+	ev.Send("", out.tail(finish))
 	if j.includeUsage {
-		sse.send(out.usage(u))
+		ev.Send("", out.usage(u))
 	}
-	sse.done()
+	ev.Write([]byte("data: [DONE]\n\n"))
 }
 
 // piece turns a token into its output.

@@ -1,54 +1,32 @@
 package qwen35
 
 import (
-	"errors"
+	"encoding/binary"
 	"fmt"
 	"math"
 
+	"github.com/bonsai-go/sdk/bonsai/backend"
 	"github.com/x448/float16"
 )
 
-// KVPrecision is how a KVCache stores keys and values. The cache is the one memory cost
-// that grows with the context (64 KiB per token for the 27B model at fp16), so the choice
-// trades memory for a small drift in the attention scores.
-type KVPrecision uint8
+// KVPrecision is how a KVCache stores keys and values: the seam's type, so that a
+// precision chosen in bonsai reaches the cache unchanged.
+type KVPrecision = backend.KVPrecision
 
+// The precisions (backend.KVPrecision documents each).
 const (
-	// KVFloat16 stores IEEE half precision: half the memory of float32 and, for the
-	// normalised keys and projected values of this model, well inside its range.
-	KVFloat16 KVPrecision = iota
-	// KVFloat32 stores the values exactly as computed.
-	KVFloat32
-	// KVInt8 stores blocks of 32 values of a head as int8 with a float32 scale
-	// (absmax/127): 1.125 bytes per value.
-	KVInt8
-	// KVQ4 stores blocks of 32 values of a head as 4-bit codes with an IEEE half scale,
-	// as llama.cpp's q4_0 cache: value = (code − 8)·scale, the scale chosen so that the
-	// block's largest magnitude is code 0 exactly. 0.5625 bytes per value: at 262,144
-	// positions the 27B model's cache is 4.5 GiB instead of fp16's 16.
-	KVQ4
+	KVFloat16 = backend.KVFloat16
+	KVFloat32 = backend.KVFloat32
+	KVInt8    = backend.KVInt8
+	KVQ4      = backend.KVQ4
 )
-
-func (p KVPrecision) String() string {
-	switch p {
-	case KVFloat16:
-		return "f16"
-	case KVFloat32:
-		return "f32"
-	case KVInt8:
-		return "int8"
-	case KVQ4:
-		return "q4"
-	}
-	return fmt.Sprintf("KVPrecision(%d)", uint8(p))
-}
 
 // ErrContextFull is returned (wrapped, with the size) when a sequence would grow past the
 // cache's maximum length.
-var ErrContextFull = errors.New("qwen35: context full")
+var ErrContextFull = backend.ErrContextFull
 
-// kvBlock is the int8 quantisation block length (values per scale).
-const kvBlock = 32
+// kvBlock is the int8 and q4 quantisation block length (values per scale).
+const kvBlock = backend.KVBlock
 
 // Page lengths: the first page is small so that a short sequence costs little, and each
 // next page doubles up to kvMaxPage, so that a long one costs few allocations and no
@@ -367,59 +345,106 @@ func f16ToF32(h uint16) float32 {
 	return math.Float32frombits(o | uint32(h&0x8000)<<16)
 }
 
-// quantizeInt8 stores src as int8 blocks of kvBlock values with scale absmax/127.
-func quantizeInt8(dst []int8, scales []float32, src []float32) {
-	for b := range scales {
-		lo, hi := b*kvBlock, min((b+1)*kvBlock, len(src))
-		var amax float32
-		for _, x := range src[lo:hi] {
-			amax = max(amax, abs32(x))
-		}
-		scale := amax / 127
-		scales[b] = scale
-		if amax == 0 {
-			clear(dst[lo:hi])
-			continue
-		}
-		inv := 127 / amax
-		for i := lo; i < hi; i++ {
-			q := math.Round(float64(src[i] * inv))
-			dst[i] = int8(max(-127, min(127, q)))
-		}
-	}
-}
-
-// quantizeQ4 stores src as 4-bit blocks of kvBlock values (q4_0): the value m of largest
-// magnitude sets the scale d = m/−8, rounded to an IEEE half, and each value its code
-// round(x/d) + 8 clamped to [0, 15], so that m is code 0 and decodes exactly to −8·d.
-// Value j of a block is the low nibble of byte j for j < 16 and the high nibble of byte
-// j − 16 otherwise; the unused codes of a short last block are 8 (zero).
-func quantizeQ4(dst []byte, scales []uint16, src []float32) {
-	for b := range scales {
-		lo, hi := b*kvBlock, min((b+1)*kvBlock, len(src))
-		var m float32
-		for _, x := range src[lo:hi] {
-			if abs32(x) > abs32(m) {
-				m = x
-			}
-		}
-		h := float16.Fromfloat32(m / -8)
-		d := h.Float32()
-		scales[b] = h.Bits()
-		codes := dst[16*b : 16*b+16]
-		var q [kvBlock]byte
-		for j := range q {
-			q[j] = 8
-			if i := lo + j; i < hi && d != 0 {
-				q[j] = byte(max(0, min(15, math.Round(float64(src[i]/d))+8)))
-			}
-		}
-		for j := range codes {
-			codes[j] = q[j] | q[j+16]<<4
-		}
-	}
-}
+// The cache's quantisers are the seam's, so that a row read through the KVCache view
+// and quantised again yields its codes back.
+var (
+	quantizeInt8 = backend.QuantizeInt8
+	quantizeQ4   = backend.QuantizeQ4
+)
 
 func dequantizeInt8(dst []float32, src []int8, scales []float32) { dequantInt8(dst, src, scales) }
 
 func abs32(x float32) float32 { return math.Float32frombits(math.Float32bits(x) &^ (1 << 31)) }
+
+// Heads returns the KV heads of a position's row.
+func (c *KVCache) Heads() int { return c.heads }
+
+// HeadDim returns the values per head.
+func (c *KVCache) HeadDim() int { return c.dim }
+
+// ReadRow copies position pos's key and value rows into k and v, encoded at the cache's
+// precision (backend.KVPrecision.RowBytes): the cache's own codes and scales, unchanged.
+func (c *KVCache) ReadRow(pos int, k, v []byte) {
+	if pos < 0 || pos >= c.n {
+		panic(fmt.Sprintf("qwen35: KVCache.ReadRow(%d) with %d positions", pos, c.n))
+	}
+	p, i := c.page(pos)
+	c.rowBytes(p, i, k, v, false)
+}
+
+// AppendRow adds one position from rows encoded at the cache's precision.
+func (c *KVCache) AppendRow(k, v []byte) error {
+	if n := c.prec.RowBytes(c.heads, c.dim); len(k) < n || len(v) < n {
+		return fmt.Errorf("qwen35: KVCache.AppendRow: rows of %d and %d bytes, want %d", len(k), len(v), n)
+	}
+	if c.n >= c.maxLen {
+		return fmt.Errorf("%w: all %d positions used", ErrContextFull, c.maxLen)
+	}
+	c.Reserve(c.n + 1)
+	p, i := c.page(c.n)
+	c.rowBytes(p, i, k, v, true)
+	c.n++
+	return nil
+}
+
+// rowBytes moves position i of page p between the page and the encoded rows k and v:
+// into the page when in is set, out of it otherwise.
+func (c *KVCache) rowBytes(p *kvPage, i int, k, v []byte, in bool) {
+	d, nb, n := c.dim, c.blocks, c.heads*c.dim
+	le := binary.LittleEndian
+	for h := 0; h < c.heads; h++ {
+		at := (h*p.n + i) * d // the head's first value in the page
+		sc := (h*p.n + i) * nb
+		for j := 0; j < d; j++ {
+			e := h*d + j // the value's index in the row
+			switch c.prec {
+			case KVFloat32:
+				if in {
+					p.k32[at+j], p.v32[at+j] = math.Float32frombits(le.Uint32(k[4*e:])), math.Float32frombits(le.Uint32(v[4*e:]))
+				} else {
+					le.PutUint32(k[4*e:], math.Float32bits(p.k32[at+j]))
+					le.PutUint32(v[4*e:], math.Float32bits(p.v32[at+j]))
+				}
+			case KVFloat16:
+				if in {
+					p.k16[at+j], p.v16[at+j] = le.Uint16(k[2*e:]), le.Uint16(v[2*e:])
+				} else {
+					le.PutUint16(k[2*e:], p.k16[at+j])
+					le.PutUint16(v[2*e:], p.v16[at+j])
+				}
+			case KVInt8:
+				if in {
+					p.k8[at+j], p.v8[at+j] = int8(k[e]), int8(v[e])
+				} else {
+					k[e], v[e] = byte(p.k8[at+j]), byte(p.v8[at+j])
+				}
+			}
+		}
+		for b := 0; b < nb; b++ {
+			e := h*nb + b // the block's index in the row
+			switch c.prec {
+			case KVInt8:
+				if in {
+					p.ks[sc+b], p.vs[sc+b] = math.Float32frombits(le.Uint32(k[n+4*e:])), math.Float32frombits(le.Uint32(v[n+4*e:]))
+				} else {
+					le.PutUint32(k[n+4*e:], math.Float32bits(p.ks[sc+b]))
+					le.PutUint32(v[n+4*e:], math.Float32bits(p.vs[sc+b]))
+				}
+			case KVQ4:
+				codes := 16 * c.heads * nb
+				if in {
+					copy(p.k4[16*(sc+b):16*(sc+b+1)], k[16*e:16*(e+1)])
+					copy(p.v4[16*(sc+b):16*(sc+b+1)], v[16*e:16*(e+1)])
+					p.k4s[sc+b], p.v4s[sc+b] = le.Uint16(k[codes+2*e:]), le.Uint16(v[codes+2*e:])
+				} else {
+					copy(k[16*e:16*(e+1)], p.k4[16*(sc+b):16*(sc+b+1)])
+					copy(v[16*e:16*(e+1)], p.v4[16*(sc+b):16*(sc+b+1)])
+					le.PutUint16(k[codes+2*e:], p.k4s[sc+b])
+					le.PutUint16(v[codes+2*e:], p.v4s[sc+b])
+				}
+			}
+		}
+	}
+}
+
+var _ backend.KVCache = (*KVCache)(nil)

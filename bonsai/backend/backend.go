@@ -1,0 +1,277 @@
+// Package backend is the seam between the bonsai package and the places a model's
+// computation runs, in the manner of database/sql/driver: bonsai is written against
+// these interfaces, and a backend (bonsai/cpu, metal, or one outside this module)
+// implements them. Programs that only run models never import it; they pass a Backend to
+// bonsai.WithBackend.
+//
+// # What a new backend writes
+//
+//  1. A Backend: a Name ("cuda") and Load, which takes the bound weights of one
+//     architecture (a Model; type-assert it to the architecture's own type, such as
+//     *qwen35.Weights, and refuse one it does not run with an error that names both) and
+//     returns an Engine. Load honours ctx, reports LoadOptions.Progress, and must not
+//     keep a reference to the file beyond the weights' views.
+//  2. An Engine: NewState, Forward over a batch of sequences, Close. Forward follows the
+//     model's layer plan (qwen35.Weights.Plan for qwen35) with whatever fusion suits the
+//     device; it may run the sequences one after another or together.
+//  3. A State per sequence: Len, Reset, Layer (the per-layer view the snapshot codec
+//     reads and writes; see Layer), SetLen, Bytes, Close.
+//  4. Optionally, the capabilities below, each an interface the caller tests for:
+//     StateCopier (copy a state in place, reusing its memory), Greedy (choose the greedy
+//     token on the device), Profiler (account time per kind of operation).
+//  5. A run of backendtest.Run in its tests: the conformance suite checks batches against
+//     sequences run alone, snapshots through the shared codec, cancellation and closing.
+//
+// What a backend does not write, because bonsai does it once above the seam: checking
+// token ids, context room and logits buffer sizes (Check), the snapshot encoding (over
+// Layer views), the chunking of a prompt into calls, sampling, and the ErrClosed and
+// ErrContextFull errors callers test (a backend returns these sentinels unwrapped or
+// wrapped once, and prefixes none of its errors with "bonsai:").
+package backend
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// Errors a backend returns, and callers test with errors.Is.
+var (
+	// ErrClosed: the engine or the state was closed.
+	ErrClosed = errors.New("closed")
+	// ErrContextFull: a sequence would grow past its context size.
+	ErrContextFull = errors.New("context full")
+)
+
+// Model is the bound weights of one architecture: what an Architecture's Bind returns
+// and Backend.Load receives. Backends type-assert it to the architecture's own type.
+type Model interface {
+	// Architecture is the GGUF general.architecture the weights were bound for.
+	Architecture() string
+	// Vocab is the number of logits per token.
+	Vocab() int
+	// ContextLength is the most positions the model was trained for.
+	ContextLength() int
+}
+
+// Backend is where a model's computation runs.
+type Backend interface {
+	// Name identifies the backend in messages ("cpu", "metal").
+	Name() string
+	// Load prepares the weights for forward passes. They stay valid until the Engine
+	// is closed.
+	Load(ctx context.Context, m Model, opt LoadOptions) (Engine, error)
+}
+
+// LoadOptions are the model-wide settings a backend receives.
+type LoadOptions struct {
+	// Threads is the number of CPU threads to use (≥ 1).
+	Threads int
+	// Progress, when set, receives the backend's load progress in its own units.
+	Progress func(done, total int64)
+	// Activations is the precision of the activations fed to the ternary products.
+	Activations Activations
+	// Profile asks the engine to account the time of each kind of operation (Profiler).
+	Profile bool
+}
+
+// Activations is the precision in which activations meet the ternary weights.
+type Activations uint8
+
+const (
+	// ActivationsInt8 quantises each activation once per site to int8 (one scale per
+	// 128 values) and multiplies with integer kernels, as llama.cpp's CPU backend does
+	// with Q8_0: the fast default.
+	ActivationsInt8 Activations = iota
+	// ActivationsFloat32 multiplies in float32: slower, and within float32 rounding of
+	// the float64 reference.
+	ActivationsFloat32
+)
+
+func (a Activations) String() string {
+	switch a {
+	case ActivationsInt8:
+		return "int8"
+	case ActivationsFloat32:
+		return "float32"
+	}
+	return fmt.Sprintf("Activations(%d)", uint8(a))
+}
+
+// StateOptions size one sequence's state.
+type StateOptions struct {
+	// ContextSize is the most tokens the sequence may hold (≥ 1).
+	ContextSize int
+	// KVCache is the precision of the attention layers' key/value cache.
+	KVCache KVPrecision
+}
+
+// Engine runs forward passes of one loaded model. Its methods are safe for concurrent
+// use, as long as no State is in two calls at once.
+type Engine interface {
+	// NewState allocates one sequence's state.
+	NewState(opt StateOptions) (State, error)
+	// Forward feeds each sequence of the batch its tokens at its current position and
+	// advances it, writing the logits each asked for into its Out. The batch has been
+	// checked (Check): each state is open and distinct, has room for its tokens, and
+	// each Out has the length its Logits asks for. Forward checks ctx between chunks
+	// of tokens; on cancellation each state holds the chunks completed so far, all of
+	// them consistent, and its Len says how far it got.
+	Forward(ctx context.Context, batch []Sequence) error
+	// Close releases the engine. States must not be used afterwards.
+	Close() error
+}
+
+// Logits says which logits a sequence of a batch wants.
+type Logits uint8
+
+const (
+	LogitsNone Logits = iota // none: a prompt chunk whose logits nobody reads
+	LogitsLast               // the last token's: Vocab values
+	LogitsAll                // every token's: len(Tokens) × Vocab values, row by row
+)
+
+// Sequence is one sequence's part of a batch.
+type Sequence struct {
+	State  State
+	Tokens []int32
+	Logits Logits
+	Out    []float32 // receives the logits Logits asks for; nil for LogitsNone
+}
+
+// State is one sequence's state on a backend. Its methods are called by one goroutine at
+// a time.
+type State interface {
+	// Len returns the number of tokens the sequence holds.
+	Len() int
+	// Reset empties the sequence, keeping its memory.
+	Reset()
+	// Layers returns the number of decoder layers, and Layer the view of layer i's
+	// state, through which the snapshot codec above the seam saves and loads it. The
+	// views stay valid until the state is closed; they may be written only between
+	// forward passes.
+	Layers() int
+	Layer(i int) Layer
+	// SetLen sets the number of tokens the sequence holds, after a load has written
+	// every layer through its view. It is an error beyond the context size.
+	SetLen(n int) error
+	// Bytes returns the memory the state holds.
+	Bytes() int64
+	// Close releases the state's memory. Closing twice is not an error.
+	Close() error
+}
+
+// Layer is the view of one layer's state: a recurrent layer's float32 arrays, or an
+// attention layer's KV cache. Exactly one of the two is set.
+type Layer struct {
+	// Recurrent holds a recurrent layer's state arrays in the architecture's order (a
+	// Gated DeltaNet layer: its convolution state, then its recurrent state), as views
+	// of the state's memory.
+	Recurrent [][]float32
+	// KV is an attention layer's cache.
+	KV KVCache
+}
+
+// KVCache is the view of one attention layer's key/value cache. Rows cross it encoded
+// at the cache's precision, as the snapshot stores them (KVPrecision.RowBytes).
+type KVCache interface {
+	Precision() KVPrecision
+	// Heads and HeadDim give a row's shape: Heads × HeadDim values, head-major.
+	Heads() int
+	HeadDim() int
+	// Len returns the positions held, MaxLen the most it may hold.
+	Len() int
+	MaxLen() int
+	// ReadRow copies position pos's key and value rows into k and v, each
+	// RowBytes(Heads, HeadDim) bytes.
+	ReadRow(pos int, k, v []byte)
+	// AppendRow adds one position from encoded rows; past MaxLen it returns an error
+	// wrapping ErrContextFull.
+	AppendRow(k, v []byte) error
+	// Truncate keeps the first n positions.
+	Truncate(n int)
+}
+
+// StateCopier is a State that can make itself a copy of another state of its engine,
+// reusing its own memory. Without it, bonsai copies states through their Layer views.
+type StateCopier interface {
+	State
+	CopyFrom(src State) error
+}
+
+// Greedy is an Engine that can choose the greedy token itself: a GPU backend takes the
+// argmax on the device, so that a greedy decode step reads back one integer instead of
+// the logits. bonsai uses it when sampling is greedy with no penalties and no
+// log-probabilities are asked for.
+type Greedy interface {
+	Engine
+	// ForwardGreedy runs the batch as Forward does, ignoring Logits and Out, and stores
+	// in next[i] the index of the largest logit of batch[i]'s last token (the lowest
+	// index among equal ones; NaN never chosen). Every sequence has at least one token.
+	ForwardGreedy(ctx context.Context, batch []Sequence, next []int32) error
+}
+
+// Profiler is a State that accounts the time its forward passes spend in each kind of
+// operation, when the model was loaded with LoadOptions.Profile.
+type Profiler interface {
+	State
+	Profile() OpProfile
+	ResetProfile()
+}
+
+// OpProfile is the time a state's forward passes spent in each kind of operation.
+type OpProfile struct {
+	Ternary    time.Duration // ternary matrix products, their int8 activation quantisation, and the small BF16 GDN projections
+	Transforms time.Duration // Hadamard rotations (activation sites and the embedding)
+	GDN        time.Duration // the Gated DeltaNet mixer core (conv, recurrence, gated norm)
+	Attention  time.Duration // q/k norms, RoPE, the KV cache and attention
+	Other      time.Duration // RMSNorm, residual adds, SwiGLU, the embedding lookup
+	Tokens     int           // tokens processed
+}
+
+// Total returns the sum of the durations.
+func (p OpProfile) Total() time.Duration {
+	return p.Ternary + p.Transforms + p.GDN + p.Attention + p.Other
+}
+
+// Check verifies a batch for a model of vocab logits, as bonsai does before every
+// Forward: states set, open to the caller's knowledge and distinct, token ids in
+// [0, vocab), room in each state's context (contextSize(st), the size it was made
+// with), and each Out as long as its Logits asks. Engines may rely on it.
+func Check(batch []Sequence, vocab int, contextSize func(State) int) error {
+	for i, s := range batch {
+		if s.State == nil {
+			return fmt.Errorf("sequence %d: no state", i)
+		}
+		for j := range i {
+			if batch[j].State == s.State {
+				return fmt.Errorf("sequences %d and %d share a state", j, i)
+			}
+		}
+		for k, t := range s.Tokens {
+			if t < 0 || int(t) >= vocab {
+				return fmt.Errorf("sequence %d: token %d at index %d out of range [0, %d)", i, t, k, vocab)
+			}
+		}
+		if n, max := s.State.Len()+len(s.Tokens), contextSize(s.State); n > max {
+			return fmt.Errorf("sequence %d: %w: %d tokens held + %d new > context size %d", i, ErrContextFull, s.State.Len(), len(s.Tokens), max)
+		}
+		want := 0
+		switch s.Logits {
+		case LogitsNone:
+		case LogitsLast:
+			if len(s.Tokens) > 0 {
+				want = vocab
+			}
+		case LogitsAll:
+			want = len(s.Tokens) * vocab
+		default:
+			return fmt.Errorf("sequence %d: unknown Logits %d", i, s.Logits)
+		}
+		if len(s.Out) < want {
+			return fmt.Errorf("sequence %d: logits buffer holds %d values, want %d", i, len(s.Out), want)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,35 @@
+package qwen35
+
+import (
+	"fmt"
+
+	"github.com/bonsai-go/sdk/bonsai/backend"
+	"github.com/bonsai-go/sdk/gguf"
+	"github.com/bonsai-go/sdk/hadamard"
+)
+
+// The qwen35 family registers itself with the seam, so that bonsai.Open finds it by the
+// general.architecture of a file.
+func init() {
+	backend.Register(backend.Architecture{Name: Architecture, Bind: bindModel})
+}
+
+// bindModel is the registered Bind: a Bonsai file must carry the Hadamard contract (an
+// unrotated qwen35 model is upstream's, not one this SDK runs).
+func bindModel(f *gguf.File, progress func(done, total int)) (backend.Model, error) {
+	if !f.Has(hadamard.KeyVersion) {
+		return nil, fmt.Errorf("%w: no %s contract (an unrotated qwen35 model?)", backend.ErrUnsupported, hadamard.KeyVersion)
+	}
+	return BindProgress(f, progress)
+}
+
+// Architecture returns "qwen35" (backend.Model).
+func (w *Weights) Architecture() string { return Architecture }
+
+// Vocab returns the number of logits per token (backend.Model).
+func (w *Weights) Vocab() int { return w.Config.Vocab }
+
+// ContextLength returns the positions the model was trained for (backend.Model).
+func (w *Weights) ContextLength() int { return w.Config.ContextLength }
+
+var _ backend.Model = (*Weights)(nil)

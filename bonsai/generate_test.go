@@ -330,7 +330,7 @@ func TestGenerateContextFull(t *testing.T) {
 	s := session(t, m)
 	prompt := tokens(16, 512, 2)
 	eog := []int32{}
-	for id := range int32(m.Config().Vocab) {
+	for id := range int32(m.Vocab()) {
 		if m.Tokenizer().IsEndOfGeneration(id) {
 			eog = append(eog, id)
 		}

@@ -47,7 +47,7 @@ func BenchmarkDecodeStep(b *testing.B) {
 			s, err := m.NewSession()
 			require.NoError(b, err)
 			ctx := context.Background()
-			require.NoError(b, s.Prefill(ctx, tokens(4, m.Config().Vocab, 1)))
+			require.NoError(b, s.Prefill(ctx, tokens(4, m.Vocab(), 1)))
 			tok := int32(1)
 			b.SetBytes(m.Weights().(*qwen35.Weights).TernaryBytes())
 			for b.Loop() {

@@ -13,7 +13,7 @@ import (
 	"github.com/bonsai-go/sdk/bonsai/grammar"
 	"github.com/bonsai-go/sdk/bonsai/tokenizer"
 	"github.com/bonsai-go/sdk/gguf"
-	"github.com/bonsai-go/sdk/qwen35"
+	_ "github.com/bonsai-go/sdk/qwen35" // registers the qwen35 architecture: Bonsai 2 is built on it
 	"github.com/bonsai-go/sdk/ternary"
 )
 
@@ -330,15 +330,6 @@ func warmup(ctx context.Context, f *gguf.File, threads int, report func(string, 
 // warmSink keeps warmup's reads from being optimised away.
 var warmSink atomic.Uint32
 
-// Config returns the hyperparameters of a qwen35 model (the zero Config for a model of
-// another architecture: see Weights).
-func (m *Model) Config() qwen35.Config {
-	if w, ok := m.weights.(*qwen35.Weights); ok {
-		return w.Config
-	}
-	return qwen35.Config{}
-}
-
 // Vocab returns the number of logits per token.
 func (m *Model) Vocab() int { return m.weights.Vocab() }
 
@@ -348,7 +339,9 @@ func (m *Model) Architecture() string { return m.weights.Architecture() }
 // File returns the model file, for its metadata (the tokenizer, the chat template).
 func (m *Model) File() *gguf.File { return m.file }
 
-// Weights returns the bound weights: for a qwen35 model a *qwen35.Weights.
+// Weights returns the bound weights of the model's architecture: for a qwen35 model a
+// *qwen35.Weights, whose Config holds the hyperparameters. Its String describes the
+// model in a line.
 func (m *Model) Weights() backend.Model { return m.weights }
 
 // Tokenizer returns the model's tokenizer, read from the file at Open.

@@ -373,7 +373,7 @@ func TestStepAllocatesNothing(t *testing.T) {
 	ctx := context.Background()
 	for _, acts := range []bonsai.Activations{bonsai.ActivationsInt8, bonsai.ActivationsFloat32} {
 		m := open(t, path, bonsai.WithThreads(2), bonsai.WithActivations(acts))
-		cfg := m.Config()
+		cfg := m.Weights().(*qwen35.Weights).Config
 		attention := 0
 		for i := 0; i < cfg.Layers; i++ {
 			if cfg.IsAttention(i) {
@@ -462,7 +462,7 @@ func TestPrefillAllocatesNothing(t *testing.T) {
 		m := open(t, path, bonsai.WithThreads(2), bonsai.WithActivations(acts))
 		s, err := m.NewSession()
 		require.NoError(t, err)
-		ids := tokens(80, m.Config().Vocab, 5) // two chunks: 64 + 16
+		ids := tokens(80, m.Vocab(), 5) // two chunks: 64 + 16
 		require.NoError(t, s.Prefill(ctx, ids))
 		settleRuntime()
 		s.Reset()

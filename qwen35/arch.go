@@ -56,3 +56,9 @@ func (w *Weights) WriteFingerprint(h io.Writer) {
 		}
 	}
 }
+
+// String describes the model in a line: its layers, widths and vocabulary.
+func (w *Weights) String() string {
+	c := &w.Config
+	return fmt.Sprintf("%s: %d layers (%d attention), embedding %d, vocabulary %d", Architecture, c.Layers, c.AttentionLayers(), c.Embedding, c.Vocab)
+}

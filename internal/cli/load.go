@@ -100,13 +100,12 @@ func Load(ctx context.Context, stderr io.Writer, prog string, f ModelFlags, opts
 		return nil, Explain(l.Path, err)
 	}
 	l.Model = m
-	c := m.Config()
 	size := int64(0)
 	if st, err := os.Stat(l.Path); err == nil {
 		size = st.Size()
 	}
-	fmt.Fprintf(stderr, "%s: model %s: %d layers, embedding %d, vocabulary %d, %s; loaded in %.2f s\n",
-		prog, filepath.Base(l.Path), c.Layers, c.Embedding, c.Vocab, Bytes(size), time.Since(start).Seconds())
+	fmt.Fprintf(stderr, "%s: model %s: %v, %s; loaded in %.2f s\n",
+		prog, filepath.Base(l.Path), m.Weights(), Bytes(size), time.Since(start).Seconds())
 	fmt.Fprintf(stderr, "%s: backend %s, %d threads, context %d tokens\n", prog, m.Backend(), m.Threads(), m.ContextSize())
 	return l, nil
 }

@@ -213,7 +213,8 @@ func TestBindRefuses(t *testing.T) {
 func TestHeadOrder(t *testing.T) {
 	c, err := synth.Preset("27b")
 	require.NoError(t, err)
-	// SPEC §4: grouped position (k, r, d) reads tiled index d + 128·(k + nk·r).
+	// Package doc, § Stored values: grouped position (k, r, d) reads tiled index
+	// d + 128·(k + nk·r).
 	src := make([]float32, c.InnerSize)
 	for i := range src {
 		src[i] = float32(i)

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/bonsai-go/sdk/bonsai"
+	"github.com/bonsai-go/sdk/bonsai/backend"
 	"github.com/bonsai-go/sdk/gguf"
 	"github.com/bonsai-go/sdk/internal/synth"
 	"github.com/bonsai-go/sdk/qwen35"
@@ -533,4 +534,8 @@ func TestOpenRefusesNonBonsai(t *testing.T) {
 	require.NoError(t, writeGGUF(path, []gguf.KV{{Key: "general.architecture", Value: gguf.MustValue("llama")}}))
 	_, err := bonsai.Open(path)
 	require.True(t, errors.Is(err, bonsai.ErrNotBonsai), "%v", err)
+	// The error names the file's architecture and the ones registered.
+	require.ErrorIs(t, err, backend.ErrUnknownArchitecture)
+	assert.Contains(t, err.Error(), `"llama"`)
+	assert.Contains(t, err.Error(), "registered: qwen35")
 }

@@ -123,7 +123,7 @@ func Explain(path string, err error) error {
 	case errors.Is(err, fs.ErrPermission):
 		return &explained{fmt.Sprintf("model file %s cannot be read: permission denied", path), err}
 	case errors.Is(err, bonsai.ErrNotBonsai):
-		return &explained{fmt.Sprintf("%s is a GGUF file but not a Ternary Bonsai model (%s)", path, strings.TrimPrefix(detail, "not a Ternary Bonsai model: ")), err}
+		return &explained{fmt.Sprintf("%s is a GGUF file but not a Ternary Bonsai model (%s)", path, strings.TrimPrefix(strings.TrimPrefix(detail, "general.architecture: "), bonsai.ErrNotBonsai.Error()+": ")), err}
 	case errors.Is(err, gguf.ErrVersion):
 		return &explained{fmt.Sprintf("%s is a GGUF file of a version this program does not read (%s)", path, detail), err}
 	}

@@ -253,6 +253,10 @@ type prompt struct {
 	// boundary, when positive, is the length of the prompt without the chat
 	// template's generation prompt: where the session keeps a checkpoint.
 	boundary int
+	// boundaries are the lengths, ascending, at which the prompt's conversation ends a
+	// message (the system prompt, each turn; boundary the last): where the model's
+	// prefix cache keeps states.
+	boundaries []int
 }
 
 // tokenize turns the input into prompt tokens.
@@ -287,9 +291,26 @@ func (g *Generation) tokenize() (prompt, error) {
 		}
 		p.ids = bos(text, tok.Encode(text, true))
 		copt.AddGenerationPrompt = false
-		if head, err := m.RenderChat(in.Messages, copt); err == nil && len(head) < len(text) && strings.HasPrefix(text, head) {
-			if ids := bos(head, tok.Encode(head, true)); len(ids) < len(p.ids) && slices.Equal(ids, p.ids[:len(ids)]) {
-				p.boundary = len(ids)
+		// The conversation's first k messages, for each k, are a boundary where their
+		// rendering is a prefix of the prompt's, in tokens too (a template may render
+		// an earlier turn differently once later ones follow; then it is none). Only the
+		// whole conversation is rendered without a prefix cache to fill.
+		first := len(in.Messages)
+		if m.prefix != nil {
+			first = 1
+		}
+		for k := first; k <= len(in.Messages); k++ {
+			head, err := m.RenderChat(in.Messages[:k], copt)
+			if err != nil || len(head) >= len(text) || !strings.HasPrefix(text, head) {
+				continue
+			}
+			ids := bos(head, tok.Encode(head, true))
+			if len(ids) < len(p.ids) && slices.Equal(ids, p.ids[:len(ids)]) &&
+				(len(p.boundaries) == 0 || len(ids) > p.boundaries[len(p.boundaries)-1]) {
+				p.boundaries = append(p.boundaries, len(ids))
+				if k == len(in.Messages) {
+					p.boundary = len(ids)
+				}
 			}
 		}
 	default:
@@ -429,9 +450,9 @@ func (g *Generation) run(yield func(Token, error) bool) {
 
 	ctxSize := s.m.opts.ctxSize
 	// A greedy draw from an engine that takes the argmax itself skips the logits.
-	greedy, _ := s.m.engine.(backend.Greedy)
+	_, greedy := s.m.engine.(backend.Greedy)
 	if !smp.greedy() || smp.penalised() || opt.LogProbs || opt.TopLogProbs > 0 || cons.g != nil {
-		greedy = nil
+		greedy = false
 	}
 	next := int32(-1) // the engine's greedy choice, when it made one
 	for {
@@ -539,8 +560,8 @@ func (g *Generation) run(yield func(Token, error) bool) {
 		}
 		stepStart := time.Now()
 		var err error
-		if greedy != nil {
-			next, err = s.stepGreedy(ctx, greedy, id)
+		if greedy {
+			next, err = s.stepGreedy(ctx, id)
 		} else {
 			err = s.Step(ctx, id)
 		}

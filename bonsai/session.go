@@ -3,7 +3,6 @@ package bonsai
 import (
 	"context"
 	"errors"
-	"fmt"
 	"slices"
 	"sync"
 
@@ -18,7 +17,8 @@ import (
 // goroutines: concurrent calls are serialised, never interleaved. A conversation is a
 // sequence, though, so calls from two goroutines see each other's tokens; a Generate in
 // progress takes the lock once per step and shares the session with nobody else's
-// calls only by convention. Distinct sessions of one model run concurrently.
+// calls only by convention. Distinct sessions of one model run concurrently, and their
+// forward passes are batched together (see WithBatchTokens).
 type Session struct {
 	m  *Model
 	mu sync.Mutex
@@ -26,9 +26,8 @@ type Session struct {
 	// logits of the last token fed, valid when hasLogits.
 	logits    []float32
 	hasLogits bool
-	one       []int32            // Step's token, kept so a step allocates nothing
-	batch     []backend.Sequence // the one-sequence batch of a forward pass, likewise
-	next      []int32            // a greedy step's choice
+	one       []int32  // Step's token, kept so a step allocates nothing
+	req       *request // the session's forward pass as the batcher runs it, likewise
 
 	// tokens are the tokens the state holds, in order: what Generate compares a new
 	// prompt with. It is allocated for the context size (up to 65536 tokens), so that a
@@ -51,7 +50,7 @@ type checkpoint struct {
 
 func newSession(m *Model, st backend.State) *Session {
 	return &Session{m: m, st: st, logits: make([]float32, m.weights.Vocab()), one: make([]int32, 1),
-		batch: make([]backend.Sequence, 1), next: make([]int32, 1),
+		req:    &request{wake: make(chan bool, 1)},
 		tokens: make([]int32, 0, min(m.opts.ctxSize, 1<<16))}
 }
 
@@ -114,35 +113,22 @@ func (s *Session) Step(ctx context.Context, token int32) error {
 	return s.forward(ctx, s.one, backend.LogitsLast, s.logits)
 }
 
-// stepGreedy feeds one token through a Greedy engine and returns the greedy choice of
-// the next one. The session then holds no logits.
-func (s *Session) stepGreedy(ctx context.Context, g backend.Greedy, token int32) (int32, error) {
+// stepGreedy feeds one token and returns the greedy choice of the next one: on a
+// backend.Greedy engine the device chooses, so that the logits need not be read back.
+// The session then holds no logits.
+func (s *Session) stepGreedy(ctx context.Context, token int32) (int32, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.st == nil {
 		return 0, errClosed
 	}
-	s.m.mu.RLock()
-	defer s.m.mu.RUnlock()
-	if s.m.closed {
-		return 0, errClosed
+	if s.req.logits == nil {
+		s.req.logits = make([]float32, s.m.weights.Vocab())
 	}
 	s.one[0] = token
-	s.batch[0] = backend.Sequence{State: s.st, Tokens: s.one}
-	if err := backend.Check(s.batch, s.m.weights.Vocab(), func(backend.State) int { return s.m.opts.ctxSize }); err != nil {
-		return 0, fmt.Errorf("bonsai: %w", err)
-	}
-	before := s.st.Len()
-	err := g.ForwardGreedy(ctx, s.batch, s.next)
-	s.batch[0] = backend.Sequence{}
-	if s.st.Len() > before {
-		s.tokens = append(s.tokens, token)
-	}
+	err := s.run(ctx, s.one, backend.LogitsNone, nil, true)
 	s.hasLogits = false
-	if err != nil {
-		return 0, s.m.engineErr(ctx, err)
-	}
-	return s.next[0], nil
+	return s.req.next, err
 }
 
 // forward runs one forward pass of the session's sequence. s.mu is held.
@@ -150,19 +136,27 @@ func (s *Session) forward(ctx context.Context, tokens []int32, want backend.Logi
 	if s.st == nil {
 		return errClosed
 	}
-	s.m.mu.RLock()
-	defer s.m.mu.RUnlock()
-	before := s.st.Len()
-	s.batch[0] = backend.Sequence{State: s.st, Tokens: tokens, Logits: want, Out: out}
-	err := s.m.forward(ctx, s.batch)
-	s.batch[0] = backend.Sequence{} // drop the references
-	// On cancellation the state keeps the chunks it completed.
-	if done := s.st.Len() - before; done > 0 && done <= len(tokens) {
-		s.tokens = append(s.tokens, tokens[:done]...)
-	}
+	err := s.run(ctx, tokens, want, out, false)
 	if want == backend.LogitsLast {
 		// The shared buffer holds the last token's logits only if the pass got that far.
 		s.hasLogits = err == nil
+	}
+	return err
+}
+
+// run hands the pass to the model's batcher and records the tokens the state took. s.mu
+// is held and s.st is open.
+func (s *Session) run(ctx context.Context, tokens []int32, want backend.Logits, out []float32, greedy bool) error {
+	s.m.mu.RLock()
+	defer s.m.mu.RUnlock()
+	before := s.st.Len()
+	r := s.req
+	r.ctx, r.seq, r.greedy = ctx, backend.Sequence{State: s.st, Tokens: tokens, Logits: want, Out: out}, greedy
+	err := s.m.forward(r)
+	r.ctx, r.seq = nil, backend.Sequence{} // drop the references
+	// On cancellation the state keeps the chunks it completed.
+	if done := s.st.Len() - before; done > 0 && done <= len(tokens) {
+		s.tokens = append(s.tokens, tokens[:done]...)
 	}
 	return err
 }
@@ -294,19 +288,92 @@ func (s *Session) prefillPrompt(ctx context.Context, p prompt) (int, error) {
 	}
 	cached := len(s.tokens)
 	ids := p.ids
+	if c := s.m.prefix; c != nil {
+		// The longest boundary past what the session holds that the model's cache has.
+		found := false
+		for i := len(p.boundaries) - 1; i >= 0 && p.boundaries[i] > cached; i-- {
+			b := p.boundaries[i]
+			ok, err := s.restorePrefix(c, ids[:b])
+			if err != nil {
+				return 0, err
+			}
+			if ok {
+				cached, found = b, true
+				break
+			}
+		}
+		if !found && len(p.boundaries) > 0 && p.boundaries[len(p.boundaries)-1] > cached {
+			c.miss()
+		}
+	}
+	reused := cached
+	// Feed the prompt boundary by boundary, keeping the state at each: in the model's
+	// cache, and at the last (the prompt without the generation prompt) as the session's
+	// own checkpoint.
+	for _, b := range p.boundaries {
+		if b <= cached || b >= len(ids) {
+			continue
+		}
+		if s.m.prefix == nil && b != p.boundary {
+			continue
+		}
+		if err := s.forward(ctx, ids[cached:b], backend.LogitsLast, s.logits); err != nil {
+			return reused, err
+		}
+		cached = b
+		if c := s.m.prefix; c != nil && !c.has(ids[:b]) {
+			if err := s.cachePrefix(c); err != nil {
+				return reused, err
+			}
+		}
+		if b == p.boundary {
+			if err := s.checkpoint(); err != nil {
+				return reused, err
+			}
+		}
+	}
 	if cached == len(ids) {
-		return cached, nil
+		return reused, nil
 	}
-	if p.boundary > cached && p.boundary < len(ids) {
-		if err := s.forward(ctx, ids[cached:p.boundary], backend.LogitsLast, s.logits); err != nil {
-			return cached, err
-		}
-		if err := s.checkpoint(); err != nil {
-			return cached, err
-		}
-		return cached, s.forward(ctx, ids[p.boundary:], backend.LogitsLast, s.logits)
+	return reused, s.forward(ctx, ids[cached:], backend.LogitsLast, s.logits)
+}
+
+// restorePrefix makes the session hold the cached state of tokens, if there is one. A
+// copy that fails leaves the session empty. s.mu is held.
+func (s *Session) restorePrefix(c *prefixCache, tokens []int32) (bool, error) {
+	s.m.mu.RLock()
+	defer s.m.mu.RUnlock()
+	if s.m.closed {
+		return false, errClosed
 	}
-	return cached, s.forward(ctx, ids[cached:], backend.LogitsLast, s.logits)
+	ok, err := c.restore(s.st, tokens, s.logits)
+	if err != nil {
+		s.st.Reset()
+		s.tokens, s.hasLogits = s.tokens[:0], false
+		return false, s.m.backendErr(err)
+	}
+	if !ok {
+		return false, nil
+	}
+	s.tokens = append(s.tokens[:0], tokens...)
+	s.hasLogits = true
+	return true, nil
+}
+
+// cachePrefix puts a copy of the session's state in the model's prefix cache. s.mu is
+// held.
+func (s *Session) cachePrefix(c *prefixCache) error {
+	s.m.mu.RLock()
+	defer s.m.mu.RUnlock()
+	if s.m.closed {
+		return errClosed
+	}
+	st, err := s.m.cloneState(s.st)
+	if err != nil {
+		return err
+	}
+	c.insert(s.tokens, st, s.logits)
+	return nil
 }
 
 // copyState makes dst a copy of src, in place where the backend can, through the seam's

@@ -1,0 +1,323 @@
+package bonsai
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"github.com/bonsai-go/sdk/bonsai/backend"
+)
+
+// The batcher runs the forward passes of every session of a model together: continuous
+// batching. Each Session call (Prefill, Step, a Generate's steps) becomes a request; the
+// requests pending at a step boundary run as one Engine.Forward of at most maxRows
+// tokens, so that the weights, which bound a decode step, are read once for all the
+// streams. Decode steps (one token) go first; prompts share the rows left, a chunk each
+// per step in arrival order, so a long prompt delays the running streams by at most one
+// step's worth of rows at a time. Requests join and leave at step boundaries; a cancelled
+// one leaves at the next boundary with the tokens it completed, the others untouched.
+//
+// The steps run on the callers' goroutines: the first caller to find no step running
+// leads, running steps until its own request is done, then hands the lead to a caller
+// still waiting. A lone session thus runs its passes itself, with no hand-off between
+// goroutines (and so no allocation in a decode step); concurrent ones wait on a channel
+// while the leader runs their part.
+type batcher struct {
+	m       *Model
+	maxRows int
+	greedyE backend.Greedy // the engine, when it chooses greedy tokens itself; asked once
+
+	mu      sync.Mutex
+	pending []*request // submitted, not yet taken into a step
+	leading bool       // a caller is running steps
+	submits int64      // requests submitted, ever
+	// arrived is signalled (without blocking) at each submission while a leader runs,
+	// for its linger.
+	arrived  chan struct{}
+	timer    *time.Timer // the linger's, reused
+	woken    int         // callers the last step woke with their results
+	lastStep time.Duration
+
+	// The leader's own, reused every step so that a step allocates nothing.
+	active []*request
+	batch  []backend.Sequence
+	owners []*request
+	greedy []int32
+
+	statsMu sync.Mutex
+	stats   BatchStats
+}
+
+// request is one Session call's forward pass, owned by the session and reused.
+type request struct {
+	ctx    context.Context
+	seq    backend.Sequence // the whole call's tokens, logits wish and output
+	greedy bool             // choose the argmax of the last token's logits (into next)
+	next   int32
+	off    int   // tokens already run
+	done   bool  // retired, with result
+	result error //
+	// wake tells a waiting caller that its request is done, or (lead) that it now runs
+	// the steps.
+	wake chan bool
+	// scratch logits for a greedy request on an engine that cannot choose itself
+	logits []float32
+}
+
+// BatchStats counts the work of a model's batcher since it was opened.
+type BatchStats struct {
+	Steps        int64         // forward passes run
+	Sequences    int64         // sequence-steps: the sum over steps of the sequences in each
+	Tokens       int64         // tokens run
+	StepTime     time.Duration // the steps' total time
+	MaxBatch     int           // the most sequences one step held
+	Active       int           // requests in the last step or waiting for the next
+	LastStepTime time.Duration
+}
+
+func newBatcher(m *Model, maxRows int) *batcher {
+	b := &batcher{m: m, maxRows: maxRows, arrived: make(chan struct{}, 1), timer: time.NewTimer(time.Hour)}
+	b.timer.Stop()
+	// Asked once: a type assertion's cache can allocate as it grows, and a decode step
+	// allocates nothing.
+	b.greedyE, _ = m.engine.(backend.Greedy)
+	return b
+}
+
+// run submits r and returns when it is done. The caller holds the model's lock for
+// reading, so the model outlives the call.
+func (b *batcher) run(r *request) error {
+	r.off, r.done, r.result = 0, false, nil
+	b.mu.Lock()
+	b.pending = append(b.pending, r)
+	b.submits++
+	if b.leading {
+		b.mu.Unlock()
+		select {
+		case b.arrived <- struct{}{}:
+		default:
+		}
+		if lead := <-r.wake; !lead {
+			return r.result
+		}
+	} else {
+		b.leading = true
+		b.mu.Unlock()
+	}
+	return b.lead(r)
+}
+
+// lead runs steps until me is done, then hands the lead on to a waiting request's caller
+// or, with none left, gives it up.
+func (b *batcher) lead(me *request) error {
+	for {
+		b.linger(me)
+		b.mu.Lock()
+		b.active = append(b.active, b.pending...)
+		clear(b.pending)
+		b.pending = b.pending[:0]
+		if me.done {
+			if len(b.active) == 0 {
+				b.leading = false
+				b.mu.Unlock()
+				return me.result
+			}
+			b.mu.Unlock()
+			b.active[0].wake <- true
+			return me.result
+		}
+		b.mu.Unlock()
+		b.step(me)
+	}
+}
+
+// retire ends r with err, waking its caller unless it is the leader's own.
+func (b *batcher) retire(r *request, err error, leader *request) {
+	r.done, r.result = true, err
+	if r != leader {
+		r.wake <- false
+		if err == nil {
+			b.woken++
+		}
+	}
+}
+
+// linger gives the callers the last step answered a moment to submit their next
+// request — a generation samples its next token in its own goroutine between two steps
+// — so that a stream does not miss every other step: the leader waits until as many
+// requests as it woke have arrived, or for a tenth of the last step's time (between 100
+// µs and 2 ms), whichever comes first. It does not wait when its own request is done.
+func (b *batcher) linger(me *request) {
+	k := b.woken
+	b.woken = 0
+	if k == 0 || me.done {
+		return
+	}
+	b.mu.Lock()
+	base := b.submits - int64(len(b.pending))
+	b.mu.Unlock()
+	d := min(max(b.lastStep/10, 100*time.Microsecond), 2*time.Millisecond)
+	b.timer.Reset(d)
+	defer b.timer.Stop()
+	for {
+		b.mu.Lock()
+		n := b.submits - base
+		b.mu.Unlock()
+		if n >= int64(k) {
+			return
+		}
+		select {
+		case <-b.arrived:
+		case <-b.timer.C:
+			return
+		}
+	}
+}
+
+// step runs one forward pass over the active requests and retires those it finished.
+func (b *batcher) step(leader *request) {
+	// Cancelled requests leave first, with what they completed.
+	kept := b.active[:0]
+	for _, r := range b.active {
+		if err := r.ctx.Err(); err != nil {
+			b.retire(r, err, leader)
+			continue
+		}
+		kept = append(kept, r)
+	}
+	clear(b.active[len(kept):])
+	b.active = kept
+	if len(b.active) == 0 {
+		b.statsMu.Lock()
+		b.stats.Active = 0
+		b.statsMu.Unlock()
+		return
+	}
+	b.batch, b.owners = b.batch[:0], b.owners[:0]
+	rows := b.maxRows
+	// Decode steps first, then prompt chunks in arrival order.
+	for pass := 0; pass < 2 && rows > 0; pass++ {
+		for _, r := range b.active {
+			left := len(r.seq.Tokens) - r.off
+			if (left == 1) != (pass == 0) || rows == 0 {
+				continue
+			}
+			n := min(left, rows)
+			rows -= n
+			b.batch = append(b.batch, b.part(r, n))
+			b.owners = append(b.owners, r)
+		}
+	}
+	start := time.Now()
+	err := b.forward()
+	elapsed := time.Since(start)
+	b.lastStep = elapsed
+	tokens := 0
+	for i, r := range b.owners {
+		n := len(b.batch[i].Tokens)
+		tokens += n
+		b.batch[i] = backend.Sequence{}
+		if err != nil {
+			r.off = -1 // failed: retired below
+			continue
+		}
+		r.off += n
+	}
+	kept = b.active[:0]
+	for _, r := range b.active {
+		switch {
+		case r.off < 0:
+			b.retire(r, err, leader)
+		case r.off == len(r.seq.Tokens):
+			b.retire(r, nil, leader)
+		default:
+			kept = append(kept, r)
+		}
+	}
+	clear(b.active[len(kept):])
+	b.active = kept
+	b.statsMu.Lock()
+	s := &b.stats
+	s.Steps++
+	s.Sequences += int64(len(b.owners))
+	s.Tokens += int64(tokens)
+	s.StepTime += elapsed
+	s.LastStepTime = elapsed
+	s.MaxBatch = max(s.MaxBatch, len(b.owners))
+	s.Active = len(b.active)
+	b.statsMu.Unlock()
+}
+
+// part is the next n tokens of r as a sequence of this step's batch: the logits it
+// wants for those tokens, written where the whole call's go.
+func (b *batcher) part(r *request, n int) backend.Sequence {
+	seq := backend.Sequence{State: r.seq.State, Tokens: r.seq.Tokens[r.off : r.off+n]}
+	last := r.off+n == len(r.seq.Tokens)
+	v := b.m.weights.Vocab()
+	switch {
+	case r.greedy && last:
+		seq.Logits, seq.Out = backend.LogitsLast, r.logits
+	case r.seq.Logits == backend.LogitsAll:
+		seq.Logits, seq.Out = backend.LogitsAll, r.seq.Out[r.off*v:(r.off+n)*v]
+	case r.seq.Logits == backend.LogitsLast && last:
+		seq.Logits, seq.Out = backend.LogitsLast, r.seq.Out
+	}
+	return seq
+}
+
+// forward runs the step's batch: through the engine's own greedy choice when every
+// sequence of it wants only that, else through Forward, the greedy ones' argmax taken
+// here.
+func (b *batcher) forward() error {
+	ctx := context.Background() // each request's own context is checked between steps
+	if g := b.greedyE; g != nil && b.allGreedy() {
+		b.greedy = b.greedy[:0]
+		for range b.batch {
+			b.greedy = append(b.greedy, 0)
+		}
+		if err := g.ForwardGreedy(ctx, b.batch, b.greedy); err != nil {
+			return err
+		}
+		for i, r := range b.owners {
+			r.next = b.greedy[i]
+		}
+		return nil
+	}
+	if err := b.m.engine.Forward(ctx, b.batch); err != nil {
+		return err
+	}
+	for i, r := range b.owners {
+		if r.greedy && r.off+len(b.batch[i].Tokens) == len(r.seq.Tokens) {
+			r.next = argmax(r.logits)
+		}
+	}
+	return nil
+}
+
+// allGreedy reports whether every sequence of the step ends a greedy request.
+func (b *batcher) allGreedy() bool {
+	for i, r := range b.owners {
+		if !r.greedy || r.off+len(b.batch[i].Tokens) != len(r.seq.Tokens) {
+			return false
+		}
+	}
+	return true
+}
+
+// argmax returns the index of the largest value, the lowest among equals, NaN never.
+func argmax(x []float32) int32 {
+	best := -1
+	for i, v := range x {
+		if v == v && (best < 0 || v > x[best]) {
+			best = i
+		}
+	}
+	return int32(max(best, 0))
+}
+
+// BatchStats returns the batcher's counters.
+func (m *Model) BatchStats() BatchStats {
+	m.batch.statsMu.Lock()
+	defer m.batch.statsMu.Unlock()
+	return m.batch.stats
+}

@@ -1,0 +1,173 @@
+package bonsai_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/bonsai-go/sdk/bonsai"
+	"github.com/bonsai-go/sdk/ternary"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// Sessions generating at once on one model are batched — their steps share forward
+// passes — and each gets the tokens and logits it gets alone.
+func TestConcurrentSessionsBatch(t *testing.T) {
+	path := writeModel(t, "tiny", 7, ternary.PQ2_0)
+	m := open(t, path, bonsai.WithThreads(2))
+	prompts := []string{"The quick brown fox", "Once upon a time", "In the beginning the", "Colourless green ideas"}
+	opt := bonsai.GenerateOptions{MaxTokens: 24, Seed: 5, Temperature: 0.8, TopK: 20}
+	alone := make([]bonsai.Result, len(prompts))
+	for i, p := range prompts {
+		alone[i] = generate(t, session(t, m), bonsai.Text(p), opt)
+	}
+	before := m.BatchStats()
+	got := make([]bonsai.Result, len(prompts))
+	var wg sync.WaitGroup
+	start := make(chan struct{})
+	for i, p := range prompts {
+		s := session(t, m)
+		wg.Go(func() {
+			<-start
+			got[i] = generate(t, s, bonsai.Text(p), opt)
+		})
+	}
+	close(start)
+	wg.Wait()
+	for i := range prompts {
+		require.Equal(t, alone[i].Tokens, got[i].Tokens, "prompt %d: tokens generated concurrently", i)
+		require.Equal(t, alone[i].Text, got[i].Text)
+	}
+	after := m.BatchStats()
+	steps, seqs := after.Steps-before.Steps, after.Sequences-before.Sequences
+	t.Logf("4 concurrent generations: %d forward passes for %d sequence-steps (%.2f per pass), at most %d at once",
+		steps, seqs, float64(seqs)/float64(steps), after.MaxBatch)
+	require.Greater(t, after.MaxBatch, 1, "concurrent steps were never batched")
+	require.Less(t, steps, seqs, "batching must save forward passes")
+}
+
+// With a small batch, a long prompt is prefilled a few rows per step, interleaved with
+// the running stream's decode steps, which keep coming while it is fed.
+func TestLongPromptInterleaves(t *testing.T) {
+	path := writeModel(t, "tiny", 7, ternary.PQ2_0)
+	m := open(t, path, bonsai.WithThreads(2), bonsai.WithBatchTokens(8))
+	ctx := context.Background()
+	runner := session(t, m)
+	require.NoError(t, runner.Prefill(ctx, []int32{1, 2, 3}))
+	long := session(t, m)
+	prompt := tokens(200, m.Vocab(), 3)
+
+	var steps []time.Time
+	var prefillDone time.Time
+	var wg sync.WaitGroup
+	stop := make(chan struct{})
+	wg.Go(func() {
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			require.NoError(t, runner.Step(ctx, 5))
+			steps = append(steps, time.Now())
+		}
+	})
+	time.Sleep(20 * time.Millisecond) // let the stream run
+	began := time.Now()
+	require.NoError(t, long.Prefill(ctx, prompt))
+	prefillDone = time.Now()
+	close(stop)
+	wg.Wait()
+	during, last := 0, began
+	var gap time.Duration // the longest wait of the stream for a step during the prefill
+	for _, at := range steps {
+		if at.After(began) && at.Before(prefillDone) {
+			during++
+			gap = max(gap, at.Sub(last))
+			last = at
+		}
+	}
+	total := prefillDone.Sub(began)
+	t.Logf("200-token prompt at 8 tokens a pass, %v: the running stream made %d steps meanwhile, its longest wait %v", total, during, gap)
+	// 200 tokens at 8 a pass take 25 passes or more; the stream joins every pass it is
+	// ready for (between two of its steps it must submit the next, and a pass may start
+	// without it), so it keeps stepping throughout instead of waiting for the prompt.
+	assert.GreaterOrEqual(t, during, 8)
+	assert.Less(t, gap, total/4, "the stream waited for a large part of the prompt")
+	require.Equal(t, 200, long.Len())
+
+	// The prompt's logits are those of the same prompt fed alone.
+	solo := session(t, m)
+	require.NoError(t, solo.Prefill(ctx, prompt))
+	require.Equal(t, solo.Logits(), long.Logits())
+}
+
+// Cancelling one session's call ends it at the next step boundary with the tokens it
+// completed; the other sessions' calls in the same steps run on untouched.
+func TestCancelOneOfABatch(t *testing.T) {
+	path := writeModel(t, "tiny", 7, ternary.PQ2_0)
+	m := open(t, path, bonsai.WithThreads(2), bonsai.WithBatchTokens(8))
+	bg := context.Background()
+	a, b := session(t, m), session(t, m)
+	pa, pb := tokens(120, m.Vocab(), 4), tokens(120, m.Vocab(), 5)
+	ctx, cancel := context.WithCancel(bg)
+	var errA, errB error
+	var wg sync.WaitGroup
+	wg.Go(func() { errA = a.Prefill(ctx, pa) })
+	wg.Go(func() { errB = b.Prefill(bg, pb) })
+	time.Sleep(30 * time.Millisecond)
+	cancel()
+	wg.Wait()
+	require.NoError(t, errB)
+	require.True(t, errors.Is(errA, context.Canceled), "%v", errA)
+	require.Less(t, a.Len(), len(pa), "the cancelled prompt stopped early")
+	require.Equal(t, a.Tokens(), pa[:a.Len()], "it holds a prefix of its prompt")
+
+	solo := session(t, m)
+	require.NoError(t, solo.Prefill(bg, pb))
+	require.Equal(t, solo.Logits(), b.Logits(), "the other session's prompt is unaffected")
+	// The cancelled one continues as a session fed that prefix.
+	ref := session(t, m)
+	if n := a.Len(); n > 0 {
+		require.NoError(t, ref.Prefill(bg, pa[:n]))
+	}
+	require.NoError(t, a.Prefill(bg, pa[a.Len():]))
+	require.NoError(t, ref.Prefill(bg, pa[ref.Len():]))
+	require.Equal(t, ref.Logits(), a.Logits())
+}
+
+// Many sessions stepping at once, some cancelled midway, all end cleanly (run under
+// -race in CI).
+func TestBatcherChurn(t *testing.T) {
+	path := writeModel(t, "tiny", 7, ternary.PQ2_0)
+	m := open(t, path, bonsai.WithThreads(2), bonsai.WithBatchTokens(16))
+	var wg sync.WaitGroup
+	for i := range 12 {
+		wg.Go(func() {
+			s, err := m.NewSession()
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			defer s.Close()
+			ctx, cancel := context.WithTimeout(context.Background(), time.Duration(5+i*7)*time.Millisecond)
+			defer cancel()
+			err = s.Prefill(ctx, tokens(30+i*5, m.Vocab(), i))
+			for err == nil {
+				err = s.Step(ctx, int32(i))
+			}
+			if !errors.Is(err, context.DeadlineExceeded) {
+				t.Errorf("session %d: %v", i, fmt.Sprint(err))
+			}
+			if got := len(s.Tokens()); got != s.Len() {
+				t.Errorf("session %d lists %d tokens, holds %d", i, got, s.Len())
+			}
+		})
+	}
+	wg.Wait()
+	require.Zero(t, m.BatchStats().Active)
+}

@@ -64,8 +64,10 @@ func WriteState(w io.Writer, st State) error {
 
 // ReadState replaces st's contents with a snapshot WriteState wrote for the same model.
 // Each attention layer's positions are stored at the state's own precision: the same
-// bytes when it is the snapshot's, converted otherwise. It allocates nothing beyond a
-// row's scratch whatever the encoding claims, and on error leaves the state empty.
+// bytes when it is the snapshot's, converted otherwise (a value the state's precision
+// cannot hold, such as a NaN for an int8 cache, is an error). It allocates nothing
+// beyond a row's scratch whatever the encoding claims, and on error leaves the state
+// empty.
 func ReadState(r io.Reader, st State) error {
 	st.Reset()
 	if err := readState(r, st); err != nil {
@@ -127,14 +129,12 @@ func readState(r io.Reader, st State) error {
 			}
 			kr, vr := row[:in], row[in:]
 			if conv != nil {
-				if err := conv.Decode(p, k, kr); err != nil {
+				if err := conv.convert(p, kv.Precision(), enc[:out], kr, k); err != nil {
 					return fmt.Errorf("%w: layer %d position %d key: %w", ErrSnapshot, i, pos, err)
 				}
-				if err := conv.Decode(p, v, vr); err != nil {
+				if err := conv.convert(p, kv.Precision(), enc[out:], vr, v); err != nil {
 					return fmt.Errorf("%w: layer %d position %d value: %w", ErrSnapshot, i, pos, err)
 				}
-				conv.Encode(kv.Precision(), enc[:out], k)
-				conv.Encode(kv.Precision(), enc[out:], v)
 				kr, vr = enc[:out], enc[out:]
 			} else if err := checkRow(p, kr, heads, dim); err != nil {
 				return fmt.Errorf("%w: layer %d position %d key: %w", ErrSnapshot, i, pos, err)
@@ -147,6 +147,29 @@ func readState(r io.Reader, st State) error {
 		}
 	}
 	return st.SetLen(length)
+}
+
+// convert re-encodes row from precision from to precision to in dst, through x (a row
+// of floats). A value the target cannot hold is refused rather than stored as a row that
+// checkRow, and so the next ReadState, would refuse: a NaN or an infinity in an int8 or
+// q4 row (whose scales must be finite), or a q4 block whose largest magnitude exceeds
+// 8 × the largest half (its scale would round to infinity).
+func (c *KVRowCodec) convert(from, to KVPrecision, dst, row []byte, x []float32) error {
+	if err := c.Decode(from, x, row); err != nil {
+		return err
+	}
+	if to == KVInt8 || to == KVQ4 {
+		for j, v := range x {
+			if math.IsNaN(float64(v)) || math.IsInf(float64(v), 0) {
+				return fmt.Errorf("value %d is %v, which %v cannot hold", j, v, to)
+			}
+		}
+	}
+	c.Encode(to, dst, x)
+	if checkRow(to, dst, c.heads, c.dim) != nil { // of finite values, only a q4 scale's overflow
+		return fmt.Errorf("values beyond the range of %v", to)
+	}
+	return nil
 }
 
 // checkRow refuses a row no quantiser writes, so that a stored row is one the cache could
@@ -185,8 +208,9 @@ func snapshotErr(what string, err error) error {
 
 // CopyState makes dst a copy of src, two states of one model (on one backend or two),
 // through their Layer views: the recurrent arrays copied, the KV rows moved encoded (and
-// converted when the precisions differ). A StateCopier's CopyFrom is faster where it
-// applies; this works for any pair.
+// converted when the precisions differ, refusing what the destination's precision
+// cannot hold). A StateCopier's CopyFrom is faster where it applies; this works for any
+// pair.
 func CopyState(dst, src State) error {
 	if dst.Layers() != src.Layers() {
 		return fmt.Errorf("states of %d and %d layers", dst.Layers(), src.Layers())
@@ -234,16 +258,14 @@ func CopyState(dst, src State) error {
 			sk.ReadRow(pos, row[:in], row[in:])
 			kr, vr := row[:in], row[in:]
 			if conv != nil {
-				if err := conv.Decode(sk.Precision(), k, kr); err != nil {
+				if err := conv.convert(sk.Precision(), dk.Precision(), enc[:out], kr, k); err != nil {
 					dst.Reset()
-					return fmt.Errorf("layer %d position %d: %w", i, pos, err)
+					return fmt.Errorf("layer %d position %d key: %w", i, pos, err)
 				}
-				if err := conv.Decode(sk.Precision(), v, vr); err != nil {
+				if err := conv.convert(sk.Precision(), dk.Precision(), enc[out:], vr, v); err != nil {
 					dst.Reset()
-					return fmt.Errorf("layer %d position %d: %w", i, pos, err)
+					return fmt.Errorf("layer %d position %d value: %w", i, pos, err)
 				}
-				conv.Encode(dk.Precision(), enc[:out], k)
-				conv.Encode(dk.Precision(), enc[out:], v)
 				kr, vr = enc[:out], enc[out:]
 			}
 			if err := dk.AppendRow(kr, vr); err != nil {

@@ -10,21 +10,34 @@
 //	          transcoder, the file scan, and the ternary dot-product kernels
 //	hadamard  the blockwise sign + fast Walsh–Hadamard transform and the
 //	          prism.hadamard.* metadata contract that says where it applies
-//	qwen35    the Qwen3.5 hybrid decoder: its configuration and tensor conventions,
-//	          the Gated DeltaNet and gated-attention blocks and their float reference
-//	bonsai    what a program imports: Model, Session, generation, tokenizer, and the
-//	          Backend interface with its pure-Go implementation
-//	metal     a bonsai.Backend that runs the model on Apple GPUs through Metal, from
-//	          pure Go (purego, no cgo); metal/emulator runs the same backend on Linux
-//	          over an MSL emulator, metal/kernelcheck checks its kernels against Go
+//	qwen35    the Qwen3.5 hybrid decoder: its configuration, its tensors declared once,
+//	          the layer plan every backend follows, the Gated DeltaNet and
+//	          gated-attention blocks and their float64 reference; it registers itself
+//	          as an architecture with bonsai/backend
+//	bonsai/backend
+//	          the seam between bonsai and the backends (database/sql/driver's shape):
+//	          Backend, Engine with its batched forward pass, State and its per-layer
+//	          views, optional capabilities, the shared snapshot codec, the registry of
+//	          architectures
+//	bonsai/cpu
+//	          the pure-Go backend
+//	metal     the backend that runs the model on Apple GPUs through Metal, from pure
+//	          Go (purego, no cgo); metal/emulator runs the same backend on Linux over
+//	          an MSL emulator, metal/kernelcheck checks its kernels against Go
+//	bonsai    what a program imports: Model, Session, generation, tokenizer, tools;
+//	          it checks each forward pass once and hands it to a backend
+//
+// The import graph runs one way: gguf, ternary and hadamard at the bottom; qwen35 and
+// bonsai/backend above them; the backends (bonsai/cpu, metal) above those; bonsai on
+// top. No package imports one above it.
 //
 // A Bonsai model stores every linear layer W as ternary codes folded with a Hadamard
 // rotation, W′ = W·Rᵀ with R = H·S/√n applied blockwise over the input width. At run
 // time each activation is rotated once (signs first, then the transform) and shared by
 // every linear that reads it; the embedding rows are stored rotated and turned back after
 // the lookup. The gguf package reads the weights in place from the mapped file; ternary
-// multiplies them without unpacking; hadamard rotates the activations; qwen35 wires the
-// layers; bonsai runs them on a backend.
+// multiplies them without unpacking; hadamard rotates the activations; qwen35 states
+// the layers; a backend runs them; bonsai drives the backend.
 //
 // The main entry point is [github.com/bonsai-go/sdk/bonsai.Open]:
 //

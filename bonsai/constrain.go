@@ -102,8 +102,8 @@ func (g *Generation) prepareTools() (*constraint, error) {
 				c.eos = append(c.eos, id)
 			}
 		}
-		c.mask = make([]uint64, (m.weights.Config.Vocab+63)/64)
-		c.masked = make([]float32, m.weights.Config.Vocab)
+		c.mask = make([]uint64, (m.weights.Vocab()+63)/64)
+		c.masked = make([]float32, m.weights.Vocab())
 	}
 	return c, nil
 }
@@ -167,7 +167,7 @@ func (c *constraint) accept(id int32, thinking bool) error {
 func (m *Model) grammarVocab() *grammar.Vocab {
 	m.vocabOnce.Do(func() {
 		t := m.tok
-		m.vocab = grammar.NewVocab(m.weights.Config.Vocab, func(id int32) ([]byte, bool) {
+		m.vocab = grammar.NewVocab(m.weights.Vocab(), func(id int32) ([]byte, bool) {
 			if int(id) >= t.Len() || t.IsEndOfGeneration(id) || (t.IsSpecial(id) && t.Type(id) != tokenizer.UserDefined) {
 				return nil, false
 			}

@@ -30,7 +30,10 @@
 // tokens that keep it valid, so that even a weak model writes well-formed calls and
 // JSON. tools.go states the contract.
 //
-// The computation runs on a Backend: CPU() is the pure-Go backend (the default), and the
-// metal package provides Apple GPUs. The weights are never copied: the CPU backend reads
-// the ternary codes in place from the memory-mapped file.
+// The computation runs on a Backend (package bonsai/backend states the seam): CPU() is
+// the pure-Go backend of package bonsai/cpu (the default), and the metal package provides
+// Apple GPUs. The weights are never copied: the CPU backend reads the ternary codes in
+// place from the memory-mapped file. Open finds the model's family by the file's
+// general.architecture among those registered with bonsai/backend (qwen35, imported
+// here); a file of another architecture is refused with an error that lists them.
 package bonsai

@@ -10,6 +10,7 @@ import (
 	"time"
 	"unicode"
 
+	"github.com/bonsai-go/sdk/bonsai/backend"
 	"github.com/bonsai-go/sdk/bonsai/tokenizer"
 )
 
@@ -304,7 +305,7 @@ func (g *Generation) tokenize() (prompt, error) {
 	if len(p.ids) == 0 {
 		return prompt{}, errors.New("bonsai: empty prompt")
 	}
-	vocab := int32(m.weights.Config.Vocab)
+	vocab := int32(m.weights.Vocab())
 	for i, id := range p.ids {
 		if id < 0 || id >= vocab {
 			return prompt{}, fmt.Errorf("bonsai: prompt token %d at index %d out of range [0, %d)", id, i, vocab)
@@ -379,7 +380,7 @@ func (g *Generation) run(yield func(Token, error) bool) {
 	thinkOpen, thinkClose := s.m.thinkIDs()
 	var topBuf []candidate
 	if opt.TopLogProbs > 0 {
-		topBuf = make([]candidate, 0, s.m.weights.Config.Vocab)
+		topBuf = make([]candidate, 0, s.m.weights.Vocab())
 	}
 	var decodeTime time.Duration
 	steps := 0
@@ -428,7 +429,7 @@ func (g *Generation) run(yield func(Token, error) bool) {
 
 	ctxSize := s.m.opts.ctxSize
 	// A greedy draw from an engine that takes the argmax itself skips the logits.
-	greedy, _ := s.m.engine.(GreedyEngine)
+	greedy, _ := s.m.engine.(backend.Greedy)
 	if !smp.greedy() || smp.penalised() || opt.LogProbs || opt.TopLogProbs > 0 || cons.g != nil {
 		greedy = nil
 	}

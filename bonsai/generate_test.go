@@ -13,8 +13,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/bonsai-go/sdk/bonsai"
+	"github.com/bonsai-go/sdk/bonsai/backend"
 	"github.com/bonsai-go/sdk/gguf"
-	"github.com/bonsai-go/sdk/qwen35"
 	"github.com/bonsai-go/sdk/ternary"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -330,7 +330,7 @@ func TestGenerateContextFull(t *testing.T) {
 	s := session(t, m)
 	prompt := tokens(16, 512, 2)
 	eog := []int32{}
-	for id := range int32(m.Config().Vocab) {
+	for id := range int32(m.Vocab()) {
 		if m.Tokenizer().IsEndOfGeneration(id) {
 			eog = append(eog, id)
 		}
@@ -546,34 +546,39 @@ type forceBackend struct {
 	eog   []int32
 }
 
-func (b forceBackend) Load(ctx context.Context, w *qwen35.Weights, opt bonsai.LoadOptions) (bonsai.Engine, error) {
+func (b forceBackend) Load(ctx context.Context, w backend.Model, opt backend.LoadOptions) (backend.Engine, error) {
 	e, err := b.Backend.Load(ctx, w, opt)
 	if err != nil {
 		return nil, err
 	}
-	return &forceEngine{Engine: e, b: b, vocab: w.Config.Vocab}, nil
+	return &forceEngine{Engine: e, b: b, vocab: w.Vocab()}, nil
 }
 
 type forceEngine struct {
-	bonsai.Engine
+	backend.Engine
 	b     forceBackend
 	vocab int
 }
 
-func (e *forceEngine) Forward(ctx context.Context, st bonsai.State, tokens []int32, logits []float32, all bool) error {
-	if err := e.Engine.Forward(ctx, st, tokens, logits, all); err != nil || logits == nil {
+func (e *forceEngine) Forward(ctx context.Context, batch []backend.Sequence) error {
+	if err := e.Engine.Forward(ctx, batch); err != nil {
 		return err
 	}
-	last := logits[:e.vocab]
-	if all {
-		last = logits[(len(tokens)-1)*e.vocab : len(tokens)*e.vocab]
-	}
-	if st.Len() >= e.b.at {
-		last[e.b.id] = e.b.value
-		return nil
-	}
-	for _, id := range e.b.eog {
-		last[id] = float32(math.Inf(-1))
+	for _, seq := range batch {
+		if seq.Logits == backend.LogitsNone {
+			continue
+		}
+		last := seq.Out[:e.vocab]
+		if seq.Logits == backend.LogitsAll {
+			last = seq.Out[(len(seq.Tokens)-1)*e.vocab : len(seq.Tokens)*e.vocab]
+		}
+		if seq.State.Len() >= e.b.at {
+			last[e.b.id] = e.b.value
+			continue
+		}
+		for _, id := range e.b.eog {
+			last[id] = float32(math.Inf(-1))
+		}
 	}
 	return nil
 }

@@ -5,46 +5,50 @@ import (
 	"testing"
 
 	"github.com/bonsai-go/sdk/bonsai"
-	"github.com/bonsai-go/sdk/qwen35"
+	"github.com/bonsai-go/sdk/bonsai/backend"
 	"github.com/bonsai-go/sdk/ternary"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
 
-// greedyBackend wraps the CPU backend in an engine that implements bonsai.GreedyEngine,
+// greedyBackend wraps the CPU backend in an engine that implements backend.Greedy,
 // as a GPU backend does, and counts its greedy steps.
 type greedyBackend struct {
 	bonsai.Backend
 	calls *int
 }
 
-func (b greedyBackend) Load(ctx context.Context, w *qwen35.Weights, opt bonsai.LoadOptions) (bonsai.Engine, error) {
+func (b greedyBackend) Load(ctx context.Context, w backend.Model, opt backend.LoadOptions) (backend.Engine, error) {
 	e, err := b.Backend.Load(ctx, w, opt)
 	if err != nil {
 		return nil, err
 	}
-	return &greedyEngine{Engine: e, vocab: w.Config.Vocab, calls: b.calls}, nil
+	return &greedyEngine{Engine: e, vocab: w.Vocab(), calls: b.calls}, nil
 }
 
 type greedyEngine struct {
-	bonsai.Engine
+	backend.Engine
 	vocab int
 	calls *int
 }
 
-func (e *greedyEngine) ForwardGreedy(ctx context.Context, st bonsai.State, tokens []int32) (int32, error) {
+func (e *greedyEngine) ForwardGreedy(ctx context.Context, batch []backend.Sequence, next []int32) error {
 	*e.calls++
-	logits := make([]float32, e.vocab)
-	if err := e.Forward(ctx, st, tokens, logits, false); err != nil {
-		return 0, err
-	}
-	best := 0
-	for i, v := range logits {
-		if v > logits[best] {
-			best = i
+	for i, seq := range batch {
+		logits := make([]float32, e.vocab)
+		seq.Logits, seq.Out = backend.LogitsLast, logits
+		if err := e.Forward(ctx, []backend.Sequence{seq}); err != nil {
+			return err
 		}
+		best := 0
+		for j, v := range logits {
+			if v > logits[best] {
+				best = j
+			}
+		}
+		next[i] = int32(best)
 	}
-	return int32(best), nil
+	return nil
 }
 
 // A greedy generation on an engine that takes the argmax itself produces the tokens of

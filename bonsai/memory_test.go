@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/bonsai-go/sdk/bonsai"
+	"github.com/bonsai-go/sdk/qwen35"
 	"github.com/bonsai-go/sdk/ternary"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -46,9 +47,9 @@ func BenchmarkDecodeStep(b *testing.B) {
 			s, err := m.NewSession()
 			require.NoError(b, err)
 			ctx := context.Background()
-			require.NoError(b, s.Prefill(ctx, tokens(4, m.Config().Vocab, 1)))
+			require.NoError(b, s.Prefill(ctx, tokens(4, m.Vocab(), 1)))
 			tok := int32(1)
-			b.SetBytes(m.Weights().TernaryBytes())
+			b.SetBytes(m.Weights().(*qwen35.Weights).TernaryBytes())
 			for b.Loop() {
 				if err := s.Step(ctx, tok); err != nil {
 					b.Fatal(err)

@@ -2,38 +2,35 @@ package bonsai
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"github.com/bonsai-go/sdk/bonsai/grammar"
 	"os"
 	"runtime"
 	"sync"
 	"sync/atomic"
 
 	"github.com/ardanlabs/jinja"
+	"github.com/bonsai-go/sdk/bonsai/backend"
+	"github.com/bonsai-go/sdk/bonsai/grammar"
 	"github.com/bonsai-go/sdk/bonsai/tokenizer"
 	"github.com/bonsai-go/sdk/gguf"
-	"github.com/bonsai-go/sdk/qwen35"
+	_ "github.com/bonsai-go/sdk/qwen35" // registers the qwen35 architecture: Bonsai 2 is built on it
 	"github.com/bonsai-go/sdk/ternary"
 )
 
-// Errors callers test with errors.Is.
+// Errors callers test with errors.Is. They are the seam's, so that a backend's error
+// and bonsai's own test alike; bonsai's errors carry them wrapped once, as "bonsai: …".
 var (
 	// ErrContextFull: a sequence would grow past the context size.
-	ErrContextFull = qwen35.ErrContextFull
+	ErrContextFull = backend.ErrContextFull
 	// ErrClosed: the model or session was closed.
-	ErrClosed = errors.New("bonsai: closed")
-	// ErrNotBonsai: the file is a GGUF but not a model this SDK runs.
-	ErrNotBonsai = errors.New("bonsai: not a Ternary Bonsai model")
+	ErrClosed = backend.ErrClosed
+	// ErrNotBonsai: the file is a GGUF but not a model this SDK runs (an architecture
+	// no package registered, or a qwen35 file without the Hadamard contract).
+	ErrNotBonsai = backend.ErrUnsupported
 )
 
-// KVCache precisions for WithKVCache.
-const (
-	KVFloat16 = qwen35.KVFloat16 // the default: 64 KiB per token for the 27B model
-	KVFloat32 = qwen35.KVFloat32 // exact; twice the memory
-	KVInt8    = qwen35.KVInt8    // 8-bit blocks: about half of fp16's memory
-	KVQ4      = qwen35.KVQ4      // 4-bit blocks (q4_0): about 28% of fp16's memory, at the most drift
-)
+// errClosed is ErrClosed as bonsai returns it.
+var errClosed = fmt.Errorf("bonsai: %w", ErrClosed)
 
 // Progress reports how far Open has come. The stages come in this order:
 //
@@ -64,7 +61,7 @@ type options struct {
 	backend  Backend
 	threads  int
 	ctxSize  int
-	kv       qwen35.KVPrecision
+	kv       KVPrecision
 	progress func(Progress)
 	ctx      context.Context
 	verify   bool
@@ -89,7 +86,7 @@ func WithThreads(n int) Option { return func(o *options) { o.threads = n } }
 func WithContextSize(n int) Option { return func(o *options) { o.ctxSize = n } }
 
 // WithKVCache sets the precision of the attention KV cache (default KVFloat16).
-func WithKVCache(p qwen35.KVPrecision) Option { return func(o *options) { o.kv = p } }
+func WithKVCache(p KVPrecision) Option { return func(o *options) { o.kv = p } }
 
 // WithProgress receives load progress. It is called from the goroutine running Open.
 func WithProgress(f func(Progress)) Option { return func(o *options) { o.progress = f } }
@@ -131,8 +128,8 @@ const defaultContext = 32768
 // model run concurrently and independently.
 type Model struct {
 	file    *gguf.File
-	weights *qwen35.Weights
-	engine  Engine
+	weights backend.Model
+	engine  backend.Engine
 	backend Backend
 	opts    options
 
@@ -192,13 +189,11 @@ func Open(path string, opts ...Option) (*Model, error) {
 }
 
 func load(f *gguf.File, o options, report func(string, int64, int64)) (*Model, error) {
-	if arch := f.Architecture(); arch != qwen35.Architecture {
-		return nil, fmt.Errorf("%w: general.architecture is %q, want %q", ErrNotBonsai, arch, qwen35.Architecture)
+	arch, err := backend.Lookup(f.Architecture())
+	if err != nil {
+		return nil, fmt.Errorf("bonsai: general.architecture: %w", err)
 	}
-	if !f.Has("prism.hadamard.version") {
-		return nil, fmt.Errorf("%w: no prism.hadamard contract (an unrotated qwen35 model?)", ErrNotBonsai)
-	}
-	w, err := qwen35.BindProgress(f, func(done, total int) { report("bind", int64(done), int64(total)) })
+	w, err := arch.Bind(f, func(done, total int) { report("bind", int64(done), int64(total)) })
 	if err != nil {
 		return nil, fmt.Errorf("bonsai: %w", err)
 	}
@@ -208,8 +203,8 @@ func load(f *gguf.File, o options, report func(string, int64, int64)) (*Model, e
 		return nil, fmt.Errorf("bonsai: the model's tokenizer: %w", err)
 	}
 	report("tokenizer", 1, 1)
-	if tok.Len() > w.Config.Vocab {
-		return nil, fmt.Errorf("bonsai: the tokenizer has %d tokens, the model's vocabulary %d", tok.Len(), w.Config.Vocab)
+	if tok.Len() > w.Vocab() {
+		return nil, fmt.Errorf("bonsai: the tokenizer has %d tokens, the model's vocabulary %d", tok.Len(), w.Vocab())
 	}
 	if o.verify {
 		if err := verify(o.ctx, f, report); err != nil {
@@ -222,13 +217,17 @@ func load(f *gguf.File, o options, report func(string, int64, int64)) (*Model, e
 		}
 	}
 	if o.ctxSize == 0 {
-		o.ctxSize = min(w.Config.ContextLength, defaultContext)
+		o.ctxSize = min(w.ContextLength(), defaultContext)
 	}
 	if o.ctxSize < 1 {
 		return nil, fmt.Errorf("bonsai: context size %d: want at least 1", o.ctxSize)
 	}
+	if !o.kv.Valid() {
+		return nil, fmt.Errorf("bonsai: unknown KV cache precision %v", o.kv)
+	}
 	report("load", 0, 1)
-	engine, err := o.backend.Load(o.ctx, w, LoadOptions{Threads: o.threads, Progress: o.progress, Activations: o.acts, Profile: o.profile})
+	progress := func(done, total int64) { report("load", done, total) }
+	engine, err := o.backend.Load(o.ctx, w, backend.LoadOptions{Threads: o.threads, Progress: progress, Activations: o.acts, Profile: o.profile})
 	if err != nil {
 		return nil, fmt.Errorf("bonsai: backend %s: %w", o.backend.Name(), err)
 	}
@@ -331,14 +330,19 @@ func warmup(ctx context.Context, f *gguf.File, threads int, report func(string, 
 // warmSink keeps warmup's reads from being optimised away.
 var warmSink atomic.Uint32
 
-// Config returns the model's hyperparameters.
-func (m *Model) Config() qwen35.Config { return m.weights.Config }
+// Vocab returns the number of logits per token.
+func (m *Model) Vocab() int { return m.weights.Vocab() }
+
+// Architecture returns the model's general.architecture ("qwen35").
+func (m *Model) Architecture() string { return m.weights.Architecture() }
 
 // File returns the model file, for its metadata (the tokenizer, the chat template).
 func (m *Model) File() *gguf.File { return m.file }
 
-// Weights returns the bound weights.
-func (m *Model) Weights() *qwen35.Weights { return m.weights }
+// Weights returns the bound weights of the model's architecture: for a qwen35 model a
+// *qwen35.Weights, whose Config holds the hyperparameters. Its String describes the
+// model in a line.
+func (m *Model) Weights() backend.Model { return m.weights }
 
 // Tokenizer returns the model's tokenizer, read from the file at Open.
 func (m *Model) Tokenizer() *tokenizer.Tokenizer { return m.tok }
@@ -373,11 +377,49 @@ func (m *Model) NewSession() (*Session, error) {
 	m.mu.RLock()
 	defer m.mu.RUnlock()
 	if m.closed {
-		return nil, ErrClosed
+		return nil, errClosed
 	}
-	st, err := m.engine.NewState(StateOptions{ContextSize: m.opts.ctxSize, KVCache: m.opts.kv})
+	st, err := m.newState()
 	if err != nil {
-		return nil, fmt.Errorf("bonsai: %w", err)
+		return nil, err
 	}
 	return newSession(m, st), nil
+}
+
+// newState allocates a state of the model's context size and KV precision. m.mu is held
+// for reading.
+func (m *Model) newState() (backend.State, error) {
+	st, err := m.engine.NewState(backend.StateOptions{ContextSize: m.opts.ctxSize, KVCache: m.opts.kv})
+	if err != nil {
+		return nil, m.backendErr(err)
+	}
+	return st, nil
+}
+
+// backendErr prefixes an error of the engine once: "bonsai: cpu: …".
+func (m *Model) backendErr(err error) error {
+	return fmt.Errorf("bonsai: %s: %w", m.backend.Name(), err)
+}
+
+// forward checks the batch (the rules every backend relies on) and runs it. m.mu is held
+// for reading.
+func (m *Model) forward(ctx context.Context, batch []backend.Sequence) error {
+	if m.closed {
+		return errClosed
+	}
+	if err := backend.Check(batch, m.weights.Vocab(), func(backend.State) int { return m.opts.ctxSize }); err != nil {
+		return fmt.Errorf("bonsai: %w", err)
+	}
+	if err := m.engine.Forward(ctx, batch); err != nil {
+		return m.engineErr(ctx, err)
+	}
+	return nil
+}
+
+// engineErr passes a cancellation through as ctx's error and prefixes anything else.
+func (m *Model) engineErr(ctx context.Context, err error) error {
+	if ctx.Err() != nil && err == ctx.Err() {
+		return err
+	}
+	return m.backendErr(err)
 }

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/bonsai-go/sdk/bonsai"
+	"github.com/bonsai-go/sdk/bonsai/backend"
 	"github.com/bonsai-go/sdk/gguf"
 	"github.com/bonsai-go/sdk/internal/synth"
 	"github.com/bonsai-go/sdk/qwen35"
@@ -373,7 +374,7 @@ func TestStepAllocatesNothing(t *testing.T) {
 	ctx := context.Background()
 	for _, acts := range []bonsai.Activations{bonsai.ActivationsInt8, bonsai.ActivationsFloat32} {
 		m := open(t, path, bonsai.WithThreads(2), bonsai.WithActivations(acts))
-		cfg := m.Config()
+		cfg := m.Weights().(*qwen35.Weights).Config
 		attention := 0
 		for i := 0; i < cfg.Layers; i++ {
 			if cfg.IsAttention(i) {
@@ -462,7 +463,7 @@ func TestPrefillAllocatesNothing(t *testing.T) {
 		m := open(t, path, bonsai.WithThreads(2), bonsai.WithActivations(acts))
 		s, err := m.NewSession()
 		require.NoError(t, err)
-		ids := tokens(80, m.Config().Vocab, 5) // two chunks: 64 + 16
+		ids := tokens(80, m.Vocab(), 5) // two chunks: 64 + 16
 		require.NoError(t, s.Prefill(ctx, ids))
 		settleRuntime()
 		s.Reset()
@@ -533,4 +534,8 @@ func TestOpenRefusesNonBonsai(t *testing.T) {
 	require.NoError(t, writeGGUF(path, []gguf.KV{{Key: "general.architecture", Value: gguf.MustValue("llama")}}))
 	_, err := bonsai.Open(path)
 	require.True(t, errors.Is(err, bonsai.ErrNotBonsai), "%v", err)
+	// The error names the file's architecture and the ones registered.
+	require.ErrorIs(t, err, backend.ErrUnknownArchitecture)
+	assert.Contains(t, err.Error(), `"llama"`)
+	assert.Contains(t, err.Error(), "registered: qwen35")
 }

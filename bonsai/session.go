@@ -6,21 +6,29 @@ import (
 	"fmt"
 	"slices"
 	"sync"
+
+	"github.com/bonsai-go/sdk/bonsai/backend"
 )
 
 // Session is one conversation: the state of one token sequence (the attention layers' KV
 // cache and the GDN layers' recurrent and convolution states), the tokens it holds and
-// the logits of the last. Generate runs on it; Prefill and Step feed it directly. A
-// session is not for concurrent use, but distinct sessions of one model run
-// concurrently.
+// the logits of the last. Generate runs on it; Prefill and Step feed it directly.
+//
+// Each method runs whole under the session's lock, so a Session may be shared between
+// goroutines: concurrent calls are serialised, never interleaved. A conversation is a
+// sequence, though, so calls from two goroutines see each other's tokens; a Generate in
+// progress takes the lock once per step and shares the session with nobody else's
+// calls only by convention. Distinct sessions of one model run concurrently.
 type Session struct {
 	m  *Model
 	mu sync.Mutex
-	st State
+	st backend.State
 	// logits of the last token fed, valid when hasLogits.
 	logits    []float32
 	hasLogits bool
-	one       []int32 // Step's token, kept so a step allocates nothing
+	one       []int32            // Step's token, kept so a step allocates nothing
+	batch     []backend.Sequence // the one-sequence batch of a forward pass, likewise
+	next      []int32            // a greedy step's choice
 
 	// tokens are the tokens the state holds, in order: what Generate compares a new
 	// prompt with. It is allocated for the context size (up to 65536 tokens), so that a
@@ -35,14 +43,15 @@ type Session struct {
 
 // checkpoint is a saved state with its tokens and last logits.
 type checkpoint struct {
-	st        State
+	st        backend.State
 	tokens    []int32
 	logits    []float32
 	hasLogits bool
 }
 
-func newSession(m *Model, st State) *Session {
-	return &Session{m: m, st: st, logits: make([]float32, m.weights.Config.Vocab), one: make([]int32, 1),
+func newSession(m *Model, st backend.State) *Session {
+	return &Session{m: m, st: st, logits: make([]float32, m.weights.Vocab()), one: make([]int32, 1),
+		batch: make([]backend.Sequence, 1), next: make([]int32, 1),
 		tokens: make([]int32, 0, min(m.opts.ctxSize, 1<<16))}
 }
 
@@ -65,7 +74,9 @@ func (s *Session) Prefill(ctx context.Context, tokens []int32) error {
 	if len(tokens) == 0 {
 		return nil
 	}
-	return s.forward(ctx, tokens, s.logits, false)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.forward(ctx, tokens, backend.LogitsLast, s.logits)
 }
 
 // PrefillAll is Prefill that also returns the logits of every position: one row of Vocab
@@ -74,19 +85,19 @@ func (s *Session) PrefillAll(ctx context.Context, tokens []int32) ([][]float32, 
 	if len(tokens) == 0 {
 		return nil, nil
 	}
-	vocab := s.m.weights.Config.Vocab
+	vocab := s.m.weights.Vocab()
 	flat := make([]float32, len(tokens)*vocab)
-	if err := s.forward(ctx, tokens, flat, true); err != nil {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.forward(ctx, tokens, backend.LogitsAll, flat); err != nil {
 		return nil, err
 	}
 	rows := make([][]float32, len(tokens))
 	for i := range rows {
 		rows[i] = flat[i*vocab : (i+1)*vocab : (i+1)*vocab]
 	}
-	s.mu.Lock()
 	copy(s.logits, rows[len(rows)-1])
 	s.hasLogits = true
-	s.mu.Unlock()
 	return rows, nil
 }
 
@@ -98,52 +109,58 @@ func (s *Session) PrefillAll(ctx context.Context, tokens []int32) ([][]float32, 
 // steps (TestStepAllocatesNothing counts them exactly).
 func (s *Session) Step(ctx context.Context, token int32) error {
 	s.mu.Lock()
+	defer s.mu.Unlock()
 	s.one[0] = token
-	s.mu.Unlock()
-	return s.forward(ctx, s.one, s.logits, false)
+	return s.forward(ctx, s.one, backend.LogitsLast, s.logits)
 }
 
-// stepGreedy feeds one token through a GreedyEngine and returns the greedy choice of the
-// next one. The session then holds no logits.
-func (s *Session) stepGreedy(ctx context.Context, g GreedyEngine, token int32) (int32, error) {
+// stepGreedy feeds one token through a Greedy engine and returns the greedy choice of
+// the next one. The session then holds no logits.
+func (s *Session) stepGreedy(ctx context.Context, g backend.Greedy, token int32) (int32, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.st == nil {
-		return 0, ErrClosed
+		return 0, errClosed
 	}
 	s.m.mu.RLock()
 	defer s.m.mu.RUnlock()
 	if s.m.closed {
-		return 0, ErrClosed
+		return 0, errClosed
 	}
 	s.one[0] = token
+	s.batch[0] = backend.Sequence{State: s.st, Tokens: s.one}
+	if err := backend.Check(s.batch, s.m.weights.Vocab(), func(backend.State) int { return s.m.opts.ctxSize }); err != nil {
+		return 0, fmt.Errorf("bonsai: %w", err)
+	}
 	before := s.st.Len()
-	id, err := g.ForwardGreedy(ctx, s.st, s.one)
+	err := g.ForwardGreedy(ctx, s.batch, s.next)
+	s.batch[0] = backend.Sequence{}
 	if s.st.Len() > before {
 		s.tokens = append(s.tokens, token)
 	}
 	s.hasLogits = false
-	return id, err
+	if err != nil {
+		return 0, s.m.engineErr(ctx, err)
+	}
+	return s.next[0], nil
 }
 
-func (s *Session) forward(ctx context.Context, tokens []int32, logits []float32, all bool) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
+// forward runs one forward pass of the session's sequence. s.mu is held.
+func (s *Session) forward(ctx context.Context, tokens []int32, want backend.Logits, out []float32) error {
 	if s.st == nil {
-		return ErrClosed
+		return errClosed
 	}
 	s.m.mu.RLock()
 	defer s.m.mu.RUnlock()
-	if s.m.closed {
-		return ErrClosed
-	}
 	before := s.st.Len()
-	err := s.m.engine.Forward(ctx, s.st, tokens, logits, all)
+	s.batch[0] = backend.Sequence{State: s.st, Tokens: tokens, Logits: want, Out: out}
+	err := s.m.forward(ctx, s.batch)
+	s.batch[0] = backend.Sequence{} // drop the references
 	// On cancellation the state keeps the chunks it completed.
 	if done := s.st.Len() - before; done > 0 && done <= len(tokens) {
 		s.tokens = append(s.tokens, tokens[:done]...)
 	}
-	if !all {
+	if want == backend.LogitsLast {
 		// The shared buffer holds the last token's logits only if the pass got that far.
 		s.hasLogits = err == nil
 	}
@@ -194,16 +211,16 @@ func (s *Session) Clone() (*Session, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.st == nil {
-		return nil, ErrClosed
+		return nil, errClosed
 	}
 	s.m.mu.RLock()
 	defer s.m.mu.RUnlock()
 	if s.m.closed {
-		return nil, ErrClosed
+		return nil, errClosed
 	}
-	st, err := s.st.Clone()
+	st, err := s.m.cloneState(s.st)
 	if err != nil {
-		return nil, fmt.Errorf("bonsai: %w", err)
+		return nil, err
 	}
 	c := newSession(s.m, st)
 	copy(c.logits, s.logits)
@@ -233,7 +250,7 @@ func (s *Session) Close() error {
 	s.st = nil
 	s.dropCheckpoint()
 	if err != nil && !errors.Is(err, ErrClosed) {
-		return fmt.Errorf("bonsai: %w", err)
+		return s.m.backendErr(err)
 	}
 	return nil
 }
@@ -244,9 +261,9 @@ func (s *Session) Close() error {
 // boundary beyond the reused part, the state there is saved as the new checkpoint.
 func (s *Session) prefillPrompt(ctx context.Context, p prompt) (int, error) {
 	s.mu.Lock()
+	defer s.mu.Unlock()
 	if s.st == nil {
-		s.mu.Unlock()
-		return 0, ErrClosed
+		return 0, errClosed
 	}
 	// A prefix is usable if it leaves tokens to feed, or if the logits of its last token
 	// are at hand.
@@ -268,7 +285,6 @@ func (s *Session) prefillPrompt(ctx context.Context, p prompt) (int, error) {
 	case own >= saved && own > 0:
 	case saved > 0:
 		if err := s.restore(s.ckpt); err != nil {
-			s.mu.Unlock()
 			return 0, err
 		}
 	default:
@@ -277,41 +293,55 @@ func (s *Session) prefillPrompt(ctx context.Context, p prompt) (int, error) {
 		s.hasLogits = false
 	}
 	cached := len(s.tokens)
-	s.mu.Unlock()
-
 	ids := p.ids
+	if cached == len(ids) {
+		return cached, nil
+	}
 	if p.boundary > cached && p.boundary < len(ids) {
-		if err := s.Prefill(ctx, ids[cached:p.boundary]); err != nil {
+		if err := s.forward(ctx, ids[cached:p.boundary], backend.LogitsLast, s.logits); err != nil {
 			return cached, err
 		}
 		if err := s.checkpoint(); err != nil {
 			return cached, err
 		}
-		cached2 := p.boundary
-		return cached, s.Prefill(ctx, ids[cached2:])
+		return cached, s.forward(ctx, ids[p.boundary:], backend.LogitsLast, s.logits)
 	}
-	return cached, s.Prefill(ctx, ids[cached:])
+	return cached, s.forward(ctx, ids[cached:], backend.LogitsLast, s.logits)
 }
 
-// stateCopier is a State that can copy another of its engine in place, reusing its
-// memory; states without it are cloned.
-type stateCopier interface {
-	CopyFrom(State) error
+// copyState makes dst a copy of src, in place where the backend can, through the seam's
+// views otherwise.
+func copyState(dst, src backend.State) error {
+	if cp, ok := dst.(backend.StateCopier); ok {
+		if err := cp.CopyFrom(src); err == nil {
+			return nil
+		}
+	}
+	return backend.CopyState(dst, src)
+}
+
+// cloneState returns a new state holding a copy of st. m.mu is held for reading.
+func (m *Model) cloneState(st backend.State) (backend.State, error) {
+	c, err := m.newState()
+	if err != nil {
+		return nil, err
+	}
+	if err := copyState(c, st); err != nil {
+		c.Close()
+		return nil, m.backendErr(err)
+	}
+	return c, nil
 }
 
 // restore makes the session's state a copy of c. s.mu is held.
 func (s *Session) restore(c *checkpoint) error {
-	if cp, ok := s.st.(stateCopier); ok {
-		if err := cp.CopyFrom(c.st); err != nil {
-			return fmt.Errorf("bonsai: %w", err)
-		}
-	} else {
-		st, err := c.st.Clone()
-		if err != nil {
-			return fmt.Errorf("bonsai: %w", err)
-		}
-		s.st.Close()
-		s.st = st
+	s.m.mu.RLock()
+	defer s.m.mu.RUnlock()
+	if s.m.closed {
+		return errClosed
+	}
+	if err := copyState(s.st, c.st); err != nil {
+		return s.m.backendErr(err)
 	}
 	s.tokens = append(s.tokens[:0], c.tokens...)
 	copy(s.logits, c.logits)
@@ -319,18 +349,15 @@ func (s *Session) restore(c *checkpoint) error {
 	return nil
 }
 
-// checkpoint saves the session's state as its checkpoint.
+// checkpoint saves the session's state as its checkpoint. s.mu is held.
 func (s *Session) checkpoint() error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
 	s.m.mu.RLock()
 	defer s.m.mu.RUnlock()
 	if s.st == nil || s.m.closed {
-		return ErrClosed
+		return errClosed
 	}
-	c := s.ckpt
-	if c != nil {
-		if cp, ok := c.st.(stateCopier); ok && cp.CopyFrom(s.st) == nil {
+	if c := s.ckpt; c != nil {
+		if copyState(c.st, s.st) == nil {
 			c.tokens = append(c.tokens[:0], s.tokens...)
 			copy(c.logits, s.logits)
 			c.hasLogits = s.hasLogits
@@ -338,9 +365,9 @@ func (s *Session) checkpoint() error {
 		}
 		s.dropCheckpoint()
 	}
-	st, err := s.st.Clone()
+	st, err := s.m.cloneState(s.st)
 	if err != nil {
-		return fmt.Errorf("bonsai: %w", err)
+		return err
 	}
 	s.ckpt = &checkpoint{st: st, tokens: slices.Clone(s.tokens), logits: slices.Clone(s.logits), hasLogits: s.hasLogits}
 	return nil
@@ -349,7 +376,7 @@ func (s *Session) checkpoint() error {
 // sampler returns the session's sampler, reset to opt.
 func (s *Session) sampler(opt SamplerOptions) (*Sampler, error) {
 	if s.smp == nil {
-		smp, err := NewSampler(s.m.weights.Config.Vocab, opt)
+		smp, err := NewSampler(s.m.weights.Vocab(), opt)
 		if err != nil {
 			return nil, err
 		}
@@ -364,17 +391,17 @@ func (s *Session) sampler(opt SamplerOptions) (*Sampler, error) {
 func (s *Session) Profile() OpProfile {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if p, ok := s.st.(Profiler); ok {
+	if p, ok := s.st.(backend.Profiler); ok {
 		return p.Profile()
 	}
-	return OpProfile{}
+	return backend.OpProfile{}
 }
 
 // ResetProfile zeroes the session's accounting.
 func (s *Session) ResetProfile() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if p, ok := s.st.(Profiler); ok {
+	if p, ok := s.st.(backend.Profiler); ok {
 		p.ResetProfile()
 	}
 }

@@ -13,6 +13,8 @@ import (
 	"io"
 	"math"
 	"strings"
+
+	"github.com/bonsai-go/sdk/bonsai/backend"
 )
 
 // A session snapshot is a versioned binary file, little-endian throughout:
@@ -29,7 +31,7 @@ import (
 //
 //	tokens       uint32 n, then n × int32
 //	logits       uint8 (0 or 1), then, if 1, vocab × float32: the last token's logits
-//	state        the backend state encoding (see State.Save), of n tokens
+//	state        the seam's state encoding (backend.WriteState), of n tokens
 //
 // The checkpoint (see Generate) is kept so that a loaded chat session resumes the next
 // turn as the saved one would have; it doubles the size of a chat session's snapshot.
@@ -56,12 +58,12 @@ func (s *Session) Save(w io.Writer) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.st == nil {
-		return ErrClosed
+		return errClosed
 	}
 	s.m.mu.RLock()
 	defer s.m.mu.RUnlock()
 	if s.m.closed {
-		return ErrClosed
+		return errClosed
 	}
 	bw := bufio.NewWriterSize(w, 1<<16)
 	crc := crc32.New(castagnoli)
@@ -100,7 +102,7 @@ func (s *Session) Save(w io.Writer) error {
 }
 
 // writeSequence writes the tokens, the logits and the state of one sequence.
-func writeSequence(w io.Writer, tokens []int32, hasLogits bool, logits []float32, st State) error {
+func writeSequence(w io.Writer, tokens []int32, hasLogits bool, logits []float32, st backend.State) error {
 	if len(tokens) != st.Len() {
 		return fmt.Errorf("bonsai: save: the state holds %d tokens, the session knows of %d", st.Len(), len(tokens))
 	}
@@ -120,7 +122,7 @@ func writeSequence(w io.Writer, tokens []int32, hasLogits bool, logits []float32
 	if _, err := w.Write(b); err != nil {
 		return fmt.Errorf("bonsai: save: %w", err)
 	}
-	if err := st.Save(w); err != nil {
+	if err := backend.WriteState(w, st); err != nil {
 		return fmt.Errorf("bonsai: save: %w", err)
 	}
 	return nil
@@ -147,12 +149,12 @@ func (s *Session) Load(r io.Reader) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.st == nil {
-		return ErrClosed
+		return errClosed
 	}
 	s.m.mu.RLock()
 	defer s.m.mu.RUnlock()
 	if s.m.closed {
-		return ErrClosed
+		return errClosed
 	}
 	s.dropCheckpoint()
 	err := s.load(r)
@@ -202,12 +204,11 @@ func (s *Session) load(r io.Reader) error {
 		return fmt.Errorf("%w: it was saved from another model (fingerprint %s…, this model's %s…)",
 			ErrSnapshot, hex.EncodeToString(hdr[12:20]), hex.EncodeToString(fp[:8]))
 	}
-	vocab := s.m.weights.Config.Vocab
+	vocab := s.m.weights.Vocab()
 	if v := binary.LittleEndian.Uint32(hdr[44:]); int64(v) != int64(vocab) {
 		return fmt.Errorf("%w: vocabulary of %d, the model's %d", ErrSnapshot, v, vocab)
 	}
-	codec := newStateCodec(&s.m.weights.Config)
-	tokens, hasLogits, err := s.readSequence(cr, codec, s.tokens[:0], s.logits, s.st)
+	tokens, hasLogits, err := s.readSequence(cr, s.tokens[:0], s.logits, s.st)
 	s.tokens, s.hasLogits = tokens, hasLogits
 	if err != nil {
 		return err
@@ -219,13 +220,13 @@ func (s *Session) load(r io.Reader) error {
 	switch b[0] {
 	case 0:
 	case 1:
-		st, err := s.m.engine.NewState(StateOptions{ContextSize: s.m.opts.ctxSize, KVCache: s.m.opts.kv})
+		st, err := s.m.newState()
 		if err != nil {
-			return fmt.Errorf("bonsai: load: %w", err)
+			return err
 		}
 		c := &checkpoint{st: st, logits: make([]float32, vocab)}
 		s.ckpt = c // dropped on error
-		if c.tokens, c.hasLogits, err = s.readSequence(cr, codec, nil, c.logits, st); err != nil {
+		if c.tokens, c.hasLogits, err = s.readSequence(cr, nil, c.logits, st); err != nil {
 			return err
 		}
 	default:
@@ -242,7 +243,7 @@ func (s *Session) load(r io.Reader) error {
 }
 
 // readSequence reads one sequence's tokens (appended to tokens), logits and state.
-func (s *Session) readSequence(r io.Reader, codec *stateCodec, tokens []int32, logits []float32, st State) ([]int32, bool, error) {
+func (s *Session) readSequence(r io.Reader, tokens []int32, logits []float32, st backend.State) ([]int32, bool, error) {
 	var b [4]byte
 	if _, err := io.ReadFull(r, b[:]); err != nil {
 		return tokens, false, err
@@ -269,14 +270,18 @@ func (s *Session) readSequence(r io.Reader, codec *stateCodec, tokens []int32, l
 	switch b[0] {
 	case 0:
 	case 1:
-		if err := codec.readF32(r, logits); err != nil {
+		b := make([]byte, 4*len(logits))
+		if _, err := io.ReadFull(r, b); err != nil {
 			return tokens, false, err
+		}
+		for i := range logits {
+			logits[i] = math.Float32frombits(binary.LittleEndian.Uint32(b[4*i:]))
 		}
 		hasLogits = true
 	default:
 		return tokens, false, fmt.Errorf("%w: logits flag %d", ErrSnapshot, b[0])
 	}
-	if err := st.Load(r); err != nil {
+	if err := backend.ReadState(r, st); err != nil {
 		if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
 			return tokens, false, err
 		}
@@ -303,7 +308,9 @@ func fingerprint(m *Model) [32]byte {
 	u64 := func(v uint64) { h.Write(binary.LittleEndian.AppendUint64(nil, v)) }
 	str := func(s string) { u64(uint64(len(s))); h.Write([]byte(s)) }
 	str("bonsai model fingerprint v1")
-	str(fmt.Sprintf("%+v", m.weights.Config))
+	if fp, ok := m.weights.(interface{ WriteFingerprint(io.Writer) }); ok {
+		fp.WriteFingerprint(h)
+	}
 	f := m.file
 	u64(uint64(len(f.Tensors)))
 	for _, t := range f.Tensors {
@@ -314,18 +321,6 @@ func fingerprint(m *Model) [32]byte {
 			u64(uint64(d))
 		}
 		u64(t.Offset)
-	}
-	if c := m.weights.Contract; c != nil {
-		u64(uint64(c.BlockSize))
-		str(c.Transform)
-		for i, w := range c.Widths {
-			u64(uint64(w))
-			signs := make([]byte, len(c.Signs[i]))
-			for j, s := range c.Signs[i] {
-				signs[j] = byte(s)
-			}
-			h.Write(signs)
-		}
 	}
 	// 64 samples of 64 bytes: the head and the middle of 64 tensors spread over the file.
 	const samples = 64

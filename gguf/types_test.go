@@ -11,7 +11,8 @@ import (
 
 // TestTensorTypeTraits checks every type against the block layouts of
 // ggml's ggml-common.h (block structs, checked with sizeof in a C build of
-// the mirror's header) and the PrismML formats of SPEC.md §2.
+// the mirror's header) and the PrismML formats as package ternary documents
+// them (its package doc, § Formats).
 func TestTensorTypeTraits(t *testing.T) {
 	want := []struct {
 		typ         TensorType

@@ -2,6 +2,8 @@
 // PrismML's Ternary Bonsai models and the prism.hadamard metadata contract
 // that describes it.
 //
+// # Rotation
+//
 // Bonsai models are quantised after an orthogonal rotation of each weight's
 // input dimension, which spreads outliers evenly across a block. For an input
 // of width K the rotation is
@@ -17,7 +19,27 @@
 // the product. The token embedding stores R·e per row and is rotated back
 // after the lookup with Rᵀ = S·(1/√n)·Hₙ — transform first, then signs. The
 // same inverse unfolds a folded weight row. R is orthogonal, so either order
-// undoes the other.
+// undoes the other. Per folded linear, then:
+//
+//	x′ = signs_K ⊙ x;  x′ = FWHT_n(x′, per block)/√n;  y = W′·x′
+//
+// and per embedding row z = dequant(row′): e = signs ⊙ FWHT_n(z)/√n.
+//
+// # Contract
+//
+// A rotated file says so in its prism.hadamard.* keys: version 1; block_size
+// n (1024); transform "normalized-sylvester-walsh-hadamard", axis
+// "input-last-dimension" and sign_mode "explicit", the only values accepted;
+// sign_widths, the input widths K, with sign_values holding one ±1 per input
+// entry, the vectors concatenated in width order; weight_names, the folded
+// tensors (every ternary linear, output.weight included); inverse_weight_names,
+// the tensors stored rotated ("token_embd.weight"); and gdn_v_grouped, true when
+// the Gated DeltaNet output projection was folded over grouped V heads. Writers
+// differ in integer types, so any integer type is accepted for the integer keys
+// and any integer or float element type for sign_values. A contract this
+// package does not implement is refused with an error naming the key.
+//
+// # Use
 //
 // [FWHT] and [FWHT64] are the unnormalised in-place transforms. A [Rotation]
 // applies R or Rᵀ for one width ([Rotation.Forward], [Rotation.Inverse]). The

@@ -10,7 +10,7 @@ import (
 	"github.com/bonsai-go/sdk/qwen35"
 )
 
-// bench27B is the 27B model's mixer sizes (SPEC §1).
+// bench27B is the 27B model's mixer sizes (the values in Config's comments).
 func bench27B() *qwen35.Config {
 	return &qwen35.Config{
 		Heads: 24, KVHeads: 4, HeadDim: 256, RopeDims: 64, RopeBase: 1e7, RMSEpsilon: 1e-6,

@@ -51,7 +51,7 @@ func (m fakeMetadata) String(key string) (string, error) {
 	return "", fmt.Errorf("key %q: want string, have %T", key, m[key])
 }
 
-// real27B is the metadata of Ternary Bonsai 2 27B as SPEC §1 lists it.
+// real27B is the metadata of Ternary Bonsai 2 27B (the values in Config's comments).
 func real27B() fakeMetadata {
 	return fakeMetadata{
 		"general.architecture":                    "qwen35",
@@ -103,7 +103,8 @@ func TestTensors27B(t *testing.T) {
 	c, err := ReadConfig(real27B(), 248320)
 	require.NoError(t, err)
 	specs := c.Tensors()
-	// SPEC §1: 851 tensors, 401 folded (all ternary but the embedding), one inverse.
+	// Package doc, § Tensors: 851 tensors, 401 folded (all ternary but the embedding),
+	// one inverse.
 	assert.Len(t, specs, 851)
 	count := map[Kind]int{}
 	roles := map[Role]int{}

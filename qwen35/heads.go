@@ -1,14 +1,7 @@
 package qwen35
 
-// The GDN V-head order rule, in one place.
-//
-// The vendor's converter stores the V heads of a Gated DeltaNet layer TILED: head index
-// r·KHeads + k for K group k and repeat r, so that V head h reads q/k head h % KHeads.
-// That order holds for the V rows of attn_qkv, all rows of attn_gate, ssm_alpha,
-// ssm_beta, ssm_a, ssm_dt.bias and the V channels of ssm_conv1d. The input columns of
-// ssm_out stay GROUPED — head index k·Repeat + r — because the Hadamard fold cannot
-// carry a column permutation, so the mixer output must be permuted tiled → grouped
-// before its rotation.
+// The GDN V-head order rule (the package doc, § Stored values), in one place: V heads
+// are stored tiled, the input columns of ssm_out grouped.
 
 // TiledHead returns the tiled index of the V head at grouped index g.
 func (c *Config) TiledHead(g int) int {

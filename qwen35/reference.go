@@ -20,7 +20,7 @@ import (
 // at run time, GDN V heads in GROUPED order, its own plain loops. It is the yardstick the
 // packed, rotated, tiled runtime path is tested against, so it shares none of that path's
 // code: it reads the file, unfolds and un-tiles every weight once at load, and then runs
-// SPEC §4 literally.
+// the forward pass of the package doc (§ Forward pass) literally.
 //
 // It reads two kinds of file:
 //   - a packed Bonsai file (with the prism.hadamard contract): every ternary matrix is

@@ -469,10 +469,10 @@ func TestReferenceRefusesUnrotatedTernary(t *testing.T) {
 	assert.ErrorContains(t, err, qwen35.NameTokenEmbedding)
 }
 
-// The hand-rolled forward: SPEC §4 written out once more, in a different shape from the
-// Reference — straight from the file's tiled tensors, V head h reading q/k head h % nk,
-// the mixer output permuted tiled → grouped before ssm_out with the SPEC's own index
-// formula, matrices as explicit row loops.
+// The hand-rolled forward: the package doc's forward pass written out once more, in a
+// different shape from the Reference — straight from the file's tiled tensors, V head h
+// reading q/k head h % nk, the mixer output permuted tiled → grouped before ssm_out with
+// the doc's own index formula (§ Stored values), matrices as explicit row loops.
 
 type handModel struct {
 	cfg qwen35.Config
@@ -634,7 +634,8 @@ func (m handModel) gdn(h [][]float64) [][]float64 {
 				tiledOut[hd*d+j] = o[j] * zj * handSigmoid(zj)
 			}
 		}
-		// SPEC §4: grouped position (k, r, dd) reads tiled index dd + d·(k + nk·r).
+		// Package doc, § Stored values: grouped position (k, r, dd) reads tiled index
+		// dd + d·(k + nk·r).
 		rep := nv / nk
 		grouped := make([]float64, nv*d)
 		for k := 0; k < nk; k++ {

@@ -1,6 +1,9 @@
 package qwen35
 
-import "fmt"
+import (
+	"fmt"
+	"reflect"
+)
 
 // Kind is the storage class a tensor must have in a Bonsai file.
 type Kind uint8
@@ -79,47 +82,212 @@ type TensorSpec struct {
 	Role  Role
 }
 
+// The declaration below is the one statement of the model's tensors: each row names a
+// tensor, the field of Weights or Layer it binds to, the layers that have it, its shape
+// in sizes of the Config and its role. The field's Go type gives the storage kind:
+// Matrix is ternary, BF16Matrix is BF16, []float32 is F32. Config.Tensors lists the rows
+// and Bind fills the fields from them.
+
+// dim is a tensor dimension, named for what it measures and sized by a Config.
+type dim uint8
+
+const (
+	dimEmbd   dim = iota + 1 // Embedding
+	dimVocab                 // Vocab
+	dimFFN                   // FeedForward
+	dimQGate                 // 2·Heads·HeadDim: per head, the query rows, then its gate rows
+	dimKV                    // KVHeads·HeadDim
+	dimAttn                  // AttentionWidth, Heads·HeadDim
+	dimHead                  // HeadDim
+	dimQKV                   // QKVWidth: q and k (KHeads·StateSize each), then v (InnerSize)
+	dimInner                 // InnerSize, VHeads·StateSize
+	dimConv                  // ConvKernel
+	dimVHeads                // VHeads
+	dimState                 // StateSize
+)
+
+func (d dim) size(c *Config) int64 {
+	switch d {
+	case dimEmbd:
+		return int64(c.Embedding)
+	case dimVocab:
+		return int64(c.Vocab)
+	case dimFFN:
+		return int64(c.FeedForward)
+	case dimQGate:
+		return 2 * int64(c.Heads) * int64(c.HeadDim)
+	case dimKV:
+		return int64(c.KVHeads) * int64(c.HeadDim)
+	case dimAttn:
+		return int64(c.AttentionWidth())
+	case dimHead:
+		return int64(c.HeadDim)
+	case dimQKV:
+		return int64(c.QKVWidth())
+	case dimInner:
+		return int64(c.InnerSize)
+	case dimConv:
+		return int64(c.ConvKernel)
+	case dimVHeads:
+		return int64(c.VHeads)
+	case dimState:
+		return int64(c.StateSize)
+	}
+	panic(fmt.Sprintf("qwen35: dim %d has no size", d))
+}
+
+// scope says where a tensor occurs: once in the model, or in which layers.
+type scope uint8
+
+const (
+	global     scope = iota // once, a field of Weights
+	everyLayer              // a field of Layer, in every layer
+	gdnLayers               // a field of Layer, in the Gated DeltaNet layers
+	attnLayers              // a field of Layer, in the full-attention layers
+)
+
+func (s scope) has(c *Config, layer int) bool {
+	switch s {
+	case gdnLayers:
+		return !c.IsAttention(layer)
+	case attnLayers:
+		return c.IsAttention(layer)
+	}
+	return true
+}
+
+// tensorDecl declares one tensor.
+type tensorDecl struct {
+	field string // the field of Weights (global) or Layer it binds to
+	name  string // the GGUF name; a layer tensor's is the suffix after "blk.N."
+	in    scope
+	shape []dim // GGUF ne order: shape[0] is the input width K
+	role  Role
+}
+
+// The model's tensors, in the order the vendor's converter writes them: the embedding,
+// each layer's (the GDN and attention rows apply to different layers, so each kind of
+// layer keeps this order), then the output norm and head.
+var (
+	embedTensors = declare[Weights]([]tensorDecl{
+		{"TokenEmbedding", NameTokenEmbedding, global, []dim{dimEmbd, dimVocab}, RoleInverse},
+	})
+	layerTensors = declare[Layer]([]tensorDecl{
+		{"AttnNorm", SuffixAttnNorm, everyLayer, []dim{dimEmbd}, RoleNone},
+
+		{"QKV", SuffixQKV, gdnLayers, []dim{dimEmbd, dimQKV}, RoleFolded},
+		{"Gate", SuffixGate, gdnLayers, []dim{dimEmbd, dimInner}, RoleFolded},
+		{"Conv", SuffixSSMConv, gdnLayers, []dim{dimConv, dimQKV}, RoleNone},
+		{"DTBias", SuffixSSMDT, gdnLayers, []dim{dimVHeads}, RoleNone},
+		{"A", SuffixSSMA, gdnLayers, []dim{dimVHeads}, RoleNone},
+		{"Beta", SuffixSSMBeta, gdnLayers, []dim{dimEmbd, dimVHeads}, RoleNone},
+		{"Alpha", SuffixSSMAlpha, gdnLayers, []dim{dimEmbd, dimVHeads}, RoleNone},
+		{"SSMNorm", SuffixSSMNorm, gdnLayers, []dim{dimState}, RoleNone},
+		{"SSMOut", SuffixSSMOut, gdnLayers, []dim{dimInner, dimEmbd}, RoleFolded},
+
+		{"Q", SuffixAttnQ, attnLayers, []dim{dimEmbd, dimQGate}, RoleFolded},
+		{"K", SuffixAttnK, attnLayers, []dim{dimEmbd, dimKV}, RoleFolded},
+		{"V", SuffixAttnV, attnLayers, []dim{dimEmbd, dimKV}, RoleFolded},
+		{"O", SuffixAttnOut, attnLayers, []dim{dimAttn, dimEmbd}, RoleFolded},
+		{"QNorm", SuffixAttnQNorm, attnLayers, []dim{dimHead}, RoleNone},
+		{"KNorm", SuffixAttnKNorm, attnLayers, []dim{dimHead}, RoleNone},
+
+		{"PostAttnNorm", SuffixPostAttnNorm, everyLayer, []dim{dimEmbd}, RoleNone},
+		{"FFNGate", SuffixFFNGate, everyLayer, []dim{dimEmbd, dimFFN}, RoleFolded},
+		{"FFNUp", SuffixFFNUp, everyLayer, []dim{dimEmbd, dimFFN}, RoleFolded},
+		{"FFNDown", SuffixFFNDown, everyLayer, []dim{dimFFN, dimEmbd}, RoleFolded},
+	})
+	headTensors = declare[Weights]([]tensorDecl{
+		{"OutputNorm", NameOutputNorm, global, []dim{dimEmbd}, RoleNone},
+		{"Output", NameOutput, global, []dim{dimEmbd, dimVocab}, RoleFolded},
+	})
+)
+
+// declared is a tensorDecl resolved against the struct it binds to.
+type declared struct {
+	tensorDecl
+	kind  Kind
+	index int // of the field in its struct
+}
+
+// fieldKinds are the Go types a tensor binds to, and the storage kind each holds.
+var fieldKinds = map[reflect.Type]Kind{
+	reflect.TypeFor[Matrix]():     KindTernary,
+	reflect.TypeFor[BF16Matrix](): KindBF16,
+	reflect.TypeFor[[]float32]():  KindF32,
+}
+
+// declare resolves the declarations of the tensors bound to fields of T. A declaration
+// that does not fit its field is a mistake in this file, caught when the package loads.
+func declare[T any](decls []tensorDecl) []declared {
+	t := reflect.TypeFor[T]()
+	out := make([]declared, len(decls))
+	for i, d := range decls {
+		f, ok := t.FieldByName(d.field)
+		kind, isTensor := fieldKinds[f.Type]
+		matrix := kind == KindTernary || kind == KindBF16
+		switch {
+		case !ok || len(f.Index) != 1:
+			panic(fmt.Sprintf("qwen35: tensor %s: %s has no field %s", d.name, t, d.field))
+		case !isTensor:
+			panic(fmt.Sprintf("qwen35: tensor %s: field %s.%s of type %s holds no tensor", d.name, t, d.field, f.Type))
+		case (d.in == global) != (t == reflect.TypeFor[Weights]()):
+			panic(fmt.Sprintf("qwen35: tensor %s: scope %d does not fit a field of %s", d.name, d.in, t))
+		case matrix && len(d.shape) != 2, len(d.shape) == 0:
+			panic(fmt.Sprintf("qwen35: tensor %s: %d dims for a field of type %s", d.name, len(d.shape), f.Type))
+		case (kind == KindTernary) != (d.role != RoleNone):
+			panic(fmt.Sprintf("qwen35: tensor %s: role %d for a %s tensor", d.name, d.role, kind))
+		}
+		out[i] = declared{tensorDecl: d, kind: kind, index: f.Index[0]}
+	}
+	return out
+}
+
+// specOf is one tensor of a configuration with the declaration it comes from.
+type specOf struct {
+	TensorSpec
+	decl *declared
+}
+
+// specs lists the tensors of c in file order.
+func (c *Config) specs() []specOf {
+	var out []specOf
+	add := func(d *declared, layer int) {
+		name := d.name
+		if layer >= 0 {
+			name = LayerTensor(layer, d.name)
+		}
+		shape := make([]int64, len(d.shape))
+		for i, s := range d.shape {
+			shape[i] = s.size(c)
+		}
+		out = append(out, specOf{TensorSpec{Name: name, Layer: layer, Kind: d.kind, Shape: shape, Role: d.role}, d})
+	}
+	for i := range embedTensors {
+		add(&embedTensors[i], -1)
+	}
+	for layer := 0; layer < c.Layers; layer++ {
+		for i := range layerTensors {
+			if layerTensors[i].in.has(c, layer) {
+				add(&layerTensors[i], layer)
+			}
+		}
+	}
+	for i := range headTensors {
+		add(&headTensors[i], -1)
+	}
+	return out
+}
+
 // Tensors lists every tensor of a Bonsai model of this configuration, in the order the
 // vendor's converter writes them: the embedding, the layers, the output norm and head.
 // Norm gains are stored +1 (except ssm_norm), ssm_a as −exp(A_log), the GDN V heads
 // tiled; those are conventions of the values, not of the list.
 func (c *Config) Tensors() []TensorSpec {
-	e, ff := int64(c.Embedding), int64(c.FeedForward)
-	specs := []TensorSpec{{Name: NameTokenEmbedding, Layer: -1, Kind: KindTernary, Shape: []int64{e, int64(c.Vocab)}, Role: RoleInverse}}
-	for i := 0; i < c.Layers; i++ {
-		add := func(suffix string, kind Kind, role Role, shape ...int64) {
-			specs = append(specs, TensorSpec{Name: LayerTensor(i, suffix), Layer: i, Kind: kind, Shape: shape, Role: role})
-		}
-		add(SuffixAttnNorm, KindF32, RoleNone, e)
-		if c.IsAttention(i) {
-			hd := int64(c.HeadDim)
-			kv := int64(c.KVHeads) * hd
-			add(SuffixAttnQ, KindTernary, RoleFolded, e, 2*int64(c.Heads)*hd)
-			add(SuffixAttnK, KindTernary, RoleFolded, e, kv)
-			add(SuffixAttnV, KindTernary, RoleFolded, e, kv)
-			add(SuffixAttnOut, KindTernary, RoleFolded, int64(c.AttentionWidth()), e)
-			add(SuffixAttnQNorm, KindF32, RoleNone, hd)
-			add(SuffixAttnKNorm, KindF32, RoleNone, hd)
-		} else {
-			nv := int64(c.VHeads)
-			add(SuffixQKV, KindTernary, RoleFolded, e, int64(c.QKVWidth()))
-			add(SuffixGate, KindTernary, RoleFolded, e, int64(c.InnerSize))
-			add(SuffixSSMConv, KindF32, RoleNone, int64(c.ConvKernel), int64(c.QKVWidth()))
-			add(SuffixSSMDT, KindF32, RoleNone, nv)
-			add(SuffixSSMA, KindF32, RoleNone, nv)
-			add(SuffixSSMBeta, KindBF16, RoleNone, e, nv)
-			add(SuffixSSMAlpha, KindBF16, RoleNone, e, nv)
-			add(SuffixSSMNorm, KindF32, RoleNone, int64(c.StateSize))
-			add(SuffixSSMOut, KindTernary, RoleFolded, int64(c.InnerSize), e)
-		}
-		add(SuffixPostAttnNorm, KindF32, RoleNone, e)
-		add(SuffixFFNGate, KindTernary, RoleFolded, e, ff)
-		add(SuffixFFNUp, KindTernary, RoleFolded, e, ff)
-		add(SuffixFFNDown, KindTernary, RoleFolded, ff, e)
+	specs := c.specs()
+	out := make([]TensorSpec, len(specs))
+	for i, s := range specs {
+		out[i] = s.TensorSpec
 	}
-	specs = append(specs,
-		TensorSpec{Name: NameOutputNorm, Layer: -1, Kind: KindF32, Shape: []int64{e}},
-		TensorSpec{Name: NameOutput, Layer: -1, Kind: KindTernary, Shape: []int64{e, int64(c.Vocab)}, Role: RoleFolded},
-	)
-	return specs
+	return out
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"reflect"
 	"slices"
 	"unsafe"
 
@@ -39,7 +40,8 @@ type BF16Matrix struct {
 }
 
 // Layer holds the weights of one decoder layer. Attention layers fill the attention
-// fields, GDN layers the GDN fields; both have the norms and the MLP.
+// fields, GDN layers the GDN fields; both have the norms and the MLP. The tensor each
+// field holds is declared once, in tensors.go.
 type Layer struct {
 	Index     int
 	Attention bool
@@ -63,9 +65,9 @@ type Layer struct {
 	FFNGate, FFNUp, FFNDown Matrix
 }
 
-// Weights are every tensor of a Bonsai model, bound to fields by GGUF name and checked
-// for type and shape. Nothing is copied but the small F32 tensors of a file whose data
-// are not 4-byte aligned in memory.
+// Weights are every tensor of a Bonsai model, bound to fields by GGUF name (from the
+// declaration in tensors.go) and checked for type and shape. Nothing is copied but the
+// small F32 tensors of a file whose data are not 4-byte aligned in memory.
 type Weights struct {
 	Config   Config
 	Contract *hadamard.Contract
@@ -89,20 +91,28 @@ func (w *Weights) Rotation(k int) *hadamard.Rotation { return w.rotations[k] }
 // TernaryBytes returns the bytes of ternary weights a decode step reads: every ternary
 // matrix but the embedding table.
 func (w *Weights) TernaryBytes() int64 {
-	n := int64(len(w.Output.Data))
+	n := ternaryBytes(reflect.ValueOf(w).Elem(), headTensors)
 	for i := range w.Layers {
-		l := &w.Layers[i]
-		for _, m := range []*Matrix{&l.QKV, &l.Gate, &l.SSMOut, &l.Q, &l.K, &l.V, &l.O, &l.FFNGate, &l.FFNUp, &l.FFNDown} {
-			n += int64(len(m.Data))
+		n += ternaryBytes(reflect.ValueOf(&w.Layers[i]).Elem(), layerTensors)
+	}
+	return n
+}
+
+// ternaryBytes sums the bytes of the ternary tensors decls declares in the struct v.
+func ternaryBytes(v reflect.Value, decls []declared) int64 {
+	var n int64
+	for _, d := range decls {
+		if d.kind == KindTernary {
+			n += int64(len(v.Field(d.index).Addr().Interface().(*Matrix).Data))
 		}
 	}
 	return n
 }
 
 // Bind reads the configuration and the Hadamard contract of a Bonsai file and binds
-// every tensor of SPEC §1, checking its type and shape. A missing, wrongly typed or
-// wrongly shaped tensor, or a ternary tensor the contract does not cover, is an error
-// naming the tensor; an input width the contract has no sign vector for is a
+// every tensor of [Config.Tensors], checking its type and shape. A missing, wrongly
+// typed or wrongly shaped tensor, or a ternary tensor the contract does not cover, is an
+// error naming the tensor; an input width the contract has no sign vector for is a
 // [*hadamard.ContractError] naming prism.hadamard.sign_widths and the width. Tensors
 // beyond the model's (a multimodal projector, say) are ignored.
 func Bind(f *gguf.File) (*Weights, error) { return BindProgress(f, nil) }
@@ -140,8 +150,7 @@ func BindProgress(f *gguf.File, progress func(done, total int)) (*Weights, error
 		w.rotations[width] = r
 	}
 	b := binder{f: f, contract: contract}
-	specs := cfg.Tensors()
-	get := func(s TensorSpec) any { return b.bind(s) }
+	specs := cfg.specs()
 	w.Layers = make([]Layer, cfg.Layers)
 	for i := range w.Layers {
 		w.Layers[i].Index = i
@@ -150,69 +159,19 @@ func BindProgress(f *gguf.File, progress func(done, total int)) (*Weights, error
 	if progress != nil {
 		progress(0, len(specs))
 	}
+	model := reflect.ValueOf(w).Elem()
 	for i, s := range specs {
-		v := get(s)
+		v := b.bind(s.TensorSpec)
 		if b.err != nil {
 			return nil, b.err
 		}
+		dst := model
+		if s.Layer >= 0 {
+			dst = reflect.ValueOf(&w.Layers[s.Layer]).Elem()
+		}
+		dst.Field(s.decl.index).Set(reflect.ValueOf(v))
 		if progress != nil {
 			progress(i+1, len(specs))
-		}
-		if s.Layer < 0 {
-			switch s.Name {
-			case NameTokenEmbedding:
-				w.TokenEmbedding = v.(Matrix)
-			case NameOutput:
-				w.Output = v.(Matrix)
-			case NameOutputNorm:
-				w.OutputNorm = v.([]float32)
-			}
-			continue
-		}
-		l := &w.Layers[s.Layer]
-		switch s.Name[len(LayerTensor(s.Layer, "")):] {
-		case SuffixAttnNorm:
-			l.AttnNorm = v.([]float32)
-		case SuffixPostAttnNorm:
-			l.PostAttnNorm = v.([]float32)
-		case SuffixQKV:
-			l.QKV = v.(Matrix)
-		case SuffixGate:
-			l.Gate = v.(Matrix)
-		case SuffixSSMOut:
-			l.SSMOut = v.(Matrix)
-		case SuffixSSMAlpha:
-			l.Alpha = v.(BF16Matrix)
-		case SuffixSSMBeta:
-			l.Beta = v.(BF16Matrix)
-		case SuffixSSMConv:
-			l.Conv = v.([]float32)
-		case SuffixSSMDT:
-			l.DTBias = v.([]float32)
-		case SuffixSSMA:
-			l.A = v.([]float32)
-		case SuffixSSMNorm:
-			l.SSMNorm = v.([]float32)
-		case SuffixAttnQ:
-			l.Q = v.(Matrix)
-		case SuffixAttnK:
-			l.K = v.(Matrix)
-		case SuffixAttnV:
-			l.V = v.(Matrix)
-		case SuffixAttnOut:
-			l.O = v.(Matrix)
-		case SuffixAttnQNorm:
-			l.QNorm = v.([]float32)
-		case SuffixAttnKNorm:
-			l.KNorm = v.([]float32)
-		case SuffixFFNGate:
-			l.FFNGate = v.(Matrix)
-		case SuffixFFNUp:
-			l.FFNUp = v.(Matrix)
-		case SuffixFFNDown:
-			l.FFNDown = v.(Matrix)
-		default:
-			return nil, fmt.Errorf("qwen35: internal error: no field for tensor %q", s.Name)
 		}
 	}
 	// Every ternary tensor of the file must be one the contract covers: an unrotated

@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"testing"
+	"unsafe"
 
 	"github.com/bonsai-go/sdk/gguf"
 	"github.com/bonsai-go/sdk/hadamard"
@@ -211,7 +213,8 @@ func TestBindRefuses(t *testing.T) {
 func TestHeadOrder(t *testing.T) {
 	c, err := synth.Preset("27b")
 	require.NoError(t, err)
-	// SPEC §4: grouped position (k, r, d) reads tiled index d + 128·(k + nk·r).
+	// Package doc, § Stored values: grouped position (k, r, d) reads tiled index
+	// d + 128·(k + nk·r).
 	src := make([]float32, c.InnerSize)
 	for i := range src {
 		src[i] = float32(i)
@@ -231,5 +234,85 @@ func TestHeadOrder(t *testing.T) {
 		// Tiled V head h reads q/k head h mod 16; grouped head g = k·3 + r reads k.
 		assert.Equal(t, h%16, c.KeyHead(h))
 		assert.Equal(t, c.GroupedHead(h)/3, c.KeyHead(h))
+	}
+}
+
+// TestBindFieldsByName checks that every field holds the tensor of its own name, as a
+// view of the file's bytes: tensors of equal shape (ssm_alpha and ssm_beta, ssm_a and
+// ssm_dt.bias, attn_k and attn_v, ffn_gate and ffn_up) would pass every shape check if
+// they were bound to each other's fields.
+func TestBindFieldsByName(t *testing.T) {
+	f := tinyFile(t, ternary.PQ2_0)
+	w, err := qwen35.Bind(f)
+	require.NoError(t, err)
+	view := func(name string, p unsafe.Pointer, n int) {
+		t.Helper()
+		d, err := f.TensorData(name)
+		require.NoError(t, err, name)
+		assert.Equal(t, len(d), n, name)
+		assert.Equal(t, unsafe.Pointer(unsafe.SliceData(d)), p, "%s is bound to another tensor's bytes", name)
+	}
+	mat := func(name string, m qwen35.Matrix) {
+		t.Helper()
+		assert.Equal(t, name, m.Name)
+		view(name, unsafe.Pointer(unsafe.SliceData(m.Data)), len(m.Data))
+	}
+	bf := func(name string, m qwen35.BF16Matrix) {
+		t.Helper()
+		assert.Equal(t, name, m.Name)
+		view(name, unsafe.Pointer(unsafe.SliceData(m.Data)), len(m.Data))
+	}
+	f32 := func(name string, v []float32) {
+		t.Helper()
+		view(name, unsafe.Pointer(unsafe.SliceData(v)), 4*len(v))
+	}
+	mat("token_embd.weight", w.TokenEmbedding)
+	mat("output.weight", w.Output)
+	f32("output_norm.weight", w.OutputNorm)
+	for i, l := range w.Layers {
+		n := func(suffix string) string { return fmt.Sprintf("blk.%d.%s", i, suffix) }
+		f32(n("attn_norm.weight"), l.AttnNorm)
+		f32(n("post_attention_norm.weight"), l.PostAttnNorm)
+		mat(n("ffn_gate.weight"), l.FFNGate)
+		mat(n("ffn_up.weight"), l.FFNUp)
+		mat(n("ffn_down.weight"), l.FFNDown)
+		if l.Attention {
+			mat(n("attn_q.weight"), l.Q)
+			mat(n("attn_k.weight"), l.K)
+			mat(n("attn_v.weight"), l.V)
+			mat(n("attn_output.weight"), l.O)
+			f32(n("attn_q_norm.weight"), l.QNorm)
+			f32(n("attn_k_norm.weight"), l.KNorm)
+			assert.Nil(t, l.QKV.Data)
+			assert.Nil(t, l.Alpha.Data)
+			assert.Nil(t, l.A)
+			continue
+		}
+		mat(n("attn_qkv.weight"), l.QKV)
+		mat(n("attn_gate.weight"), l.Gate)
+		mat(n("ssm_out.weight"), l.SSMOut)
+		bf(n("ssm_alpha.weight"), l.Alpha)
+		bf(n("ssm_beta.weight"), l.Beta)
+		f32(n("ssm_conv1d.weight"), l.Conv)
+		f32(n("ssm_dt.bias"), l.DTBias)
+		f32(n("ssm_a"), l.A)
+		f32(n("ssm_norm.weight"), l.SSMNorm)
+		assert.Nil(t, l.Q.Data)
+		assert.Nil(t, l.QNorm)
+	}
+}
+
+// TestBindProgress checks the progress calls: (0, n) first, then one per tensor, n being
+// every tensor of the model (the tiny model's 4 layers: 3 GDN of 14, 1 attention of 11,
+// and the embedding, the output norm and the head).
+func TestBindProgress(t *testing.T) {
+	f := tinyFile(t, ternary.PQ2_0)
+	const n = 3 + 3*14 + 11
+	var calls [][2]int
+	_, err := qwen35.BindProgress(f, func(done, total int) { calls = append(calls, [2]int{done, total}) })
+	require.NoError(t, err)
+	require.Len(t, calls, n+1)
+	for i, c := range calls {
+		assert.Equal(t, [2]int{i, n}, c)
 	}
 }

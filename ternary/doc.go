@@ -1,6 +1,8 @@
 // Package ternary implements the ternary block formats of PrismML's Ternary
 // Bonsai models: PQ2_0 (GGUF type 142) and PTQ1_0 (GGUF type 143).
 //
+// # Formats
+//
 // Both formats store weights in blocks of [BlockSize] = 128 elements with one
 // IEEE binary16 (fp16) scale d per block. Every element holds a code q, and
 // its value is (q−1)·d, so codes 0, 1 and 2 mean −d, 0 and +d. The two
@@ -8,8 +10,9 @@
 // other; they differ only in how densely the codes are packed:
 //
 //	PQ2_0   34 bytes: fp16 d, then qs[32]. Element j is the two bits at
-//	        offset 2·(j%4) of qs[j/4]. A fourth code, 3, decodes as +2d;
-//	        the quantiser never writes it.
+//	        offset 2·(j%4) of qs[j/4], so bytes qs[4i..4i+3] read as a
+//	        little-endian uint32 hold elements 16i..16i+15 at bits 2j. A
+//	        fourth code, 3, decodes as +2d; the quantiser never writes it.
 //	PTQ1_0  28 bytes: qs[24], qh[2], then fp16 d. Bytes hold five (qs) or
 //	        four (qh) base-3 digits ("trits"), first trit most significant.
 //	        Elements 0–79 are trit n of qs[m] at 16n+m, elements 80–119 are
@@ -18,8 +21,11 @@
 //
 // A PTQ1_0 byte for trits t0..t4 is ceil(256·(81t0+27t1+9t2+3t3+t4)/243); the
 // scaling by 256/243 lets a decoder recover trit n with one 8-bit multiply:
-// t = (uint8(b·3ⁿ)·3) >> 8. A qh byte holds four trits as if a fifth, zero,
-// trit followed.
+// t = (uint8(b·3ⁿ)·3) >> 8, the product b·3ⁿ truncated to 8 bits first. A qh
+// byte holds four trits as if a fifth, zero, trit followed. The fp16 scale is
+// little endian in both formats.
+//
+// # Use
 //
 // The main entry points are methods of [Format]: [Format.Decode] turns blocks
 // into float32 values, [Format.Quantize] turns float32 values into blocks
@@ -31,6 +37,8 @@
 // block-level functions ([UnpackPQ2_0], [PackPTQ1_0], ...) work on one block
 // without allocating.
 //
+// # Kernels
+//
 // The integer kernels ([MatVecQ8Range] for decode, [MatMulQ8Range] for prefill, with
 // activations quantised in a [Q8] or [Q8Batch]) read both formats where they lie, on
 // SIMD kernels chosen by CPU feature at start-up ([Q8Kernel]: AVX-512 VNNI with or
@@ -40,6 +48,8 @@
 // copy of the activations kept in trit order; the prefill kernels decode the trits into
 // the PQ2_0 code planes their inner loop consumes. Either way a PTQ1_0 matrix gives
 // bit for bit the result of its PQ2_0 transcode on the same kernel family.
+//
+// # Decoded values
 //
 // Decoded values are IEEE float32 products float32(q−1)·d, exactly as the
 // vendor's C computes them. For the finite scales a file should hold they

@@ -10,8 +10,8 @@ import (
 	"github.com/bonsai-go/sdk/ternary"
 )
 
-// The blocks in this file were worked out by hand from the layouts in
-// SPEC.md §2, not by the package: they pin the bit order, element order and
+// The blocks in this file were worked out by hand from the layouts in the
+// package doc (§ Formats), not by the package's code: they pin the bit order, element order and
 // byte arithmetic against an independent reading of the format.
 
 // pq2Hand is a PQ2_0 block with d = 1.5 (fp16 0x3E00, stored little-endian
@@ -142,8 +142,8 @@ func TestPQ2_0HandBlock(t *testing.T) {
 	ternary.PackPQ2_0(back, &codes, scale)
 	assert.Equal(t, pq2Hand, back)
 
-	// The word view of SPEC §2: qs[4i..4i+3] as a little-endian uint32
-	// holds elements 16i..16i+15 at bits 2j.
+	// The word view of PQ2_0 (package doc, § Formats): qs[4i..4i+3] as a
+	// little-endian uint32 holds elements 16i..16i+15 at bits 2j.
 	for i := range 8 {
 		w := binary.LittleEndian.Uint32(pq2Hand[2+4*i:])
 		for j := range 16 {

@@ -70,7 +70,7 @@ func init() {
 }
 
 // ptq1Elem returns the element that trit n of byte m (0…25) of a PTQ1_0 block
-// encodes (SPEC §2), or -1 for the fifth trit of a qh byte.
+// encodes (the package doc, § Formats), or -1 for the fifth trit of a qh byte.
 func ptq1Elem(m, n int) int {
 	switch {
 	case m < 16:

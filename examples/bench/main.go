@@ -143,8 +143,11 @@ func run(ctx context.Context, out, stderr io.Writer, cfg config) error {
 	}
 	defer l.Close()
 	m := l.Model
-	c := m.Config()
-	w := m.Weights()
+	w, ok := m.Weights().(*qwen35.Weights)
+	if !ok {
+		return fmt.Errorf("%s: bench measures qwen35 models, not %s", path, m.Architecture())
+	}
+	c := w.Config
 	perToken := weightBytesPerToken(w)
 	macs := macsPerToken(w)
 	fmt.Fprintf(out, "model       %s: %d layers, embedding %d, vocabulary %d\n", filepath.Base(path), c.Layers, c.Embedding, c.Vocab)

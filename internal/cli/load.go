@@ -100,13 +100,12 @@ func Load(ctx context.Context, stderr io.Writer, prog string, f ModelFlags, opts
 		return nil, Explain(l.Path, err)
 	}
 	l.Model = m
-	c := m.Config()
 	size := int64(0)
 	if st, err := os.Stat(l.Path); err == nil {
 		size = st.Size()
 	}
-	fmt.Fprintf(stderr, "%s: model %s: %d layers, embedding %d, vocabulary %d, %s; loaded in %.2f s\n",
-		prog, filepath.Base(l.Path), c.Layers, c.Embedding, c.Vocab, Bytes(size), time.Since(start).Seconds())
+	fmt.Fprintf(stderr, "%s: model %s: %v, %s; loaded in %.2f s\n",
+		prog, filepath.Base(l.Path), m.Weights(), Bytes(size), time.Since(start).Seconds())
 	fmt.Fprintf(stderr, "%s: backend %s, %d threads, context %d tokens\n", prog, m.Backend(), m.Threads(), m.ContextSize())
 	return l, nil
 }
@@ -124,7 +123,7 @@ func Explain(path string, err error) error {
 	case errors.Is(err, fs.ErrPermission):
 		return &explained{fmt.Sprintf("model file %s cannot be read: permission denied", path), err}
 	case errors.Is(err, bonsai.ErrNotBonsai):
-		return &explained{fmt.Sprintf("%s is a GGUF file but not a Ternary Bonsai model (%s)", path, strings.TrimPrefix(detail, "not a Ternary Bonsai model: ")), err}
+		return &explained{fmt.Sprintf("%s is a GGUF file but not a Ternary Bonsai model (%s)", path, strings.TrimPrefix(strings.TrimPrefix(detail, "general.architecture: "), bonsai.ErrNotBonsai.Error()+": ")), err}
 	case errors.Is(err, gguf.ErrVersion):
 		return &explained{fmt.Sprintf("%s is a GGUF file of a version this program does not read (%s)", path, detail), err}
 	}

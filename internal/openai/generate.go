@@ -107,7 +107,7 @@ func (s *Server) checkPrompt(j *job) *apiError {
 	if len(j.prompt) == 0 {
 		return invalid(j.promptParam, "The prompt is empty.")
 	}
-	vocab := int32(s.m.Config().Vocab)
+	vocab := int32(s.m.Vocab())
 	for i, id := range j.prompt {
 		if id < 0 || id >= vocab {
 			return invalid(j.promptParam, "Invalid '%s': token id %d at index %d is outside the vocabulary [0, %d).", j.promptParam, id, i, vocab)

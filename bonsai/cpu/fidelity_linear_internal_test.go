@@ -1,4 +1,4 @@
-package bonsai
+package cpu
 
 import (
 	"math"

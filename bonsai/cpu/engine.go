@@ -1,65 +1,85 @@
-package bonsai
+package cpu
 
 import (
 	"context"
+	"errors"
 	"fmt"
-	"io"
 	"sync/atomic"
 	"time"
 
+	"github.com/bonsai-go/sdk/bonsai/backend"
 	"github.com/bonsai-go/sdk/hadamard"
 	"github.com/bonsai-go/sdk/internal/parallel"
 	"github.com/bonsai-go/sdk/qwen35"
 	"github.com/bonsai-go/sdk/ternary"
 )
 
-// CPU returns the pure-Go backend. It runs on any platform Go supports, reads the ternary
-// weights in place from the mapped file, and spreads the large matrix products over a
-// pool of worker goroutines started once per model.
-func CPU() Backend { return cpuBackend{} }
+// New returns the pure-Go backend.
+func New() backend.Backend { return cpuBackend{} }
 
 type cpuBackend struct{}
 
 func (cpuBackend) Name() string { return "cpu" }
 
+// errForeign is returned for a state of another engine.
+var errForeign = errors.New("state belongs to another engine")
+
 // prefillChunk is the number of tokens one pass of the layers processes at once: the
 // weights are read once per chunk, and the chunked GDN form works on this many tokens.
 const prefillChunk = 64
 
-func (cpuBackend) Load(ctx context.Context, w *qwen35.Weights, opt LoadOptions) (Engine, error) {
+func (cpuBackend) Load(ctx context.Context, m backend.Model, opt backend.LoadOptions) (backend.Engine, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
+	}
+	w, ok := m.(*qwen35.Weights)
+	if !ok {
+		return nil, fmt.Errorf("the cpu backend runs %s models, not %s", qwen35.Architecture, m.Architecture())
 	}
 	c := &w.Config
 	e := &cpuEngine{
 		w:       w,
 		cfg:     c,
+		plan:    w.Plan(),
 		pool:    parallel.NewPool(max(opt.Threads, 1)),
 		gdn:     qwen35.NewGDN(c),
 		attn:    qwen35.NewAttention(c),
-		int8:    opt.Activations == ActivationsInt8,
+		int8:    opt.Activations == backend.ActivationsInt8,
 		profile: opt.Profile,
+		rot:     map[int]*hadamard.Rotation{},
 	}
-	e.rotEmbed = w.Rotation(c.Embedding)
-	e.rotInner = w.Rotation(c.InnerSize)
-	e.rotAttn = w.Rotation(c.AttentionWidth())
-	e.rotFF = w.Rotation(c.FeedForward)
-	for _, r := range []*hadamard.Rotation{e.rotEmbed, e.rotInner, e.rotAttn, e.rotFF} {
+	sites := []*qwen35.Site{&e.plan.Head}
+	for i := range e.plan.Layers {
+		lp := &e.plan.Layers[i]
+		sites = append(sites, &lp.In, &lp.Out, &lp.FFNIn, &lp.FFNOut)
+	}
+	for _, width := range append([]int{e.plan.EmbeddingWidth}, siteWidths(sites)...) {
+		r := w.Rotation(width)
 		if r == nil {
-			return nil, fmt.Errorf("bonsai: cpu: the model has no rotation for one of its widths")
+			return nil, fmt.Errorf("the model has no rotation of width %d", width)
 		}
+		e.rot[width] = r
 	}
 	return e, nil
+}
+
+func siteWidths(sites []*qwen35.Site) []int {
+	var ws []int
+	for _, s := range sites {
+		ws = append(ws, s.Width)
+	}
+	return ws
 }
 
 type cpuEngine struct {
 	w    *qwen35.Weights
 	cfg  *qwen35.Config
+	plan *qwen35.Plan
 	pool *parallel.Pool
 	gdn  *qwen35.GDN
 	attn *qwen35.Attention
 
-	rotEmbed, rotInner, rotAttn, rotFF *hadamard.Rotation
+	rot map[int]*hadamard.Rotation // by width, every width of the plan
 
 	// chunkedGDN selects the chunked GDN form for prefill. The chunked form agrees with
 	// the step form but does more scalar arithmetic per token, so on the CPU prefill
@@ -82,7 +102,7 @@ func (e *cpuEngine) Close() error {
 // pass, allocated once so that a decode step allocates nothing.
 type cpuState struct {
 	e   *cpuEngine
-	opt StateOptions
+	opt backend.StateOptions
 	pos int
 
 	gdn []*qwen35.GDNState // per layer; nil for attention layers
@@ -114,14 +134,17 @@ type scratch struct {
 	rotate  rotateJob
 	decoded []float32 // one embedding row
 
-	prof    OpProfile
+	prof    backend.OpProfile
 	opStart time.Time
 }
 
-func (e *cpuEngine) NewState(opt StateOptions) (State, error) {
+func (e *cpuEngine) NewState(opt backend.StateOptions) (backend.State, error) {
 	c := e.cfg
 	if opt.ContextSize <= 0 {
-		return nil, fmt.Errorf("bonsai: context size %d must be positive", opt.ContextSize)
+		return nil, fmt.Errorf("context size %d must be positive", opt.ContextSize)
+	}
+	if !opt.KVCache.Valid() {
+		return nil, fmt.Errorf("unknown KV precision %v", opt.KVCache)
 	}
 	st := &cpuState{e: e, opt: opt, gdn: make([]*qwen35.GDNState, c.Layers), kv: make([]*qwen35.KVCache, c.Layers)}
 	for i := 0; i < c.Layers; i++ {
@@ -182,57 +205,38 @@ func (st *cpuState) Reset() {
 	}
 }
 
-func (st *cpuState) Clone() (State, error) {
-	n, err := st.e.NewState(st.opt)
-	if err != nil {
-		return nil, err
+// Layers returns the number of decoder layers (backend.State).
+func (st *cpuState) Layers() int { return len(st.gdn) }
+
+// Layer returns the view of layer i's state: a GDN layer's convolution and recurrent
+// states, or an attention layer's KV cache.
+func (st *cpuState) Layer(i int) backend.Layer {
+	if st.kv[i] != nil {
+		return backend.Layer{KV: st.kv[i]}
 	}
-	c := n.(*cpuState)
-	c.pos = st.pos
-	for i := range st.gdn {
-		if st.gdn[i] != nil {
-			c.gdn[i].CopyFrom(st.gdn[i])
-		}
-		if st.kv[i] != nil {
-			c.kv[i].CopyFrom(st.kv[i])
-		}
-	}
-	return c, nil
+	return backend.Layer{Recurrent: [][]float32{st.gdn[i].Conv, st.gdn[i].S}}
 }
 
-func (st *cpuState) Save(w io.Writer) error {
-	if st.s == nil {
-		return ErrClosed
-	}
-	return newStateCodec(st.e.cfg).save(w, st.pos, st.gdn, st.kv)
-}
-
-// Load replaces the state with a saved one. On error the state is left empty.
-func (st *cpuState) Load(r io.Reader) error {
-	if st.s == nil {
-		return ErrClosed
-	}
-	st.Reset()
-	n, err := newStateCodec(st.e.cfg).load(r, st.opt.ContextSize, st.gdn, st.kv)
-	if err != nil {
-		st.Reset()
-		return err
+// SetLen sets the tokens held, after a load wrote every layer.
+func (st *cpuState) SetLen(n int) error {
+	if n < 0 || n > st.opt.ContextSize {
+		return fmt.Errorf("%w: %d tokens, the context holds %d", backend.ErrContextFull, n, st.opt.ContextSize)
 	}
 	st.pos = n
 	return nil
 }
 
 // CopyFrom makes st a copy of o, a state of the same engine, reusing st's memory.
-func (st *cpuState) CopyFrom(o State) error {
+func (st *cpuState) CopyFrom(o backend.State) error {
 	src, ok := o.(*cpuState)
 	if !ok || src.e != st.e {
-		return fmt.Errorf("bonsai: cpu: state belongs to another engine")
+		return errForeign
 	}
 	if st.s == nil || src.s == nil {
-		return ErrClosed
+		return backend.ErrClosed
 	}
 	if src.opt != st.opt {
-		return fmt.Errorf("bonsai: cpu: states of different sizes")
+		return errors.New("states of different sizes")
 	}
 	st.pos = src.pos
 	for i := range src.gdn {
@@ -271,34 +275,29 @@ func (st *cpuState) Close() error {
 	return nil
 }
 
-func (e *cpuEngine) Forward(ctx context.Context, s State, tokens []int32, logits []float32, all bool) error {
-	st, ok := s.(*cpuState)
+// Forward runs the batch one sequence after another, each in chunks of up to
+// prefillChunk tokens (the weights read once per chunk).
+func (e *cpuEngine) Forward(ctx context.Context, batch []backend.Sequence) error {
+	for i := range batch {
+		if err := e.forward(ctx, &batch[i]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (e *cpuEngine) forward(ctx context.Context, seq *backend.Sequence) error {
+	st, ok := seq.State.(*cpuState)
 	if !ok || st.e != e {
-		return fmt.Errorf("bonsai: cpu: state belongs to another engine")
+		return errForeign
 	}
 	if st.s == nil {
-		return fmt.Errorf("bonsai: cpu: state is closed")
+		return backend.ErrClosed
 	}
 	c := e.cfg
-	if len(tokens) == 0 {
-		return nil
-	}
-	if st.pos+len(tokens) > st.opt.ContextSize {
-		return fmt.Errorf("%w: %d tokens held + %d new > context size %d", ErrContextFull, st.pos, len(tokens), st.opt.ContextSize)
-	}
-	for i, t := range tokens {
-		if t < 0 || int(t) >= c.Vocab {
-			return fmt.Errorf("bonsai: token %d at index %d out of range [0, %d)", t, i, c.Vocab)
-		}
-	}
-	if logits != nil {
-		want := c.Vocab
-		if all {
-			want *= len(tokens)
-		}
-		if len(logits) < want {
-			return fmt.Errorf("bonsai: logits buffer holds %d values, want %d", len(logits), want)
-		}
+	tokens, logits, all := seq.Tokens, seq.Out, seq.Logits == backend.LogitsAll
+	if seq.Logits == backend.LogitsNone {
+		logits = nil
 	}
 	for done := 0; done < len(tokens); {
 		if err := ctx.Err(); err != nil {
@@ -321,85 +320,76 @@ func (e *cpuEngine) Forward(ctx context.Context, s State, tokens []int32, logits
 	return nil
 }
 
-// forwardChunk runs T ≤ chunk tokens through every layer. out, when not nil, receives the
-// logits of every token (all) or of the last one.
+// forwardChunk runs T ≤ chunk tokens through the plan's layers. out, when not nil,
+// receives the logits of every token (all) or of the last one.
 func (e *cpuEngine) forwardChunk(st *cpuState, tokens []int32, out []float32, all bool) error {
-	c, w, s := e.cfg, e.w, st.s
+	c, p, s := e.cfg, e.plan, st.s
 	T := len(tokens)
-	E := c.Embedding
+	E := p.EmbeddingWidth
 	e.begin(s)
 
 	// Embedding: dequantise the stored row and rotate it back (transform, then signs).
-	emb := &w.TokenEmbedding
+	emb := p.Embedding
 	for t, tok := range tokens {
 		x := s.x[t*E : (t+1)*E]
 		if err := emb.Format.Decode(x, emb.Row(int(tok))); err != nil {
-			return fmt.Errorf("bonsai: %s row %d: %w", emb.Name, tok, err)
+			return fmt.Errorf("%s row %d: %w", emb.Name, tok, err)
 		}
 	}
 	e.lap(s, &s.prof.Other)
+	rotEmbed := e.rot[E]
 	for t := range T {
-		e.rotEmbed.Inverse(s.x[t*E : (t+1)*E])
+		rotEmbed.Inverse(s.x[t*E : (t+1)*E])
 	}
 	e.lap(s, &s.prof.Transforms)
 
-	for li := range w.Layers {
-		l := &w.Layers[li]
-		e.normRotate(s, T, l.AttnNorm, !l.Attention)
-		if l.Attention {
-			qn, kn := 2*c.Heads*c.HeadDim, c.KVHeads*c.HeadDim
-			q8 := e.quantize(s, s.hr, T, s.q8Embed)
-			s.prod.reset(T)
-			s.prod.ternary(&l.Q, s.hr, q8, s.qg[:T*qn])
-			s.prod.ternary(&l.K, s.hr, q8, s.k[:T*kn])
-			s.prod.ternary(&l.V, s.hr, q8, s.v[:T*kn])
-			e.run(s, &s.prod)
-			aw := c.AttentionWidth()
-			mix := s.mix[:T*aw]
+	for li := range p.Layers {
+		lp := &p.Layers[li]
+		l, in := lp.Layer, &lp.In
+		e.normRotate(s, T, in, len(in.Unrotated) > 0)
+		q8 := e.quantize(s, s.hr, T, s.q8Embed)
+		// The mixer's inputs, in the order of the site's products.
+		var outs, raw [][]float32
+		switch lp.Mixer {
+		case qwen35.MixerAttention:
+			outs = [][]float32{s.qg, s.k, s.v}
+		default:
+			outs, raw = [][]float32{s.qkv, s.z}, [][]float32{s.alpha, s.beta}
+		}
+		s.prod.reset(T)
+		for i, m := range in.Products {
+			s.prod.ternary(m, s.hr, q8, outs[i][:T*m.N])
+		}
+		for i, m := range in.Unrotated {
+			s.prod.bf16(m, s.h, raw[i][:T*m.N])
+		}
+		e.run(s, &s.prod)
+		mix := s.mix[:T*lp.Out.Width]
+		switch lp.Mixer {
+		case qwen35.MixerAttention:
+			qn, kn := in.Products[0].N, in.Products[1].N
 			if err := e.attn.Forward(mix, s.qg[:T*qn], s.k[:T*kn], s.v[:T*kn], T, st.pos, l, st.kv[li], s.attn); err != nil {
-				return fmt.Errorf("bonsai: layer %d: %w", li, err)
+				return fmt.Errorf("layer %d: %w", li, err)
 			}
 			e.lap(s, &s.prof.Attention)
-			e.rotateRows(s, mix, T, e.rotAttn)
-			q8 = e.quantize(s, mix, T, s.q8Attn)
-			s.prod.reset(T)
-			s.prod.ternary(&l.O, mix, q8, s.delta[:T*E])
-			e.run(s, &s.prod)
-		} else {
-			qkvn, inner := c.QKVWidth(), c.InnerSize
-			q8 := e.quantize(s, s.hr, T, s.q8Embed)
-			s.prod.reset(T)
-			s.prod.ternary(&l.QKV, s.hr, q8, s.qkv[:T*qkvn])
-			s.prod.ternary(&l.Gate, s.hr, q8, s.z[:T*inner])
-			s.prod.bf16(&l.Alpha, s.h, s.alpha[:T*c.VHeads])
-			s.prod.bf16(&l.Beta, s.h, s.beta[:T*c.VHeads])
-			e.run(s, &s.prod)
-			mix := s.mix[:T*inner]
-			e.gdn.Forward(mix, s.qkv[:T*qkvn], s.z[:T*inner], s.alpha[:T*c.VHeads], s.beta[:T*c.VHeads], T, l, st.gdn[li], s.gdn, e.chunkedGDN && T > 1)
+		default:
+			qkvn, inner, nv := in.Products[0].N, in.Products[1].N, in.Unrotated[0].N
+			e.gdn.Forward(mix, s.qkv[:T*qkvn], s.z[:T*inner], s.alpha[:T*nv], s.beta[:T*nv], T, l, st.gdn[li], s.gdn, e.chunkedGDN && T > 1)
 			e.lap(s, &s.prof.GDN)
-			e.rotateRows(s, mix, T, e.rotInner)
-			q8 = e.quantize(s, mix, T, s.q8Inner)
-			s.prod.reset(T)
-			s.prod.ternary(&l.SSMOut, mix, q8, s.delta[:T*E])
-			e.run(s, &s.prod)
 		}
-		addInto(s.x[:T*E], s.delta[:T*E])
+		e.residualSite(s, &lp.Out, mix, T)
 
-		e.normRotate(s, T, l.PostAttnNorm, false)
-		ff := c.FeedForward
-		q8 := e.quantize(s, s.hr, T, s.q8Embed)
+		e.normRotate(s, T, &lp.FFNIn, false)
+		q8 = e.quantize(s, s.hr, T, s.q8Embed)
+		gate, up := lp.FFNIn.Products[0], lp.FFNIn.Products[1]
 		s.prod.reset(T)
-		s.prod.ternary(&l.FFNGate, s.hr, q8, s.gate[:T*ff])
-		s.prod.ternary(&l.FFNUp, s.hr, q8, s.up[:T*ff])
+		s.prod.ternary(gate, s.hr, q8, s.gate[:T*gate.N])
+		s.prod.ternary(up, s.hr, q8, s.up[:T*up.N])
 		e.run(s, &s.prod)
-		qwen35.SwiGLU(s.gate[:T*ff], s.gate[:T*ff], s.up[:T*ff])
+		act := s.gate[:T*gate.N]
+		qwen35.SwiGLU(act, act, s.up[:T*up.N])
 		e.lap(s, &s.prof.Other)
-		e.rotateRows(s, s.gate[:T*ff], T, e.rotFF)
-		q8 = e.quantize(s, s.gate[:T*ff], T, s.q8FF)
-		s.prod.reset(T)
-		s.prod.ternary(&l.FFNDown, s.gate[:T*ff], q8, s.delta[:T*E])
-		e.run(s, &s.prod)
-		addInto(s.x[:T*E], s.delta[:T*E])
+		e.residualSite(s, &lp.FFNOut, act, T)
 	}
 	st.pos += T
 	s.prof.Tokens += T
@@ -409,6 +399,7 @@ func (e *cpuEngine) forwardChunk(st *cpuState, tokens []int32, out []float32, al
 		return nil
 	}
 	// The head: only the rows whose logits were asked for.
+	head := &p.Head
 	first := 0
 	if !all {
 		first = T - 1
@@ -416,37 +407,46 @@ func (e *cpuEngine) forwardChunk(st *cpuState, tokens []int32, out []float32, al
 	rows := T - first
 	for t := first; t < T; t++ {
 		hr := s.hr[(t-first)*E : (t-first+1)*E]
-		qwen35.RMSNorm(hr, s.x[t*E:(t+1)*E], w.OutputNorm, float32(c.RMSEpsilon))
+		qwen35.RMSNorm(hr, s.x[t*E:(t+1)*E], head.Norm, float32(c.RMSEpsilon))
 	}
 	e.lap(s, &s.prof.Other)
-	e.rotateRows(s, s.hr[:rows*E], rows, e.rotEmbed)
+	e.rotateRows(s, s.hr[:rows*E], rows, e.rot[head.Width])
 	q8 := e.quantize(s, s.hr[:rows*E], rows, s.q8Embed)
 	s.prod.reset(rows)
-	s.prod.ternary(&w.Output, s.hr[:rows*E], q8, out[:rows*c.Vocab])
+	s.prod.ternary(head.Products[0], s.hr[:rows*E], q8, out[:rows*c.Vocab])
 	e.run(s, &s.prod)
 	return nil
 }
 
-// OpProfile is the time a session's forward passes spent in each kind of operation,
-// accounted when the model was opened WithProfiling.
-type OpProfile struct {
-	Ternary    time.Duration // ternary matrix products, their int8 activation quantisation, and the small BF16 GDN projections
-	Transforms time.Duration // Hadamard rotations (activation sites and the embedding)
-	GDN        time.Duration // the Gated DeltaNet mixer core (conv, recurrence, gated norm)
-	Attention  time.Duration // q/k norms, RoPE, the KV cache and attention
-	Other      time.Duration // RMSNorm, residual adds, SwiGLU, the embedding lookup
-	Tokens     int           // tokens processed
+// residualSite runs a residual site over the T rows of x (the mixer's or SwiGLU's
+// output, rotated in place): its one product, added to the residual stream.
+func (e *cpuEngine) residualSite(s *scratch, site *qwen35.Site, x []float32, T int) {
+	E := e.plan.EmbeddingWidth
+	e.rotateRows(s, x, T, e.rot[site.Width])
+	q8 := e.quantize(s, x, T, e.q8Of(s, site.Width))
+	s.prod.reset(T)
+	s.prod.ternary(site.Products[0], x, q8, s.delta[:T*E])
+	e.run(s, &s.prod)
+	addInto(s.x[:T*E], s.delta[:T*E])
 }
 
-// Total returns the sum of the durations.
-func (p OpProfile) Total() time.Duration {
-	return p.Ternary + p.Transforms + p.GDN + p.Attention + p.Other
+// q8Of returns the int8 site buffer for activations of width w.
+func (e *cpuEngine) q8Of(s *scratch, w int) *ternary.Q8Batch {
+	switch w {
+	case s.q8Inner.K:
+		return s.q8Inner
+	case s.q8Attn.K:
+		return s.q8Attn
+	case s.q8FF.K:
+		return s.q8FF
+	}
+	return s.q8Embed
 }
 
 // Profile returns the time the state's forward passes spent per kind of operation.
-func (st *cpuState) Profile() OpProfile {
+func (st *cpuState) Profile() backend.OpProfile {
 	if st.s == nil {
-		return OpProfile{}
+		return backend.OpProfile{}
 	}
 	return st.s.prof
 }
@@ -454,7 +454,7 @@ func (st *cpuState) Profile() OpProfile {
 // ResetProfile zeroes the accounting.
 func (st *cpuState) ResetProfile() {
 	if st.s != nil {
-		st.s.prof = OpProfile{}
+		st.s.prof = backend.OpProfile{}
 	}
 }
 
@@ -485,8 +485,8 @@ func (e *cpuEngine) quantize(s *scratch, x []float32, T int, q8 *ternary.Q8Batch
 // normRotate computes h = rmsnorm(x)·gain for the chunk and hr = R·h, the shared input of
 // the linears that read the normed residual. keepH keeps h un-rotated for the GDN
 // alpha/beta projections, which are not folded.
-func (e *cpuEngine) normRotate(s *scratch, T int, gain []float32, keepH bool) {
-	E := e.cfg.Embedding
+func (e *cpuEngine) normRotate(s *scratch, T int, site *qwen35.Site, keepH bool) {
+	E, gain := site.Width, site.Norm
 	eps := float32(e.cfg.RMSEpsilon)
 	for t := 0; t < T; t++ {
 		h, hr := s.h[t*E:(t+1)*E], s.hr[t*E:(t+1)*E]
@@ -498,7 +498,7 @@ func (e *cpuEngine) normRotate(s *scratch, T int, gain []float32, keepH bool) {
 		}
 	}
 	e.lap(s, &s.prof.Other)
-	e.rotateRows(s, s.hr[:T*E], T, e.rotEmbed)
+	e.rotateRows(s, s.hr[:T*E], T, e.rot[E])
 }
 
 // rotateRows rotates each of the T rows of x in place, in parallel over the rows.

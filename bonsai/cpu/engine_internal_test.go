@@ -1,4 +1,4 @@
-package bonsai
+package cpu
 
 import (
 	"bytes"
@@ -6,6 +6,7 @@ import (
 	"math"
 	"testing"
 
+	"github.com/bonsai-go/sdk/bonsai/backend"
 	"github.com/bonsai-go/sdk/gguf"
 	"github.com/bonsai-go/sdk/internal/synth"
 	"github.com/bonsai-go/sdk/qwen35"
@@ -22,7 +23,7 @@ func TestChunkedGDNPrefill(t *testing.T) {
 	require.NoError(t, err)
 	w, err := qwen35.Bind(f)
 	require.NoError(t, err)
-	eng, err := CPU().Load(context.Background(), w, LoadOptions{Threads: 2, Activations: ActivationsFloat32})
+	eng, err := New().Load(context.Background(), w, backend.LoadOptions{Threads: 2, Activations: backend.ActivationsFloat32})
 	require.NoError(t, err)
 	defer eng.Close()
 	e := eng.(*cpuEngine)
@@ -33,10 +34,10 @@ func TestChunkedGDNPrefill(t *testing.T) {
 	}
 	run := func(chunked bool) []float32 {
 		e.chunkedGDN = chunked
-		st, err := e.NewState(StateOptions{ContextSize: 256, KVCache: KVFloat32})
+		st, err := e.NewState(backend.StateOptions{ContextSize: 256, KVCache: backend.KVFloat32})
 		require.NoError(t, err)
 		out := make([]float32, len(ids)*cfg.Vocab)
-		require.NoError(t, e.Forward(context.Background(), st, ids, out, true))
+		require.NoError(t, e.Forward(context.Background(), []backend.Sequence{{State: st, Tokens: ids, Logits: backend.LogitsAll, Out: out}}))
 		return out
 	}
 	step, chunked := run(false), run(true)

@@ -1,8 +1,3 @@
-//go:build bonsaiseam
-
-// These tests run through bonsai's API, which moves onto bonsai/backend in a parallel
-// change; until it does they build only with -tags bonsaiseam.
-
 package metal
 
 import (
@@ -18,7 +13,6 @@ import (
 	"github.com/bonsai-go/sdk/internal/synth"
 	"github.com/bonsai-go/sdk/metal/internal/gpu"
 	"github.com/bonsai-go/sdk/metal/internal/mslemu"
-	"github.com/bonsai-go/sdk/qwen35"
 	"github.com/bonsai-go/sdk/ternary"
 )
 
@@ -27,7 +21,7 @@ import (
 
 // openTiny opens the tiny synthetic model (seed 1) at path on backend b: float32
 // activations (the CPU's exact path), the given KV precision and context.
-func openTiny(t *testing.T, path string, b bonsai.Backend, kv qwen35.KVPrecision, ctx int) *bonsai.Model {
+func openTiny(t *testing.T, path string, b bonsai.Backend, kv bonsai.KVPrecision, ctx int) *bonsai.Model {
 	t.Helper()
 	m, err := bonsai.Open(path, bonsai.WithBackend(b), bonsai.WithThreads(1),
 		bonsai.WithActivations(bonsai.ActivationsFloat32), bonsai.WithKVCache(kv), bonsai.WithContextSize(ctx))
@@ -74,7 +68,7 @@ const (
 func TestParity(t *testing.T) {
 	emulator(t)
 	path := writeTiny(t)
-	for _, kv := range []qwen35.KVPrecision{qwen35.KVFloat16, qwen35.KVFloat32, qwen35.KVInt8} {
+	for _, kv := range []bonsai.KVPrecision{bonsai.KVFloat16, bonsai.KVFloat32, bonsai.KVInt8} {
 		cpu := openTiny(t, path, bonsai.CPU(), kv, 96)
 		dev := openTiny(t, path, newEmulator(), kv, 96)
 		ids := promptIDs(70)
@@ -104,7 +98,7 @@ func TestParity(t *testing.T) {
 		t.Logf("KV %s: max |Δlogit| prefill (70 positions) %.2e, step walk (24) %.2e; logits up to %.1f; argmax %d/%d",
 			kv, dPre, dStep, scale, agree, len(walk))
 		tol := tolLogit
-		if kv == qwen35.KVInt8 {
+		if kv == bonsai.KVInt8 {
 			tol = tolLogitInt8
 		}
 		if dPre > tol || dStep > tol {
@@ -113,7 +107,7 @@ func TestParity(t *testing.T) {
 		if agree != len(walk) {
 			t.Errorf("KV %s: greedy choice differs at %d of %d steps", kv, len(walk)-agree, len(walk))
 		}
-		if kv != qwen35.KVFloat16 {
+		if kv != bonsai.KVFloat16 {
 			continue
 		}
 		// The step form of the GDN recurrence in prefill (gdn_seq instead of gdn_chunk).
@@ -147,7 +141,7 @@ func TestParityPTQ1(t *testing.T) {
 	if err := synth.WriteFile(context.Background(), path, synth.Options{Config: c, Seed: 1, Format: ternary.PTQ1_0}, nil); err != nil {
 		t.Fatal(err)
 	}
-	kv := qwen35.KVFloat32
+	kv := bonsai.KVFloat32
 	cpu := openTiny(t, path, bonsai.CPU(), kv, 96)
 	dev := openTiny(t, path, newEmulator(), kv, 96)
 	pq2 := openTiny(t, writeTiny(t), newEmulator(), kv, 96)
@@ -196,8 +190,8 @@ func TestParityPTQ1(t *testing.T) {
 func TestGreedyGeneration(t *testing.T) {
 	emulator(t)
 	path := writeTiny(t)
-	cpu := openTiny(t, path, bonsai.CPU(), qwen35.KVFloat16, 64)
-	dev := openTiny(t, path, newEmulator(), qwen35.KVFloat16, 64)
+	cpu := openTiny(t, path, bonsai.CPU(), bonsai.KVFloat16, 64)
+	dev := openTiny(t, path, newEmulator(), bonsai.KVFloat16, 64)
 	in := bonsai.TokenIDs(promptIDs(9)...)
 	opt := bonsai.GenerateOptions{MaxTokens: 20}
 	want, err := newSession(t, cpu).Generate(context.Background(), in, opt).Result()
@@ -219,7 +213,7 @@ func TestGreedyGeneration(t *testing.T) {
 func TestSnapshotsAcrossBackends(t *testing.T) {
 	emulator(t)
 	path := writeTiny(t)
-	for _, kv := range []qwen35.KVPrecision{qwen35.KVFloat16, qwen35.KVFloat32, qwen35.KVInt8} {
+	for _, kv := range []bonsai.KVPrecision{bonsai.KVFloat16, bonsai.KVFloat32, bonsai.KVInt8} {
 		cpu := openTiny(t, path, bonsai.CPU(), kv, 48)
 		dev := openTiny(t, path, newEmulator(), kv, 48)
 		ids := promptIDs(30)
@@ -250,14 +244,14 @@ func TestSnapshotsAcrossBackends(t *testing.T) {
 				d = math.Max(d, maxAbsDiff(a[i], b[i]))
 			}
 			t.Logf("KV %s %s: %d bytes, next 10 steps max |Δlogit| %.2e", kv, dir.name, snap.Len(), d)
-			if d > tolLogitInt8 || kv != qwen35.KVInt8 && d > tolLogit {
+			if d > tolLogitInt8 || kv != bonsai.KVInt8 && d > tolLogit {
 				t.Errorf("KV %s %s: |Δlogit| %.2e", kv, dir.name, d)
 			}
 		}
 	}
 	// Snapshots across precisions load converted: int8 (CPU) on Metal's f16 cache, f16
 	// (CPU) on Metal's int8 cache; the next logits match the CPU's same conversion.
-	for _, pair := range [][2]qwen35.KVPrecision{{qwen35.KVInt8, qwen35.KVFloat16}, {qwen35.KVFloat16, qwen35.KVInt8}} {
+	for _, pair := range [][2]bonsai.KVPrecision{{bonsai.KVInt8, bonsai.KVFloat16}, {bonsai.KVFloat16, bonsai.KVInt8}} {
 		src := openTiny(t, path, bonsai.CPU(), pair[0], 48)
 		cpuTo := openTiny(t, path, bonsai.CPU(), pair[1], 48)
 		dev := openTiny(t, path, newEmulator(), pair[1], 48)
@@ -295,7 +289,7 @@ func TestSnapshotsAcrossBackends(t *testing.T) {
 func TestStates(t *testing.T) {
 	emulator(t)
 	path := writeTiny(t)
-	dev := openTiny(t, path, newEmulator(), qwen35.KVFloat16, 24)
+	dev := openTiny(t, path, newEmulator(), bonsai.KVFloat16, 24)
 	s := newSession(t, dev)
 	ids := promptIDs(24)
 	if err := s.Prefill(context.Background(), ids[:10]); err != nil {
@@ -360,13 +354,13 @@ func TestUnfusedDecode(t *testing.T) {
 	emulator(t)
 	path := writeTiny(t)
 	ids := promptIDs(8)
-	fused := stepAll(t, newSession(t, openTiny(t, path, newEmulator(), qwen35.KVFloat16, 16)), ids)
-	unfused := stepAll(t, newSession(t, openTiny(t, path, newEmulator(WithUnfusedDecode(true)), qwen35.KVFloat16, 16)), ids)
+	fused := stepAll(t, newSession(t, openTiny(t, path, newEmulator(), bonsai.KVFloat16, 16)), ids)
+	unfused := stepAll(t, newSession(t, openTiny(t, path, newEmulator(WithUnfusedDecode(true)), bonsai.KVFloat16, 16)), ids)
 	d := 0.0
 	for i := range fused {
 		d = math.Max(d, maxAbsDiff(fused[i], unfused[i]))
 	}
-	split := stepAll(t, newSession(t, openTiny(t, path, newEmulator(WithSplitGDNDecode(true)), qwen35.KVFloat16, 16)), ids)
+	split := stepAll(t, newSession(t, openTiny(t, path, newEmulator(WithSplitGDNDecode(true)), bonsai.KVFloat16, 16)), ids)
 	ds := 0.0
 	for i := range fused {
 		ds = math.Max(ds, maxAbsDiff(fused[i], split[i]))
@@ -377,7 +371,7 @@ func TestUnfusedDecode(t *testing.T) {
 	}
 	for _, o := range []mslemu.Order{mslemu.Reverse, mslemu.Random} {
 		b := newEmulator(WithDevice("metal-emulator", func() (gpu.Device, error) { return mslemu.New(mslemu.WithOrder(o), mslemu.WithSeed(7)) }))
-		got := stepAll(t, newSession(t, openTiny(t, path, b, qwen35.KVFloat16, 16)), ids)
+		got := stepAll(t, newSession(t, openTiny(t, path, b, bonsai.KVFloat16, 16)), ids)
 		for i := range got {
 			if dd := maxAbsDiff(got[i], fused[i]); dd != 0 {
 				t.Errorf("order %s: step %d differs from forward order by %g", o, i, dd)
@@ -409,8 +403,8 @@ func TestSplitViews(t *testing.T) {
 		}
 		return smallDevice{d, 64 << 10}, nil
 	}))
-	dev := openTiny(t, path, b, qwen35.KVFloat16, 16)
-	cpu := openTiny(t, path, bonsai.CPU(), qwen35.KVFloat16, 16)
+	dev := openTiny(t, path, b, bonsai.KVFloat16, 16)
+	cpu := openTiny(t, path, bonsai.CPU(), bonsai.KVFloat16, 16)
 	ids := promptIDs(5)
 	got, err := newSession(t, dev).PrefillAll(context.Background(), ids)
 	if err != nil {
@@ -435,7 +429,7 @@ func TestUnmappedWeightsEmulator(t *testing.T) {
 	path := writeTiny(t)
 	open := func(mmap bool) *bonsai.Model {
 		m, err := bonsai.Open(path, bonsai.WithBackend(newEmulator()), bonsai.WithThreads(1), bonsai.WithMmap(mmap),
-			bonsai.WithActivations(bonsai.ActivationsFloat32), bonsai.WithKVCache(qwen35.KVFloat16), bonsai.WithContextSize(16))
+			bonsai.WithActivations(bonsai.ActivationsFloat32), bonsai.WithKVCache(bonsai.KVFloat16), bonsai.WithContextSize(16))
 		if err != nil {
 			t.Fatal(err)
 		}

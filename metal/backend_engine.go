@@ -88,8 +88,9 @@ type engine struct {
 	ptq1 map[ref]bool
 }
 
-// actSizes are the widths of a chunk's activation buffers, one token's row each: the
-// largest that any layer of the plan writes into the buffer.
+// actSizes are the sizes of a state's buffers as the plan gives them: the activation
+// buffers' widths, one token's row each (the widest any layer writes into the buffer),
+// and the GDN states.
 type actSizes struct {
 	embed     int    // the residual stream
 	gdnIn     [2]int // a GDN layer's In products: qkv, z

@@ -2,10 +2,11 @@ package metal
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
-	"github.com/bonsai-go/sdk/bonsai"
+	"github.com/bonsai-go/sdk/bonsai/backend"
 	"github.com/bonsai-go/sdk/metal/internal/gpu"
 	"github.com/bonsai-go/sdk/qwen35"
 )
@@ -82,12 +83,12 @@ type Backend struct {
 	cfg config
 }
 
-var _ bonsai.Backend = (*Backend)(nil)
+var _ backend.Backend = (*Backend)(nil)
 
 // New returns the Metal backend on the system's default GPU. On a machine without Metal
 // (anything but macOS on Apple silicon) Load fails with an error wrapping
 // ErrUnavailable.
-func New(opts ...Option) bonsai.Backend { return newBackend("metal", newDevice, opts) }
+func New(opts ...Option) backend.Backend { return newBackend("metal", newDevice, opts) }
 
 func newBackend(name string, dev func() (gpu.Device, error), opts []Option) *Backend {
 	b := &Backend{cfg: config{maxGroups: 128, device: dev, name: name, cbTime: defaultCBTime}}
@@ -101,13 +102,21 @@ func newBackend(name string, dev func() (gpu.Device, error), opts []Option) *Bac
 func (b *Backend) Name() string { return b.cfg.name }
 
 // Load opens the device, compiles the kernels for the model's sizes, wraps the mapped
-// weights without copying them and returns the engine.
-func (b *Backend) Load(ctx context.Context, w *qwen35.Weights, opt bonsai.LoadOptions) (bonsai.Engine, error) {
+// weights without copying them and returns the engine. It runs the qwen35 architecture
+// (m a *qwen35.Weights) and refuses any other.
+func (b *Backend) Load(ctx context.Context, m backend.Model, opt backend.LoadOptions) (backend.Engine, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
+	w, ok := m.(*qwen35.Weights)
+	switch {
+	case m == nil || ok && w == nil:
+		return nil, errors.New("no model to load")
+	case !ok:
+		return nil, fmt.Errorf("the %s backend runs the %s architecture, not %s", b.cfg.name, qwen35.Architecture, m.Architecture())
+	}
 	if b.cfg.device == nil {
-		return nil, fmt.Errorf("metal: no device: %w", ErrUnavailable)
+		return nil, fmt.Errorf("no device: %w", ErrUnavailable)
 	}
 	dev, err := b.cfg.device()
 	if err != nil {

@@ -3,11 +3,12 @@ package metal
 import (
 	"context"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"math"
 	"time"
 
-	"github.com/bonsai-go/sdk/bonsai"
+	"github.com/bonsai-go/sdk/bonsai/backend"
 	"github.com/bonsai-go/sdk/metal/internal/gpu"
 	"github.com/bonsai-go/sdk/qwen35"
 )
@@ -22,34 +23,70 @@ const (
 	outArgmax                // the last token's logits and their argmax
 )
 
-// Forward feeds tokens to the sequence: chunks of up to 64 tokens, each encoded into one
-// command buffer (one decode step: one command buffer, the fused kernels).
-func (e *engine) Forward(ctx context.Context, s bonsai.State, tokens []int32, logits []float32, all bool) error {
-	st, err := e.check(s, tokens)
+// Forward feeds each sequence of the batch its tokens, one sequence after another: chunks
+// of up to 64 tokens, each encoded into one command buffer (one decode step: one command
+// buffer, the fused kernels). The batch has been checked (backend.Check).
+func (e *engine) Forward(ctx context.Context, batch []backend.Sequence) error {
+	for i := range batch {
+		if err := e.forward(ctx, &batch[i], nil); err != nil {
+			return inSequence(batch, i, err)
+		}
+	}
+	return nil
+}
+
+// ForwardGreedy runs the batch as Forward does and stores in next[i] the greedy choice
+// after batch[i]'s last token — the argmax of its logits, computed on the device, so that
+// a decode step reads back one integer instead of the logits (backend.Greedy).
+func (e *engine) ForwardGreedy(ctx context.Context, batch []backend.Sequence, next []int32) error {
+	if len(next) < len(batch) {
+		return fmt.Errorf("ForwardGreedy: %d results for %d sequences", len(next), len(batch))
+	}
+	for i := range batch {
+		if len(batch[i].Tokens) == 0 {
+			return inSequence(batch, i, errors.New("ForwardGreedy: no tokens"))
+		}
+	}
+	for i := range batch {
+		if err := e.forward(ctx, &batch[i], &next[i]); err != nil {
+			return inSequence(batch, i, err)
+		}
+	}
+	return nil
+}
+
+// inSequence says which sequence of a batch of several an error is about.
+func inSequence(batch []backend.Sequence, i int, err error) error {
+	if len(batch) == 1 {
+		return err
+	}
+	return fmt.Errorf("sequence %d: %w", i, err)
+}
+
+// forward runs one sequence in chunks, checking ctx between them. With next set it takes
+// the argmax after the last token instead of the logits the sequence asks for.
+func (e *engine) forward(ctx context.Context, s *backend.Sequence, next *int32) error {
+	st, err := e.stateOf(s.State)
 	if err != nil {
 		return err
 	}
-	c := e.cfg
-	if logits != nil {
-		want := c.Vocab
-		if all {
-			want *= len(tokens)
-		}
-		if len(logits) < want {
-			return fmt.Errorf("bonsai: logits buffer holds %d values, want %d", len(logits), want)
-		}
-	}
+	V := e.sizes.vocab
+	tokens := s.Tokens
 	for done := 0; done < len(tokens); {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
 		n := min(st.chunk, len(tokens)-done)
+		last := done+n == len(tokens)
 		mode := outNone
 		switch {
-		case logits == nil:
-		case all:
+		case next != nil:
+			if last {
+				mode = outArgmax
+			}
+		case s.Logits == backend.LogitsAll:
 			mode = outAll
-		case done+n == len(tokens):
+		case s.Logits == backend.LogitsLast && last:
 			mode = outLast
 		}
 		if err := e.runChunk(st, tokens[done:done+n], mode); err != nil {
@@ -57,58 +94,25 @@ func (e *engine) Forward(ctx context.Context, s bonsai.State, tokens []int32, lo
 		}
 		switch mode {
 		case outAll:
-			copy(logits[done*c.Vocab:(done+n)*c.Vocab], floats(st.logits.Contents())[:n*c.Vocab])
+			copy(s.Out[done*V:(done+n)*V], floats(st.logits.Contents())[:n*V])
 		case outLast:
-			copy(logits[:c.Vocab], floats(st.logits.Contents())[:c.Vocab])
+			copy(s.Out[:V], floats(st.logits.Contents())[:V])
+		case outArgmax:
+			*next = int32(binary.LittleEndian.Uint32(st.best.Contents()))
 		}
 		done += n
 	}
 	return nil
 }
 
-// ForwardGreedy feeds tokens like Forward and returns the greedy choice after the last
-// one — the argmax of its logits, computed on the device, so that a decode step reads
-// back one integer instead of the logits.
-func (e *engine) ForwardGreedy(ctx context.Context, s bonsai.State, tokens []int32) (int32, error) {
-	st, err := e.check(s, tokens)
-	if err != nil {
-		return 0, err
-	}
-	if len(tokens) == 0 {
-		return 0, fmt.Errorf("metal: ForwardGreedy: no tokens")
-	}
-	for done := 0; done < len(tokens); {
-		if err := ctx.Err(); err != nil {
-			return 0, err
-		}
-		n := min(st.chunk, len(tokens)-done)
-		mode := outNone
-		if done+n == len(tokens) {
-			mode = outArgmax
-		}
-		if err := e.runChunk(st, tokens[done:done+n], mode); err != nil {
-			return 0, err
-		}
-		done += n
-	}
-	return int32(binary.LittleEndian.Uint32(st.best.Contents())), nil
-}
-
-func (e *engine) check(s bonsai.State, tokens []int32) (*state, error) {
+// stateOf returns s as an open state of this engine.
+func (e *engine) stateOf(s backend.State) (*state, error) {
 	st, ok := s.(*state)
 	if !ok || st.e != e {
-		return nil, fmt.Errorf("metal: state belongs to another engine")
+		return nil, errForeign
 	}
 	if st.closed {
-		return nil, fmt.Errorf("metal: state is closed")
-	}
-	if st.pos+len(tokens) > st.opt.ContextSize {
-		return nil, fmt.Errorf("%w: %d tokens held + %d new > context size %d", bonsai.ErrContextFull, st.pos, len(tokens), st.opt.ContextSize)
-	}
-	for i, t := range tokens {
-		if t < 0 || int(t) >= e.cfg.Vocab {
-			return nil, fmt.Errorf("bonsai: token %d at index %d out of range [0, %d)", t, i, e.cfg.Vocab)
-		}
+		return nil, backend.ErrClosed
 	}
 	return st, nil
 }
@@ -118,7 +122,7 @@ func (e *engine) runChunk(st *state, tokens []int32, mode outMode) error {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if e.closed {
-		return bonsai.ErrClosed
+		return backend.ErrClosed
 	}
 	// A prefill chunk is split into command buffers of a few layers (backend_split.go).
 	T, every := len(tokens), 0
@@ -134,7 +138,7 @@ func (e *engine) runChunk(st *state, tokens []int32, mode outMode) error {
 	if every > 0 {
 		e.budget.observe(T, cb.layers, time.Since(cb.started))
 	}
-	st.pos += len(tokens)
+	st.setLen(st.pos + len(tokens))
 	return nil
 }
 
@@ -142,28 +146,27 @@ func (e *engine) runChunk(st *state, tokens []int32, mode outMode) error {
 // and records its dispatches: the fused decode kernels for one token, the prefill
 // kernels otherwise.
 func (e *engine) encodeChunk(cb gpu.CommandBuffer, st *state, tokens []int32, mode outMode) {
-	c := e.cfg
 	ids := st.ids.Contents()
 	for i, t := range tokens {
 		binary.LittleEndian.PutUint32(ids[4*i:], uint32(t))
 	}
-	half := c.RopeDims / 2
-	rope := floats(st.rope.Contents())
-	for t := range tokens {
-		pos := float64(st.pos + t)
-		for i := 0; i < half; i++ {
-			// As qwen35's ropeTable: the angle in float64.
-			f := math.Pow(c.RopeBase, -2*float64(i)/float64(c.RopeDims))
-			s, co := math.Sincos(pos * f)
-			rope[t*2*half+i] = float32(co)
-			rope[t*2*half+half+i] = float32(s)
-		}
-	}
+	e.ropeTable(st, st.pos, len(tokens))
 	if len(tokens) == 1 && e.fused {
 		e.encodeDecode(cb, st, mode)
 		return
 	}
 	e.encodePrefill(cb, st, len(tokens), mode)
+}
+
+// ropeTable writes the RoPE table of n tokens from position pos into the state: per
+// token the cosines, then the sines (qwen35.Attention.RopeTable).
+func (e *engine) ropeTable(st *state, pos, n int) {
+	half := e.cfg.RopeDims / 2
+	rope := floats(st.rope.Contents())
+	for t := range n {
+		row := rope[t*2*half : (t+1)*2*half]
+		e.att.RopeTable(row[:half], row[half:], pos+t)
+	}
 }
 
 func buf(i int, b gpu.Buffer) gpu.Arg { return gpu.Arg{Index: i, Buf: b} }
@@ -242,20 +245,40 @@ func (e *engine) mv(cb gpu.CommandBuffer, mode mvMode, K int, in mvIn, sets ...m
 // r0 is a whole buffer as a reference.
 func r0(b gpu.Buffer) ref { return ref{b, 0} }
 
-// encodeDecode records one decode step with the fused kernels: the embedding, then per
-// GDN layer gdn_decode (norm site + qkv/z/alpha/beta + the step), mv_fwht (ssm_out),
-// mv_norm (gate+up) and mv_swiglu (down); per attention layer mv_norm (q+k+v), attn
-// (norm, RoPE, append, attend, gate), mv_fwht (o), mv_norm (gate+up), mv_swiglu (down);
-// then the head (mv_norm) and, for outArgmax, the argmax.
+// mvSite records one matrix-vector product over a site's products (at most three),
+// product j writing its rows into outs[j].
+func (e *engine) mvSite(cb gpu.CommandBuffer, mode mvMode, s *qwen35.Site, r *siteRefs, in mvIn, outs ...gpu.Buffer) {
+	var sets [3]mvSet
+	for j, m := range s.Products {
+		sets[j] = mvSet{r.products[j], m.N, r0(outs[j])}
+	}
+	e.mv(cb, mode, s.Width, in, sets[:len(s.Products)]...)
+}
+
+// gemmSite records one GEMM per product of a site over T rows of x, product j writing
+// into outs[j].
+func (e *engine) gemmSite(cb gpu.CommandBuffer, s *qwen35.Site, r *siteRefs, T int, x gpu.Buffer, outs ...gpu.Buffer) {
+	for j, m := range s.Products {
+		e.gemm(cb, r.products[j], m.K, m.N, T, x, outs[j])
+	}
+}
+
+// encodeDecode records one decode step with the fused kernels, following the plan: the
+// embedding, then per layer the In site's products fused with its norm (mv_norm) — for a
+// GDN layer inside gdn_decode, with the step — or the attention (attn: norm, RoPE,
+// append, attend, gate), the Out site (mv_fwht), the FFNIn site (mv_norm) and the FFNOut
+// site (mv_swiglu); then the head (mv_norm) and, for outArgmax, the argmax. A site's
+// product that adds to the residual stream writes delta, which the next norm site adds.
 func (e *engine) encodeDecode(cb gpu.CommandBuffer, st *state, mode outMode) {
-	c := e.cfg
-	E := c.Embedding
+	p := e.plan
 	e.embed(cb, st, 1)
 	x, xn := r0(st.xa), r0(st.xb)
 	delta := r0(st.delta)
 	hasDelta := false
-	normIn := func(gain ref) mvIn {
-		in := mvIn{in0: x, in1: delta, xout: xn, gain: gain, signs: e.signsOf(E)}
+	// normIn is a norm site's input: the stream x, plus delta when a product wrote one
+	// (the sum kept in xn, which swap makes the stream).
+	normIn := func(s *qwen35.Site, gain ref) mvIn {
+		in := mvIn{in0: x, in1: delta, xout: xn, gain: gain, signs: e.signsOf(s.Width)}
 		if hasDelta {
 			in.flags = mvfDelta | mvfXOut
 		}
@@ -266,63 +289,57 @@ func (e *engine) encodeDecode(cb gpu.CommandBuffer, st *state, mode outMode) {
 			x, xn = xn, x
 		}
 	}
-	for li := range e.layers {
-		l := &e.layers[li]
-		if l.attn {
-			kv := c.KVHeads * c.HeadDim
-			e.mv(cb, mvNorm, E, normIn(l.attnNorm),
-				mvSet{l.q, 2 * c.Heads * c.HeadDim, r0(st.qg)}, mvSet{l.k, kv, r0(st.k)}, mvSet{l.v, kv, r0(st.v)})
+	for li := range p.Layers {
+		lp, l := &p.Layers[li], &e.layers[li]
+		switch lp.Mixer {
+		case qwen35.MixerAttention:
+			e.mvSite(cb, mvNorm, &lp.In, &l.in, normIn(&lp.In, l.in.norm), st.qg, st.k, st.v)
 			swap()
 			e.attention(cb, st, li, 1, true)
-			aw := c.AttentionWidth()
-			e.mv(cb, mvFWHT, aw, mvIn{in0: r0(st.mix), signs: e.signsOf(aw)}, mvSet{l.o, E, delta})
-		} else {
-			if e.b.cfg.splitGDN || e.isPTQ1(l.qkv) != e.isPTQ1(l.gate) {
-				// The products as a paired mv_norm that also keeps the normed vector for
-				// alpha/beta, then the step (gdn_seq, one token).
-				in := normIn(l.attnNorm)
+		case qwen35.MixerGDN:
+			if e.b.cfg.splitGDN || e.isPTQ1(l.in.products[0]) != e.isPTQ1(l.in.products[1]) {
+				// The products as one mv_norm that also keeps the normed vector for the
+				// unrotated products, then the step (gdn_seq, one token).
+				in := normIn(&lp.In, l.in.norm)
 				in.hout, in.flags = r0(st.h), in.flags|mvfHOut
-				e.mv(cb, mvNorm, E, in, mvSet{l.qkv, c.QKVWidth(), r0(st.qkv)}, mvSet{l.gate, c.InnerSize, r0(st.z)})
+				e.mvSite(cb, mvNorm, &lp.In, &l.in, in, st.qkv, st.z)
 				e.gdnSeq(cb, st, li, 1)
 			} else {
-				e.gdnDecode(cb, st, li, x, delta, xn, hasDelta)
+				e.gdnDecode(cb, st, li, x, delta, xn, e.signsOf(lp.In.Width), hasDelta)
 			}
 			swap()
-			e.mv(cb, mvFWHT, c.InnerSize, mvIn{in0: r0(st.mix), signs: e.signsOf(c.InnerSize)}, mvSet{l.ssmOut, E, delta})
 		}
+		e.mvSite(cb, mvFWHT, &lp.Out, &l.out, mvIn{in0: r0(st.mix), signs: e.signsOf(lp.Out.Width)}, st.delta)
 		hasDelta = true
-		ff := c.FeedForward
-		e.mv(cb, mvNorm, E, normIn(l.postNorm), mvSet{l.ffnGate, ff, r0(st.gate)}, mvSet{l.ffnUp, ff, r0(st.up)})
+		e.mvSite(cb, mvNorm, &lp.FFNIn, &l.ffnIn, normIn(&lp.FFNIn, l.ffnIn.norm), st.gate, st.up)
 		swap()
-		e.mv(cb, mvSwiGLU, ff, mvIn{in0: r0(st.gate), in1: r0(st.up), signs: e.signsOf(ff)}, mvSet{l.ffnDown, E, delta})
+		e.mvSite(cb, mvSwiGLU, &lp.FFNOut, &l.ffnOut, mvIn{in0: r0(st.gate), in1: r0(st.up), signs: e.signsOf(lp.FFNOut.Width)}, st.delta)
 	}
 	if mode == outNone {
 		return
 	}
-	e.mv(cb, mvNorm, E, mvIn{in0: x, in1: delta, gain: e.outNorm, signs: e.signsOf(E), flags: mvfDelta},
-		mvSet{e.out, c.Vocab, r0(st.logits)})
+	e.mvSite(cb, mvNorm, &p.Head, &e.head, mvIn{in0: x, in1: delta, gain: e.head.norm, signs: e.signsOf(p.Head.Width), flags: mvfDelta}, st.logits)
 	if mode == outArgmax {
 		e.argmax(cb, st)
 	}
 }
 
 func (e *engine) embed(cb gpu.CommandBuffer, st *state, T int) {
-	c := e.cfg
+	E, m := e.plan.EmbeddingWidth, e.plan.Embedding
 	p := e.p[kEmbed]
 	var flags uint32
 	if e.isPTQ1(e.emb) {
 		flags = sitePTQ1
 	}
-	a := args{uint32(c.Embedding), uint32(e.blk), f32(e.scale), f32(e.eps), flags,
-		uint32(e.w.TokenEmbedding.Format.RowBytes(c.Embedding)), uint32(T), 0}
-	cb.Dispatch(p, gpu.Size{c.Embedding / e.blk, T, 1}, gpu.Size{threads(p, e.blk), 1, 1},
-		bytesArg(a), buf(1, st.ids), e.emb.arg(2), e.signsOf(c.Embedding).arg(3), buf(4, st.xa))
+	a := args{uint32(E), uint32(e.blk), f32(e.scale), f32(e.eps), flags, uint32(m.Format.RowBytes(E)), uint32(T), 0}
+	cb.Dispatch(p, gpu.Size{E / e.blk, T, 1}, gpu.Size{threads(p, e.blk), 1, 1},
+		bytesArg(a), buf(1, st.ids), e.emb.arg(2), e.signsOf(E).arg(3), buf(4, st.xa))
 }
 
 func (e *engine) argmax(cb gpu.CommandBuffer, st *state) {
 	p := e.p[kArgmax]
 	cb.Dispatch(p, gpu.Size{1, 1, 1}, gpu.Size{threads(p, 1024), 1, 1},
-		bytesArg(args{uint32(e.cfg.Vocab), 0, 0, 0}), buf(1, st.logits), buf(2, st.best))
+		bytesArg(args{uint32(e.sizes.vocab), 0, 0, 0}), buf(1, st.logits), buf(2, st.best))
 }
 
 func (e *engine) gdnArgs(T int, flags uint32) args {
@@ -332,11 +349,12 @@ func (e *engine) gdnArgs(T int, flags uint32) args {
 		uint32(e.blk), f32(e.scale)}
 }
 
-func (e *engine) gdnDecode(cb gpu.CommandBuffer, st *state, li int, x, delta, xn ref, hasDelta bool) {
-	c := e.cfg
+// gdnDecode records a GDN layer's decode step in one dispatch: the In site (residual add,
+// norm, rotation) and its products in the prologue, then the recurrence.
+func (e *engine) gdnDecode(cb gpu.CommandBuffer, st *state, li int, x, delta, xn, signs ref, hasDelta bool) {
 	l := &e.layers[li]
 	k := kGDNDecode
-	if e.isPTQ1(l.qkv) {
+	if e.isPTQ1(l.in.products[0]) {
 		k = kGDNDecodeT1
 	}
 	p := e.p[k]
@@ -344,32 +362,31 @@ func (e *engine) gdnDecode(cb gpu.CommandBuffer, st *state, li int, x, delta, xn
 	if hasDelta {
 		flags = mvfDelta | mvfXOut
 	}
-	cb.Dispatch(p, gpu.Size{c.KHeads, 1, 1}, gpu.Size{threads(p, 1024), 1, 1},
+	cb.Dispatch(p, gpu.Size{e.cfg.KHeads, 1, 1}, gpu.Size{threads(p, 1024), 1, 1},
 		bytesArg(e.gdnArgs(1, flags)),
-		x.arg(1), delta.arg(2), xn.arg(3), l.attnNorm.arg(4), e.signsOf(c.Embedding).arg(5),
-		l.qkv.arg(6), l.gate.arg(7), l.alpha.arg(8), l.beta.arg(9),
+		x.arg(1), delta.arg(2), xn.arg(3), l.in.norm.arg(4), signs.arg(5),
+		l.in.products[0].arg(6), l.in.products[1].arg(7), l.in.unrotated[0].arg(8), l.in.unrotated[1].arg(9),
 		l.conv.arg(10), l.dt.arg(11), l.a.arg(12), l.ssmNorm.arg(13),
 		st.conv[li].arg(14), st.ssm[li].arg(15), buf(16, st.mix))
 }
 
 // gdnSeq records the GDN core of T tokens (step form) on the chunk's qkv, z and h rows.
 func (e *engine) gdnSeq(cb gpu.CommandBuffer, st *state, li, T int) {
-	l := &e.layers[li]
-	p := e.p[kGDNSeq]
-	cb.Dispatch(p, gpu.Size{e.cfg.KHeads, 1, 1}, gpu.Size{threads(p, 1024), 1, 1},
-		bytesArg(e.gdnArgs(T, 0)), buf(1, st.qkv), buf(2, st.z), buf(3, st.h),
-		l.alpha.arg(4), l.beta.arg(5), l.conv.arg(6), l.dt.arg(7), l.a.arg(8), l.ssmNorm.arg(9),
-		st.conv[li].arg(10), st.ssm[li].arg(11), buf(12, st.mix))
+	e.gdnCore(cb, kGDNSeq, st, li, T)
 }
 
 // gdnChunk records the GDN core of T ≤ 64 tokens in the chunked form (it convolves the
 // chunk's qkv rows in place).
 func (e *engine) gdnChunk(cb gpu.CommandBuffer, st *state, li, T int) {
+	e.gdnCore(cb, kGDNChunk, st, li, T)
+}
+
+func (e *engine) gdnCore(cb gpu.CommandBuffer, kernel string, st *state, li, T int) {
 	l := &e.layers[li]
-	p := e.p[kGDNChunk]
+	p := e.p[kernel]
 	cb.Dispatch(p, gpu.Size{e.cfg.KHeads, 1, 1}, gpu.Size{threads(p, 1024), 1, 1},
 		bytesArg(e.gdnArgs(T, 0)), buf(1, st.qkv), buf(2, st.z), buf(3, st.h),
-		l.alpha.arg(4), l.beta.arg(5), l.conv.arg(6), l.dt.arg(7), l.a.arg(8), l.ssmNorm.arg(9),
+		l.in.unrotated[0].arg(4), l.in.unrotated[1].arg(5), l.conv.arg(6), l.dt.arg(7), l.a.arg(8), l.ssmNorm.arg(9),
 		st.conv[li].arg(10), st.ssm[li].arg(11), buf(12, st.mix))
 }
 
@@ -407,10 +424,9 @@ func (e *engine) attention(cb gpu.CommandBuffer, st *state, li, T int, fused boo
 		buf(7, st.kc[li]), buf(8, st.vc[li]), buf(9, st.mix), buf(10, ks), buf(11, vs))
 }
 
-// siteNorm records x += delta (when hasDelta), h = RMSNorm(x)·gain (written when h is
-// set) and hr = R·h for T rows.
-func (e *engine) siteNorm(cb gpu.CommandBuffer, st *state, T int, gain ref, hasDelta, keepH bool) {
-	c := e.cfg
+// siteNorm records x += delta (when hasDelta), h = RMSNorm(x)·gain (written when keepH)
+// and hr = R·h for T rows of width W.
+func (e *engine) siteNorm(cb gpu.CommandBuffer, st *state, T, W int, gain ref, hasDelta, keepH bool) {
 	p := e.p[kSiteNorm]
 	var flags uint32
 	if hasDelta {
@@ -419,9 +435,9 @@ func (e *engine) siteNorm(cb gpu.CommandBuffer, st *state, T int, gain ref, hasD
 	if keepH {
 		flags |= siteH
 	}
-	a := args{uint32(c.Embedding), uint32(e.blk), f32(e.scale), f32(e.eps), flags, 0, uint32(T), 0}
+	a := args{uint32(W), uint32(e.blk), f32(e.scale), f32(e.eps), flags, 0, uint32(T), 0}
 	cb.Dispatch(p, gpu.Size{T, 1, 1}, gpu.Size{threads(p, min(1024, max(e.blk, 256))), 1, 1},
-		bytesArg(a), buf(1, st.xa), buf(2, st.delta), gain.arg(3), e.signsOf(c.Embedding).arg(4),
+		bytesArg(a), buf(1, st.xa), buf(2, st.delta), gain.arg(3), e.signsOf(W).arg(4),
 		buf(5, st.h), buf(6, st.hr))
 }
 
@@ -455,52 +471,47 @@ func (e *engine) gemmTiles(cb gpu.CommandBuffer, w ref, K, N, T int, x, y gpu.Bu
 		bytesArg(args{uint32(K), uint32(N), uint32(T), 0}), w.arg(1), buf(2, x), buf(3, y))
 }
 
-// encodePrefill records T tokens through the layers with the prefill kernels: the site
-// kernels, one GEMM per matrix, gdn_seq, attn_append + attn.
+// encodePrefill records T tokens through the layers with the prefill kernels, following
+// the plan: per site its kernel (site_norm, site_fwht, site_swiglu) and one GEMM per
+// product; gdn_chunk (or gdn_seq) or attn_append + attn for the mixer.
 func (e *engine) encodePrefill(cb gpu.CommandBuffer, st *state, T int, mode outMode) {
-	c := e.cfg
-	E, ff := c.Embedding, c.FeedForward
+	p := e.plan
 	e.embed(cb, st, T)
 	hasDelta := false
-	for li := range e.layers {
-		l := &e.layers[li]
-		e.siteNorm(cb, st, T, l.attnNorm, hasDelta, !l.attn)
-		if l.attn {
-			kv := c.KVHeads * c.HeadDim
-			e.gemm(cb, l.q, E, 2*c.Heads*c.HeadDim, T, st.hr, st.qg)
-			e.gemm(cb, l.k, E, kv, T, st.hr, st.k)
-			e.gemm(cb, l.v, E, kv, T, st.hr, st.v)
+	for li := range p.Layers {
+		lp, l := &p.Layers[li], &e.layers[li]
+		// h is kept for the products that read it unrotated.
+		e.siteNorm(cb, st, T, lp.In.Width, l.in.norm, hasDelta, len(lp.In.Unrotated) > 0)
+		switch lp.Mixer {
+		case qwen35.MixerAttention:
+			e.gemmSite(cb, &lp.In, &l.in, T, st.hr, st.qg, st.k, st.v)
 			e.attention(cb, st, li, T, false)
-			aw := c.AttentionWidth()
-			e.siteBlocks(cb, kSiteFWHT, aw, T, st.mix, st.mixr)
-			e.gemm(cb, l.o, aw, E, T, st.mixr, st.delta)
-		} else {
-			e.gemm(cb, l.qkv, E, c.QKVWidth(), T, st.hr, st.qkv)
-			e.gemm(cb, l.gate, E, c.InnerSize, T, st.hr, st.z)
+		case qwen35.MixerGDN:
+			e.gemmSite(cb, &lp.In, &l.in, T, st.hr, st.qkv, st.z)
 			if T > 1 && !e.b.cfg.stepGDN {
 				e.gdnChunk(cb, st, li, T)
 			} else {
 				e.gdnSeq(cb, st, li, T)
 			}
-			e.siteBlocks(cb, kSiteFWHT, c.InnerSize, T, st.mix, st.mixr)
-			e.gemm(cb, l.ssmOut, c.InnerSize, E, T, st.mixr, st.delta)
 		}
+		e.siteBlocks(cb, kSiteFWHT, lp.Out.Width, T, st.mix, st.mixr)
+		e.gemmSite(cb, &lp.Out, &l.out, T, st.mixr, st.delta)
 		hasDelta = true
-		e.siteNorm(cb, st, T, l.postNorm, true, false)
-		e.gemm(cb, l.ffnGate, E, ff, T, st.hr, st.gate)
-		e.gemm(cb, l.ffnUp, E, ff, T, st.hr, st.up)
-		e.siteBlocks(cb, kSiteSwiGLU, ff, T, st.gate, st.up, st.act)
-		e.gemm(cb, l.ffnDown, ff, E, T, st.act, st.delta)
+		e.siteNorm(cb, st, T, lp.FFNIn.Width, l.ffnIn.norm, true, false)
+		e.gemmSite(cb, &lp.FFNIn, &l.ffnIn, T, st.hr, st.gate, st.up)
+		e.siteBlocks(cb, kSiteSwiGLU, lp.FFNOut.Width, T, st.gate, st.up, st.act)
+		e.gemmSite(cb, &lp.FFNOut, &l.ffnOut, T, st.act, st.delta)
 		layerDone(cb)
 	}
+	head := &p.Head
 	switch mode {
 	case outAll:
-		e.siteNorm(cb, st, T, e.outNorm, true, false)
-		e.gemm(cb, e.out, E, c.Vocab, T, st.hr, st.logits)
+		e.siteNorm(cb, st, T, head.Width, e.head.norm, true, false)
+		e.gemmSite(cb, head, &e.head, T, st.hr, st.logits)
 	case outLast, outArgmax:
-		last := 4 * (T - 1) * E
-		e.mv(cb, mvNorm, E, mvIn{in0: ref{st.xa, last}, in1: ref{st.delta, last}, gain: e.outNorm,
-			signs: e.signsOf(E), flags: mvfDelta}, mvSet{e.out, c.Vocab, r0(st.logits)})
+		last := 4 * (T - 1) * e.sizes.embed
+		e.mvSite(cb, mvNorm, head, &e.head, mvIn{in0: ref{st.xa, last}, in1: ref{st.delta, last}, gain: e.head.norm,
+			signs: e.signsOf(head.Width), flags: mvfDelta}, st.logits)
 		if mode == outArgmax {
 			e.argmax(cb, st)
 		}

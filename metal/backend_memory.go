@@ -5,9 +5,8 @@ import (
 	"fmt"
 	"unsafe"
 
-	"github.com/bonsai-go/sdk/bonsai"
+	"github.com/bonsai-go/sdk/bonsai/backend"
 	"github.com/bonsai-go/sdk/metal/internal/gpu"
-	"github.com/bonsai-go/sdk/qwen35"
 )
 
 // The working set. Apple GPUs share the RAM, but Metal keeps a budget of what a
@@ -21,7 +20,7 @@ import (
 
 // ErrWorkingSet is wrapped by the errors of Load and NewState when the model or a
 // sequence does not fit the device's recommended working set.
-var ErrWorkingSet = errors.New("metal: does not fit the GPU's working set")
+var ErrWorkingSet = errors.New("does not fit the GPU's working set")
 
 // workingSet is the device's recommended working set in bytes, 0 when it does not say.
 func (e *engine) workingSet() int64 {
@@ -53,22 +52,22 @@ func (e *engine) stateBytes(st *state) int64 {
 
 // kvChoice is a KV precision and its bytes per cached value.
 type kvChoice struct {
-	p    qwen35.KVPrecision
+	p    backend.KVPrecision
 	elem int
 }
 
 // kvChoices are the KV precisions the backend offers for this model, smallest first.
 func (e *engine) kvChoices() []kvChoice {
 	var out []kvChoice
-	if e.cfg.HeadDim%kvBlock == 0 {
-		out = append(out, kvChoice{qwen35.KVInt8, 1})
+	if e.cfg.HeadDim%backend.KVBlock == 0 {
+		out = append(out, kvChoice{backend.KVInt8, 1})
 	}
-	return append(out, kvChoice{qwen35.KVFloat16, 2}, kvChoice{qwen35.KVFloat32, 4})
+	return append(out, kvChoice{backend.KVFloat16, 2}, kvChoice{backend.KVFloat32, 4})
 }
 
 // bytesFor is the size of a state of ctx positions with KV elements of elem bytes.
 func (e *engine) bytesFor(ctx, elem int) int64 {
-	return e.stateBytes(&state{opt: bonsai.StateOptions{ContextSize: ctx}, chunk: min(prefillChunk, ctx), kvElem: elem})
+	return e.stateBytes(&state{opt: backend.StateOptions{ContextSize: ctx}, chunk: min(prefillChunk, ctx), kvElem: elem})
 }
 
 // maxContext is the largest context whose state fits in avail bytes with KV elements of
@@ -127,7 +126,7 @@ func (e *engine) checkWeightsFit(n int64) error {
 }
 
 // reserve counts a new state of need bytes against the working set.
-func (e *engine) reserve(need int64, opt bonsai.StateOptions) error {
+func (e *engine) reserve(need int64, opt backend.StateOptions) error {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	ws := e.workingSet()
@@ -190,7 +189,7 @@ func (e *engine) weightView(lowest []byte, delta, start, n int, ts []tensorBytes
 		// The device cannot wrap this memory: copy it (all of it is the mapping's).
 		buf, err := e.dev.NewBuffer(n)
 		if err != nil {
-			return nil, fmt.Errorf("metal: weights: %w", err)
+			return nil, fmt.Errorf("weights: %w", err)
 		}
 		copy(buf.Contents(), mem)
 		e.copied += n
@@ -198,7 +197,7 @@ func (e *engine) weightView(lowest []byte, delta, start, n int, ts []tensorBytes
 	}
 	buf, err := e.dev.NewBuffer(n)
 	if err != nil {
-		return nil, fmt.Errorf("metal: weights: %w", err)
+		return nil, fmt.Errorf("weights: %w", err)
 	}
 	dst := buf.Contents()
 	for _, t := range ts {

@@ -2,14 +2,11 @@ package metal
 
 import (
 	"context"
-	"errors"
-	"strings"
 	"testing"
 
-	"github.com/bonsai-go/sdk/bonsai"
+	"github.com/bonsai-go/sdk/bonsai/backend"
 	"github.com/bonsai-go/sdk/gguf"
 	"github.com/bonsai-go/sdk/metal/internal/gpu"
-	"github.com/bonsai-go/sdk/metal/internal/mslemu"
 	"github.com/bonsai-go/sdk/qwen35"
 )
 
@@ -33,7 +30,7 @@ func TestUnmappedWeightsAreCopied(t *testing.T) {
 		}
 		dev := newCountingDevice(1 << 30)
 		b := newBackend("counting", func() (gpu.Device, error) { return dev, nil }, nil)
-		en, err := b.Load(context.Background(), w, bonsai.LoadOptions{})
+		en, err := b.Load(context.Background(), w, backend.LoadOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -56,56 +53,14 @@ func TestUnmappedWeightsAreCopied(t *testing.T) {
 			}
 		}
 		check("token_embd", e.emb, w.TokenEmbedding.Data)
-		check("output", e.out, w.Output.Data)
+		check("output", e.head.products[0], w.Output.Data)
 		for i := range w.Layers {
-			check("ffn_down", e.layers[i].ffnDown, w.Layers[i].FFNDown.Data)
-			check("ffn_up", e.layers[i].ffnUp, w.Layers[i].FFNUp.Data)
+			check("ffn_down", e.layers[i].ffnOut.products[0], w.Layers[i].FFNDown.Data)
+			check("ffn_up", e.layers[i].ffnIn.products[1], w.Layers[i].FFNUp.Data)
+		}
+		for _, b := range boundTensors(e) {
+			check(b.name, b.r, b.data)
 		}
 		en.Close()
-	}
-}
-
-// The same logits from a mapped and an in-memory file, on the emulator.
-func TestUnmappedWeightsEmulator(t *testing.T) {
-	emulator(t)
-	path := writeTiny(t)
-	open := func(mmap bool) *bonsai.Model {
-		m, err := bonsai.Open(path, bonsai.WithBackend(newEmulator()), bonsai.WithThreads(1), bonsai.WithMmap(mmap),
-			bonsai.WithActivations(bonsai.ActivationsFloat32), bonsai.WithKVCache(qwen35.KVFloat16), bonsai.WithContextSize(16))
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { m.Close() })
-		return m
-	}
-	ids := promptIDs(5)
-	a, err := newSession(t, open(true)).PrefillAll(context.Background(), ids)
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, err := newSession(t, open(false)).PrefillAll(context.Background(), ids)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for i := range a {
-		if d := maxAbsDiff(a[i], b[i]); d != 0 {
-			t.Errorf("token %d: |Δlogit| %g between the mapped and the in-memory file", i, d)
-		}
-	}
-}
-
-// The emulator's working set (mslemu.WithWorkingSet) reaches Load through bonsai.Open:
-// a 1 MiB GPU cannot hold the tiny model.
-func TestWorkingSetEmulator(t *testing.T) {
-	emulator(t)
-	path := writeTiny(t)
-	b := newEmulator(WithDevice("metal-emulator", func() (gpu.Device, error) { return mslemu.New(mslemu.WithWorkingSet(1 << 20)) }))
-	m, err := bonsai.Open(path, bonsai.WithBackend(b), bonsai.WithContextSize(16))
-	if err == nil {
-		m.Close()
-		t.Fatal("the tiny model loaded on a 1 MiB working set")
-	}
-	if !errors.Is(err, ErrWorkingSet) || !strings.Contains(err.Error(), "1.0 MiB") {
-		t.Errorf("got %v", err)
 	}
 }

@@ -149,14 +149,14 @@ func (b *cbBudget) watchdog(err error, T, every int) error {
 		b.perLayer *= 2
 	}
 	next := b.cap
-	return fmt.Errorf("metal: macOS stopped a command buffer of %d layers × %d tokens that ran too long (the GPU watchdog; the GPU drives a display): "+
+	return fmt.Errorf("macOS stopped a command buffer of %d layers × %d tokens that ran too long (the GPU watchdog; the GPU drives a display): "+
 		"the backend now commits every %d layers; the sequence's state is undefined — Reset it or restore a snapshot, then run the request again; "+
 		"if it happens again, lower WithCommandBufferTime (now %v) or feed shorter prompts per call: %w", every, T, next, b.target, err)
 }
 
 // outOfMemory explains a command buffer the GPU could not make resident.
 func outOfMemory(err error) error {
-	return fmt.Errorf("metal: the GPU ran out of memory for a command buffer (status 5): the model and its sequences exceed what this Mac lets the GPU hold; "+
+	return fmt.Errorf("the GPU ran out of memory for a command buffer (status 5): the model and its sequences exceed what this Mac lets the GPU hold; "+
 		"use a smaller context size or an int8 KV cache (StateOptions), open fewer sequences, or quit other GPU programs: %w", err)
 }
 
@@ -168,5 +168,5 @@ func (e *engine) commandBufferError(err error, T, every int) error {
 	case errors.Is(err, gpu.ErrOutOfMemory):
 		return outOfMemory(err)
 	}
-	return fmt.Errorf("metal: command buffer: %w", err)
+	return fmt.Errorf("command buffer: %w", err)
 }

@@ -7,9 +7,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/bonsai-go/sdk/bonsai"
+	"github.com/bonsai-go/sdk/bonsai/backend"
 	"github.com/bonsai-go/sdk/metal/internal/gpu"
-	"github.com/bonsai-go/sdk/qwen35"
 )
 
 // The budget: Layers/16 before any measurement, then target / (time per layer·token × T).
@@ -57,7 +56,7 @@ func TestCommandBufferBudget(t *testing.T) {
 func TestPrefillSplit(t *testing.T) {
 	path := writeTiny(t)
 	dev := newCountingDevice(1 << 30)
-	en, err := loadOn(t, path, dev, bonsai.LoadOptions{})
+	en, err := loadOn(t, path, dev, backend.LoadOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -69,7 +68,7 @@ func TestPrefillSplit(t *testing.T) {
 	}
 	total := -1
 	for every, wantCBs := range map[int]int{1: 5, 2: 3, 3: 2, 4: 2, 0: 1} {
-		s, err := e.NewState(bonsai.StateOptions{ContextSize: 64, KVCache: qwen35.KVFloat16})
+		s, err := e.NewState(backend.StateOptions{ContextSize: 64, KVCache: backend.KVFloat16})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -96,13 +95,13 @@ func TestPrefillSplit(t *testing.T) {
 
 	// Through Forward: a 20-token prompt without logits goes in Layers/16 = 1 layer per
 	// command buffer (unmeasured), a decode step in one.
-	s, err := e.NewState(bonsai.StateOptions{ContextSize: 64, KVCache: qwen35.KVFloat16})
+	s, err := e.NewState(backend.StateOptions{ContextSize: 64, KVCache: backend.KVFloat16})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer s.Close()
 	before := dev.cbs
-	if err := e.Forward(context.Background(), s, make([]int32, 20), nil, false); err != nil {
+	if err := e.Forward(context.Background(), []backend.Sequence{{State: s, Tokens: make([]int32, 20)}}); err != nil {
 		t.Fatal(err)
 	}
 	if got := dev.cbs - before; got != L {
@@ -112,7 +111,7 @@ func TestPrefillSplit(t *testing.T) {
 		t.Error("the prefill's time was not measured")
 	}
 	before = dev.cbs
-	if _, err := e.ForwardGreedy(context.Background(), s, []int32{3}); err != nil {
+	if err := e.ForwardGreedy(context.Background(), []backend.Sequence{{State: s, Tokens: []int32{3}}}, make([]int32, 1)); err != nil {
 		t.Fatal(err)
 	}
 	if got := dev.cbs - before; got != 1 {
@@ -122,12 +121,12 @@ func TestPrefillSplit(t *testing.T) {
 	// A watchdog error from the device comes back saying what to do, and the next
 	// chunks are split finer.
 	dev.waitErr = mtlCommandBufferFailure(14, "Impacting Interactivity (0000000e:kIOGPUCommandBufferCallbackErrorImpactingInteractivity)")
-	err = e.Forward(context.Background(), s, make([]int32, 8), nil, false)
+	err = e.Forward(context.Background(), []backend.Sequence{{State: s, Tokens: make([]int32, 8)}})
 	if !errors.Is(err, gpu.ErrTimeout) || !strings.Contains(err.Error(), "GPU watchdog") {
 		t.Errorf("watchdog: %v", err)
 	}
 	dev.waitErr = mtlCommandBufferFailure(8, "Insufficient Memory (00000008:kIOGPUCommandBufferCallbackErrorOutOfMemory)")
-	err = e.Forward(context.Background(), s, make([]int32, 8), nil, false)
+	err = e.Forward(context.Background(), []backend.Sequence{{State: s, Tokens: make([]int32, 8)}})
 	if !errors.Is(err, gpu.ErrOutOfMemory) || !strings.Contains(err.Error(), "int8 KV cache") {
 		t.Errorf("out of memory: %v", err)
 	}

@@ -1,10 +1,10 @@
 package metal
 
 import (
+	"errors"
 	"fmt"
-	"io"
 
-	"github.com/bonsai-go/sdk/bonsai"
+	"github.com/bonsai-go/sdk/bonsai/backend"
 	"github.com/bonsai-go/sdk/metal/internal/gpu"
 	"github.com/bonsai-go/sdk/qwen35"
 )
@@ -13,25 +13,30 @@ import (
 // CPU backend's chunk: the activations of a chunk live in the state's buffers.
 const prefillChunk = 64
 
+// errForeign is the error of a state passed to an engine that did not make it.
+var errForeign = errors.New("the state belongs to another engine")
+
 // state is one sequence on the device: the recurrent states and KV caches, allocated
 // once for the context size, and the activation buffers of a chunk.
 type state struct {
 	e     *engine
-	opt   bonsai.StateOptions
+	opt   backend.StateOptions
 	pos   int
 	chunk int
 
 	ssm, conv []ref        // per layer (zero for attention layers)
 	kc, vc    []gpu.Buffer // per layer (nil for GDN layers): the cached values or int8 codes
-	ks, vs    []gpu.Buffer // per layer, an int8 cache's scales (one per 32 values)
+	ks, vs    []gpu.Buffer // per layer, an int8 cache's scales (one per backend.KVBlock values)
 	kvElem    int          // bytes per cached value: 2 (f16), 4 (f32) or 1 (int8)
+	layers    []backend.Layer
+	kv        []*kvView // the attention layers' views (nil for GDN layers)
 
 	// Activations, row-major by token.
-	xa, xb, delta, h, hr gpu.Buffer // chunk × Embedding
-	qkv, z               gpu.Buffer // chunk × QKVWidth, chunk × InnerSize
-	mix, mixr            gpu.Buffer // chunk × max(InnerSize, AttentionWidth)
-	qg, k, v             gpu.Buffer // chunk × 2·Heads·HeadDim, chunk × KVHeads·HeadDim
-	gate, up, act        gpu.Buffer // chunk × FeedForward
+	xa, xb, delta, h, hr gpu.Buffer // chunk × the residual stream
+	qkv, z               gpu.Buffer // a GDN layer's In products
+	qg, k, v             gpu.Buffer // an attention layer's In products
+	mix, mixr            gpu.Buffer // chunk × the widest mixer output
+	gate, up, act        gpu.Buffer // chunk × the MLP's width
 	logits               gpu.Buffer // chunk × Vocab
 	rope                 gpu.Buffer // chunk × RopeDims: cos then sin per token
 	ids                  gpu.Buffer // chunk token ids (uint32)
@@ -43,45 +48,44 @@ type state struct {
 	closed   bool
 }
 
-var _ bonsai.State = (*state)(nil)
+var (
+	_ backend.State       = (*state)(nil)
+	_ backend.StateCopier = (*state)(nil)
+)
 
 // NewState allocates a sequence's state for the context size: the KV caches of the
 // attention layers in full (ContextSize positions each), the GDN states, and the
 // activations of one chunk.
-func (e *engine) NewState(opt bonsai.StateOptions) (bonsai.State, error) {
+func (e *engine) NewState(opt backend.StateOptions) (backend.State, error) {
 	c := e.cfg
 	if opt.ContextSize <= 0 {
-		return nil, fmt.Errorf("metal: context size %d must be positive", opt.ContextSize)
+		return nil, fmt.Errorf("context size %d must be positive", opt.ContextSize)
 	}
 	st := &state{e: e, opt: opt, chunk: min(prefillChunk, opt.ContextSize)}
 	switch opt.KVCache {
-	case qwen35.KVFloat16:
+	case backend.KVFloat16:
 		st.kvElem = 2
-	case qwen35.KVFloat32:
+	case backend.KVFloat32:
 		st.kvElem = 4
-	case qwen35.KVInt8:
-		if c.HeadDim%kvBlock != 0 {
-			return nil, fmt.Errorf("metal: the int8 KV cache needs a head dim that is a multiple of %d, not %d (use f16 or f32)", kvBlock, c.HeadDim)
+	case backend.KVInt8:
+		if c.HeadDim%backend.KVBlock != 0 {
+			return nil, fmt.Errorf("the int8 KV cache needs a head dim that is a multiple of %d, not %d (use f16 or f32)", backend.KVBlock, c.HeadDim)
 		}
 		st.kvElem = 1
 	default:
-		return nil, fmt.Errorf("metal: KV cache precision %v is not supported by the Metal backend (use f16, f32 or int8)", opt.KVCache)
+		return nil, fmt.Errorf("KV cache precision %v is not supported by the Metal backend (use f16, f32 or int8)", opt.KVCache)
 	}
 	e.mu.Lock()
 	closed := e.closed
 	e.mu.Unlock()
 	if closed {
-		return nil, bonsai.ErrClosed
+		return nil, backend.ErrClosed
 	}
 	need := e.stateBytes(st)
 	if err := e.reserve(need, opt); err != nil {
 		return nil, err
 	}
 	st.reserved = need
-	fail := func(err error) (bonsai.State, error) {
-		st.release()
-		return nil, fmt.Errorf("metal: state: %w", err)
-	}
 	alloc := func(n int) (gpu.Buffer, error) {
 		b, err := e.dev.NewBuffer(max(n, 16))
 		if err != nil {
@@ -91,8 +95,10 @@ func (e *engine) NewState(opt bonsai.StateOptions) (bonsai.State, error) {
 		return b, nil
 	}
 	if err := e.layoutState(st, alloc); err != nil {
-		return fail(err)
+		st.release()
+		return nil, fmt.Errorf("state: %w", err)
 	}
+	st.views()
 	st.Reset()
 	return st, nil
 }
@@ -101,20 +107,20 @@ func (e *engine) NewState(opt bonsai.StateOptions) (bonsai.State, error) {
 // runs it with an allocator that only counts, so that the size check and the
 // allocation cannot disagree.
 func (e *engine) layoutState(st *state, alloc func(n int) (gpu.Buffer, error)) error {
-	c := e.cfg
+	c, s := e.cfg, &e.sizes
 	opt := st.opt
 	T := st.chunk
 	sizes := []struct {
 		dst *gpu.Buffer
 		n   int
 	}{
-		{&st.xa, T * c.Embedding}, {&st.xb, T * c.Embedding}, {&st.delta, T * c.Embedding},
-		{&st.h, T * c.Embedding}, {&st.hr, T * c.Embedding},
-		{&st.qkv, T * c.QKVWidth()}, {&st.z, T * c.InnerSize},
-		{&st.mix, T * max(c.InnerSize, c.AttentionWidth())}, {&st.mixr, T * max(c.InnerSize, c.AttentionWidth())},
-		{&st.qg, T * 2 * c.Heads * c.HeadDim}, {&st.k, T * c.KVHeads * c.HeadDim}, {&st.v, T * c.KVHeads * c.HeadDim},
-		{&st.gate, T * c.FeedForward}, {&st.up, T * c.FeedForward}, {&st.act, T * c.FeedForward},
-		{&st.logits, T * c.Vocab}, {&st.rope, T * c.RopeDims}, {&st.ids, T}, {&st.best, 1},
+		{&st.xa, T * s.embed}, {&st.xb, T * s.embed}, {&st.delta, T * s.embed},
+		{&st.h, T * s.embed}, {&st.hr, T * s.embed},
+		{&st.qkv, T * s.gdnIn[0]}, {&st.z, T * s.gdnIn[1]},
+		{&st.mix, T * s.mix}, {&st.mixr, T * s.mix},
+		{&st.qg, T * s.attnIn[0]}, {&st.k, T * s.attnIn[1]}, {&st.v, T * s.attnIn[2]},
+		{&st.gate, T * s.ffn}, {&st.up, T * s.ffn}, {&st.act, T * s.ffn},
+		{&st.logits, T * s.vocab}, {&st.rope, T * c.RopeDims}, {&st.ids, T}, {&st.best, 1},
 	}
 	for _, s := range sizes {
 		b, err := alloc(4 * s.n)
@@ -123,37 +129,32 @@ func (e *engine) layoutState(st *state, alloc func(n int) (gpu.Buffer, error)) e
 		}
 		*s.dst = b
 	}
-	// GDN states: one buffer for the recurrent states, one for the conv windows.
-	gdnLayers := 0
-	for i := 0; i < c.Layers; i++ {
-		if !c.IsAttention(i) {
-			gdnLayers++
-		}
-	}
-	ssmPer := 4 * c.VHeads * c.StateSize * c.StateSize
-	convPer := 4 * (c.ConvKernel - 1) * c.QKVWidth()
+	// GDN states: one buffer for the recurrent states, one for the conv windows, each
+	// layer's in the layout of qwen35.GDNState.
+	ssmPer, convPer := 4*s.ssm, 4*s.conv
 	var err error
-	if st.ssmBuf, err = alloc(gdnLayers * ssmPer); err != nil {
+	if st.ssmBuf, err = alloc(s.gdnLayers * ssmPer); err != nil {
 		return err
 	}
-	if st.convBuf, err = alloc(gdnLayers * convPer); err != nil {
+	if st.convBuf, err = alloc(s.gdnLayers * convPer); err != nil {
 		return err
 	}
-	st.ssm, st.conv = make([]ref, c.Layers), make([]ref, c.Layers)
-	st.kc, st.vc = make([]gpu.Buffer, c.Layers), make([]gpu.Buffer, c.Layers)
-	st.ks, st.vs = make([]gpu.Buffer, c.Layers), make([]gpu.Buffer, c.Layers)
+	L := len(e.layers)
+	st.ssm, st.conv = make([]ref, L), make([]ref, L)
+	st.kc, st.vc = make([]gpu.Buffer, L), make([]gpu.Buffer, L)
+	st.ks, st.vs = make([]gpu.Buffer, L), make([]gpu.Buffer, L)
 	g := 0
-	kvBytes := opt.ContextSize * c.KVHeads * c.HeadDim * st.kvElem
-	for i := 0; i < c.Layers; i++ {
-		if c.IsAttention(i) {
-			if st.kc[i], err = alloc(kvBytes); err != nil {
+	kvValues := opt.ContextSize * c.KVHeads * c.HeadDim
+	for i := range L {
+		if e.layers[i].mixer == qwen35.MixerAttention {
+			if st.kc[i], err = alloc(kvValues * st.kvElem); err != nil {
 				return err
 			}
-			if st.vc[i], err = alloc(kvBytes); err != nil {
+			if st.vc[i], err = alloc(kvValues * st.kvElem); err != nil {
 				return err
 			}
 			if st.kvElem == 1 {
-				sb := 4 * opt.ContextSize * c.KVHeads * c.HeadDim / kvBlock
+				sb := 4 * kvValues / backend.KVBlock
 				if st.ks[i], err = alloc(sb); err != nil {
 					return err
 				}
@@ -179,12 +180,42 @@ func (st *state) release() {
 	st.reserved = 0
 }
 
+// views makes the per-layer views of the state (backend.State.Layer): a GDN layer's
+// convolution and recurrent states as float32 views of the device buffers, whose
+// layouts are qwen35.GDNState's, and an attention layer's KV cache.
+func (st *state) views() {
+	s := &st.e.sizes
+	st.layers = make([]backend.Layer, len(st.kc))
+	st.kv = make([]*kvView, len(st.kc))
+	for i := range st.layers {
+		if st.kc[i] != nil {
+			st.kv[i] = &kvView{st: st, li: i}
+			st.layers[i] = backend.Layer{KV: st.kv[i]}
+			continue
+		}
+		st.layers[i] = backend.Layer{Recurrent: [][]float32{
+			floats(st.conv[i].bytes(4 * s.conv)),
+			floats(st.ssm[i].bytes(4 * s.ssm)),
+		}}
+	}
+}
+
+// setLen sets the tokens held, in the state and in every KV view.
+func (st *state) setLen(n int) {
+	st.pos = n
+	for _, kv := range st.kv {
+		if kv != nil {
+			kv.n = n
+		}
+	}
+}
+
 // Len returns the number of tokens the sequence holds.
 func (st *state) Len() int { return st.pos }
 
 // Reset empties the sequence: the GDN states are zeroed (the KV caches need not be).
 func (st *state) Reset() {
-	st.pos = 0
+	st.setLen(0)
 	if st.closed || st.ssmBuf == nil {
 		return
 	}
@@ -192,34 +223,47 @@ func (st *state) Reset() {
 	clear(st.convBuf.Contents())
 }
 
-// Clone returns an independent copy.
-func (st *state) Clone() (bonsai.State, error) {
+// Layers returns the number of decoder layers.
+func (st *state) Layers() int { return len(st.layers) }
+
+// Layer returns the view of layer i's state (backend.State): a GDN layer's convolution
+// and recurrent states, or an attention layer's KV cache. A closed state has none.
+func (st *state) Layer(i int) backend.Layer {
 	if st.closed {
-		return nil, bonsai.ErrClosed
+		return backend.Layer{}
 	}
-	n, err := st.e.NewState(st.opt)
-	if err != nil {
-		return nil, err
+	return st.layers[i]
+}
+
+// SetLen sets the tokens the sequence holds after a load has written every layer
+// through its view: each attention layer must hold n positions.
+func (st *state) SetLen(n int) error {
+	if st.closed {
+		return backend.ErrClosed
 	}
-	c := n.(*state)
-	if err := c.CopyFrom(st); err != nil {
-		c.Close()
-		return nil, err
+	if n < 0 || n > st.opt.ContextSize {
+		return fmt.Errorf("%w: %d tokens, the context holds %d", backend.ErrContextFull, n, st.opt.ContextSize)
 	}
-	return c, nil
+	for i, kv := range st.kv {
+		if kv != nil && kv.n != n {
+			return fmt.Errorf("layer %d holds %d positions, not %d", i, kv.n, n)
+		}
+	}
+	st.pos = n
+	return nil
 }
 
 // CopyFrom makes st a copy of o, a state of the same engine and sizes, in place.
-func (st *state) CopyFrom(o bonsai.State) error {
+func (st *state) CopyFrom(o backend.State) error {
 	src, ok := o.(*state)
 	if !ok || src.e != st.e {
-		return fmt.Errorf("metal: state belongs to another engine")
+		return errForeign
 	}
 	if st.closed || src.closed {
-		return bonsai.ErrClosed
+		return backend.ErrClosed
 	}
 	if src.opt != st.opt {
-		return fmt.Errorf("metal: states of different sizes")
+		return errors.New("states of different sizes")
 	}
 	copy(st.ssmBuf.Contents(), src.ssmBuf.Contents())
 	copy(st.convBuf.Contents(), src.convBuf.Contents())
@@ -236,36 +280,13 @@ func (st *state) CopyFrom(o bonsai.State) error {
 			copy(st.kc[i].Contents()[a:b], src.kc[i].Contents()[a:b])
 			copy(st.vc[i].Contents()[a:b], src.vc[i].Contents()[a:b])
 			if st.ks[i] != nil {
-				a, b := 4*a/kvBlock, 4*b/kvBlock // the scales: 4 bytes per 32 one-byte codes
+				a, b := 4*a/backend.KVBlock, 4*b/backend.KVBlock // the scales: 4 bytes per block of one-byte codes
 				copy(st.ks[i].Contents()[a:b], src.ks[i].Contents()[a:b])
 				copy(st.vs[i].Contents()[a:b], src.vs[i].Contents()[a:b])
 			}
 		}
 	}
-	st.pos = src.pos
-	return nil
-}
-
-// Save writes the state in bonsai's shared snapshot encoding.
-func (st *state) Save(w io.Writer) error {
-	if st.closed {
-		return bonsai.ErrClosed
-	}
-	return newCodec(st).save(w)
-}
-
-// Load replaces the state with a snapshot; on error the state is left empty.
-func (st *state) Load(r io.Reader) error {
-	if st.closed {
-		return bonsai.ErrClosed
-	}
-	st.Reset()
-	n, err := newCodec(st).load(r)
-	if err != nil {
-		st.Reset()
-		return err
-	}
-	st.pos = n
+	st.setLen(src.pos)
 	return nil
 }
 

@@ -10,7 +10,8 @@ import (
 
 // Metal programs do not carry the emulator or the kernel checks: package metal's
 // dependencies, as the go tool lists them for darwin/arm64 and linux/amd64, hold neither
-// (they live in metal/emulator and metal/kernelcheck, which import metal).
+// (they live in metal/emulator and metal/kernelcheck, which import metal). Nor does it
+// import bonsai, the package above the seam: only bonsai/backend.
 func TestDepsLeaveOutEmulator(t *testing.T) {
 	goTool, err := exec.LookPath("go")
 	if err != nil {
@@ -38,9 +39,17 @@ func TestDepsLeaveOutEmulator(t *testing.T) {
 		if bad := bannedDeps(deps, banned); len(bad) > 0 {
 			t.Errorf("%s/%s: package metal depends on %v", target[0], target[1], bad)
 		}
-		// The check can fail: the list is the real one (it holds the device layer).
-		if len(bannedDeps(deps, []string{mod + "internal/gpu"})) == 0 {
-			t.Errorf("%s/%s: the dependency list has no %sinternal/gpu: %q", target[0], target[1], mod, deps)
+		for _, d := range deps {
+			if d == "github.com/bonsai-go/sdk/bonsai" {
+				t.Errorf("%s/%s: package metal depends on %s, above the seam", target[0], target[1], d)
+			}
+		}
+		// The check can fail: the list is the real one (it holds the device layer and
+		// the seam).
+		for _, want := range []string{mod + "internal/gpu", "github.com/bonsai-go/sdk/bonsai/backend"} {
+			if len(bannedDeps(deps, []string{want})) == 0 {
+				t.Errorf("%s/%s: the dependency list has no %s: %q", target[0], target[1], want, deps)
+			}
 		}
 	}
 }

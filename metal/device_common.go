@@ -139,18 +139,18 @@ const (
 // first). Any other #include (<metal_stdlib>) is left to the compiler.
 func mtlJoinSources(sources map[string]string) (string, error) {
 	if len(sources) == 0 {
-		return "", errors.New("metal: compile: no sources")
+		return "", errors.New("compile: no sources")
 	}
 	names := make([]string, 0, len(sources))
 	for name, text := range sources {
 		if name == "" || strings.ContainsAny(name, "\"\\\n\r\x00") {
-			return "", fmt.Errorf("metal: compile: source name %q cannot appear in a #line directive", name)
+			return "", fmt.Errorf("compile: source name %q cannot appear in a #line directive", name)
 		}
 		if !utf8.ValidString(text) {
-			return "", fmt.Errorf("metal: compile: source %s is not valid UTF-8", name)
+			return "", fmt.Errorf("compile: source %s is not valid UTF-8", name)
 		}
 		if strings.IndexByte(text, 0) >= 0 {
-			return "", fmt.Errorf("metal: compile: source %s contains a NUL byte", name)
+			return "", fmt.Errorf("compile: source %s contains a NUL byte", name)
 		}
 		names = append(names, name)
 	}
@@ -219,10 +219,10 @@ func mtlLocalInclude(line string) (string, bool) {
 func mtlCheckMacros(macros map[string]string) error {
 	for name, value := range macros {
 		if !mtlIsIdent(name) {
-			return fmt.Errorf("metal: compile: macro name %q is not an identifier", name)
+			return fmt.Errorf("compile: macro name %q is not an identifier", name)
 		}
 		if !utf8.ValidString(value) || strings.ContainsAny(value, "\x00\n\r") {
-			return fmt.Errorf("metal: compile: value of macro %s must be one line of UTF-8 text", name)
+			return fmt.Errorf("compile: value of macro %s must be one line of UTF-8 text", name)
 		}
 	}
 	return nil
@@ -250,7 +250,7 @@ func mtlCheckKernels(kernels []string) ([]string, error) {
 	out := make([]string, 0, len(kernels))
 	for _, k := range kernels {
 		if !mtlIsIdent(k) {
-			return nil, fmt.Errorf("metal: compile: kernel name %q is not an identifier", k)
+			return nil, fmt.Errorf("compile: kernel name %q is not an identifier", k)
 		}
 		if !seen[k] {
 			seen[k] = true
@@ -266,13 +266,13 @@ func mtlCheckKernels(kernels []string) ([]string, error) {
 func mtlCheckNoCopy(addr uintptr, n, pageSize, maxLen int) error {
 	switch {
 	case n == 0:
-		return errors.New("metal: WrapNoCopy: empty memory")
+		return errors.New("WrapNoCopy: empty memory")
 	case addr%uintptr(pageSize) != 0:
-		return fmt.Errorf("metal: WrapNoCopy: memory at %#x is not aligned to the %d-byte page size (off by %d bytes); map it with mmap or round the start down to a page", addr, pageSize, addr%uintptr(pageSize))
+		return fmt.Errorf("WrapNoCopy: memory at %#x is not aligned to the %d-byte page size (off by %d bytes); map it with mmap or round the start down to a page", addr, pageSize, addr%uintptr(pageSize))
 	case n%pageSize != 0:
-		return fmt.Errorf("metal: WrapNoCopy: length %d is not a multiple of the %d-byte page size; round it up to %d", n, pageSize, (n+pageSize-1)/pageSize*pageSize)
+		return fmt.Errorf("WrapNoCopy: length %d is not a multiple of the %d-byte page size; round it up to %d", n, pageSize, (n+pageSize-1)/pageSize*pageSize)
 	case n > maxLen:
-		return fmt.Errorf("metal: WrapNoCopy: length %d exceeds the device's maximum buffer length %d; wrap it in parts", n, maxLen)
+		return fmt.Errorf("WrapNoCopy: length %d exceeds the device's maximum buffer length %d; wrap it in parts", n, maxLen)
 	}
 	return nil
 }
@@ -282,14 +282,14 @@ func mtlCheckNoCopy(addr uintptr, n, pageSize, maxLen int) error {
 func mtlCheckSizes(name string, grid, threads gpu.Size, maxThreads int) error {
 	for i := range 3 {
 		if grid[i] < 1 || int64(grid[i]) > mtlMaxGridDim {
-			return fmt.Errorf("metal: dispatch %s: grid %v: every dimension must be in [1, 2^32-1]", name, grid)
+			return fmt.Errorf("dispatch %s: grid %v: every dimension must be in [1, 2^32-1]", name, grid)
 		}
 		if threads[i] < 1 {
-			return fmt.Errorf("metal: dispatch %s: threadgroup %v: every dimension must be at least 1", name, threads)
+			return fmt.Errorf("dispatch %s: threadgroup %v: every dimension must be at least 1", name, threads)
 		}
 	}
 	if n := threads[0] * threads[1] * threads[2]; n > maxThreads {
-		return fmt.Errorf("metal: dispatch %s: threadgroup %v has %d threads, more than the pipeline's %d", name, threads, n, maxThreads)
+		return fmt.Errorf("dispatch %s: threadgroup %v has %d threads, more than the pipeline's %d", name, threads, n, maxThreads)
 	}
 	return nil
 }
@@ -301,7 +301,7 @@ func mtlCheckSizes(name string, grid, threads gpu.Size, maxThreads int) error {
 // device is the device's own check.
 func mtlCheckArg(name string, a gpu.Arg) (tg int, err error) {
 	if a.Index < 0 || a.Index >= mtlMaxArgIndex {
-		return 0, fmt.Errorf("metal: dispatch %s: argument index %d out of range [0, %d)", name, a.Index, mtlMaxArgIndex)
+		return 0, fmt.Errorf("dispatch %s: argument index %d out of range [0, %d)", name, a.Index, mtlMaxArgIndex)
 	}
 	kinds := 0
 	if a.Buf != nil {
@@ -314,23 +314,23 @@ func mtlCheckArg(name string, a gpu.Arg) (tg int, err error) {
 		kinds++
 	}
 	if kinds != 1 {
-		return 0, fmt.Errorf("metal: dispatch %s: argument %d must set exactly one of Buf, Bytes and Threadgroup", name, a.Index)
+		return 0, fmt.Errorf("dispatch %s: argument %d must set exactly one of Buf, Bytes and Threadgroup", name, a.Index)
 	}
 	switch {
 	case a.Buf != nil:
 		if a.Offset < 0 || a.Offset > a.Buf.Len() {
-			return 0, fmt.Errorf("metal: dispatch %s: argument %d: offset %d outside the %d-byte buffer", name, a.Index, a.Offset, a.Buf.Len())
+			return 0, fmt.Errorf("dispatch %s: argument %d: offset %d outside the %d-byte buffer", name, a.Index, a.Offset, a.Buf.Len())
 		}
 	case a.Bytes != nil:
 		if a.Offset != 0 {
-			return 0, fmt.Errorf("metal: dispatch %s: argument %d: Offset is for buffers, not Bytes", name, a.Index)
+			return 0, fmt.Errorf("dispatch %s: argument %d: Offset is for buffers, not Bytes", name, a.Index)
 		}
 		if len(a.Bytes) == 0 || len(a.Bytes) > mtlMaxSetBytes {
-			return 0, fmt.Errorf("metal: dispatch %s: argument %d: %d inline bytes; setBytes takes 1 to %d", name, a.Index, len(a.Bytes), mtlMaxSetBytes)
+			return 0, fmt.Errorf("dispatch %s: argument %d: %d inline bytes; setBytes takes 1 to %d", name, a.Index, len(a.Bytes), mtlMaxSetBytes)
 		}
 	default:
 		if a.Offset != 0 || a.Threadgroup < 0 {
-			return 0, fmt.Errorf("metal: dispatch %s: argument %d: threadgroup memory length %d (offset %d)", name, a.Index, a.Threadgroup, a.Offset)
+			return 0, fmt.Errorf("dispatch %s: argument %d: threadgroup memory length %d (offset %d)", name, a.Index, a.Threadgroup, a.Offset)
 		}
 		return (a.Threadgroup + mtlThreadgroupMemoryAlign - 1) &^ (mtlThreadgroupMemoryAlign - 1), nil
 	}
@@ -351,7 +351,7 @@ const (
 // (0000000e:kIOGPUCommandBufferCallbackErrorImpactingInteractivity)" or "...Timeout"
 // in the description under another code, so both are looked at.
 func mtlCommandBufferFailure(code int64, desc string) error {
-	msg := fmt.Sprintf("metal: command buffer failed (MTLCommandBufferError %d): %s", code, desc)
+	msg := fmt.Sprintf("command buffer failed (MTLCommandBufferError %d): %s", code, desc)
 	switch {
 	case code == mtlCommandBufferErrorTimeout,
 		strings.Contains(desc, "ImpactingInteractivity"),

@@ -407,7 +407,7 @@ func newDevice() (gpu.Device, error) {
 	}
 	if d.queue = c.msg0(id, selNewCommandQueue); d.queue == 0 {
 		c.release(id)
-		return nil, errors.New("metal: newCommandQueue returned nil")
+		return nil, errors.New("newCommandQueue returned nil")
 	}
 	if d.name == "" {
 		d.name = "Metal device"
@@ -494,14 +494,14 @@ func (d *mtlDevice) usable() error {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if d.closed {
-		return errors.New("metal: device is closed")
+		return errors.New("device is closed")
 	}
 	return nil
 }
 
 func (d *mtlDevice) NewBuffer(size int) (gpu.Buffer, error) {
 	if size < 0 || size > d.maxBuf {
-		return nil, fmt.Errorf("metal: NewBuffer(%d): size must be in [0, %d]", size, d.maxBuf)
+		return nil, fmt.Errorf("NewBuffer(%d): size must be in [0, %d]", size, d.maxBuf)
 	}
 	if err := d.usable(); err != nil {
 		return nil, err
@@ -516,12 +516,12 @@ func (d *mtlDevice) NewBuffer(size int) (gpu.Buffer, error) {
 	// Documented to be zero-filled ("Creates a buffer the method clears with zero values").
 	id := c.msg2(d.id, selNewBufferWithLength, uintptr(n), mtlResourceOptions)
 	if id == 0 {
-		return nil, fmt.Errorf("metal: newBufferWithLength:%d returned nil (out of memory?)", n)
+		return nil, fmt.Errorf("newBufferWithLength:%d returned nil (out of memory?)", n)
 	}
 	ptr := c.msgPtr0(id, selContents)
 	if ptr == nil {
 		c.release(id)
-		return nil, errors.New("metal: a shared buffer has no contents pointer")
+		return nil, errors.New("a shared buffer has no contents pointer")
 	}
 	d.resident(c, id, true)
 	return &mtlBuffer{dev: d, id: id, ptr: ptr, n: size}, nil
@@ -541,12 +541,12 @@ func (d *mtlDevice) WrapNoCopy(mem []byte) (gpu.Buffer, error) {
 	// deallocator nil: the memory stays the caller's.
 	id := c.msgPtr4(d.id, selNewBufferNoCopy, p, uintptr(len(mem)), mtlResourceOptions, 0)
 	if id == 0 {
-		return nil, fmt.Errorf("metal: newBufferWithBytesNoCopy refused %d bytes at %p (the memory must come from mmap or vm_allocate)", len(mem), p)
+		return nil, fmt.Errorf("newBufferWithBytesNoCopy refused %d bytes at %p (the memory must come from mmap or vm_allocate)", len(mem), p)
 	}
 	ptr := c.msgPtr0(id, selContents)
 	if ptr != p {
 		c.release(id)
-		return nil, fmt.Errorf("metal: newBufferWithBytesNoCopy buffer's contents are at %p, not at the wrapped %p", ptr, p)
+		return nil, fmt.Errorf("newBufferWithBytesNoCopy buffer's contents are at %p, not at the wrapped %p", ptr, p)
 	}
 	d.resident(c, id, true)
 	return &mtlBuffer{dev: d, id: id, ptr: ptr, n: len(mem), keep: mem}, nil
@@ -573,7 +573,7 @@ func (d *mtlDevice) Compile(sources map[string]string, macros map[string]string,
 
 	opts := c.msg0(clsMTLCompileOptions.cls, selNew)
 	if opts == 0 {
-		return nil, errors.New("metal: compile: [MTLCompileOptions new] returned nil")
+		return nil, errors.New("compile: [MTLCompileOptions new] returned nil")
 	}
 	defer c.release(opts)
 	// IEEE arithmetic, as the emulator and the CPU reference compute: fast math off
@@ -592,7 +592,7 @@ func (d *mtlDevice) Compile(sources map[string]string, macros map[string]string,
 	if len(macros) > 0 {
 		dict := c.msg0(clsNSMutableDictionary.cls, selNew)
 		if dict == 0 {
-			return nil, errors.New("metal: compile: [NSMutableDictionary new] returned nil")
+			return nil, errors.New("compile: [NSMutableDictionary new] returned nil")
 		}
 		for k, v := range macros {
 			ks, vs := c.nsString(k), c.nsString(v)
@@ -603,7 +603,7 @@ func (d *mtlDevice) Compile(sources map[string]string, macros map[string]string,
 			c.release(vs)
 			if ks == 0 || vs == 0 {
 				c.release(dict)
-				return nil, fmt.Errorf("metal: compile: macro %s: cannot make an NSString", k)
+				return nil, fmt.Errorf("compile: macro %s: cannot make an NSString", k)
 			}
 		}
 		c.msg1(opts, selSetPreprocessorMacros, dict) // a copy property
@@ -611,14 +611,14 @@ func (d *mtlDevice) Compile(sources map[string]string, macros map[string]string,
 	}
 	srcStr := c.nsString(src)
 	if srcStr == 0 {
-		return nil, errors.New("metal: compile: cannot make an NSString of the source")
+		return nil, errors.New("compile: cannot make an NSString of the source")
 	}
 	defer c.release(srcStr)
 
 	var nserr uintptr // autoreleased NSError, valid until the pool pops
 	lib := c.msgErr3(d.id, selNewLibraryWithSource, srcStr, opts, &nserr)
 	if lib == 0 {
-		return nil, fmt.Errorf("metal: compile: %s", c.errorText(nserr))
+		return nil, fmt.Errorf("compile: %s", c.errorText(nserr))
 	}
 	defer c.release(lib)
 	// A library can come back with warnings in nserr; they are not errors.
@@ -636,13 +636,13 @@ func (d *mtlDevice) Compile(sources map[string]string, macros map[string]string,
 		fn := c.msg1(lib, selNewFunctionWithName, ks)
 		c.release(ks)
 		if fn == 0 {
-			return fail(fmt.Errorf("metal: compile: no kernel %s in the library (it has: %s)", k, c.functionNames(lib)))
+			return fail(fmt.Errorf("compile: no kernel %s in the library (it has: %s)", k, c.functionNames(lib)))
 		}
 		nserr = 0
 		ps := c.msgErr2(d.id, selNewPipelineWithFunction, fn, &nserr)
 		c.release(fn)
 		if ps == 0 {
-			return fail(fmt.Errorf("metal: compile: pipeline of %s: %s", k, c.errorText(nserr)))
+			return fail(fmt.Errorf("compile: pipeline of %s: %s", k, c.errorText(nserr)))
 		}
 		p := &mtlPipeline{
 			dev:        d,
@@ -658,7 +658,7 @@ func (d *mtlDevice) Compile(sources map[string]string, macros map[string]string,
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if d.closed {
-		return fail(errors.New("metal: device closed during Compile"))
+		return fail(errors.New("device closed during Compile"))
 	}
 	d.pipelines = append(d.pipelines, made...)
 	return out, nil
@@ -696,13 +696,13 @@ func (d *mtlDevice) NewCommandBuffer() (gpu.CommandBuffer, error) {
 	// instead (mtlBuffer.hold, released in Wait), and pipelines live until Close.
 	cb := c.msg0(d.queue, selCommandBufferUnretained)
 	if cb == 0 {
-		return nil, errors.New("metal: commandBufferWithUnretainedReferences returned nil")
+		return nil, errors.New("commandBufferWithUnretainedReferences returned nil")
 	}
 	c.msg0(cb, selRetain)
 	enc := c.msg0(cb, selComputeCommandEncoder)
 	if enc == 0 {
 		c.release(cb)
-		return nil, errors.New("metal: computeCommandEncoder returned nil")
+		return nil, errors.New("computeCommandEncoder returned nil")
 	}
 	c.msg0(enc, selRetain)
 	b.objs = &mtlCommandObjects{cb: cb, enc: enc, held: make([]*mtlBuffer, 0, 64)} // room for a decode step's buffers: Dispatch does not allocate
@@ -915,12 +915,12 @@ func (b *mtlCommandBuffer) Dispatch(p gpu.Pipeline, grid, threads gpu.Size, args
 		return
 	}
 	if b.state != mtlOpen {
-		b.fail(errors.New("metal: Dispatch after Commit"))
+		b.fail(errors.New("Dispatch after Commit"))
 		return
 	}
 	pl, ok := p.(*mtlPipeline)
 	if !ok || pl == nil || pl.dev != b.dev || pl.id == 0 {
-		b.fail(fmt.Errorf("metal: Dispatch: pipeline %T is not a live pipeline of this device", p))
+		b.fail(fmt.Errorf("Dispatch: pipeline %T is not a live pipeline of this device", p))
 		return
 	}
 	if err := mtlCheckSizes(pl.name, grid, threads, pl.maxThreads); err != nil {
@@ -933,11 +933,11 @@ func (b *mtlCommandBuffer) Dispatch(p gpu.Pipeline, grid, threads gpu.Size, args
 		if a.Buf != nil {
 			mb, ok := a.Buf.(*mtlBuffer)
 			if !ok || mb == nil || mb.dev != b.dev {
-				b.fail(fmt.Errorf("metal: dispatch %s: argument %d: buffer %T is not one of this device's", pl.name, a.Index, a.Buf))
+				b.fail(fmt.Errorf("dispatch %s: argument %d: buffer %T is not one of this device's", pl.name, a.Index, a.Buf))
 				return
 			}
 			if mb.released() {
-				b.fail(fmt.Errorf("metal: dispatch %s: argument %d: buffer was released", pl.name, a.Index))
+				b.fail(fmt.Errorf("dispatch %s: argument %d: buffer was released", pl.name, a.Index))
 				return
 			}
 			if mb.heldBy.Swap(b.serial) != b.serial {
@@ -953,7 +953,7 @@ func (b *mtlCommandBuffer) Dispatch(p gpu.Pipeline, grid, threads gpu.Size, args
 		tg += n
 	}
 	if tg > b.dev.maxTGMem {
-		b.fail(fmt.Errorf("metal: dispatch %s: %d bytes of threadgroup memory, more than the device's %d", pl.name, tg, b.dev.maxTGMem))
+		b.fail(fmt.Errorf("dispatch %s: %d bytes of threadgroup memory, more than the device's %d", pl.name, tg, b.dev.maxTGMem))
 		return
 	}
 
@@ -996,7 +996,7 @@ func (b *mtlCommandBuffer) Dispatch(p gpu.Pipeline, grid, threads gpu.Size, args
 
 func (b *mtlCommandBuffer) Commit() {
 	if b.state != mtlOpen {
-		b.fail(errors.New("metal: Commit called twice"))
+		b.fail(errors.New("Commit called twice"))
 		return
 	}
 	b.state = mtlCommitted
@@ -1015,7 +1015,7 @@ func (b *mtlCommandBuffer) Commit() {
 func (b *mtlCommandBuffer) Wait() error {
 	switch b.state {
 	case mtlOpen:
-		return errors.New("metal: Wait before Commit")
+		return errors.New("Wait before Commit")
 	case mtlWaited:
 		return b.err
 	}
@@ -1036,7 +1036,7 @@ func (b *mtlCommandBuffer) Wait() error {
 			}
 			b.fail(mtlCommandBufferFailure(code, c.errorText(nserr)))
 		default:
-			b.fail(fmt.Errorf("metal: command buffer ended in status %d, not completed", st))
+			b.fail(fmt.Errorf("command buffer ended in status %d, not completed", st))
 		}
 	}
 	b.cleanup.Stop()

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -11,7 +12,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/bonsai-go/sdk/bonsai"
+	"github.com/bonsai-go/sdk/bonsai/backend"
 	"github.com/bonsai-go/sdk/gguf"
 	"github.com/bonsai-go/sdk/internal/synth"
 	"github.com/bonsai-go/sdk/metal/internal/gpu"
@@ -87,7 +88,7 @@ func loadCounting(t *testing.T, path string, maxBuf int, opts ...Option) (*engin
 	}
 	dev := newCountingDevice(maxBuf)
 	b := newBackend("counting", func() (gpu.Device, error) { return dev, nil }, opts)
-	en, err := b.Load(context.Background(), w, bonsai.LoadOptions{Threads: 1})
+	en, err := b.Load(context.Background(), w, backend.LoadOptions{Threads: 1})
 	if err != nil {
 		f.Close()
 		t.Fatal(err)
@@ -99,7 +100,7 @@ func loadCounting(t *testing.T, path string, maxBuf int, opts ...Option) (*engin
 // buffer.
 func decodeDispatches(t *testing.T, e *engine, mode outMode) *countingCB {
 	t.Helper()
-	s, err := e.NewState(bonsai.StateOptions{ContextSize: 16, KVCache: qwen35.KVFloat16})
+	s, err := e.NewState(backend.StateOptions{ContextSize: 16, KVCache: backend.KVFloat16})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -155,7 +156,7 @@ func TestDispatchCount27B(t *testing.T) {
 	t.Logf("27B greedy decode step: %d dispatches in one command buffer (views: %d; ternary bytes per step %.3f GB):%s",
 		cb.n, len(dev.wrapped), float64(e.w.TernaryBytes())/1e9, perKernel(cb))
 	pre, _ := e.dev.NewCommandBuffer()
-	ps, err := e.NewState(bonsai.StateOptions{ContextSize: 64, KVCache: qwen35.KVFloat16})
+	ps, err := e.NewState(backend.StateOptions{ContextSize: 64, KVCache: backend.KVFloat16})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -195,7 +196,7 @@ func TestDispatchCount27BPTQ1(t *testing.T) {
 		}
 	}
 	pre, _ := e.dev.NewCommandBuffer()
-	ps, err := e.NewState(bonsai.StateOptions{ContextSize: 64, KVCache: qwen35.KVFloat16})
+	ps, err := e.NewState(backend.StateOptions{ContextSize: 64, KVCache: backend.KVFloat16})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -244,27 +245,75 @@ func TestViewsSplit(t *testing.T) {
 	}
 	w := e.w
 	check("token_embd", e.emb, len(w.TokenEmbedding.Data))
-	check("output", e.out, len(w.Output.Data))
+	check("output", e.head.products[0], len(w.Output.Data))
 	for i := range e.layers {
 		l, r := &w.Layers[i], &e.layers[i]
-		check("ffn_down", r.ffnDown, len(l.FFNDown.Data))
-		check("ffn_gate", r.ffnGate, len(l.FFNGate.Data))
+		check("ffn_down", r.ffnOut.products[0], len(l.FFNDown.Data))
+		check("ffn_gate", r.ffnIn.products[0], len(l.FFNGate.Data))
 		if l.Attention {
-			check("attn_q", r.q, len(l.Q.Data))
+			check("attn_q", r.in.products[0], len(l.Q.Data))
 		} else {
-			check("attn_qkv", r.qkv, len(l.QKV.Data))
-			check("ssm_alpha", r.alpha, len(l.Alpha.Data))
+			check("attn_qkv", r.in.products[0], len(l.QKV.Data))
+			check("ssm_alpha", r.in.unrotated[0], len(l.Alpha.Data))
 		}
 	}
 	// The bytes behind every reference are the tensor's.
-	for i := range e.layers {
-		l, r := &w.Layers[i], &e.layers[i]
-		got := r.ffnDown.bytes(len(l.FFNDown.Data))
-		if string(got) != string(l.FFNDown.Data) {
-			t.Fatalf("layer %d ffn_down: the view's bytes differ from the tensor's", i)
+	bound := boundTensors(e)
+	for _, b := range bound {
+		check(b.name, b.r, len(b.data))
+		if got := b.r.bytes(len(b.data)); string(got) != string(b.data) {
+			t.Fatalf("%s: the view's bytes differ from the tensor's", b.name)
 		}
 	}
+	// Every tensor of the file is bound: the ternary and BF16 matrices, and the F32
+	// tensors of the layers and the output norm.
+	if want := len(e.cfg.Tensors()); len(bound) != want {
+		t.Errorf("%d tensors bound, the file has %d", len(bound), want)
+	}
 	decodeDispatches(t, e, outArgmax)
+}
+
+// boundTensor is a tensor of the plan and its reference on the device.
+type boundTensor struct {
+	name string
+	r    ref
+	data []byte
+}
+
+// boundTensors lists what bind placed: every site's norm and products and every mixer's
+// own tensors, each with the weights' bytes.
+func boundTensors(e *engine) []boundTensor {
+	out := []boundTensor{{"embedding", e.emb, e.plan.Embedding.Data}}
+	site := func(where string, s *qwen35.Site, r *siteRefs) {
+		if s.Norm != nil {
+			out = append(out, boundTensor{where + s.Name + " norm", r.norm, f32Bytes(s.Norm)})
+		}
+		for j, m := range s.Products {
+			out = append(out, boundTensor{m.Name, r.products[j], m.Data})
+		}
+		for j, m := range s.Unrotated {
+			out = append(out, boundTensor{m.Name, r.unrotated[j], m.Data})
+		}
+	}
+	site("", &e.plan.Head, &e.head)
+	for i := range e.plan.Layers {
+		lp, r := &e.plan.Layers[i], &e.layers[i]
+		where := fmt.Sprintf("layer %d ", i)
+		for _, s := range []struct {
+			s *qwen35.Site
+			r *siteRefs
+		}{{&lp.In, &r.in}, {&lp.Out, &r.out}, {&lp.FFNIn, &r.ffnIn}, {&lp.FFNOut, &r.ffnOut}} {
+			site(where, s.s, s.r)
+		}
+		l := lp.Layer
+		if l.Attention {
+			out = append(out, boundTensor{where + "q norm", r.qNorm, f32Bytes(l.QNorm)}, boundTensor{where + "k norm", r.kNorm, f32Bytes(l.KNorm)})
+		} else {
+			out = append(out, boundTensor{where + "conv", r.conv, f32Bytes(l.Conv)}, boundTensor{where + "dt", r.dt, f32Bytes(l.DTBias)},
+				boundTensor{where + "a", r.a, f32Bytes(l.A)}, boundTensor{where + "ssm norm", r.ssmNorm, f32Bytes(l.SSMNorm)})
+		}
+	}
+	return out
 }
 
 // writeTiny writes the tiny synthetic model (seed 1) into a temporary directory.
@@ -304,7 +353,7 @@ func TestRefusals(t *testing.T) {
 	}
 	dev := newCountingDevice(1 << 30)
 	b := newBackend("counting", func() (gpu.Device, error) { return dev, nil }, nil)
-	en, err := b.Load(context.Background(), w, bonsai.LoadOptions{})
+	en, err := b.Load(context.Background(), w, backend.LoadOptions{})
 	if err != nil {
 		t.Fatalf("PTQ1_0 model: %v", err)
 	}
@@ -322,15 +371,27 @@ func TestRefusals(t *testing.T) {
 
 	e, _, done := loadCounting(t, writeTiny(t), 1<<30)
 	defer done()
-	if _, err := e.NewState(bonsai.StateOptions{ContextSize: 8, KVCache: qwen35.KVPrecision(9)}); err == nil || !strings.Contains(err.Error(), "not supported") {
+	if _, err := e.NewState(backend.StateOptions{ContextSize: 8, KVCache: backend.KVPrecision(9)}); err == nil || !strings.Contains(err.Error(), "not supported") {
 		t.Errorf("unknown KV precision: %v, want a clear refusal", err)
 	}
-	if _, err := e.NewState(bonsai.StateOptions{ContextSize: 8, KVCache: qwen35.KVQ4}); err == nil || !strings.Contains(err.Error(), "q4 is not supported by the Metal backend") {
+	if _, err := e.NewState(backend.StateOptions{ContextSize: 8, KVCache: backend.KVQ4}); err == nil || !strings.Contains(err.Error(), "q4 is not supported by the Metal backend") {
 		t.Errorf("q4 KV cache: %v, want a refusal naming it", err)
 	}
-	if _, err := New().Load(context.Background(), e.w, bonsai.LoadOptions{}); err == nil {
+	// Another architecture's weights: refused, naming both architectures and the backend.
+	if _, err := b.Load(context.Background(), otherModel{}, backend.LoadOptions{}); err == nil ||
+		!strings.Contains(err.Error(), "llama") || !strings.Contains(err.Error(), qwen35.Architecture) || !strings.Contains(err.Error(), "counting") {
+		t.Errorf("Load of a llama model: %v, want a refusal naming llama, qwen35 and the backend", err)
+	}
+	if _, err := New().Load(context.Background(), e.w, backend.LoadOptions{}); err == nil {
 		t.Error("metal.New().Load succeeded on a machine without Metal")
 	} else if !errors.Is(err, ErrUnavailable) {
 		t.Logf("metal.New().Load: %v (a Mac: not ErrUnavailable)", err)
 	}
 }
+
+// otherModel is the weights of an architecture the backend does not run.
+type otherModel struct{}
+
+func (otherModel) Architecture() string { return "llama" }
+func (otherModel) Vocab() int           { return 32000 }
+func (otherModel) ContextLength() int   { return 4096 }

@@ -1,6 +1,6 @@
-// Package metal runs Ternary Bonsai models on Apple GPUs: a bonsai.Backend whose forward
-// passes are Metal compute kernels, written in MSL (shaders/*.metal, embedded) and
-// driven by host code in Go without cgo.
+// Package metal runs Ternary Bonsai models on Apple GPUs: a backend.Backend (the seam of
+// package bonsai/backend) whose forward passes are Metal compute kernels, written in MSL
+// (shaders/*.metal, embedded) and driven by host code in Go without cgo.
 //
 //	m, err := bonsai.Open(path, bonsai.WithBackend(metal.New()))
 //
@@ -10,7 +10,38 @@
 // (metal/internal/mslemu): the same kernels and host logic, run by the CPU on Linux, for
 // tests; it is a package of its own so that Metal programs do not carry the emulator.
 // Package metal/kernelcheck runs every kernel against the Go code that owns its math.
-// Both import this package; it imports neither.
+// Both import this package; it imports neither, nor bonsai: only the seam below it.
+//
+// # The seam
+//
+// Load runs the qwen35 architecture (the *qwen35.Weights a backend.Model holds) and
+// refuses any other with an error naming both. The engine takes batches (Forward) and
+// offers backend.Greedy (ForwardGreedy: the argmax on the device); it runs a batch's
+// sequences one after another. It relies on backend.Check having been run by the caller
+// (bonsai does): it checks only that a state is its own and open. A state offers
+// backend.StateCopier (CopyFrom, on the device's memory) and the per-layer views the
+// snapshot codec of bonsai/backend reads and writes: a GDN layer's convolution and
+// recurrent states as float32 views of the device buffers (their layouts are
+// qwen35.GDNState's), an attention layer's KV cache as a backend.KVCache whose rows are
+// gathered from and scattered to the device's [head][position][dim] layout.
+//
+// Errors: no error of the Backend, the Engine or a State starts with "metal:" — bonsai
+// names the backend when it wraps them, as "bonsai: metal: …" — and the sentinels callers
+// test come from the seam (backend.ErrClosed, backend.ErrContextFull) or this package
+// (ErrUnavailable, ErrWorkingSet), wrapped once. Where an error must say which backend
+// refused (Load, for another architecture), its sentence names it.
+//
+// # Following the plan
+//
+// The host follows the model's layer plan (qwen35.Weights.Plan), which states the sites,
+// the products that read each, their widths and the mixer: Load places every tensor by
+// walking it, and each decode step and prefill chunk is encoded by walking it — rows from
+// each product's N, rotations and sign vectors from each site's Width, the kernels of a
+// layer from its Mixer. The MSL kernels keep their own layouts: a mixer's kernels bind
+// its operands by role, in the plan's order (a GDN layer's In products qkv then z, its
+// unrotated alpha then beta; an attention layer's q|gate, k, v), and the fused kernels
+// take the In and FFNIn sites at the embedding's width. Load checks that the plan is one
+// these kernels run (planSizes) and refuses another with an error naming the site.
 //
 // # What runs where
 //
@@ -22,13 +53,13 @@
 // each tensor is bound as (buffer, offset). NewState allocates a sequence's device
 // memory once: the KV caches of the attention layers for the whole context (fp16, fp32
 // or int8 with a float scale per 32 values, quantised as the CPU backend does), the GDN
-// recurrent and convolution states (in the CPU backend's layouts, so snapshots move
-// between backends in either direction and across KV precisions), and the activations
-// of a 64-token chunk.
+// recurrent and convolution states (in the CPU backend's layouts), and the activations
+// of a 64-token chunk. Snapshots move between backends in either direction and across KV
+// precisions through the per-layer views (see The seam).
 //
 // A decode step is one command buffer of 275 dispatches for the 27B model (64 layers),
-// read back as one integer (the greedy token, through bonsai.GreedyEngine) or as the
-// logits row (274 dispatches):
+// read back as one integer (the greedy token, through backend.Greedy) or as the logits
+// row (274 dispatches):
 //
 //	embed        gather + dequantise a token_embd row, inverse rotation (FWHT, signs)
 //	per GDN layer (48):
@@ -42,7 +73,7 @@
 //	  mv_swiglu    SwiGLU + signed FWHT (17408, streamed in chunks), ffn_down
 //	per attention layer (16):
 //	  mv_norm      the norm site, attn_q + attn_k + attn_v (tripled)
-//	  attn         q/k RMSNorm, partial NeoX RoPE (host-made float64 cos/sin table), KV
+//	  attn         q/k RMSNorm, partial NeoX RoPE (the host's table, qwen35's angles), KV
 //	               append, GQA attention with an online softmax over the cache, sigmoid
 //	               gate
 //	  mv_fwht      signed FWHT (6144), attn_output

@@ -159,23 +159,23 @@ func newGeometry(c *qwen35.Config, block int) (geometry, error) {
 	g := geometry{E: c.Embedding, D: c.StateSize, Rep: c.HeadRepeat(), HD: c.HeadDim}
 	switch {
 	case block < 2 || block > siteMaxBlock || block&(block-1) != 0:
-		return g, fmt.Errorf("metal: Hadamard block size %d: the kernels take powers of two up to %d", block, siteMaxBlock)
+		return g, fmt.Errorf("Hadamard block size %d: the kernels take powers of two up to %d", block, siteMaxBlock)
 	case c.HeadDim > 512:
-		return g, fmt.Errorf("metal: attention head dim %d: the kernels take at most 512", c.HeadDim)
+		return g, fmt.Errorf("attention head dim %d: the kernels take at most 512", c.HeadDim)
 	case c.RopeDims/2 > c.HeadDim/2:
-		return g, fmt.Errorf("metal: rope dims %d exceed the head dim %d", c.RopeDims, c.HeadDim)
+		return g, fmt.Errorf("rope dims %d exceed the head dim %d", c.RopeDims, c.HeadDim)
 	case c.ConvKernel < 2:
-		return g, fmt.Errorf("metal: conv kernel %d", c.ConvKernel)
+		return g, fmt.Errorf("conv kernel %d", c.ConvKernel)
 	}
 	// Threadgroup memory of gdn_seq, gdn_chunk and gdn_decode (bytes).
 	d, rep := c.StateSize, c.HeadRepeat()
 	seq := 4 * ((2+rep)*d + rep*d + 2*rep + 32 + rep)
 	chunk := 4 * (2*gdnTMax*rep + 4*gdnCC*gdnCC + 2*gdnCC + 32*gdnCC)
 	if c.ConvKernel > gdnMaxConv {
-		return g, fmt.Errorf("metal: conv kernel %d: the kernels take at most %d taps", c.ConvKernel, gdnMaxConv)
+		return g, fmt.Errorf("conv kernel %d: the kernels take at most %d taps", c.ConvKernel, gdnMaxConv)
 	}
 	if seq > tgMemory || chunk > tgMemory {
-		return g, fmt.Errorf("metal: GDN head dim %d × %d heads per group needs %d bytes of threadgroup memory; the device has %d", d, rep, seq, tgMemory)
+		return g, fmt.Errorf("GDN head dim %d × %d heads per group needs %d bytes of threadgroup memory; the device has %d", d, rep, seq, tgMemory)
 	}
 	dec := seq + 4*(c.Embedding+c.Embedding/16)
 	g.fusedGDN = c.Embedding <= maxChunk && dec <= tgMemory
@@ -205,19 +205,19 @@ func compile(dev gpu.Device, g geometry) (map[string]gpu.Pipeline, error) {
 	}
 	for _, k := range kernelNames {
 		if p[k] == nil {
-			return nil, fmt.Errorf("metal: compile: no pipeline for kernel %s", k)
+			return nil, fmt.Errorf("compile: no pipeline for kernel %s", k)
 		}
 		// The kernels are written for 32-lane SIMD-groups (lane == t in gdn_chunk, the
 		// int8 kv_put's one scale per SIMD-group, every lane + 32u*u loop): on any other
 		// width they would compute garbage without an error.
 		if w := p[k].ThreadExecutionWidth(); w != simdWidth {
-			return nil, fmt.Errorf("metal: compile: kernel %s runs SIMD-groups of %d threads (threadExecutionWidth); the kernels need %d, the width of every Apple GPU: this GPU is not supported", k, w, simdWidth)
+			return nil, fmt.Errorf("compile: kernel %s runs SIMD-groups of %d threads (threadExecutionWidth); the kernels need %d, the width of every Apple GPU: this GPU is not supported", k, w, simdWidth)
 		}
 		if (k == kGemm || k == kGemmT1) && p[k].MaxThreadsPerThreadgroup() < gemmThreads {
-			return nil, fmt.Errorf("metal: kernel %s runs at most %d threads per threadgroup; it needs %d", k, p[k].MaxThreadsPerThreadgroup(), gemmThreads)
+			return nil, fmt.Errorf("kernel %s runs at most %d threads per threadgroup; it needs %d", k, p[k].MaxThreadsPerThreadgroup(), gemmThreads)
 		}
 		if p[k].MaxThreadsPerThreadgroup() < simdWidth {
-			return nil, fmt.Errorf("metal: kernel %s runs at most %d threads per threadgroup", k, p[k].MaxThreadsPerThreadgroup())
+			return nil, fmt.Errorf("kernel %s runs at most %d threads per threadgroup", k, p[k].MaxThreadsPerThreadgroup())
 		}
 	}
 	return p, nil

@@ -7,7 +7,7 @@ import (
 	"slices"
 	"time"
 
-	"github.com/bonsai-go/sdk/bonsai"
+	"github.com/bonsai-go/sdk/bonsai/backend"
 	"github.com/bonsai-go/sdk/metal/internal/gpu"
 	"github.com/bonsai-go/sdk/metal/internal/kcheck"
 	"github.com/bonsai-go/sdk/ternary"
@@ -19,10 +19,10 @@ func init() { kcheck.Bench = benchProducts }
 // kernel for its input width (mv_norm at 5120, mv_fwht at 6144, mv_swiglu at 17408) and
 // the streaming read of as many bytes, each timed as the median of opt.Reps command
 // buffers after a warm-up.
-func benchProducts(b bonsai.Backend, opt kcheck.BenchOptions) ([]kcheck.Rate, error) {
+func benchProducts(b backend.Backend, opt kcheck.BenchOptions) ([]kcheck.Rate, error) {
 	mb, ok := b.(*Backend)
 	if !ok {
-		return nil, errors.New("metal: kernelcheck.Bench needs a backend of package metal")
+		return nil, errors.New("kernelcheck.Bench needs a backend of package metal")
 	}
 	if opt.Reps <= 0 {
 		opt.Reps = 5

@@ -7,7 +7,7 @@ import (
 	"math/rand/v2"
 	"time"
 
-	"github.com/bonsai-go/sdk/bonsai"
+	"github.com/bonsai-go/sdk/bonsai/backend"
 	"github.com/bonsai-go/sdk/hadamard"
 	"github.com/bonsai-go/sdk/metal/internal/gpu"
 	"github.com/bonsai-go/sdk/metal/internal/kcheck"
@@ -23,10 +23,10 @@ func init() { kcheck.Run = checkKernels }
 // shapes and, with opt.Real, at the 27B model's. It lives here because the checks drive
 // the engine's own dispatch helpers, so that they exercise the host's argument layouts.
 // The tolerances stated in kernelcheck.Run's doc are the tol constants below.
-func checkKernels(b bonsai.Backend, opt kcheck.Options) ([]kcheck.Check, error) {
+func checkKernels(b backend.Backend, opt kcheck.Options) ([]kcheck.Check, error) {
 	mb, ok := b.(*Backend)
 	if !ok {
-		return nil, errors.New("metal: kernelcheck.Run needs a backend of package metal")
+		return nil, errors.New("kernelcheck.Run needs a backend of package metal")
 	}
 	dev, err := mb.cfg.device()
 	if err != nil {
@@ -148,10 +148,14 @@ func (k *checker) engine(c qwen35.Config, blk int, widths []int, maxGroups, chun
 	e := &engine{
 		b: &Backend{cfg: config{maxGroups: maxGroups}}, dev: k.dev, cfg: &c, geo: geo, p: p, blk: blk,
 		scale: float32(1 / math.Sqrt(float64(blk))), eps: float32(c.RMSEpsilon), fused: geo.fusedGDN,
-		chunkCap: chunkCap, layers: make([]layerRefs, c.Layers),
+		chunkCap: chunkCap, layers: make([]layerRefs, c.Layers), att: qwen35.NewAttention(&c), sizes: checkSizes(&c),
+		plan: &qwen35.Plan{Embedding: &qwen35.Matrix{Format: ternary.PQ2_0}, EmbeddingWidth: c.Embedding},
 	}
-	e.w = &qwen35.Weights{Config: c}
-	e.w.TokenEmbedding.Format = ternary.PQ2_0
+	for i := range e.layers {
+		if c.IsAttention(i) {
+			e.layers[i].mixer = qwen35.MixerAttention
+		}
+	}
 	ce := &ckEngine{engine: e, k: k, rots: map[int]*hadamard.Rotation{}}
 	total := 0
 	for _, w := range widths {
@@ -178,6 +182,18 @@ func (k *checker) engine(c qwen35.Config, blk int, widths []int, maxGroups, chun
 		return nil, err
 	}
 	return ce, nil
+}
+
+// checkSizes are the activation widths of a state of the checks' configuration: those
+// of the random tensors the checks make, which have the model's shapes.
+func checkSizes(c *qwen35.Config) actSizes {
+	g := qwen35.NewGDN(c).NewState()
+	kv := c.KVHeads * c.HeadDim
+	return actSizes{
+		embed: c.Embedding, gdnIn: [2]int{c.QKVWidth(), c.InnerSize}, attnIn: [3]int{2 * c.AttentionWidth(), kv, kv},
+		mix: max(c.InnerSize, c.AttentionWidth()), ffn: c.FeedForward, vocab: c.Vocab,
+		conv: len(g.Conv), ssm: len(g.S), gdnLayers: c.Layers - c.AttentionLayers(),
+	}
 }
 
 // run records with rec into one command buffer, commits it and waits.
@@ -427,7 +443,7 @@ func (k *checker) realChecks() error {
 
 // state allocates a sequence state of the check configuration.
 func (e *ckEngine) state(ctx int, p qwen35.KVPrecision) (*state, error) {
-	s, err := e.NewState(bonsai.StateOptions{ContextSize: ctx, KVCache: p})
+	s, err := e.NewState(backend.StateOptions{ContextSize: ctx, KVCache: p})
 	if err != nil {
 		return nil, err
 	}
@@ -447,7 +463,7 @@ func (e *ckEngine) checkEmbed(T int) error {
 	if e.emb, err = e.upload(table); err != nil {
 		return err
 	}
-	e.w.TokenEmbedding.Format = e.format()
+	e.plan.Embedding.Format = e.format()
 	st, err := e.state(T, qwen35.KVFloat16)
 	if err != nil {
 		return err
@@ -503,7 +519,7 @@ func (e *ckEngine) checkSites(T int) error {
 	mix := e.k.floats(T*inner, 1)
 	copy(floats(st.mix.Contents()), mix)
 	dt, err := e.k.run(func(cb gpu.CommandBuffer) {
-		e.siteNorm(cb, st, T, g, true, true)
+		e.siteNorm(cb, st, T, E, g, true, true)
 		e.siteBlocks(cb, kSiteSwiGLU, ff, T, st.gate, st.up, st.act)
 		e.siteBlocks(cb, kSiteFWHT, inner, T, st.mix, st.mixr)
 	})
@@ -722,22 +738,23 @@ func (e *ckEngine) gdnLayer() (*qwen35.Layer, error) {
 		l.SSMNorm[i] += 1
 	}
 	r := &e.layers[0]
+	r.in.products, r.in.unrotated = make([]ref, 2), make([]ref, 2) // the plan's order: qkv, gate; alpha, beta
 	var err error
 	put := func(dst *ref, b []byte) {
 		if err == nil {
 			*dst, err = k.put(b)
 		}
 	}
-	put(&r.attnNorm, f32Bytes(l.AttnNorm))
+	put(&r.in.norm, f32Bytes(l.AttnNorm))
 	up := func(dst *ref, b []byte) {
 		if err == nil {
 			*dst, err = e.upload(b)
 		}
 	}
-	up(&r.qkv, l.QKV.Data)
-	up(&r.gate, l.Gate.Data)
-	put(&r.alpha, l.Alpha.Data)
-	put(&r.beta, l.Beta.Data)
+	up(&r.in.products[0], l.QKV.Data)
+	up(&r.in.products[1], l.Gate.Data)
+	put(&r.in.unrotated[0], l.Alpha.Data)
+	put(&r.in.unrotated[1], l.Beta.Data)
 	put(&r.conv, f32Bytes(l.Conv))
 	put(&r.dt, f32Bytes(l.DTBias))
 	put(&r.a, f32Bytes(l.A))
@@ -803,7 +820,7 @@ func (e *ckEngine) checkGDN(T int) error {
 	copy(floats(st.xa.Contents()), x)
 	copy(floats(st.delta.Contents()), delta)
 	dt, err = e.k.run(func(cb gpu.CommandBuffer) {
-		e.gdnDecode(cb, st, 0, r0(st.xa), r0(st.delta), r0(st.xb), true)
+		e.gdnDecode(cb, st, 0, r0(st.xa), r0(st.delta), r0(st.xb), e.signsOf(E), true)
 	})
 	xn := make([]float32, E)
 	for i := range xn {
@@ -936,16 +953,7 @@ func (e *ckEngine) checkAttention(p qwen35.KVPrecision, T, pre int) error {
 		copy(floats(st.qg.Contents()), qg)
 		copy(floats(st.k.Contents()), kk)
 		copy(floats(st.v.Contents()), vv)
-		// The RoPE table, as encodeChunk writes it.
-		half := c.RopeDims / 2
-		rope := floats(st.rope.Contents())
-		for t := 0; t < n; t++ {
-			for i := 0; i < half; i++ {
-				f := math.Pow(c.RopeBase, -2*float64(i)/float64(c.RopeDims))
-				s, co := math.Sincos(float64(st.pos+t) * f)
-				rope[t*2*half+i], rope[t*2*half+half+i] = float32(co), float32(s)
-			}
-		}
+		e.ropeTable(st, st.pos, n) // as encodeChunk writes it
 		dt, err := k.run(func(cb gpu.CommandBuffer) { e.attention(cb, st, li, n, fused) })
 		want := make([]float32, n*H*D)
 		if err := at.Forward(want, qg, kk, vv, n, st.pos, l, cache, sc); err != nil {
@@ -993,7 +1001,7 @@ func cacheValue(b, scales gpu.Buffer, elem, i int) float32 {
 	m := b.Contents()
 	switch elem {
 	case 1:
-		return float32(int8(m[i])) * floats(scales.Contents())[i/kvBlock]
+		return float32(int8(m[i])) * floats(scales.Contents())[i/backend.KVBlock]
 	case 2:
 		return float16.Frombits(uint16(m[2*i]) | uint16(m[2*i+1])<<8).Float32()
 	}

@@ -307,13 +307,18 @@ func (b *attnMerge) Run(lo, hi int) {
 	}
 }
 
-// ropeTable fills the cos/sin table of position pos; the angle is formed in float64
-// because pos·θ reaches 10⁵ radians in a long context, where float32 keeps only
+// ropeTable fills the scratch's cos/sin table of position pos.
+func (a *Attention) ropeTable(sc *AttentionScratch, pos int) { a.RopeTable(sc.cos, sc.sin, pos) }
+
+// RopeTable writes the cosines and sines of position pos's RoPE angles into cos and sin,
+// RopeDims/2 of each: what the attention rotates the pairs (i, i+RopeDims/2) of each
+// query and key head by, for a backend that applies RoPE itself. The angle is formed in
+// float64 because pos·θ reaches 10⁵ radians in a long context, where float32 keeps only
 // hundredths.
-func (a *Attention) ropeTable(sc *AttentionScratch, pos int) {
+func (a *Attention) RopeTable(cos, sin []float32, pos int) {
 	for i, f := range a.invFreq {
 		s, c := math.Sincos(float64(pos) * f)
-		sc.cos[i], sc.sin[i] = float32(c), float32(s)
+		cos[i], sin[i] = float32(c), float32(s)
 	}
 }
 

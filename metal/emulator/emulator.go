@@ -10,7 +10,7 @@
 package emulator
 
 import (
-	"github.com/bonsai-go/sdk/bonsai"
+	"github.com/bonsai-go/sdk/bonsai/backend"
 	"github.com/bonsai-go/sdk/metal"
 	"github.com/bonsai-go/sdk/metal/internal/gpu"
 	"github.com/bonsai-go/sdk/metal/internal/mslemu"
@@ -22,7 +22,7 @@ const Name = "metal-emulator"
 // New returns the Metal backend over the emulator (name "metal-emulator"). Where the
 // emulator cannot run, Load fails with an error wrapping metal.ErrUnavailable; options
 // are metal's.
-func New(opts ...metal.Option) bonsai.Backend {
+func New(opts ...metal.Option) backend.Backend {
 	return metal.New(append([]metal.Option{metal.WithDevice(Name, open)}, opts...)...)
 }
 

@@ -14,7 +14,7 @@ package kernelcheck
 import (
 	"strings"
 
-	"github.com/bonsai-go/sdk/bonsai"
+	"github.com/bonsai-go/sdk/bonsai/backend"
 	_ "github.com/bonsai-go/sdk/metal" // runs the checks: it sets kcheck.Run
 	"github.com/bonsai-go/sdk/metal/internal/kcheck"
 )
@@ -43,7 +43,7 @@ type Options = kcheck.Options
 // attention cores are compared elementwise relative to their outputs' largest value
 // (allowed 1e-4; 3e-3 for an fp16 KV cache, where a key may round to the other
 // neighbouring half; 2e-2 for an int8 cache, where a code may round the other way).
-func Run(b bonsai.Backend, opt Options) ([]Check, error) { return kcheck.Run(b, opt) }
+func Run(b backend.Backend, opt Options) ([]Check, error) { return kcheck.Run(b, opt) }
 
 // Format renders checks one per line.
 func Format(cs []Check) string {
@@ -76,4 +76,4 @@ var ProductShapes = []Shape{
 // Bench times each shape's product (PQ2_0 weights, in the decode's kernel for its input
 // width) and a streaming read of as many bytes on the backend's device. A shape's
 // failure is in its Rate; the error is one that stopped them all.
-func Bench(b bonsai.Backend, opt BenchOptions) ([]Rate, error) { return kcheck.Bench(b, opt) }
+func Bench(b backend.Backend, opt BenchOptions) ([]Rate, error) { return kcheck.Bench(b, opt) }

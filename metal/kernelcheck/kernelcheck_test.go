@@ -1,6 +1,7 @@
 package kernelcheck
 
 import (
+	"context"
 	"errors"
 	"math"
 	"os"
@@ -8,14 +9,22 @@ import (
 	"testing"
 	"time"
 
-	"github.com/bonsai-go/sdk/bonsai"
+	"github.com/bonsai-go/sdk/bonsai/backend"
 	"github.com/bonsai-go/sdk/metal/emulator"
 )
 
+// otherBackend is a backend of another package.
+type otherBackend struct{}
+
+func (otherBackend) Name() string { return "other" }
+func (otherBackend) Load(context.Context, backend.Model, backend.LoadOptions) (backend.Engine, error) {
+	return nil, errors.New("not loaded")
+}
+
 func TestRunNeedsMetalBackend(t *testing.T) {
-	cs, err := Run(bonsai.CPU(), Options{Seed: 1})
+	cs, err := Run(otherBackend{}, Options{Seed: 1})
 	if err == nil || !strings.Contains(err.Error(), "package metal") || len(cs) != 0 {
-		t.Errorf("Run(CPU) = %v, %v; want an error naming package metal", cs, err)
+		t.Errorf("Run(another backend) = %v, %v; want an error naming package metal", cs, err)
 	}
 }
 

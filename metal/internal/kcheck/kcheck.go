@@ -7,7 +7,7 @@ import (
 	"math"
 	"time"
 
-	"github.com/bonsai-go/sdk/bonsai"
+	"github.com/bonsai-go/sdk/bonsai/backend"
 )
 
 // Check is one kernel run on the device and compared with the Go code that owns its
@@ -50,7 +50,7 @@ type Options struct {
 }
 
 // Run runs the checks on a backend of package metal; package metal sets it.
-var Run func(b bonsai.Backend, opt Options) ([]Check, error)
+var Run func(b backend.Backend, opt Options) ([]Check, error)
 
 // Shape is one matrix-vector product: K inputs, N rows.
 type Shape struct{ K, N int }
@@ -98,4 +98,4 @@ type BenchOptions struct {
 }
 
 // Bench times the products on a backend of package metal; package metal sets it.
-var Bench func(b bonsai.Backend, opt BenchOptions) ([]Rate, error)
+var Bench func(b backend.Backend, opt BenchOptions) ([]Rate, error)

@@ -181,11 +181,18 @@ func packPTQ1_0(block []byte, codes *[BlockSize]uint8, scale uint16) {
 	binary.LittleEndian.PutUint16(b[26:], scale)
 }
 
+// unitLUT is the code values q−1 themselves: valueLUT of the scale 1.
+var unitLUT = [4]float32{-1, 0, 1, 2}
+
 // decodePQ2_0 decodes one PQ2_0 block into dst[:128].
 func decodePQ2_0(dst []float32, block []byte) {
+	decodePQ2With(dst, block, valueLUT(binary.LittleEndian.Uint16(block[:2])))
+}
+
+// decodePQ2With decodes one PQ2_0 block's codes into dst[:128] as lut[code].
+func decodePQ2With(dst []float32, block []byte, lut [4]float32) {
 	b := block[:pq2BlockBytes]
 	dst = dst[:BlockSize]
-	lut := valueLUT(binary.LittleEndian.Uint16(b))
 	for i, v := range b[2:] {
 		o := dst[4*i : 4*i+4 : 4*i+4]
 		o[0] = lut[v&3]
@@ -197,9 +204,13 @@ func decodePQ2_0(dst []float32, block []byte) {
 
 // decodePTQ1_0 decodes one PTQ1_0 block into dst[:128].
 func decodePTQ1_0(dst []float32, block []byte) {
+	decodePTQ1With(dst, block, valueLUT(binary.LittleEndian.Uint16(block[26:28])))
+}
+
+// decodePTQ1With decodes one PTQ1_0 block's codes into dst[:128] as lut[code].
+func decodePTQ1With(dst []float32, block []byte, lut [4]float32) {
 	b := block[:ptq1BlockBytes]
 	dst = dst[:BlockSize]
-	lut := valueLUT(binary.LittleEndian.Uint16(b[26:]))
 	for m := range 16 {
 		t := &tritTab[b[m]]
 		dst[m] = lut[t[0]]

@@ -18,8 +18,8 @@ import (
 // site over its worker pool (bonsai's productJob), calling the kernels of this package:
 // [MatVecRange] for one token in float32 — exactly what [Linear.Forward] and
 // [Linear.Apply] call, so their results are bit-identical to the engine's float32 decode
-// step — [MatMulRange] for a float32 prefill chunk (the same products summed in another
-// order: within float32 rounding), and, with int8 activations (the engine's default),
+// step — [MatMulRange] for a float32 prefill chunk (bit-identical to MatVecRange, token
+// by token), and, with int8 activations (the engine's default),
 // [MatVecQ8Range] and [MatMulQ8Range] on the site quantised once (within the activations'
 // quantisation error). bonsai TestFidelityLinearMatchesEngine checks all three at the
 // real widths.
@@ -134,8 +134,17 @@ func MatVecRange(f Format, w []byte, k int, x, y []float32, lo, hi int) {
 	}
 }
 
-// The two dot products add the same products in the same order, so that a PTQ1_0 model
-// and its PQ2_0 transcode give bit-identical results.
+// The dot products (these two and MatMulRange's) add the same products in the same
+// order, so that a PTQ1_0 model and its PQ2_0 transcode, and one token and a batch,
+// give bit-identical results: per block four partial sums, element j in sum j mod 4,
+// folded into the row's sum by foldBlock.
+
+// foldBlock adds one block's partial sums, times its scale d, to a row's sum. (The
+// products of a code value and an activation are exact, so only this fold and the
+// partial sums' order decide the rounding.)
+func foldBlock(sum, a0, a1, a2, a3, d float32) float32 {
+	return sum + ((a0+a1)+(a2+a3))*d
+}
 
 func dotPQ2_0(row []byte, x []float32) float32 {
 	var sum float32
@@ -154,7 +163,7 @@ func dotPQ2_0(row []byte, x []float32) float32 {
 			a2 += v[2] * xs[2]
 			a3 += v[3] * xs[3]
 		}
-		sum += ((a0 + a1) + (a2 + a3)) * d
+		sum = foldBlock(sum, a0, a1, a2, a3, d)
 	}
 	return sum
 }
@@ -172,7 +181,7 @@ func dotPTQ1_0(row []byte, x []float32, codes *[BlockSize]uint8) float32 {
 			a2 += float32(int(codes[j+2])-1) * xb[j+2]
 			a3 += float32(int(codes[j+3])-1) * xb[j+3]
 		}
-		sum += ((a0 + a1) + (a2 + a3)) * d
+		sum = foldBlock(sum, a0, a1, a2, a3, d)
 	}
 	return sum
 }
@@ -181,6 +190,11 @@ func dotPTQ1_0(row []byte, x []float32, codes *[BlockSize]uint8) float32 {
 // t rows of k values, y t rows of n values (n = the matrix's row count). Each weight row
 // is decoded once and used for all t inputs, so a prefill chunk reads the weights once.
 // scratch holds one decoded row (k values); nil allocates it.
+//
+// y[s·n + i] is what [MatVecRange] gives for vector s and row i, bit for bit: the row is
+// decoded to its code values q−1 and each block's sums are folded in with the block's
+// scale as the matrix-vector kernel folds them. So a token's products do not depend on
+// how many others share its batch.
 func MatMulRange(f Format, w []byte, k, n int, x []float32, t int, y []float32, lo, hi int, scratch []float32) {
 	rb := f.RowBytes(k)
 	_ = w[hi*rb-1]
@@ -191,21 +205,43 @@ func MatMulRange(f Format, w []byte, k, n int, x []float32, t int, y []float32, 
 		row = make([]float32, k)
 	}
 	row = row[:k]
+	nb := k / BlockSize
+	bb := f.BlockBytes()
 	for i := lo; i < hi; i++ {
-		if err := f.Decode(row, w[i*rb:(i+1)*rb]); err != nil {
-			panic(err)
+		wr := w[i*rb : (i+1)*rb]
+		for b := range nb {
+			if f == PTQ1_0 {
+				decodePTQ1With(row[b*BlockSize:], wr[b*bb:], unitLUT)
+			} else {
+				decodePQ2With(row[b*BlockSize:], wr[b*bb:], unitLUT)
+			}
 		}
 		for s := 0; s < t; s++ {
 			xs := x[s*k : (s+1)*k]
-			var a0, a1, a2, a3 float32
-			j := 0
-			for ; j+4 <= k; j += 4 {
-				a0 += row[j] * xs[j]
-				a1 += row[j+1] * xs[j+1]
-				a2 += row[j+2] * xs[j+2]
-				a3 += row[j+3] * xs[j+3]
+			var sum float32
+			for b := range nb {
+				c := row[b*BlockSize : (b+1)*BlockSize : (b+1)*BlockSize]
+				xb := xs[b*BlockSize : (b+1)*BlockSize : (b+1)*BlockSize]
+				var a0, a1, a2, a3 float32
+				for j := 0; j < BlockSize; j += 4 {
+					a0 += c[j] * xb[j]
+					a1 += c[j+1] * xb[j+1]
+					a2 += c[j+2] * xb[j+2]
+					a3 += c[j+3] * xb[j+3]
+				}
+				sum = foldBlock(sum, a0, a1, a2, a3, blockScale(f, wr, b))
 			}
-			y[s*n+i] = (a0 + a1) + (a2 + a3)
+			y[s*n+i] = sum
 		}
 	}
+}
+
+// blockScale returns the scale of block b of a row stored in format f.
+func blockScale(f Format, row []byte, b int) float32 {
+	if f == PTQ1_0 {
+		o := b*ptq1BlockBytes + 26
+		return fp16(uint16(row[o]) | uint16(row[o+1])<<8)
+	}
+	o := b * pq2BlockBytes
+	return fp16(uint16(row[o]) | uint16(row[o+1])<<8)
 }

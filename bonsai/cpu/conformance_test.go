@@ -3,6 +3,7 @@ package cpu_test
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"testing"
 
 	"github.com/bonsai-go/sdk/bonsai/backend"
@@ -12,9 +13,10 @@ import (
 	"github.com/bonsai-go/sdk/internal/synth"
 )
 
-func tinyModel(t *testing.T, seed uint64) backend.Model {
+// synthModel binds a synthetic model of the named preset.
+func synthModel(t testing.TB, preset string, seed uint64) backend.Model {
 	t.Helper()
-	cfg, err := synth.Preset("tiny")
+	cfg, err := synth.Preset(preset)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -26,6 +28,12 @@ func tinyModel(t *testing.T, seed uint64) backend.Model {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return bind(t, f)
+}
+
+// bind binds f's tensors for the architecture it names.
+func bind(t testing.TB, f *gguf.File) backend.Model {
+	t.Helper()
 	arch, err := backend.Lookup(f.Architecture())
 	if err != nil {
 		t.Fatal(err)
@@ -37,11 +45,31 @@ func tinyModel(t *testing.T, seed uint64) backend.Model {
 	return m
 }
 
-// The CPU backend passes the seam's conformance suite, int8 and float32.
+// The batches the conformance runs lay out: the suite's default (a decode step, a short
+// prompt, a prompt of more than one chunk), eight decode streams in one chunk, a decode
+// step beside a prompt that spans two chunks and a short prompt that shares the second,
+// and a full chunk with a decode step pushed into the next. The default runs the
+// suite's checks of states at every KV precision; the others, which differ only in the
+// batch, at one.
+var batchLengths = [][]int{nil, {1, 1, 1, 1, 1, 1, 1, 1}, {1, 70, 3}, {64, 1}}
+
+// The CPU backend passes the seam's conformance suite, int8 and float32, for each batch
+// layout, bit-identical to each sequence run alone (Tolerance 0): every row's
+// normalisation, rotation and quantisation is its own, the int8 GEMM gives each row
+// bit for bit what the matrix-vector kernel gives it (ternary.MatMulQ8Range), as does
+// the float32 one (ternary.MatMulRange), and the mixers run on each sequence's own rows
+// and state.
 func TestConformance(t *testing.T) {
-	m := tinyModel(t, 3)
-	t.Run("int8", func(t *testing.T) { backendtest.Run(t, cpu.New(), m, backendtest.Options{}) })
-	t.Run("float32", func(t *testing.T) {
-		backendtest.Run(t, cpu.New(), m, backendtest.Options{Activations: backend.ActivationsFloat32})
-	})
+	m := synthModel(t, "tiny", 3)
+	for _, lengths := range batchLengths {
+		t.Run(fmt.Sprint(lengths), func(t *testing.T) {
+			opt := backendtest.Options{Lengths: lengths}
+			if lengths != nil {
+				opt.Precisions = []backend.KVPrecision{backend.KVFloat16}
+			}
+			t.Run("int8", func(t *testing.T) { backendtest.Run(t, cpu.New(), m, opt) })
+			opt.Activations = backend.ActivationsFloat32
+			t.Run("float32", func(t *testing.T) { backendtest.Run(t, cpu.New(), m, opt) })
+		})
+	}
 }

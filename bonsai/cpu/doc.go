@@ -3,9 +3,23 @@
 // large matrix products over a pool of worker goroutines started once per model. It is
 // bonsai's default; pass New() to bonsai.WithBackend to say so explicitly.
 //
-// A forward pass follows qwen35's plan (qwen35.Weights.Plan) a chunk of up to 64 tokens
-// at a time: each activation site is normalised, rotated and quantised to int8 once, and
-// all the products that read it run as one parallel loop over their concatenated rows,
-// so that each chunk reads the weights once. The mixers are qwen35's Gated DeltaNet and
-// attention blocks, spread over the same pool by head.
+// A forward pass follows qwen35's plan (qwen35.Weights.Plan) a chunk of up to 64 rows
+// at a time, and a batch of sequences runs together: their tokens are laid out one
+// sequence after another and cut into chunks, so that the decode steps of many
+// sequences, and part of a prompt beside them, share one chunk. In a chunk each
+// activation site is normalised, rotated and quantised to int8 once per row, and all
+// the products that read it run as one parallel loop over their concatenated rows, a
+// tiled GEMM over every row of the chunk, so that each chunk reads the weights once
+// whatever the batch. The mixers, qwen35's Gated DeltaNet and attention blocks spread
+// over the same pool by head, run on each sequence's rows with its own state.
+//
+// A row's results do not depend on the rows beside it: the batched kernels give each
+// row bit for bit what the one-row kernels give it (ternary.MatMulQ8Range and
+// MatMulRange), so a sequence run in a batch gets the logits it gets alone. What the
+// layout can change is how a sequence's own tokens are cut into segments, and that
+// matters in one place, within float32 rounding: attention splits the positions of a
+// segment of at most 4 tokens once they pass 512 (qwen35.Attention), so a prompt whose
+// last few tokens past position 512 land in a segment of their own in one layout and
+// not in the other gets their attention summed in another order. Decode steps, one
+// token either way, are bit-identical at any length.
 package cpu

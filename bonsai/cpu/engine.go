@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -91,37 +92,52 @@ type cpuEngine struct {
 	int8 bool
 	// profile accounts the time of each kind of operation (a few clock reads per op).
 	profile bool
+
+	// free holds the chunk scratches no Forward is using: one is taken per call, so
+	// there are as many as calls have ever run at once, and a steady stream of calls
+	// allocates none.
+	mu   sync.Mutex
+	free []*scratch
 }
 
 func (e *cpuEngine) Close() error {
 	e.pool.Close()
+	e.mu.Lock()
+	e.free = nil
+	e.mu.Unlock()
 	return nil
 }
 
-// cpuState is one sequence: its recurrent state and the scratch buffers of a forward
-// pass, allocated once so that a decode step allocates nothing.
+// cpuState is one sequence: its position and recurrent state. The activations of a
+// forward pass live in the engine's chunk scratches, shared by all its sequences.
 type cpuState struct {
-	e   *cpuEngine
-	opt backend.StateOptions
-	pos int
+	e      *cpuEngine
+	opt    backend.StateOptions
+	pos    int
+	closed bool
 
 	gdn []*qwen35.GDNState // per layer; nil for attention layers
 	kv  []*qwen35.KVCache  // per layer; nil for GDN layers
 
-	s *scratch
+	prof backend.OpProfile
 }
 
-// scratch holds a chunk's activations, row-major by token.
+// scratch holds the activations of one chunk of up to prefillChunk rows, row-major by
+// row. The rows are the tokens of the chunk's segments, one after another: each
+// segment is a run of consecutive tokens of one sequence of the batch.
 type scratch struct {
-	chunk int
+	x, h, hr, delta []float32 // rows × Embedding
+	qkv, z          []float32 // rows × QKVWidth, rows × InnerSize
+	alpha, beta     []float32 // rows × VHeads
+	mix             []float32 // rows × max(InnerSize, AttentionWidth)
+	qg, k, v        []float32 // rows × 2·Heads·HeadDim, rows × KVHeads·HeadDim (×2)
+	gate, up        []float32 // rows × FeedForward
+	// logits receives the head's rows when they go to more than one sequence, before
+	// they are copied out: grown to the most such rows a chunk has had, × Vocab.
+	logits []float32
 
-	x, h, hr, delta []float32 // T × Embedding
-	qkv, z          []float32 // T × QKVWidth, T × InnerSize
-	alpha, beta     []float32 // T × VHeads
-	mix             []float32 // T × max(InnerSize, AttentionWidth)
-	qg, k, v        []float32 // T × 2·Heads·HeadDim, T × KVHeads·HeadDim (×2)
-	gate, up        []float32 // T × FeedForward
-	logits          []float32 // Vocab (the last token's, before it is copied out)
+	segs  []segment   // the chunk's segments, in row order (capacity prefillChunk)
+	heads []headGroup // the rows whose logits were asked for (capacity prefillChunk)
 
 	gdn  *qwen35.GDNScratch
 	attn *qwen35.AttentionScratch
@@ -129,13 +145,29 @@ type scratch struct {
 	// The int8 sites: each activation quantised once for every matrix that reads it.
 	q8Embed, q8Inner, q8Attn, q8FF *ternary.Q8Batch
 
-	prod    productJob
-	rows    rowScratch // the float32 prefill products' decoded weight rows
-	rotate  rotateJob
-	decoded []float32 // one embedding row
+	prod   productJob
+	rows   rowScratch // the float32 products' decoded weight rows
+	rotate rotateJob
 
-	prof    backend.OpProfile
+	prof    backend.OpProfile // the current chunk's, shared out to its states at its end
 	opStart time.Time
+}
+
+// segment is one sequence's rows of a chunk: its tokens [first, first+n), at rows
+// [row, row+n), starting at the state's position.
+type segment struct {
+	seq           *backend.Sequence
+	st            *cpuState
+	first, n, row int
+}
+
+func (g *segment) tokens() []int32 { return g.seq.Tokens[g.first : g.first+g.n] }
+
+// headGroup is a run of rows of one segment whose logits were asked for: chunk rows
+// [row, row+n), which are rows [at, at+n) of the head's input, and their destination.
+type headGroup struct {
+	row, n, at int
+	dst        []float32
 }
 
 func (e *cpuEngine) NewState(opt backend.StateOptions) (backend.State, error) {
@@ -154,37 +186,60 @@ func (e *cpuEngine) NewState(opt backend.StateOptions) (backend.State, error) {
 			st.gdn[i] = e.gdn.NewState()
 		}
 	}
-	st.s = e.newScratch(min(prefillChunk, opt.ContextSize))
 	return st, nil
 }
 
-func (e *cpuEngine) newScratch(chunk int) *scratch {
+// getScratch takes a free chunk scratch, or makes one.
+func (e *cpuEngine) getScratch() *scratch {
+	e.mu.Lock()
+	if n := len(e.free); n > 0 {
+		s := e.free[n-1]
+		e.free = e.free[:n-1]
+		e.mu.Unlock()
+		return s
+	}
+	e.mu.Unlock()
+	return e.newScratch()
+}
+
+// putScratch returns s to the free list, dropping its references to the caller's
+// sequences.
+func (e *cpuEngine) putScratch(s *scratch) {
+	clear(s.segs[:cap(s.segs)])
+	clear(s.heads[:cap(s.heads)])
+	s.segs, s.heads = s.segs[:0], s.heads[:0]
+	e.mu.Lock()
+	e.free = append(e.free, s)
+	e.mu.Unlock()
+}
+
+func (e *cpuEngine) newScratch() *scratch {
 	c := e.cfg
+	const chunk = prefillChunk
 	f := func(n int) []float32 { return make([]float32, chunk*n) }
 	gs, as := e.gdn.NewScratch(chunk), e.attn.NewScratch(chunk)
 	// The GDN heads and the attention KV groups are independent: spread them too.
 	gs.Runner, as.Runner = e.pool, e.pool
 	s := &scratch{
-		chunk: chunk,
-		x:     f(c.Embedding), h: f(c.Embedding), hr: f(c.Embedding), delta: f(c.Embedding),
+		x: f(c.Embedding), h: f(c.Embedding), hr: f(c.Embedding), delta: f(c.Embedding),
 		qkv: f(c.QKVWidth()), z: f(c.InnerSize),
 		alpha: f(c.VHeads), beta: f(c.VHeads),
 		mix: f(max(c.InnerSize, c.AttentionWidth())),
 		qg:  f(2 * c.Heads * c.HeadDim), k: f(c.KVHeads * c.HeadDim), v: f(c.KVHeads * c.HeadDim),
 		gate: f(c.FeedForward), up: f(c.FeedForward),
-		logits:  make([]float32, c.Vocab),
+		segs:    make([]segment, 0, chunk),
+		heads:   make([]headGroup, 0, chunk),
 		gdn:     gs,
 		attn:    as,
-		decoded: make([]float32, c.Embedding),
 		q8Embed: ternary.NewQ8Batch(c.Embedding, chunk),
 		q8Inner: ternary.NewQ8Batch(c.InnerSize, chunk),
 		q8Attn:  ternary.NewQ8Batch(c.AttentionWidth(), chunk),
 		q8FF:    ternary.NewQ8Batch(c.FeedForward, chunk),
 	}
-	if !e.int8 && chunk > 1 {
-		// Float32 prefill decodes each weight row once per chunk into a row of K floats:
-		// one per goroutine that can run a product at once (the pool's workers, the
-		// caller among them), so that a chunk allocates nothing.
+	if !e.int8 {
+		// The float32 matrix-matrix products decode each weight row once per chunk into
+		// a row of K floats: one per goroutine that can run a product at once (the
+		// pool's workers, the caller among them), so that a chunk allocates nothing.
 		s.rows = newRowScratch(e.pool.Workers(), max(c.Embedding, c.InnerSize, c.AttentionWidth(), c.FeedForward))
 	}
 	s.prod.rows = &s.rows
@@ -232,7 +287,7 @@ func (st *cpuState) CopyFrom(o backend.State) error {
 	if !ok || src.e != st.e {
 		return errForeign
 	}
-	if st.s == nil || src.s == nil {
+	if st.closed || src.closed {
 		return backend.ErrClosed
 	}
 	if src.opt != st.opt {
@@ -250,6 +305,8 @@ func (st *cpuState) CopyFrom(o backend.State) error {
 	return nil
 }
 
+// Bytes returns the memory of the sequence's recurrent states and KV cache. The chunk
+// scratches a forward pass works in belong to the engine, not to any one state.
 func (st *cpuState) Bytes() int64 {
 	var n int64
 	for i := range st.gdn {
@@ -260,80 +317,80 @@ func (st *cpuState) Bytes() int64 {
 			n += kv.Bytes()
 		}
 	}
-	s := st.s
-	for _, b := range [][]float32{s.x, s.h, s.hr, s.delta, s.qkv, s.z, s.alpha, s.beta, s.mix, s.qg, s.k, s.v, s.gate, s.up, s.logits, s.decoded} {
-		n += 4 * int64(len(b))
-	}
-	for _, r := range s.rows.rows {
-		n += 4 * int64(len(r))
-	}
 	return n
 }
 
 func (st *cpuState) Close() error {
-	st.gdn, st.kv, st.s = nil, nil, nil
+	st.gdn, st.kv, st.closed = nil, nil, true
 	return nil
 }
 
-// Forward runs the batch one sequence after another, each in chunks of up to
-// prefillChunk tokens (the weights read once per chunk).
+// Forward runs the batch together, in chunks of up to prefillChunk rows in all: the
+// sequences' tokens are laid out in batch order, each sequence's rows contiguous and in
+// order, and cut into chunks, so that one chunk may hold a decode step of each of
+// several sequences and part of a prompt, and a sequence with more tokens than a chunk
+// has room for continues in the next at its new position. Each chunk reads the weights
+// once, whatever the batch; the mixers run on each segment with its own sequence's
+// state.
 func (e *cpuEngine) Forward(ctx context.Context, batch []backend.Sequence) error {
 	for i := range batch {
-		if err := e.forward(ctx, &batch[i]); err != nil {
-			return err
+		st, ok := batch[i].State.(*cpuState)
+		if !ok || st.e != e {
+			return fmt.Errorf("sequence %d: %w", i, errForeign)
+		}
+		if st.closed {
+			return fmt.Errorf("sequence %d: %w", i, backend.ErrClosed)
 		}
 	}
-	return nil
-}
-
-func (e *cpuEngine) forward(ctx context.Context, seq *backend.Sequence) error {
-	st, ok := seq.State.(*cpuState)
-	if !ok || st.e != e {
-		return errForeign
-	}
-	if st.s == nil {
-		return backend.ErrClosed
-	}
-	c := e.cfg
-	tokens, logits, all := seq.Tokens, seq.Out, seq.Logits == backend.LogitsAll
-	if seq.Logits == backend.LogitsNone {
-		logits = nil
-	}
-	for done := 0; done < len(tokens); {
+	s := e.getScratch()
+	defer e.putScratch(s)
+	next, done := 0, 0 // the next sequence to lay out, and how many of its tokens are laid out
+	for {
+		s.segs = s.segs[:0]
+		rows := 0
+		for next < len(batch) && rows < prefillChunk {
+			q := &batch[next]
+			if n := min(len(q.Tokens)-done, prefillChunk-rows); n > 0 {
+				s.segs = append(s.segs, segment{seq: q, st: q.State.(*cpuState), first: done, n: n, row: rows})
+				rows += n
+				done += n
+			}
+			if done == len(q.Tokens) {
+				next, done = next+1, 0
+			}
+		}
+		if rows == 0 {
+			return nil
+		}
+		// A cancelled call leaves each state after the last chunk it completed: whole
+		// segments, each state at a consistent position.
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		n := min(st.s.chunk, len(tokens)-done)
-		var out []float32
-		switch {
-		case logits == nil:
-		case all:
-			out = logits[done*c.Vocab : (done+n)*c.Vocab]
-		case done+n == len(tokens):
-			out = logits[:c.Vocab]
-		}
-		if err := e.forwardChunk(st, tokens[done:done+n], out, all); err != nil {
+		if err := e.forwardChunk(s, rows); err != nil {
 			return err
 		}
-		done += n
 	}
-	return nil
 }
 
-// forwardChunk runs T ≤ chunk tokens through the plan's layers. out, when not nil,
-// receives the logits of every token (all) or of the last one.
-func (e *cpuEngine) forwardChunk(st *cpuState, tokens []int32, out []float32, all bool) error {
-	c, p, s := e.cfg, e.plan, st.s
-	T := len(tokens)
+// forwardChunk runs the T rows of s.segs through the plan's layers, advances each
+// segment's state by its rows, and writes the logits its sequence asked for: every
+// row's (LogitsAll), or the sequence's last token's when the segment holds it
+// (LogitsLast).
+func (e *cpuEngine) forwardChunk(s *scratch, T int) error {
+	p := e.plan
 	E := p.EmbeddingWidth
 	e.begin(s)
 
 	// Embedding: dequantise the stored row and rotate it back (transform, then signs).
 	emb := p.Embedding
-	for t, tok := range tokens {
-		x := s.x[t*E : (t+1)*E]
-		if err := emb.Format.Decode(x, emb.Row(int(tok))); err != nil {
-			return fmt.Errorf("%s row %d: %w", emb.Name, tok, err)
+	for i := range s.segs {
+		g := &s.segs[i]
+		for j, tok := range g.tokens() {
+			x := s.x[(g.row+j)*E : (g.row+j+1)*E]
+			if err := emb.Format.Decode(x, emb.Row(int(tok))); err != nil {
+				return fmt.Errorf("%s row %d: %w", emb.Name, tok, err)
+			}
 		}
 	}
 	e.lap(s, &s.prof.Other)
@@ -364,20 +421,26 @@ func (e *cpuEngine) forwardChunk(st *cpuState, tokens []int32, out []float32, al
 			s.prod.bf16(m, s.h, raw[i][:T*m.N])
 		}
 		e.run(s, &s.prod)
-		mix := s.mix[:T*lp.Out.Width]
-		switch lp.Mixer {
-		case qwen35.MixerAttention:
-			qn, kn := in.Products[0].N, in.Products[1].N
-			if err := e.attn.Forward(mix, s.qg[:T*qn], s.k[:T*kn], s.v[:T*kn], T, st.pos, l, st.kv[li], s.attn); err != nil {
-				return fmt.Errorf("layer %d: %w", li, err)
+		// The mixer, per segment on its own sequence's state.
+		ow := lp.Out.Width
+		for i := range s.segs {
+			g := &s.segs[i]
+			r0, r1, n := g.row, g.row+g.n, g.n
+			mix := s.mix[r0*ow : r1*ow]
+			switch lp.Mixer {
+			case qwen35.MixerAttention:
+				qn, kn := in.Products[0].N, in.Products[1].N
+				if err := e.attn.Forward(mix, s.qg[r0*qn:r1*qn], s.k[r0*kn:r1*kn], s.v[r0*kn:r1*kn], n, g.st.pos, l, g.st.kv[li], s.attn); err != nil {
+					return fmt.Errorf("layer %d: %w", li, err)
+				}
+				e.lap(s, &s.prof.Attention)
+			default:
+				qkvn, inner, nv := in.Products[0].N, in.Products[1].N, in.Unrotated[0].N
+				e.gdn.Forward(mix, s.qkv[r0*qkvn:r1*qkvn], s.z[r0*inner:r1*inner], s.alpha[r0*nv:r1*nv], s.beta[r0*nv:r1*nv], n, l, g.st.gdn[li], s.gdn, e.chunkedGDN && n > 1)
+				e.lap(s, &s.prof.GDN)
 			}
-			e.lap(s, &s.prof.Attention)
-		default:
-			qkvn, inner, nv := in.Products[0].N, in.Products[1].N, in.Unrotated[0].N
-			e.gdn.Forward(mix, s.qkv[:T*qkvn], s.z[:T*inner], s.alpha[:T*nv], s.beta[:T*nv], T, l, st.gdn[li], s.gdn, e.chunkedGDN && T > 1)
-			e.lap(s, &s.prof.GDN)
 		}
-		e.residualSite(s, &lp.Out, mix, T)
+		e.residualSite(s, &lp.Out, s.mix[:T*ow], T)
 
 		e.normRotate(s, T, &lp.FFNIn, false)
 		q8 = e.quantize(s, s.hr, T, s.q8Embed)
@@ -391,31 +454,89 @@ func (e *cpuEngine) forwardChunk(st *cpuState, tokens []int32, out []float32, al
 		e.lap(s, &s.prof.Other)
 		e.residualSite(s, &lp.FFNOut, act, T)
 	}
-	st.pos += T
-	s.prof.Tokens += T
+	for i := range s.segs {
+		s.segs[i].st.pos += s.segs[i].n
+	}
+	e.head(s)
+	e.shareProfile(s, T)
+	return nil
+}
 
-	if out == nil {
+// head writes the logits of the rows whose sequences asked for them: the head's input
+// rows gathered from the residual stream, normalised, rotated and quantised once, and
+// one product over all of them, written straight into the one sequence's Out when only
+// one wants logits, else through s.logits.
+func (e *cpuEngine) head(s *scratch) {
+	c, head := e.cfg, &e.plan.Head
+	E, V := e.plan.EmbeddingWidth, c.Vocab
+	s.heads = s.heads[:0]
+	R := 0
+	for i := range s.segs {
+		g := &s.segs[i]
+		h := headGroup{at: R}
+		switch g.seq.Logits {
+		case backend.LogitsAll:
+			h.row, h.n, h.dst = g.row, g.n, g.seq.Out[g.first*V:(g.first+g.n)*V]
+		case backend.LogitsLast:
+			if g.first+g.n == len(g.seq.Tokens) {
+				h.row, h.n, h.dst = g.row+g.n-1, 1, g.seq.Out[:V]
+			}
+		}
+		if h.n > 0 {
+			s.heads = append(s.heads, h)
+			R += h.n
+		}
+	}
+	if R == 0 {
 		e.lap(s, &s.prof.Other)
-		return nil
+		return
 	}
-	// The head: only the rows whose logits were asked for.
-	head := &p.Head
-	first := 0
-	if !all {
-		first = T - 1
-	}
-	rows := T - first
-	for t := first; t < T; t++ {
-		hr := s.hr[(t-first)*E : (t-first+1)*E]
-		qwen35.RMSNorm(hr, s.x[t*E:(t+1)*E], head.Norm, float32(c.RMSEpsilon))
+	for _, h := range s.heads {
+		for j := range h.n {
+			r, t := h.at+j, h.row+j
+			qwen35.RMSNorm(s.hr[r*E:(r+1)*E], s.x[t*E:(t+1)*E], head.Norm, float32(c.RMSEpsilon))
+		}
 	}
 	e.lap(s, &s.prof.Other)
-	e.rotateRows(s, s.hr[:rows*E], rows, e.rot[head.Width])
-	q8 := e.quantize(s, s.hr[:rows*E], rows, s.q8Embed)
-	s.prod.reset(rows)
-	s.prod.ternary(head.Products[0], s.hr[:rows*E], q8, out[:rows*c.Vocab])
+	e.rotateRows(s, s.hr[:R*E], R, e.rot[head.Width])
+	q8 := e.quantize(s, s.hr[:R*E], R, s.q8Embed)
+	y := s.heads[0].dst
+	if len(s.heads) > 1 {
+		if len(s.logits) < R*V {
+			s.logits = make([]float32, R*V)
+		}
+		y = s.logits[:R*V]
+	}
+	s.prod.reset(R)
+	s.prod.ternary(head.Products[0], s.hr[:R*E], q8, y)
 	e.run(s, &s.prod)
-	return nil
+	if len(s.heads) > 1 {
+		for _, h := range s.heads {
+			copy(h.dst, y[h.at*V:(h.at+h.n)*V])
+		}
+		e.lap(s, &s.prof.Other)
+	}
+}
+
+// shareProfile accounts a chunk's time to its states in proportion to their rows (a
+// decode step of four sequences is a quarter of the chunk's time each), and its rows to
+// their Tokens.
+func (e *cpuEngine) shareProfile(s *scratch, T int) {
+	if !e.profile {
+		return
+	}
+	share := func(d time.Duration, n int) time.Duration { return time.Duration(int64(d) * int64(n) / int64(T)) }
+	for i := range s.segs {
+		g := &s.segs[i]
+		p := &g.st.prof
+		p.Ternary += share(s.prof.Ternary, g.n)
+		p.Transforms += share(s.prof.Transforms, g.n)
+		p.GDN += share(s.prof.GDN, g.n)
+		p.Attention += share(s.prof.Attention, g.n)
+		p.Other += share(s.prof.Other, g.n)
+		p.Tokens += g.n
+	}
+	s.prof = backend.OpProfile{}
 }
 
 // residualSite runs a residual site over the T rows of x (the mixer's or SwiGLU's
@@ -443,20 +564,17 @@ func (e *cpuEngine) q8Of(s *scratch, w int) *ternary.Q8Batch {
 	return s.q8Embed
 }
 
-// Profile returns the time the state's forward passes spent per kind of operation.
+// Profile returns the time the state's forward passes spent per kind of operation:
+// each chunk's time shared among its sequences in proportion to their rows in it.
 func (st *cpuState) Profile() backend.OpProfile {
-	if st.s == nil {
+	if st.closed {
 		return backend.OpProfile{}
 	}
-	return st.s.prof
+	return st.prof
 }
 
 // ResetProfile zeroes the accounting.
-func (st *cpuState) ResetProfile() {
-	if st.s != nil {
-		st.s.prof = backend.OpProfile{}
-	}
-}
+func (st *cpuState) ResetProfile() { st.prof = backend.OpProfile{} }
 
 // begin and lap account the time since the previous mark to one kind of operation.
 func (e *cpuEngine) begin(s *scratch) {

@@ -54,7 +54,8 @@ func engineProduct(e *cpuEngine, s *scratch, m *qwen35.Matrix, rot *hadamard.Rot
 //   - float32 activations, one token (the decode step): bit-identical — both rotate
 //     with the same hadamard.Rotation and call ternary.MatVecRange.
 //   - float32 activations, a prefill chunk of 8 tokens (ternary.MatMulRange, which sums
-//     the decoded row in another order): within K·2⁻²³·Σ|w·x′| per output.
+//     each token's products as MatVecRange does): bit-identical too, and so within
+//     K·2⁻²³·Σ|w·x′| per output.
 //   - int8 activations (the default; ternary.MatVecQ8Range and MatMulQ8Range): within the
 //     quantisation error Σ_j |w_ij|·0.5001·D[block(j)] (ternary.Q8) plus the float32
 //     bound above.
@@ -157,6 +158,7 @@ func TestFidelityLinearMatchesEngine(t *testing.T) {
 				}
 				if !int8 {
 					assert.Equal(t, want[:n], step, "%s K=%d: the float32 decode step must be bit-identical to Linear.Forward", f, k)
+					assert.Equal(t, want, chunk, "%s K=%d: the float32 chunk must be bit-identical to Linear.Forward token by token", f, k)
 				} else {
 					for i := 0; i < n; i++ {
 						require.LessOrEqual(t, math.Abs(float64(step[i]-want[i])), q8Bound(0, i), "%s K=%d int8 step row %d", f, k, i)

@@ -1,0 +1,343 @@
+package cpu_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"runtime/pprof"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/bonsai-go/sdk/bonsai/backend"
+	"github.com/bonsai-go/sdk/bonsai/cpu"
+	"github.com/bonsai-go/sdk/gguf"
+	"github.com/bonsai-go/sdk/internal/synth"
+)
+
+func load(t testing.TB, m backend.Model, opt backend.LoadOptions) backend.Engine {
+	t.Helper()
+	e, err := cpu.New().Load(context.Background(), m, opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { e.Close() })
+	return e
+}
+
+func newStates(t testing.TB, e backend.Engine, n, contextSize int) []backend.State {
+	t.Helper()
+	sts := make([]backend.State, n)
+	for i := range sts {
+		st, err := e.NewState(backend.StateOptions{ContextSize: contextSize, KVCache: backend.KVFloat16})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { st.Close() })
+		sts[i] = st
+	}
+	return sts
+}
+
+func ids(n, vocab, seed int) []int32 {
+	out := make([]int32, n)
+	for i := range out {
+		out[i] = int32((i*131 + seed*17 + 5) % vocab)
+	}
+	return out
+}
+
+func argmax(x []float32) int32 {
+	best := 0
+	for i, v := range x {
+		if v > x[best] {
+			best = i
+		}
+	}
+	return int32(best)
+}
+
+// decodeBatch is one decode step of several sequences at once, each asking for its last
+// token's logits, and feeding the greedy choice back as the next step's token.
+type decodeBatch struct {
+	e     backend.Engine
+	batch []backend.Sequence
+	next  []int32
+}
+
+func newDecodeBatch(e backend.Engine, sts []backend.State, vocab int) *decodeBatch {
+	d := &decodeBatch{e: e, batch: make([]backend.Sequence, len(sts)), next: make([]int32, len(sts))}
+	for i, st := range sts {
+		d.next[i] = int32(i + 1)
+		d.batch[i] = backend.Sequence{State: st, Tokens: d.next[i : i+1], Logits: backend.LogitsLast, Out: make([]float32, vocab)}
+	}
+	return d
+}
+
+func (d *decodeBatch) step(ctx context.Context) error {
+	if err := d.e.Forward(ctx, d.batch); err != nil {
+		return err
+	}
+	for i := range d.batch {
+		d.next[i] = argmax(d.batch[i].Out)
+	}
+	return nil
+}
+
+// settleRuntime collects garbage and fills the runtime's caches of channel waiters, so
+// that an exact count of allocations sees the engine's own: the pool's workers park on
+// a channel between loops, and until the per-P caches of waiters balance, parking
+// allocates (bonsai's TestStepAllocatesNothing explains the measurement). 1024
+// goroutines parked at once and released fill them.
+func settleRuntime() {
+	runtime.GC()
+	const n = 1024
+	ch := make(chan struct{})
+	var wg sync.WaitGroup
+	var parked atomic.Int32
+	for range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			parked.Add(1)
+			<-ch
+		}()
+	}
+	for parked.Load() < n {
+		runtime.Gosched()
+	}
+	time.Sleep(10 * time.Millisecond)
+	close(ch)
+	wg.Wait()
+}
+
+// countAllocs returns the heap allocations f made, and how many OS threads the runtime
+// started meanwhile (a thread's start allocates in the runtime, not in the engine).
+func countAllocs(f func()) (mallocs uint64, threads int) {
+	tc := pprof.Lookup("threadcreate")
+	th := tc.Count()
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	before := ms.Mallocs
+	f()
+	runtime.ReadMemStats(&ms)
+	return ms.Mallocs - before, tc.Count() - th
+}
+
+// A decode step of a batch of three sequences allocates nothing once warm: the chunk
+// scratch comes from the engine's free list, the head's rows for three sequences from
+// its logits buffer, and the steps measured stay within the KV pages already allocated
+// (positions 16–47, checked through the states' Bytes).
+func TestBatchedStepAllocatesNothing(t *testing.T) {
+	m := synthModel(t, "tiny", 5)
+	ctx := context.Background()
+	for _, acts := range []backend.Activations{backend.ActivationsInt8, backend.ActivationsFloat32} {
+		t.Run(acts.String(), func(t *testing.T) {
+			e := load(t, m, backend.LoadOptions{Threads: 2, Activations: acts})
+			sts := newStates(t, e, 3, 256)
+			// Prompts of 20, 22 and 24 tokens, prefilled together.
+			prefill := make([]backend.Sequence, len(sts))
+			for i, st := range sts {
+				prefill[i] = backend.Sequence{State: st, Tokens: ids(20+2*i, m.Vocab(), i)}
+			}
+			if err := e.Forward(ctx, prefill); err != nil {
+				t.Fatal(err)
+			}
+			d := newDecodeBatch(e, sts, m.Vocab())
+			var stepErr error
+			step := func() {
+				if err := d.step(ctx); err != nil && stepErr == nil {
+					stepErr = err
+				}
+			}
+			for range 4 {
+				step()
+			}
+			settleRuntime()
+			for range 4 {
+				step()
+			}
+			bytes := make([]int64, len(sts))
+			for i, st := range sts {
+				bytes[i] = st.Bytes()
+			}
+			var counts []uint64
+			const steps = 12 // up to position 24+8+12 = 44
+			for range steps {
+				n, threads := countAllocs(step)
+				if threads == 0 {
+					counts = append(counts, n)
+				}
+			}
+			if stepErr != nil {
+				t.Fatal(stepErr)
+			}
+			for i, st := range sts {
+				if st.Bytes() != bytes[i] {
+					t.Fatalf("sequence %d's state grew from %d to %d bytes within the window", i, bytes[i], st.Bytes())
+				}
+			}
+			t.Logf("tiny, %s activations: batched decode steps of 3 sequences after a warm-up: allocations %v (%d left out: the runtime started a thread)",
+				acts, counts, steps-len(counts))
+			if len(counts) < steps-2 {
+				t.Fatalf("only %d of %d steps measured", len(counts), steps)
+			}
+			for _, n := range counts {
+				if n != 0 {
+					t.Fatalf("a batched decode step allocated %d times (steps: %v)", n, counts)
+				}
+			}
+		})
+	}
+}
+
+// Forward calls with distinct states run at once on one engine, each with its own chunk
+// scratch, and give what the same calls give one after another.
+func TestConcurrentForward(t *testing.T) {
+	m := synthModel(t, "tiny", 6)
+	e := load(t, m, backend.LoadOptions{Threads: 2})
+	ctx := context.Background()
+	const callers, perCaller, steps = 4, 2, 4
+	run := func(sts []backend.State, c int) [][]float32 {
+		prompt := make([]backend.Sequence, len(sts))
+		for i, st := range sts {
+			prompt[i] = backend.Sequence{State: st, Tokens: ids(6+3*c+i, m.Vocab(), c*perCaller+i)}
+		}
+		if err := e.Forward(ctx, prompt); err != nil {
+			t.Error(err)
+			return nil
+		}
+		d := newDecodeBatch(e, sts, m.Vocab())
+		var logits [][]float32
+		for range steps {
+			if err := d.step(ctx); err != nil {
+				t.Error(err)
+				return nil
+			}
+			for _, q := range d.batch {
+				logits = append(logits, append([]float32(nil), q.Out...))
+			}
+		}
+		return logits
+	}
+	want := make([][][]float32, callers)
+	for c := range callers {
+		want[c] = run(newStates(t, e, perCaller, 128), c)
+	}
+	got := make([][][]float32, callers)
+	states := make([][]backend.State, callers)
+	for c := range callers {
+		states[c] = newStates(t, e, perCaller, 128)
+	}
+	var wg sync.WaitGroup
+	for c := range callers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			got[c] = run(states[c], c)
+		}()
+	}
+	wg.Wait()
+	for c := range callers {
+		if len(got[c]) != len(want[c]) {
+			t.Fatalf("caller %d: %d logit rows, want %d", c, len(got[c]), len(want[c]))
+		}
+		for r := range want[c] {
+			for j := range want[c][r] {
+				if got[c][r][j] != want[c][r][j] {
+					t.Fatalf("caller %d, row %d, logit %d: %v concurrently, %v alone", c, r, j, got[c][r][j], want[c][r][j])
+				}
+			}
+		}
+	}
+}
+
+// A chunk's time is shared among its sequences in proportion to their rows: a batch of
+// one decode step and a 3-token prompt, one chunk of 4 rows, gives the prompt's state
+// three times the decode step's share of every kind of operation (to the nanosecond
+// lost in each integer division), and each state its own tokens.
+func TestProfileShared(t *testing.T) {
+	m := synthModel(t, "tiny", 7)
+	e := load(t, m, backend.LoadOptions{Threads: 2, Profile: true})
+	sts := newStates(t, e, 2, 64)
+	out := make([]float32, m.Vocab())
+	batch := []backend.Sequence{
+		{State: sts[0], Tokens: ids(1, m.Vocab(), 1), Logits: backend.LogitsLast, Out: out},
+		{State: sts[1], Tokens: ids(3, m.Vocab(), 2)},
+	}
+	if err := e.Forward(context.Background(), batch); err != nil {
+		t.Fatal(err)
+	}
+	a, b := sts[0].(backend.Profiler).Profile(), sts[1].(backend.Profiler).Profile()
+	if a.Tokens != 1 || b.Tokens != 3 {
+		t.Fatalf("tokens accounted: %d and %d, want 1 and 3", a.Tokens, b.Tokens)
+	}
+	if a.Ternary <= 0 || a.GDN <= 0 || a.Attention <= 0 {
+		t.Fatalf("the decode step's share has no time in every kind: %+v", a)
+	}
+	for _, k := range []struct {
+		name string
+		a, b time.Duration
+	}{{"Ternary", a.Ternary, b.Ternary}, {"Transforms", a.Transforms, b.Transforms}, {"GDN", a.GDN, b.GDN},
+		{"Attention", a.Attention, b.Attention}, {"Other", a.Other, b.Other}} {
+		// ⌊3d/4⌋ − 3⌊d/4⌋ is 0, 1 or 2 nanoseconds.
+		if d := k.b - 3*k.a; d < 0 || d > 2 {
+			t.Errorf("%s: the prompt's share %v is not three times the decode step's %v", k.name, k.b, k.a)
+		}
+	}
+	sts[0].(backend.Profiler).ResetProfile()
+	if p := sts[0].(backend.Profiler).Profile(); p != (backend.OpProfile{}) {
+		t.Fatalf("after ResetProfile: %+v", p)
+	}
+}
+
+// BenchmarkBatchedDecode measures decode steps of 1, 2, 4 and 8 sequences run as one
+// batch, in aggregate tokens per second. The model is the real-widths synthetic preset
+// (the 27B model's widths, four layers), generated once per run into a temporary
+// directory, or the GGUF file BONSAI_BENCH_MODEL names.
+func BenchmarkBatchedDecode(b *testing.B) {
+	path := os.Getenv("BONSAI_BENCH_MODEL")
+	if path == "" {
+		cfg, err := synth.Preset("real-widths")
+		if err != nil {
+			b.Fatal(err)
+		}
+		path = filepath.Join(b.TempDir(), "real-widths.gguf")
+		if err := synth.WriteFile(context.Background(), path, synth.Options{Config: cfg, Seed: 1}, nil); err != nil {
+			b.Fatal(err)
+		}
+	}
+	f, err := gguf.Open(path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer f.Close()
+	m := bind(b, f)
+	e := load(b, m, backend.LoadOptions{Threads: runtime.NumCPU()})
+	ctx := context.Background()
+	const contextSize = 512
+	for _, n := range []int{1, 2, 4, 8} {
+		b.Run(fmt.Sprintf("batch=%d", n), func(b *testing.B) {
+			sts := newStates(b, e, n, contextSize)
+			d := newDecodeBatch(e, sts, m.Vocab())
+			// A step outside the timing: the first one faults the mapped weights in.
+			if err := d.step(ctx); err != nil {
+				b.Fatal(err)
+			}
+			for b.Loop() {
+				if sts[0].Len() >= contextSize-1 {
+					for _, st := range sts {
+						st.Reset()
+					}
+				}
+				if err := d.step(ctx); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64(b.N*n)/b.Elapsed().Seconds(), "tok/s")
+		})
+	}
+}

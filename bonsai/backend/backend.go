@@ -240,38 +240,49 @@ func (p OpProfile) Total() time.Duration {
 // [0, vocab), room in each state's context (contextSize(st), the size it was made
 // with), and each Out as long as its Logits asks. Engines may rely on it.
 func Check(batch []Sequence, vocab int, contextSize func(State) int) error {
-	for i, s := range batch {
-		if s.State == nil {
-			return fmt.Errorf("sequence %d: no state", i)
-		}
-		for j := range i {
-			if batch[j].State == s.State {
-				return fmt.Errorf("sequences %d and %d share a state", j, i)
+	for i := range batch {
+		if err := checkOne(batch, i, vocab, contextSize); err != nil {
+			if len(batch) == 1 {
+				return err // a batch of one: the sequence needs no number
 			}
+			return fmt.Errorf("sequence %d: %w", i, err)
 		}
-		for k, t := range s.Tokens {
-			if t < 0 || int(t) >= vocab {
-				return fmt.Errorf("sequence %d: token %d at index %d out of range [0, %d)", i, t, k, vocab)
-			}
+	}
+	return nil
+}
+
+func checkOne(batch []Sequence, i int, vocab int, contextSize func(State) int) error {
+	s := batch[i]
+	if s.State == nil {
+		return errors.New("no state")
+	}
+	for j := range i {
+		if batch[j].State == s.State {
+			return fmt.Errorf("shares its state with sequence %d", j)
 		}
-		if n, max := s.State.Len()+len(s.Tokens), contextSize(s.State); n > max {
-			return fmt.Errorf("sequence %d: %w: %d tokens held + %d new > context size %d", i, ErrContextFull, s.State.Len(), len(s.Tokens), max)
+	}
+	for k, t := range s.Tokens {
+		if t < 0 || int(t) >= vocab {
+			return fmt.Errorf("token %d at index %d out of range [0, %d)", t, k, vocab)
 		}
-		want := 0
-		switch s.Logits {
-		case LogitsNone:
-		case LogitsLast:
-			if len(s.Tokens) > 0 {
-				want = vocab
-			}
-		case LogitsAll:
-			want = len(s.Tokens) * vocab
-		default:
-			return fmt.Errorf("sequence %d: unknown Logits %d", i, s.Logits)
+	}
+	if n, max := s.State.Len()+len(s.Tokens), contextSize(s.State); n > max {
+		return fmt.Errorf("%w: %d tokens held + %d new > context size %d", ErrContextFull, s.State.Len(), len(s.Tokens), max)
+	}
+	want := 0
+	switch s.Logits {
+	case LogitsNone:
+	case LogitsLast:
+		if len(s.Tokens) > 0 {
+			want = vocab
 		}
-		if len(s.Out) < want {
-			return fmt.Errorf("sequence %d: logits buffer holds %d values, want %d", i, len(s.Out), want)
-		}
+	case LogitsAll:
+		want = len(s.Tokens) * vocab
+	default:
+		return fmt.Errorf("unknown Logits %d", s.Logits)
+	}
+	if len(s.Out) < want {
+		return fmt.Errorf("logits buffer holds %d values, want %d", len(s.Out), want)
 	}
 	return nil
 }

@@ -38,28 +38,32 @@ func TestCheck(t *testing.T) {
 		{"nil state", []backend.Sequence{seq(a, 1), seq(nil, 1)},
 			[]string{"sequence 1", "no state"}, nil},
 		{"a shared state", []backend.Sequence{seq(a, 1), seq(b, 2), seq(a, 3)},
-			[]string{"sequences 0 and 2", "share a state"}, nil},
+			[]string{"sequence 2", "shares its state with sequence 0"}, nil},
 		{"token −1", []backend.Sequence{seq(a, 0, 4), seq(b, 2, -1)},
 			[]string{"sequence 1", "token -1", "index 1", "[0, 5)"}, nil},
 		{"token == vocab", []backend.Sequence{seq(a, 0, 1, 2, vocab)},
-			[]string{"sequence 0", "token 5", "index 3", "[0, 5)"}, nil},
+			[]string{"token 5", "index 3", "[0, 5)"}, nil},
 		{"context overflow", []backend.Sequence{seq(a, 1), seq(b, 1, 2, 3, 4)},
 			[]string{"sequence 1", "7 tokens held + 4 new", "context size 10"}, backend.ErrContextFull},
 		{"LogitsLast short Out", []backend.Sequence{last(seq(a, 1, 2), vocab-1)},
-			[]string{"sequence 0", "holds 4 values, want 5"}, nil},
+			[]string{"holds 4 values, want 5"}, nil},
 		{"LogitsLast nil Out", []backend.Sequence{seq(b), last(seq(a, 1), 0)},
 			[]string{"sequence 1", "holds 0 values, want 5"}, nil},
 		{"LogitsAll short Out", []backend.Sequence{all(seq(a, 1, 2, 3), 3*vocab-1)},
-			[]string{"sequence 0", "holds 14 values, want 15"}, nil},
+			[]string{"holds 14 values, want 15"}, nil},
 		{"LogitsAll Out for one token", []backend.Sequence{seq(b), all(seq(a, 1, 2), vocab)},
 			[]string{"sequence 1", "holds 5 values, want 10"}, nil},
 		{"unknown Logits", []backend.Sequence{{State: a, Tokens: []int32{1}, Logits: 3, Out: make([]float32, 100)}},
-			[]string{"sequence 0", "unknown Logits 3"}, nil},
+			[]string{"unknown Logits 3"}, nil},
 	} {
+		// A batch of one names no sequence: the caller has only the one.
 		err := backend.Check(c.batch, vocab, size)
 		if err == nil {
 			t.Errorf("%s: Check accepted the batch", c.name)
 			continue
+		}
+		if len(c.batch) == 1 && strings.Contains(err.Error(), "sequence") {
+			t.Errorf("%s: %q numbers the only sequence", c.name, err)
 		}
 		for _, w := range c.want {
 			if !strings.Contains(err.Error(), w) {

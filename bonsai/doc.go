@@ -17,6 +17,12 @@
 //	}
 //	res, err := g.Result() // the answer, the thinking, the finish reason, the usage
 //
+// Sessions of one model running at once are batched: their decode steps share forward
+// passes, which read the weights (what bounds a decode step) once for all of them, and a
+// long prompt is fed a chunk per pass between the others' steps (WithBatchTokens,
+// Model.BatchStats). With WithPrefixCache the model keeps the states at the ends of
+// system prompts and turns for every session to start from (Model.PrefixCacheStats).
+//
 // A session remembers its tokens, so the next turn of a conversation prefills only the
 // new messages; Save and LoadSession keep a conversation across runs. Below Generate,
 // Prefill, Step and Logits drive the model token by token, and a Sampler draws from the

@@ -142,6 +142,13 @@ func parseFlags(fs *flag.FlagSet, args []string) (config, error) {
 			return cfg, err
 		}
 	}
+	if cfg.batch < cfg.parallel {
+		// A pass takes the running streams' tokens first: with no row left, a new prompt
+		// would wait for streams to end.
+		err := fmt.Errorf("-batch-tokens %d is less than -parallel %d: a new prompt needs a row beside the running streams", cfg.batch, cfg.parallel)
+		fmt.Fprintln(fs.Output(), err)
+		return cfg, err
+	}
 	return cfg, nil
 }
 

@@ -54,6 +54,9 @@ func TestFlags(t *testing.T) {
 	cfg, _, err = parse(t, "-prefix-cache", "0")
 	require.NoError(t, err)
 	assert.Zero(t, cfg.prefix)
+	_, out, err = parse(t, "-parallel", "8", "-batch-tokens", "4")
+	require.Error(t, err)
+	assert.Contains(t, out, "-batch-tokens 4 is less than -parallel 8")
 	for _, bad := range [][]string{{"-parallel", "0"}, {"-queue", "-1"}, {"-max-body", "0"}, {"-batch-tokens", "0"},
 		{"-prefix-cache", "-1"}, {"extra"}} {
 		_, _, err := parse(t, bad...)

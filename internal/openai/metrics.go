@@ -124,10 +124,10 @@ func endpointName(path string) string {
 
 func (s *Server) serveMetrics(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Type", metricsContentType)
-	if r.Method == http.MethodHead {
-		return
+	w.WriteHeader(http.StatusOK)
+	if r.Method != http.MethodHead {
+		s.WriteMetrics(w)
 	}
-	s.WriteMetrics(w)
 }
 
 // WriteMetrics writes the metrics /metrics serves to w.
@@ -136,21 +136,21 @@ func (s *Server) WriteMetrics(w io.Writer) error {
 
 	e.family("bonsai_requests_total", "counter", "Requests, by endpoint, outcome (completed, cancelled: the client left, "+
 		"rejected: 503 without generating, error) and HTTP status (499: the client left before any).")
-	s.metrics.mu.Lock()
-	keys := make([]requestKey, 0, len(s.metrics.requests))
-	for k := range s.metrics.requests {
-		keys = append(keys, k)
+	type series struct {
+		requestKey
+		n int64
 	}
-	counts := make(map[requestKey]int64, len(keys))
-	for _, k := range keys {
-		counts[k] = s.metrics.requests[k]
+	s.metrics.mu.Lock()
+	all := make([]series, 0, len(s.metrics.requests))
+	for k, n := range s.metrics.requests {
+		all = append(all, series{k, n})
 	}
 	s.metrics.mu.Unlock()
-	slices.SortFunc(keys, func(a, b requestKey) int {
+	slices.SortFunc(all, func(a, b series) int {
 		return cmp.Or(cmp.Compare(a.endpoint, b.endpoint), cmp.Compare(a.outcome, b.outcome), cmp.Compare(a.code, b.code))
 	})
-	for _, k := range keys {
-		e.sample("bonsai_requests_total", float64(counts[k]), "endpoint", k.endpoint, "outcome", k.outcome, "code", strconv.Itoa(k.code))
+	for _, r := range all {
+		e.sample("bonsai_requests_total", float64(r.n), "endpoint", r.endpoint, "outcome", r.outcome, "code", strconv.Itoa(r.code))
 	}
 	e.counter("bonsai_prompt_tokens_total", "Prompt tokens of the generations run.", s.metrics.promptTokens.Load())
 	e.counter("bonsai_prompt_cached_tokens_total", "Prompt tokens not prefilled: held by the session or restored from the prefix cache.",

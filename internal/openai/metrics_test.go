@@ -606,6 +606,18 @@ func TestMetricsMethods(t *testing.T) {
 	code, h, _ := post(t, ts.URL+"/metrics", "{}")
 	assert.Equal(t, http.StatusMethodNotAllowed, code)
 	assert.Equal(t, "GET, HEAD", h.Get("Allow"))
+	// Each scrape counts the ones before it: the HEAD is among the completed ones, and
+	// none of the requests is taken for a client that left (499).
+	var fams map[string]*promFamily
+	eventually(t, "the requests to be counted", func() bool {
+		fams = scrape(t, ts.URL)
+		f := fams["bonsai_requests_total"]
+		return f.value("bonsai_requests_total", "endpoint", "metrics", "outcome", "error", "code", "405") == 1 &&
+			f.value("bonsai_requests_total", "endpoint", "metrics", "outcome", "completed", "code", "200") >= 1
+	})
+	for _, smp := range fams["bonsai_requests_total"].samples {
+		assert.NotEqual(t, "499", smp.labels["code"], "%v", smp.labels)
+	}
 }
 
 // TestEndpointName: the endpoint label of a route added with Handle.

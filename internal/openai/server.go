@@ -25,7 +25,7 @@ type Config struct {
 	// OwnedBy is the model's owned_by in /v1/models (default "prismml").
 	OwnedBy string
 	// Parallel is the most generations that run at once, each on its own session
-	// (default 1).
+	// (default 1); the model batches their forward passes together.
 	Parallel int
 	// Queue is the most requests that wait for a session; beyond, 503 (0: none wait).
 	Queue int

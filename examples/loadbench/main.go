@@ -23,7 +23,10 @@
 //	          [-prompt-tokens P] [-long-prompt L] [-system-tokens S] [-load-streams K]
 //
 // Without -model it measures a synthetic model (-preset, default tiny) whose weights are
-// random: its figures show the machinery, not the 27B model's speed.
+// random: its figures show the machinery, not the 27B model's speed. Each line ends with
+// its target and "ok" or "MISS". The streams decode greedily with Step (the argmax of
+// their logits); the time-to-first-token pair uses Generate with the model's chat
+// template and a prefix cache.
 package main
 
 import (
@@ -90,6 +93,7 @@ func main() {
 func parseFlags(fs *flag.FlagSet, args []string) (config, error) {
 	var cfg config
 	cfg.load.Register(fs)
+	fs.Lookup("context").Usage = "context size in tokens (0: what the run's prompts and streams need)"
 	fs.StringVar(&cfg.preset, "preset", "", "synthetic preset to write and measure when no -model: "+strings.Join(synth.Presets(), ", ")+" (default tiny)")
 	fs.IntVar(&cfg.batch, "batch-tokens", 64, "the most tokens one batched forward pass runs (bonsai.WithBatchTokens)")
 	fs.IntVar(&cfg.gen, "gen-tokens", 32, "tokens each stream decodes in the single and concurrent measurements")

@@ -35,7 +35,7 @@ type batcher struct {
 	// for its linger.
 	arrived  chan struct{}
 	timer    *time.Timer // the linger's, reused
-	woken    int         // callers the last step woke with their results
+	woken    int         // requests the last step finished, the leader's own among them
 	lastStep time.Duration
 
 	// The leader's own, reused every step so that a step allocates nothing.
@@ -134,23 +134,29 @@ func (b *batcher) lead(me *request) error {
 // retire ends r with err, waking its caller unless it is the leader's own.
 func (b *batcher) retire(r *request, err error, leader *request) {
 	r.done, r.result = true, err
+	// The leader's own counts too: its caller submits its next request like the others,
+	// and the next linger counts every request pending, that one among them.
+	if err == nil {
+		b.woken++
+	}
 	if r != leader {
 		r.wake <- false
-		if err == nil {
-			b.woken++
-		}
 	}
 }
 
 // linger gives the callers the last step answered a moment to submit their next
 // request — a generation samples its next token in its own goroutine between two steps
 // — so that a stream does not miss every other step: the leader waits until as many
-// requests as it woke have arrived, or for a tenth of the last step's time (between 100
-// µs and 2 ms), whichever comes first. It does not wait when its own request is done.
+// requests are pending as the last step finished, or for a tenth of the last step's time
+// (between 100 µs and 2 ms), whichever comes first. It does not wait when its own request
+// is done.
 func (b *batcher) linger(me *request) {
+	if me.done {
+		return // the count is the next leader's, who waits for this caller too
+	}
 	k := b.woken
 	b.woken = 0
-	if k == 0 || me.done {
+	if k == 0 {
 		return
 	}
 	b.mu.Lock()

@@ -4,8 +4,9 @@
 //
 // Usage:
 //
-//	serve [-model FILE] [-addr HOST:PORT] [-parallel N] [-queue N] [-threads N] [-context N]
-//	      [-model-name NAME] [-max-body BYTES] [-shutdown-timeout D] [-temperature T] ...
+//	serve [-model FILE] [-addr HOST:PORT] [-parallel N] [-queue N] [-batch-tokens N]
+//	      [-prefix-cache SIZE] [-threads N] [-context N] [-model-name NAME] [-max-body BYTES]
+//	      [-shutdown-timeout D] [-temperature T] ...
 //
 // Endpoints:
 //
@@ -14,12 +15,20 @@
 //	POST /v1/messages           Anthropic's Messages API, whole or streamed
 //	GET  /v1/models             the model served
 //	GET  /health                liveness and load (also /v1/health)
+//	GET  /metrics               Prometheus metrics: requests, tokens, queue, batches, prefix cache
 //	GET  /                      a chat page: streamed replies, thinking, tool calls
 //
-// Each request runs on one of -parallel sessions, kept between requests so that a
-// conversation's next turn prefills only its new messages; up to -queue more requests
-// wait, and beyond that the server answers 503 with Retry-After. A client that
-// disconnects stops its generation within one token. On SIGINT or SIGTERM the server
+// Each request runs on one of -parallel sessions (default 4), kept between requests so
+// that a conversation's next turn prefills only its new messages. The sessions generate
+// together: their decode steps share each forward pass, which reads the weights once for
+// all of them, and a new prompt is prefilled a chunk at a time in the rows the running
+// streams leave (-batch-tokens rows a pass), so -parallel is the most generations at
+// once, batched, not a split of the machine. Up to -queue more requests wait, and beyond
+// that the server answers 503 with Retry-After. A client that disconnects stops its
+// generation within one token. The prefix cache (-prefix-cache, default 2GiB, 0 for
+// none) keeps the states at the end of system prompts and turns, shared by the sessions:
+// a request whose conversation begins like an earlier one, on whatever session, starts
+// there, and its usage reports those prompt tokens as cached. On SIGINT or SIGTERM the server
 // stops accepting connections, lets the requests in flight finish for
 // -shutdown-timeout, then stops them.
 //
@@ -30,7 +39,7 @@
 //
 // Example:
 //
-//	serve -model Ternary-Bonsai-2-27B-PQ2_0.gguf -parallel 2 &
+//	serve -model Ternary-Bonsai-2-27B-PQ2_0.gguf -parallel 4 -prefix-cache 4GiB &
 //	curl http://127.0.0.1:8080/v1/chat/completions -H 'Content-Type: application/json' \
 //	  -d '{"messages": [{"role": "user", "content": "Hello"}], "stream": true}'
 package main
@@ -51,6 +60,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/bonsai-go/sdk/bonsai"
 	"github.com/bonsai-go/sdk/internal/anthropic"
 	"github.com/bonsai-go/sdk/internal/cli"
 	"github.com/bonsai-go/sdk/internal/openai"
@@ -62,6 +72,8 @@ type config struct {
 	name     string
 	parallel int
 	queue    int
+	batch    int   // rows of a batched forward pass
+	prefix   int64 // bytes of the prefix cache, 0 for none
 	maxBody  int64
 	grace    time.Duration
 	quiet    bool
@@ -88,7 +100,10 @@ func parseFlags(fs *flag.FlagSet, args []string) (config, error) {
 	var cfg config
 	cfg.load.Register(fs)
 	fs.StringVar(&cfg.addr, "addr", "127.0.0.1:8080", "`host:port` to listen on (port 0: any free port)")
-	fs.IntVar(&cfg.parallel, "parallel", 1, "generations that run at once, each on its own session")
+	fs.IntVar(&cfg.parallel, "parallel", 4, "the most generations at once, each on its own session, batched together: their decode steps share each forward pass")
+	fs.IntVar(&cfg.batch, "batch-tokens", 64, "the most tokens one forward pass runs for all the sessions: the running streams' next tokens, then chunks of new prompts")
+	cfg.prefix = 2 << 30
+	fs.Var(sizeFlag{&cfg.prefix}, "prefix-cache", "the prefix cache's `size`: the states of system prompts and turns that later requests start from, shared by the sessions (e.g. 512MiB, 4GiB; 0: none)")
 	fs.IntVar(&cfg.queue, "queue", 64, "requests that may wait for a session; beyond, 503 with Retry-After")
 	fs.StringVar(&cfg.name, "model-name", "", "the model's id in the API (default: the file's name without .gguf)")
 	fs.Int64Var(&cfg.maxBody, "max-body", 4<<20, "largest request body in `bytes`; larger ones get 413")
@@ -102,7 +117,8 @@ func parseFlags(fs *flag.FlagSet, args []string) (config, error) {
 	fs.Usage = func() {
 		fmt.Fprint(fs.Output(), "usage: serve [-model FILE] [-addr HOST:PORT] [-parallel N] [flags]\n\n"+
 			"Serves the model over HTTP with the OpenAI API: POST /v1/chat/completions,\n"+
-			"POST /v1/completions (both also streamed), GET /v1/models, GET /health;\n"+
+			"POST /v1/completions (both also streamed), GET /v1/models, GET /health,\n"+
+			"GET /metrics (Prometheus);\n"+
 			"with Anthropic's Messages API: POST /v1/messages; and a chat page at /.\n"+
 			"Tools (tools, tool_choice) and response_format json_schema are supported.\n"+
 			"Thinking is switched with chat_template_kwargs {\"enable_thinking\": false} or a\n"+
@@ -118,12 +134,20 @@ func parseFlags(fs *flag.FlagSet, args []string) (config, error) {
 	for _, c := range []struct {
 		name string
 		bad  bool
-	}{{"-parallel", cfg.parallel < 1}, {"-queue", cfg.queue < 0}, {"-max-body", cfg.maxBody < 1}, {"-max-tokens", cfg.defaults.MaxTokens < 0}} {
+	}{{"-parallel", cfg.parallel < 1}, {"-queue", cfg.queue < 0}, {"-batch-tokens", cfg.batch < 1}, {"-max-body", cfg.maxBody < 1},
+		{"-max-tokens", cfg.defaults.MaxTokens < 0}} {
 		if c.bad {
 			err := fmt.Errorf("%s: out of range", c.name)
 			fmt.Fprintln(fs.Output(), err)
 			return cfg, err
 		}
+	}
+	if cfg.batch < cfg.parallel {
+		// A pass takes the running streams' tokens first: with no row left, a new prompt
+		// would wait for streams to end.
+		err := fmt.Errorf("-batch-tokens %d is less than -parallel %d: a new prompt needs a row beside the running streams", cfg.batch, cfg.parallel)
+		fmt.Fprintln(fs.Output(), err)
+		return cfg, err
 	}
 	return cfg, nil
 }
@@ -137,7 +161,7 @@ func mount(srv *openai.Server, msgs *anthropic.Handler) {
 }
 
 func run(ctx context.Context, stderr io.Writer, cfg config) error {
-	l, err := cli.Load(ctx, stderr, "serve", cfg.load)
+	l, err := cli.Load(ctx, stderr, "serve", cfg.load, bonsai.WithBatchTokens(cfg.batch), bonsai.WithPrefixCache(cfg.prefix))
 	if err != nil {
 		return err
 	}
@@ -168,8 +192,12 @@ func run(ctx context.Context, stderr io.Writer, cfg config) error {
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(stderr, "serve: model %q on http://%s/v1 — %d parallel, queue %d; chat page at http://%s/; stop with Ctrl-C\n",
-		name, ln.Addr(), cfg.parallel, cfg.queue, ln.Addr())
+	cache := "no prefix cache"
+	if cfg.prefix > 0 {
+		cache = "prefix cache " + formatSize(cfg.prefix)
+	}
+	fmt.Fprintf(stderr, "serve: model %q on http://%s/v1 — %d parallel, batches of %d tokens, %s, queue %d; chat page at http://%s/; stop with Ctrl-C\n",
+		name, ln.Addr(), cfg.parallel, cfg.batch, cache, cfg.queue, ln.Addr())
 	if cfg.onListen != nil {
 		cfg.onListen(ln.Addr().String())
 	}

@@ -32,20 +32,39 @@ func TestFlags(t *testing.T) {
 	require.True(t, errors.Is(err, flag.ErrHelp))
 	for _, f := range []string{"-model", "-addr", "-parallel", "-queue", "-threads", "-context", "-verify", "-warmup",
 		"-model-name", "-max-body", "-shutdown-timeout", "-temperature", "-top-p", "-top-k", "-min-p", "-max-tokens", "-quiet",
-		"127.0.0.1:8080", "/v1/chat/completions", "/v1/messages", "chat page", "random weights"} {
+		"-batch-tokens", "-prefix-cache", "(default 2GiB)", "batched together",
+		"127.0.0.1:8080", "/v1/chat/completions", "/v1/messages", "/metrics", "chat page", "random weights"} {
 		assert.Contains(t, out, f)
 	}
-	cfg, _, err := parse(t, "-parallel", "4", "-queue", "28", "-addr", ":9000", "-shutdown-timeout", "5s", "-temperature", "0")
+	cfg, _, err := parse(t)
 	require.NoError(t, err)
 	assert.Equal(t, 4, cfg.parallel)
+	assert.Equal(t, 64, cfg.batch)
+	assert.Equal(t, int64(2<<30), cfg.prefix)
+	cfg, _, err = parse(t, "-parallel", "3", "-queue", "28", "-addr", ":9000", "-shutdown-timeout", "5s", "-temperature", "0",
+		"-batch-tokens", "16", "-prefix-cache", "512MiB")
+	require.NoError(t, err)
+	assert.Equal(t, 3, cfg.parallel)
+	assert.Equal(t, 16, cfg.batch)
+	assert.Equal(t, int64(512<<20), cfg.prefix)
 	assert.Equal(t, 28, cfg.queue)
 	assert.Equal(t, ":9000", cfg.addr)
 	assert.Equal(t, 5*time.Second, cfg.grace)
 	assert.Zero(t, cfg.defaults.Temperature)
-	for _, bad := range [][]string{{"-parallel", "0"}, {"-queue", "-1"}, {"-max-body", "0"}, {"extra"}} {
+	cfg, _, err = parse(t, "-prefix-cache", "0")
+	require.NoError(t, err)
+	assert.Zero(t, cfg.prefix)
+	_, out, err = parse(t, "-parallel", "8", "-batch-tokens", "4")
+	require.Error(t, err)
+	assert.Contains(t, out, "-batch-tokens 4 is less than -parallel 8")
+	for _, bad := range [][]string{{"-parallel", "0"}, {"-queue", "-1"}, {"-max-body", "0"}, {"-batch-tokens", "0"},
+		{"-prefix-cache", "-1"}, {"extra"}} {
 		_, _, err := parse(t, bad...)
 		assert.Error(t, err, "%v", bad)
 	}
+	_, out, err = parse(t, "-prefix-cache", "2G")
+	require.Error(t, err)
+	assert.Contains(t, out, `invalid value "2G" for flag -prefix-cache: "2G": unknown unit "G"`)
 }
 
 // syncBuffer is a bytes.Buffer safe for the server's log and the test to share.
@@ -96,22 +115,47 @@ func TestServeSynthetic(t *testing.T) {
 	require.Len(t, models.Data, 1)
 	assert.Equal(t, "bonsai-synthetic-tiny", models.Data[0].ID)
 
-	resp, err = http.Post(base+"/v1/chat/completions", "application/json",
-		strings.NewReader(`{"messages":[{"role":"user","content":"Hello"}],"max_tokens":5}`))
-	require.NoError(t, err)
-	body, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	assert.Equal(t, http.StatusOK, resp.StatusCode, "%s", body)
-	assert.Contains(t, string(body), `"completion_tokens":5`)
+	// Two conversations with one system prompt: the second, on the other session,
+	// starts from the first's cached system prompt.
+	var cached []int
+	for _, user := range []string{"Hello", "Good morning"} {
+		resp, err = http.Post(base+"/v1/chat/completions", "application/json", strings.NewReader(
+			`{"messages":[{"role":"system","content":"You answer in one line."},{"role":"user","content":"`+user+`"}],"max_tokens":5,"temperature":0}`))
+		require.NoError(t, err)
+		var r struct {
+			Usage struct {
+				CompletionTokens int `json:"completion_tokens"`
+				Details          struct {
+					CachedTokens int `json:"cached_tokens"`
+				} `json:"prompt_tokens_details"`
+			}
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		require.Equal(t, http.StatusOK, resp.StatusCode, "%s", body)
+		require.NoError(t, json.Unmarshal(body, &r), "%s", body)
+		assert.LessOrEqual(t, r.Usage.CompletionTokens, 5)
+		cached = append(cached, r.Usage.Details.CachedTokens)
+	}
+	assert.Zero(t, cached[0])
+	assert.Positive(t, cached[1], "the prefix cache served the system prompt")
 
 	// Anthropic's API and the chat page are mounted on the same server.
 	resp, err = http.Post(base+"/v1/messages", "application/json",
 		strings.NewReader(`{"model": "any", "max_tokens": 4, "messages": [{"role": "user", "content": "Hello"}]}`))
 	require.NoError(t, err)
-	body, _ = io.ReadAll(resp.Body)
+	body, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
 	assert.Equal(t, http.StatusOK, resp.StatusCode, "%s", body)
 	assert.Contains(t, string(body), `"output_tokens":4`)
+	resp, err = http.Get(base + "/metrics")
+	require.NoError(t, err)
+	body, _ = io.ReadAll(resp.Body)
+	resp.Body.Close()
+	assert.Equal(t, "text/plain; version=0.0.4; charset=utf-8", resp.Header.Get("Content-Type"))
+	assert.Contains(t, string(body), `bonsai_requests_total{endpoint="messages",outcome="completed",code="200"} 1`)
+	assert.Contains(t, string(body), "\nbonsai_prefix_cache_hits_total 1\n")
+	assert.Contains(t, string(body), "\nbonsai_prefix_cache_limit_bytes 2147483648\n")
 	resp, err = http.Get(base + "/")
 	require.NoError(t, err)
 	body, _ = io.ReadAll(resp.Body)
@@ -133,9 +177,10 @@ func TestServeSynthetic(t *testing.T) {
 	t.Log(out)
 	assert.Contains(t, out, "weights are RANDOM")
 	assert.Contains(t, out, "serve: backend cpu, 2 threads")
+	assert.Contains(t, out, "2 parallel, batches of 64 tokens, prefix cache 2GiB, queue 64")
 	assert.Contains(t, out, "POST /v1/chat/completions 200")
 	assert.Contains(t, out, "POST /v1/messages 200")
-	assert.Contains(t, out, "stopped after 4 requests, 2 generations")
+	assert.Contains(t, out, "stopped after 6 requests, 3 generations")
 }
 
 // TestServeBadModels: a missing file, a file that is not a model and a damaged one each

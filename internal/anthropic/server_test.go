@@ -3,6 +3,10 @@ package anthropic
 import (
 	"context"
 	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -216,4 +220,51 @@ func TestStreamDisconnect(t *testing.T) {
 	st := srv.Stats()
 	assert.Equal(t, int64(1), st.Cancelled, "the generation went on after the client left")
 	assert.Zero(t, st.Running)
+}
+
+// TestMetrics: the Messages API's requests count in the server's /metrics, under their
+// own endpoint, with their tokens.
+func TestMetrics(t *testing.T) {
+	_, ts := newTestServer(t, openai.Config{})
+	c := client(ts)
+	whole, err := c.Messages.New(context.Background(), textParams(6))
+	require.NoError(t, err)
+	code, _, _ := post(t, ts.URL+"/v1/messages", `{"model": "any", "messages": []}`)
+	assert.Equal(t, http.StatusBadRequest, code)
+	_, err = c.Messages.CountTokens(context.Background(), anthropic.MessageCountTokensParams{Model: "any",
+		Messages: []anthropic.MessageParam{anthropic.NewUserMessage(anthropic.NewTextBlock("Hello there"))}})
+	require.NoError(t, err)
+
+	want := []string{
+		`bonsai_requests_total{endpoint="messages",outcome="completed",code="200"} 1`,
+		`bonsai_requests_total{endpoint="messages",outcome="error",code="400"} 1`,
+		`bonsai_requests_total{endpoint="messages.count_tokens",outcome="completed",code="200"} 1`,
+		fmt.Sprintf("bonsai_prompt_tokens_total %d", whole.Usage.InputTokens+whole.Usage.CacheReadInputTokens),
+		fmt.Sprintf("bonsai_completion_tokens_total %d", whole.Usage.OutputTokens),
+	}
+	// A request is counted as its handler returns, which can be just after its client
+	// has read the response.
+	var lines []string
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		resp, err := http.Get(ts.URL + "/metrics")
+		require.NoError(t, err)
+		b, err := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		require.NoError(t, err)
+		lines = strings.Split(string(b), "\n")
+		missing := 0
+		for _, w := range want {
+			if !slices.Contains(lines, w) {
+				missing++
+			}
+		}
+		if missing == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the metrics lack some of %q:\n%s", want, b)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
 }

@@ -69,7 +69,7 @@ func (s *Server) chatJob(req *chatRequest) (*job, *apiError) {
 	if e := s.checkModel(req.Model); e != nil {
 		return nil, e
 	}
-	j := &job{endpoint: "chat.completions", promptParam: "messages", in: bonsai.Chat(msgs...), opt: opt, stream: req.Stream,
+	j := &job{endpoint: endpointChat, promptParam: "messages", in: bonsai.Chat(msgs...), opt: opt, stream: req.Stream,
 		includeUsage: req.Stream && req.StreamOptions != nil && req.StreamOptions.IncludeUsage}
 	var err error
 	if j.prompt, j.boundary, err = s.tokenize(j.in, opt); err != nil {

@@ -56,7 +56,7 @@ func (s *Server) completionJob(req *completionRequest) (*job, *apiError) {
 	if e := s.checkModel(req.Model); e != nil {
 		return nil, e
 	}
-	j := &job{endpoint: "completions", promptParam: "prompt", in: in, opt: opt, stream: req.Stream,
+	j := &job{endpoint: endpointCompletions, promptParam: "prompt", in: in, opt: opt, stream: req.Stream,
 		includeUsage: req.Stream && req.StreamOptions != nil && req.StreamOptions.IncludeUsage}
 	var err error
 	if j.prompt, j.boundary, err = s.tokenize(in, opt); err != nil {

@@ -1,14 +1,18 @@
 package openai
 
 import (
+	"bufio"
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"path/filepath"
 	"runtime"
 	"runtime/pprof"
 	"strings"
@@ -17,6 +21,8 @@ import (
 	"time"
 
 	"github.com/bonsai-go/sdk/bonsai"
+	"github.com/bonsai-go/sdk/internal/synth"
+	"github.com/bonsai-go/sdk/qwen35"
 	oai "github.com/openai/openai-go/v3"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -347,4 +353,323 @@ func TestLoad(t *testing.T) {
 		pprof.Lookup("goroutine").WriteTo(&dump, 1)
 		t.Errorf("%d goroutines left behind:\n%s", after-before, dump.String())
 	}
+}
+
+// chaosClient is one client of TestLoadChaos: it sends requests until the deadline, a
+// random mix of chat and completions, streamed and whole, some with a shared system
+// prompt, some cut short by a disconnect or a cancelled context, and checks that each
+// ends with a complete response, a clean refusal (503, Retry-After) or the client's
+// own cut.
+type chaosClient struct {
+	id   int
+	base string
+	hc   *http.Client
+	rng  *rand.Rand
+
+	sent, completed, rejected, cut int
+	errs                           []error
+}
+
+// chaosSystems are the system prompts clients share, long enough to be worth caching.
+var chaosSystems = []string{"You are a careful assistant.", "You write haiku."}
+
+func (c *chaosClient) run(deadline time.Time) {
+	for n := 0; time.Now().Before(deadline); n++ {
+		if err := c.one(n); err != nil {
+			c.errs = append(c.errs, fmt.Errorf("client %d request %d: %w", c.id, n, err))
+		}
+	}
+}
+
+func (c *chaosClient) one(n int) error {
+	chat := c.rng.IntN(4) > 0
+	stream := c.rng.IntN(2) == 0
+	maxTokens := 1 + c.rng.IntN(16)
+	system := fmt.Sprintf("Client %d, request %d.", c.id, n)
+	if c.rng.IntN(3) > 0 {
+		system = chaosSystems[c.rng.IntN(len(chaosSystems))]
+	}
+	temp := 0.0
+	if c.rng.IntN(2) == 0 {
+		temp = 0.8
+	}
+	var body, path string
+	if chat {
+		path = "/v1/chat/completions"
+		body = fmt.Sprintf(`{"messages":[{"role":"system","content":%q},{"role":"user","content":"Hi %d"}],`+
+			`"max_tokens":%d,"temperature":%g,"seed":%d,"stream":%t,"stream_options":%s}`,
+			system, n, maxTokens, temp, c.rng.Uint32(), stream, usageOption(stream))
+	} else {
+		path = "/v1/completions"
+		body = fmt.Sprintf(`{"prompt":%q,"max_tokens":%d,"temperature":%g,"seed":%d,"stream":%t,"stream_options":%s}`,
+			system, maxTokens, temp, c.rng.Uint32(), stream, usageOption(stream))
+	}
+	// Some streams are cut after a few events, by closing the connection or cancelling
+	// the context; some whole requests are given a deadline that may come first.
+	cutAfter := 0
+	if stream && c.rng.IntN(3) == 0 {
+		cutAfter = 1 + c.rng.IntN(4)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	timed := !stream && c.rng.IntN(3) == 0
+	if timed {
+		ctx, cancel = context.WithTimeout(ctx, time.Duration(1+c.rng.IntN(40))*time.Millisecond)
+		defer cancel()
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.base+path, strings.NewReader(body))
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	c.sent++
+	resp, err := c.hc.Do(req)
+	if err != nil {
+		if timed && errors.Is(err, context.DeadlineExceeded) {
+			c.cut++
+			return nil
+		}
+		return err
+	}
+	defer resp.Body.Close()
+	switch resp.StatusCode {
+	case http.StatusOK:
+	case http.StatusServiceUnavailable:
+		b, err := io.ReadAll(resp.Body)
+		var e apiErrorBody
+		switch {
+		case err != nil:
+			return fmt.Errorf("reading a 503: %v", err)
+		case json.Unmarshal(b, &e) != nil || e.Error.Code == nil || *e.Error.Code != "queue_full" || resp.Header.Get("Retry-After") != "1":
+			return fmt.Errorf("a malformed 503: %s", b)
+		}
+		c.rejected++
+		// Not the second Retry-After asks for, which would leave the server idle.
+		time.Sleep(time.Duration(20+c.rng.IntN(40)) * time.Millisecond)
+		return nil
+	default:
+		b, _ := io.ReadAll(resp.Body)
+		return fmt.Errorf("status %d: %s", resp.StatusCode, b)
+	}
+	if !stream {
+		b, err := io.ReadAll(resp.Body)
+		if err != nil {
+			if timed && errors.Is(err, context.DeadlineExceeded) {
+				c.cut++
+				return nil
+			}
+			return err
+		}
+		if err := checkWhole(b, chat, maxTokens); err != nil {
+			return err
+		}
+		c.completed++
+		return nil
+	}
+	if cutAfter > 0 {
+		// Read whole lines only, then leave: each event read is complete.
+		br := bufio.NewReader(resp.Body)
+		for events := 0; events < cutAfter; {
+			line, err := br.ReadString('\n')
+			if err != nil {
+				if err == io.EOF && line == "" {
+					break // the stream was shorter than the cut: it must have ended well
+				}
+				return fmt.Errorf("reading event %d: %v", events, err)
+			}
+			if data, ok := strings.CutPrefix(strings.TrimSuffix(line, "\n"), "data: "); ok {
+				events++
+				if data != "[DONE]" && !json.Valid([]byte(data)) {
+					return fmt.Errorf("event %d: truncated JSON %q", events, data)
+				}
+			}
+		}
+		if c.rng.IntN(2) == 0 {
+			cancel()
+		} else {
+			resp.Body.Close()
+		}
+		c.cut++
+		return nil
+	}
+	events, err := readEvents(resp.Body)
+	if err != nil {
+		return err
+	}
+	sum, err := checkStream(events, chat, true)
+	if err != nil {
+		return err
+	}
+	if sum.usage.CompletionTokens > maxTokens {
+		return fmt.Errorf("%d tokens, max_tokens %d", sum.usage.CompletionTokens, maxTokens)
+	}
+	c.completed++
+	return nil
+}
+
+func usageOption(stream bool) string {
+	if stream {
+		return `{"include_usage":true}`
+	}
+	return "null"
+}
+
+// checkWhole checks a whole chat completion or completion.
+func checkWhole(b []byte, chat bool, maxTokens int) error {
+	var r struct {
+		Object  string `json:"object"`
+		Choices []struct {
+			Message *struct {
+				Role    string  `json:"role"`
+				Content *string `json:"content"`
+			} `json:"message"`
+			Text         *string `json:"text"`
+			FinishReason string  `json:"finish_reason"`
+		} `json:"choices"`
+		Usage *usage `json:"usage"`
+	}
+	if err := json.Unmarshal(b, &r); err != nil {
+		return fmt.Errorf("%v: %s", err, b)
+	}
+	want := "text_completion"
+	if chat {
+		want = "chat.completion"
+	}
+	switch {
+	case r.Object != want || len(r.Choices) != 1 || r.Usage == nil:
+		return fmt.Errorf("malformed: %s", b)
+	case chat && (r.Choices[0].Message == nil || r.Choices[0].Message.Role != "assistant" || r.Choices[0].Message.Content == nil):
+		return fmt.Errorf("no message: %s", b)
+	case !chat && r.Choices[0].Text == nil:
+		return fmt.Errorf("no text: %s", b)
+	case r.Choices[0].FinishReason != "stop" && r.Choices[0].FinishReason != "length":
+		return fmt.Errorf("finish reason %q", r.Choices[0].FinishReason)
+	case r.Usage.CompletionTokens > maxTokens || r.Usage.TotalTokens != r.Usage.PromptTokens+r.Usage.CompletionTokens:
+		return fmt.Errorf("usage %+v, max_tokens %d", *r.Usage, maxTokens)
+	}
+	return nil
+}
+
+// microConfig is the tiny model at a tenth of its cost per token (the narrowest widths
+// the ternary blocks allow, one layer of each kind), so that many requests fit a few
+// seconds under -race.
+func microConfig() qwen35.Config {
+	c, err := synth.Preset("tiny")
+	if err != nil {
+		panic(err)
+	}
+	c.Embedding, c.FeedForward, c.Heads, c.KVHeads, c.HeadDim = 128, 128, 2, 1, 64
+	c.VHeads, c.KHeads, c.StateSize, c.InnerSize = 4, 2, 32, 128
+	c.Layers, c.FullAttentionInterval = 2, 2 // a GDN layer and an attention layer
+	return c
+}
+
+// heapInUse is the live heap after a collection.
+func heapInUse() uint64 {
+	runtime.GC()
+	runtime.GC()
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	return ms.HeapAlloc
+}
+
+// TestLoadChaos: 64 clients for two seconds against 4 batched sessions with a queue of
+// 8 and a prefix cache, with random mixes of streaming and whole requests, disconnects
+// and cancellations. Every request ends whole, refused cleanly or cut by its own
+// client, none in an error; afterwards no session is busy, none waits, and the
+// goroutines and the heap are back to their baseline.
+func TestLoadChaos(t *testing.T) {
+	const clients, parallel, queue = 64, 4, 8
+	const duration = 2 * time.Second
+	path := filepath.Join(t.TempDir(), "micro.gguf")
+	require.NoError(t, synth.WriteFile(context.Background(), path, synth.Options{Config: microConfig(), Seed: 1}, nil))
+
+	round := func(clients int, d time.Duration, check bool) {
+		m, err := bonsai.Open(path, bonsai.WithThreads(2), bonsai.WithPrefixCache(32<<20))
+		require.NoError(t, err)
+		s, err := NewServer(m, Config{ModelName: modelName, Parallel: parallel, Queue: queue})
+		require.NoError(t, err)
+		ts := httptest.NewServer(s)
+		tr := &http.Transport{MaxIdleConnsPerHost: clients}
+		hc := &http.Client{Transport: tr, Timeout: time.Minute}
+
+		// The shared system prompts are cached before the clients come, so that the
+		// cache serves some of them even in a short run under -race.
+		for _, sys := range chaosSystems {
+			code := postStatus(ts.URL+"/v1/chat/completions",
+				fmt.Sprintf(`{"messages":[{"role":"system","content":%q},{"role":"user","content":"Hi"}],"max_tokens":1}`, sys))
+			require.Equal(t, http.StatusOK, code)
+		}
+		cs := make([]*chaosClient, clients)
+		deadline := time.Now().Add(d)
+		var wg sync.WaitGroup
+		for i := range cs {
+			cs[i] = &chaosClient{id: i, base: ts.URL, hc: hc, rng: rand.New(rand.NewPCG(uint64(i), 15))}
+			wg.Go(func() { cs[i].run(deadline) })
+		}
+		wg.Wait()
+		t.Logf("the clients ended %v after the deadline", time.Since(deadline).Round(time.Millisecond))
+		var sent, completed, rejected, cut int
+		for _, c := range cs {
+			for _, err := range c.errs {
+				t.Error(err)
+			}
+			sent, completed, rejected, cut = sent+c.sent, completed+c.completed, rejected+c.rejected, cut+c.cut
+		}
+		eventually(t, "the sessions to be free and the queue empty", func() bool {
+			st := s.Stats()
+			return st.Running == 0 && st.Queued == 0
+		})
+		if check {
+			t.Logf("%d clients, %v: %d requests: %d complete, %d refused, %d cut by their client; %d generations, %d cancelled",
+				clients, d, sent, completed, rejected, cut, s.Stats().Generations, s.Stats().Cancelled)
+			fams := scrape(t, ts.URL)
+			outcomes := map[string]float64{}
+			for _, smp := range fams["bonsai_requests_total"].samples {
+				if ep := smp.labels["endpoint"]; ep == "chat.completions" || ep == "completions" {
+					outcomes[smp.labels["outcome"]] += smp.value
+				}
+			}
+			assert.Zero(t, outcomes[outcomeError], "no request ended in an error")
+			assert.GreaterOrEqual(t, outcomes[outcomeCompleted], float64(completed))
+			assert.GreaterOrEqual(t, outcomes[outcomeRejected], float64(rejected))
+			assert.LessOrEqual(t, outcomes[outcomeCompleted]+outcomes[outcomeRejected]+outcomes[outcomeCancelled], float64(sent))
+			assert.Positive(t, completed)
+			assert.Positive(t, cut)
+			assert.Positive(t, m.PrefixCacheStats().Hits, "a shared system prompt started from the cache")
+			b := m.BatchStats()
+			assert.Greater(t, b.MaxBatch, 1, "sessions shared forward passes")
+			t.Logf("batcher: %d steps, %.2f sequences a step, at most %d; prefix cache: %+v",
+				b.Steps, float64(b.Sequences)/float64(b.Steps), b.MaxBatch, m.PrefixCacheStats())
+		}
+		tr.CloseIdleConnections()
+		ts.Close()
+		require.NoError(t, s.Close())
+		require.NoError(t, m.Close())
+	}
+
+	// A short round first, so that what is allocated once (the HTTP machinery, the
+	// tokenizer's caches) is in the baseline.
+	start := runtime.NumGoroutine()
+	round(8, 50*time.Millisecond, false)
+	goroutines := runtime.NumGoroutine()
+	for deadline := time.Now().Add(5 * time.Second); goroutines > start && time.Now().Before(deadline); goroutines = runtime.NumGoroutine() {
+		time.Sleep(10 * time.Millisecond)
+	}
+	heap := heapInUse()
+	round(clients, duration, true)
+
+	after := runtime.NumGoroutine()
+	for deadline := time.Now().Add(5 * time.Second); after > goroutines && time.Now().Before(deadline); after = runtime.NumGoroutine() {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if after > goroutines {
+		var dump bytes.Buffer
+		pprof.Lookup("goroutine").WriteTo(&dump, 1)
+		t.Errorf("%d goroutines left behind:\n%s", after-goroutines, dump.String())
+	}
+	heapAfter := heapInUse()
+	t.Logf("goroutines %d → %d; heap in use %.1f → %.1f MiB", goroutines, after, float64(heap)/(1<<20), float64(heapAfter)/(1<<20))
+	// Generous: the round's allocations are tens of MiB; what it left behind must not be.
+	assert.Less(t, heapAfter, heap+4<<20, "the heap returns near its baseline")
 }

@@ -5,11 +5,14 @@
 //	POST /v1/completions        a plain-text continuation, whole or streamed
 //	GET  /v1/models             the one model served; GET /v1/models/{id} likewise
 //	GET  /health, /v1/health    liveness and the load: generations running and queued
+//	GET  /metrics               counters in the Prometheus text format (metrics.go)
 //
 // Each generation runs on a Session from a pool of Config.Parallel sessions, which are
 // kept between requests so that a conversation's next turn, when it lands on the session
 // that holds its start, prefills only what is new (Session.Generate's prefix reuse; an
-// idle session holding the longest common prefix is chosen). At most Parallel
+// idle session holding the longest common prefix is chosen). The sessions of one model
+// batch their forward passes together (see bonsai.WithBatchTokens), so Parallel is the
+// most generations in one batch, not a share of the machine each. At most Parallel
 // generations run at once, up to Config.Queue more requests wait their turn in order, and
 // beyond that a request is refused with 503 and Retry-After. A client that goes away,
 // whether queued or generating, is dropped: its generation ends within one decode step.

@@ -136,6 +136,22 @@ var (
 // tokens were thinking. A generation cut short because the client left has
 // FinishCancelled and no error; one stopped by CancelAll, ErrShuttingDown.
 func (s *Server) execute(ctx context.Context, j *job, start func(), tok func(bonsai.Token) bool) (bonsai.Result, int, error) {
+	res, reasoning, err := s.generate(ctx, j, start, tok)
+	outcome := outcomeCompleted
+	switch {
+	case errors.Is(err, ErrQueueFull) || errors.Is(err, ErrShuttingDown) && res.FinishReason != bonsai.FinishCancelled:
+		outcome = outcomeRejected
+	case err != nil:
+		outcome = outcomeError
+	case res.FinishReason == bonsai.FinishCancelled:
+		outcome = outcomeCancelled
+	}
+	setOutcome(ctx, outcome)
+	return res, reasoning, err
+}
+
+// generate is execute but for the request's outcome.
+func (s *Server) generate(ctx context.Context, j *job, start func(), tok func(bonsai.Token) bool) (bonsai.Result, int, error) {
 	if s.hard.Err() != nil {
 		return bonsai.Result{}, 0, ErrShuttingDown
 	}
@@ -147,6 +163,7 @@ func (s *Server) execute(ctx context.Context, j *job, start func(), tok func(bon
 	defer cancel()
 	defer context.AfterFunc(s.hard, cancel)()
 
+	arrived := time.Now()
 	sl, err := s.pool.acquire(ctx, j.prompt)
 	if err != nil {
 		switch {
@@ -160,6 +177,7 @@ func (s *Server) execute(ctx context.Context, j *job, start func(), tok func(bon
 		}
 		return bonsai.Result{}, 0, fmt.Errorf("no session: %w", err)
 	}
+	s.metrics.queueWait.observe(since(arrived))
 	held := true
 	release := func() {
 		if held {
@@ -180,10 +198,14 @@ func (s *Server) execute(ctx context.Context, j *job, start func(), tok func(bon
 
 	t0 := time.Now()
 	g := sl.s.Generate(ctx, j.in, j.opt)
-	reasoning := 0
+	reasoning, first := 0, true
 	for t, err := range g.Tokens() {
 		if err != nil {
 			break // Result returns it
+		}
+		if first && t.ID >= 0 {
+			first = false
+			s.metrics.firstToken.observe(since(arrived))
 		}
 		if t.Thinking && t.ID >= 0 {
 			reasoning++
@@ -206,6 +228,9 @@ func (s *Server) execute(ctx context.Context, j *job, start func(), tok func(bon
 	if genErr == nil && res.FinishReason == bonsai.FinishCancelled {
 		s.cancelled.Add(1)
 	}
+	s.metrics.promptTokens.Add(int64(res.Usage.PromptTokens))
+	s.metrics.cachedTokens.Add(int64(res.Usage.CachedTokens))
+	s.metrics.completionTokens.Add(int64(res.Usage.CompletionTokens))
 	if s.cfg.OnGenerationEnd != nil {
 		s.cfg.OnGenerationEnd(GenerationEnd{Endpoint: j.endpoint, FinishReason: res.FinishReason, Err: genErr,
 			PromptTokens: res.Usage.PromptTokens, CachedTokens: res.Usage.CachedTokens, CompletionTokens: res.Usage.CompletionTokens,

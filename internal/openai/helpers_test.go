@@ -28,6 +28,7 @@ import (
 var (
 	tinyModel  *bonsai.Model
 	thinkModel *bonsai.Model
+	tinyPath   string // the tiny model's file, for tests that open it with options of their own
 )
 
 const thinkTemplate = `{%- for message in messages -%}
@@ -52,6 +53,7 @@ func TestMain(m *testing.M) {
 		defer os.RemoveAll(dir)
 		c, _ := synth.Preset("tiny")
 		path := filepath.Join(dir, "tiny.gguf")
+		tinyPath = path
 		if err := synth.WriteFile(context.Background(), path, synth.Options{Config: c, Seed: 1}, nil); err != nil {
 			panic(err)
 		}

@@ -25,7 +25,7 @@ type Config struct {
 	// OwnedBy is the model's owned_by in /v1/models (default "prismml").
 	OwnedBy string
 	// Parallel is the most generations that run at once, each on its own session
-	// (default 1).
+	// (default 1); the model batches their forward passes together.
 	Parallel int
 	// Queue is the most requests that wait for a session; beyond, 503 (0: none wait).
 	Queue int
@@ -86,6 +86,7 @@ type Server struct {
 
 	requests, generations, cancelled, rejected atomic.Int64
 	active                                     sync.WaitGroup
+	metrics                                    *metrics
 }
 
 // NewServer returns a Server for m.
@@ -108,7 +109,8 @@ func NewServer(m *bonsai.Model, cfg Config) (*Server, error) {
 	if cfg.OwnedBy == "" {
 		cfg.OwnedBy = "prismml"
 	}
-	s := &Server{m: m, cfg: cfg, pool: newPool(m, cfg.Parallel, cfg.Queue), created: time.Now().Unix(), thinkOpen: -1}
+	s := &Server{m: m, cfg: cfg, pool: newPool(m, cfg.Parallel, cfg.Queue), created: time.Now().Unix(), thinkOpen: -1,
+		metrics: newMetrics()}
 	s.hard, s.cancelAll = context.WithCancel(context.Background())
 	if id, ok := m.Tokenizer().Lookup("<think>"); ok {
 		s.thinkOpen = id
@@ -146,54 +148,75 @@ func (s *Server) Stats() Stats {
 // ServeHTTP routes a request.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	s.requests.Add(1)
-	if s.cfg.Log != nil {
-		start := time.Now()
-		rec := &statusRecorder{ResponseWriter: w}
-		w = rec
-		defer func() {
+	start := time.Now()
+	rec := &statusRecorder{ResponseWriter: w}
+	tr := &tracker{}
+	r = r.WithContext(context.WithValue(r.Context(), trackerKey{}, tr))
+	endpoint := "other"
+	defer func() {
+		s.metrics.request(endpoint, outcomeOf(tr, rec.status()), rec.status())
+		if s.cfg.Log != nil {
 			s.cfg.Log("%s %s %d %s", r.Method, r.URL.Path, rec.status(), time.Since(start).Round(time.Millisecond))
-		}()
-	}
+		}
+	}()
+	w = rec
 	if h, ok := s.extra[r.URL.Path]; ok {
+		endpoint = endpointName(r.URL.Path)
 		h.ServeHTTP(w, r)
 		return
 	}
 	path := strings.TrimSuffix(r.URL.Path, "/")
 	if h, ok := s.extra[path]; ok && path != "" {
+		endpoint = endpointName(path)
 		h.ServeHTTP(w, r)
 		return
 	}
 	switch {
 	case path == "/v1/chat/completions" || path == "/chat/completions":
+		endpoint = endpointChat
 		if allow(w, r, http.MethodPost) {
 			s.chatCompletions(w, r)
 		}
 	case path == "/v1/completions" || path == "/completions":
+		endpoint = endpointCompletions
 		if allow(w, r, http.MethodPost) {
 			s.completions(w, r)
 		}
-	case path == "/v1/models" || path == "/models":
-		if allow(w, r, http.MethodGet) {
-			writeJSON(w, http.StatusOK, map[string]any{"object": "list", "data": []any{s.modelObject()}})
+	case path == "/v1/models" || path == "/models" || strings.HasPrefix(path, "/v1/models/"):
+		endpoint = "models"
+		if !allow(w, r, http.MethodGet) {
+			return
 		}
-	case strings.HasPrefix(path, "/v1/models/"):
-		if allow(w, r, http.MethodGet) {
-			id := strings.TrimPrefix(path, "/v1/models/")
-			if id != s.cfg.ModelName {
-				writeError(w, s.unknownModel(id))
-				return
-			}
+		id, one := strings.CutPrefix(path, "/v1/models/")
+		switch {
+		case !one:
+			writeJSON(w, http.StatusOK, map[string]any{"object": "list", "data": []any{s.modelObject()}})
+		case id != s.cfg.ModelName:
+			writeError(w, s.unknownModel(id))
+		default:
 			writeJSON(w, http.StatusOK, s.modelObject())
 		}
 	case path == "/health" || path == "/v1/health":
+		endpoint = "health"
 		if allow(w, r, http.MethodGet) {
 			s.health(w)
+		}
+	case path == "/metrics":
+		endpoint = "metrics"
+		if allow(w, r, http.MethodGet) {
+			s.serveMetrics(w, r)
 		}
 	default:
 		writeError(w, &apiError{status: http.StatusNotFound, Type: typeInvalidRequest, Code: strPtr("unknown_url"),
 			Message: fmt.Sprintf("Unknown request URL: %s %s.", r.Method, r.URL.Path)})
 	}
 }
+
+// The endpoint names of the OpenAI generations, in GenerationEnd and the metrics.
+const (
+	endpointChat        = "chat.completions"
+	endpointCompletions = "completions"
+)
 
 // allow answers 405 unless r uses method (GET also allows HEAD).
 func allow(w http.ResponseWriter, r *http.Request, method string) bool {
@@ -270,7 +293,11 @@ func newID(prefix string) string {
 	return prefix + hex.EncodeToString(b[:])
 }
 
-// statusRecorder remembers the status a handler sent, for the log.
+// statusClientLeft is the status of a request whose client left before an answer, as
+// nginx logs it.
+const statusClientLeft = 499
+
+// statusRecorder remembers the status a handler sent, for the log and the metrics.
 type statusRecorder struct {
 	http.ResponseWriter
 	code int
@@ -294,7 +321,7 @@ func (r *statusRecorder) Unwrap() http.ResponseWriter { return r.ResponseWriter 
 
 func (r *statusRecorder) status() int {
 	if r.code == 0 {
-		return 499 // the client left before an answer
+		return statusClientLeft
 	}
 	return r.code
 }

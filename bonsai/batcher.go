@@ -2,6 +2,7 @@ package bonsai
 
 import (
 	"context"
+	"slices"
 	"sync"
 	"time"
 
@@ -37,6 +38,9 @@ type batcher struct {
 	timer    *time.Timer // the linger's, reused
 	woken    int         // requests the last step finished, the leader's own among them
 	lastStep time.Duration
+	// decodeTime and rowCost are promptRows' estimates; rotBuf is rotate's scratch.
+	decodeTime, rowCost time.Duration
+	rotBuf              []*request
 
 	// The leader's own, reused every step so that a step allocates nothing.
 	active []*request
@@ -200,24 +204,53 @@ func (b *batcher) step(leader *request) {
 		return
 	}
 	b.batch, b.owners = b.batch[:0], b.owners[:0]
-	rows := b.maxRows
-	// Decode steps first, then prompt chunks in arrival order.
-	for pass := 0; pass < 2 && rows > 0; pass++ {
-		for _, r := range b.active {
-			left := len(r.seq.Tokens) - r.off
-			if (left == 1) != (pass == 0) || rows == 0 {
-				continue
-			}
-			n := min(left, rows)
-			rows -= n
-			b.batch = append(b.batch, b.part(r, n))
-			b.owners = append(b.owners, r)
+	decodes, prompts := 0, 0
+	for _, r := range b.active {
+		if len(r.seq.Tokens)-r.off == 1 {
+			decodes++
+		} else {
+			prompts++
 		}
+	}
+	// Decode steps first, but never all the rows while a prompt waits (it would starve);
+	// then prompt chunks in arrival order, as many rows as keep the streams' step within
+	// its bound (promptRows).
+	decodeCap := b.maxRows
+	if prompts > 0 {
+		decodeCap = max(b.maxRows-1, 1)
+	}
+	taken := 0
+	for _, r := range b.active {
+		if taken == decodeCap {
+			break
+		}
+		if len(r.seq.Tokens)-r.off == 1 {
+			b.batch = append(b.batch, b.part(r, 1))
+			b.owners = append(b.owners, r)
+			taken++
+		}
+	}
+	rows := b.maxRows - taken
+	if taken > 0 {
+		rows = min(rows, b.promptRows())
+	}
+	promptRows := 0
+	for _, r := range b.active {
+		left := len(r.seq.Tokens) - r.off
+		if left == 1 || rows == 0 {
+			continue
+		}
+		n := min(left, rows)
+		rows -= n
+		promptRows += n
+		b.batch = append(b.batch, b.part(r, n))
+		b.owners = append(b.owners, r)
 	}
 	start := time.Now()
 	err := b.forward()
 	elapsed := time.Since(start)
 	b.lastStep = elapsed
+	b.learn(taken, promptRows, elapsed)
 	tokens := 0
 	for i, r := range b.owners {
 		n := len(b.batch[i].Tokens)
@@ -242,6 +275,9 @@ func (b *batcher) step(leader *request) {
 	}
 	clear(b.active[len(kept):])
 	b.active = kept
+	if decodes > taken {
+		b.rotate()
+	}
 	b.statsMu.Lock()
 	s := &b.stats
 	s.Steps++
@@ -252,6 +288,62 @@ func (b *batcher) step(leader *request) {
 	s.MaxBatch = max(s.MaxBatch, len(b.owners))
 	s.Active = len(b.active)
 	b.statsMu.Unlock()
+}
+
+// stepBound is how much longer than a decode-only step a step that also feeds a prompt
+// may take: the running streams' inter-token latency while a long prompt is fed stays
+// within this factor of their unloaded one.
+const stepBound = 1.8
+
+// promptRows is the most prompt rows a step that carries decode rows takes: on a machine
+// where a decode step is bound by reading the weights, a few prompt rows ride along
+// almost free, and each row past that costs compute. It is learnt from the steps' times
+// — the decode-only step's (decodeTime) and the cost of a prompt row on top (rowCost),
+// both moving averages — and starts small.
+func (b *batcher) promptRows() int {
+	if b.decodeTime <= 0 || b.rowCost <= 0 {
+		return max(1, b.maxRows/16)
+	}
+	n := int((stepBound - 1) * float64(b.decodeTime) / float64(b.rowCost))
+	return min(max(n, 1), b.maxRows)
+}
+
+// learn updates decodeTime and rowCost from a step of decodes decode rows and prompt
+// prompt rows that took d.
+func (b *batcher) learn(decodes, prompt int, d time.Duration) {
+	const w = 0.25 // the weight of the newest step
+	ewma := func(old, v time.Duration) time.Duration {
+		if old <= 0 {
+			return v
+		}
+		return time.Duration((1-w)*float64(old) + w*float64(v))
+	}
+	switch {
+	case decodes > 0 && prompt == 0:
+		b.decodeTime = ewma(b.decodeTime, d)
+	case decodes > 0 && b.decodeTime > 0:
+		extra := max(d-b.decodeTime, 0) / time.Duration(prompt)
+		b.rowCost = ewma(b.rowCost, max(extra, time.Microsecond))
+	}
+}
+
+// rotate moves the requests the last step served behind those it left waiting, so that
+// streams beyond one step's rows take turns.
+func (b *batcher) rotate() {
+	served := func(r *request) bool { return slices.Contains(b.owners, r) }
+	b.rotBuf = b.rotBuf[:0]
+	for _, r := range b.active {
+		if !served(r) {
+			b.rotBuf = append(b.rotBuf, r)
+		}
+	}
+	for _, r := range b.active {
+		if served(r) {
+			b.rotBuf = append(b.rotBuf, r)
+		}
+	}
+	copy(b.active, b.rotBuf)
+	clear(b.rotBuf)
 }
 
 // part is the next n tokens of r as a sequence of this step's batch: the logits it

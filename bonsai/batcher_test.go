@@ -171,3 +171,40 @@ func TestBatcherChurn(t *testing.T) {
 	wg.Wait()
 	require.Zero(t, m.BatchStats().Active)
 }
+
+// A prompt is fed even when the running streams alone would fill every pass: a step
+// that has a prompt waiting leaves it a row at least, and the streams beyond the pass
+// take turns.
+func TestPromptNotStarved(t *testing.T) {
+	path := writeModel(t, "tiny", 7, ternary.PQ2_0)
+	m := open(t, path, bonsai.WithThreads(2), bonsai.WithBatchTokens(2))
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var wg sync.WaitGroup
+	steps := make([]int, 3)
+	for i := range steps {
+		s := session(t, m)
+		require.NoError(t, s.Prefill(context.Background(), []int32{1, 2}))
+		wg.Go(func() {
+			for s.Step(ctx, 3) == nil {
+				steps[i]++
+			}
+		})
+	}
+	time.Sleep(10 * time.Millisecond)
+	p := session(t, m)
+	done := make(chan error, 1)
+	go func() { done <- p.Prefill(context.Background(), tokens(20, m.Vocab(), 1)) }()
+	select {
+	case err := <-done:
+		require.NoError(t, err)
+	case <-time.After(20 * time.Second):
+		t.Fatal("the prompt was not fed while three streams filled the passes")
+	}
+	cancel()
+	wg.Wait()
+	t.Logf("20-token prompt fed beside 3 streams at 2 tokens a pass; the streams made %v steps", steps)
+	for i, n := range steps {
+		assert.Positive(t, n, "stream %d never stepped", i)
+	}
+}

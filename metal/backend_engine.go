@@ -73,6 +73,7 @@ type engine struct {
 	closed   bool
 	resident int64    // bytes counted against the working set: weights and live states (backend_memory.go)
 	budget   cbBudget // the size of prefill command buffers (backend_split.go), under mu
+	batch    *acts    // the rows of batches of several sequences, once allocated (backend_batch.go), under mu
 
 	owned   []gpu.Buffer // released at Close
 	views   int          // how many of owned are views of the mapped file

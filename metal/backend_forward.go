@@ -23,16 +23,13 @@ const (
 	outArgmax                // the last token's logits and their argmax
 )
 
-// Forward feeds each sequence of the batch its tokens, one sequence after another: chunks
-// of up to 64 tokens, each encoded into one command buffer (one decode step: one command
-// buffer, the fused kernels). The batch has been checked (backend.Check).
+// Forward feeds each sequence of the batch its tokens in command buffers of up to 64
+// rows. One sequence runs alone, in chunks of its own (one decode step: one command
+// buffer, the fused kernels); several run together, their rows packed into shared
+// command buffers that read the weights once for all of them (backend_batch.go). The
+// batch has been checked (backend.Check).
 func (e *engine) Forward(ctx context.Context, batch []backend.Sequence) error {
-	for i := range batch {
-		if err := e.forward(ctx, &batch[i], nil); err != nil {
-			return inSequence(batch, i, err)
-		}
-	}
-	return nil
+	return e.run(ctx, batch, nil)
 }
 
 // ForwardGreedy runs the batch as Forward does and stores in next[i] the greedy choice
@@ -47,12 +44,7 @@ func (e *engine) ForwardGreedy(ctx context.Context, batch []backend.Sequence, ne
 			return inSequence(batch, i, errors.New("ForwardGreedy: no tokens"))
 		}
 	}
-	for i := range batch {
-		if err := e.forward(ctx, &batch[i], &next[i]); err != nil {
-			return inSequence(batch, i, err)
-		}
-	}
-	return nil
+	return e.run(ctx, batch, next[:len(batch)])
 }
 
 // inSequence says which sequence of a batch of several an error is about.
@@ -70,39 +62,34 @@ func (e *engine) forward(ctx context.Context, s *backend.Sequence, next *int32) 
 	if err != nil {
 		return err
 	}
-	V := e.sizes.vocab
 	tokens := s.Tokens
 	for done := 0; done < len(tokens); {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
 		n := min(st.chunk, len(tokens)-done)
-		last := done+n == len(tokens)
-		mode := outNone
-		switch {
-		case next != nil:
-			if last {
-				mode = outArgmax
-			}
-		case s.Logits == backend.LogitsAll:
-			mode = outAll
-		case s.Logits == backend.LogitsLast && last:
-			mode = outLast
-		}
+		mode := chunkMode(s, done+n == len(tokens), next != nil)
 		if err := e.runChunk(st, tokens[done:done+n], mode); err != nil {
 			return err
 		}
-		switch mode {
-		case outAll:
-			copy(s.Out[done*V:(done+n)*V], floats(st.logits.Contents())[:n*V])
-		case outLast:
-			copy(s.Out[:V], floats(st.logits.Contents())[:V])
-		case outArgmax:
-			*next = int32(binary.LittleEndian.Uint32(st.best.Contents()))
-		}
+		chunkOut(s, done, n, mode, next, floats(st.logits.Contents()), st.best.Contents(), e.sizes.vocab)
 		done += n
 	}
 	return nil
+}
+
+// chunkOut delivers what a chunk of s's tokens [done, done+n) computed for mode: its
+// logits into s.Out, or its argmax into next. logits holds the chunk's logits rows
+// (all n, or the last), best the argmax.
+func chunkOut(s *backend.Sequence, done, n int, mode outMode, next *int32, logits []float32, best []byte, V int) {
+	switch mode {
+	case outAll:
+		copy(s.Out[done*V:(done+n)*V], logits[:n*V])
+	case outLast:
+		copy(s.Out[:V], logits[:V])
+	case outArgmax:
+		*next = int32(binary.LittleEndian.Uint32(best))
+	}
 }
 
 // stateOf returns s as an open state of this engine.
@@ -146,11 +133,7 @@ func (e *engine) runChunk(st *state, tokens []int32, mode outMode) error {
 // and records its dispatches: the fused decode kernels for one token, the prefill
 // kernels otherwise.
 func (e *engine) encodeChunk(cb gpu.CommandBuffer, st *state, tokens []int32, mode outMode) {
-	ids := st.ids.Contents()
-	for i, t := range tokens {
-		binary.LittleEndian.PutUint32(ids[4*i:], uint32(t))
-	}
-	e.ropeTable(st, st.pos, len(tokens))
+	e.putRows(&st.acts, 0, st.pos, tokens)
 	if len(tokens) == 1 && e.fused {
 		e.encodeDecode(cb, st, mode)
 		return
@@ -158,16 +141,44 @@ func (e *engine) encodeChunk(cb gpu.CommandBuffer, st *state, tokens []int32, mo
 	e.encodePrefill(cb, st, len(tokens), mode)
 }
 
-// ropeTable writes the RoPE table of n tokens from position pos into the state: per
-// token the cosines, then the sines (qwen35.Attention.RopeTable).
-func (e *engine) ropeTable(st *state, pos, n int) {
-	half := e.cfg.RopeDims / 2
-	rope := floats(st.rope.Contents())
+// putRows writes the inputs of rows from row on of a: the token ids and the RoPE table
+// of their positions, pos, pos+1, ….
+func (e *engine) putRows(a *acts, row, pos int, tokens []int32) {
+	ids := a.ids.Contents()
+	for i, t := range tokens {
+		binary.LittleEndian.PutUint32(ids[4*(row+i):], uint32(t))
+	}
+	e.ropeTable(a, row, pos, len(tokens))
+}
+
+// ropeWidth is a row of the RoPE table: the cosines, then the sines.
+func (e *engine) ropeWidth() int { return 2 * (e.cfg.RopeDims / 2) }
+
+// ropeTable writes the RoPE table of n rows of a from row on, for positions pos,
+// pos+1, …: per row the cosines, then the sines (qwen35.Attention.RopeTable).
+func (e *engine) ropeTable(a *acts, row, pos, n int) {
+	w := e.ropeWidth()
+	rope := floats(a.rope.Contents())[row*w:]
 	for t := range n {
-		row := rope[t*2*half : (t+1)*2*half]
-		e.att.RopeTable(row[:half], row[half:], pos+t)
+		r := rope[t*w : (t+1)*w]
+		e.att.RopeTable(r[:w/2], r[w/2:], pos+t)
 	}
 }
+
+// seg is one sequence's rows of a command buffer: rows [row, row+n) of the activations
+// a, at the sequence's next positions st.pos, st.pos+1, …. Its mixers run on them with
+// the sequence's own state.
+type seg struct {
+	a      *acts
+	st     *state
+	row, n int
+}
+
+// alone is the first n rows of st's own activations: a chunk of st run alone.
+func (st *state) alone(n int) seg { return seg{&st.acts, st, 0, n} }
+
+// rowAt is row r of b, whose rows are w floats wide.
+func rowAt(b gpu.Buffer, r, w int) ref { return ref{b, 4 * r * w} }
 
 func buf(i int, b gpu.Buffer) gpu.Arg { return gpu.Arg{Index: i, Buf: b} }
 func bytesArg(a args) gpu.Arg         { return gpu.Arg{Index: 0, Bytes: a.bytes()} }
@@ -271,7 +282,7 @@ func (e *engine) gemmSite(cb gpu.CommandBuffer, s *qwen35.Site, r *siteRefs, T i
 // product that adds to the residual stream writes delta, which the next norm site adds.
 func (e *engine) encodeDecode(cb gpu.CommandBuffer, st *state, mode outMode) {
 	p := e.plan
-	e.embed(cb, st, 1)
+	e.embed(cb, &st.acts, 1)
 	x, xn := r0(st.xa), r0(st.xb)
 	delta := r0(st.delta)
 	hasDelta := false
@@ -295,7 +306,7 @@ func (e *engine) encodeDecode(cb gpu.CommandBuffer, st *state, mode outMode) {
 		case qwen35.MixerAttention:
 			e.mvSite(cb, mvNorm, &lp.In, &l.in, normIn(&lp.In, l.in.norm), st.qg, st.k, st.v)
 			swap()
-			e.attention(cb, st, li, 1, true)
+			e.attention(cb, st.alone(1), li, true)
 		case qwen35.MixerGDN:
 			if e.b.cfg.splitGDN || e.isPTQ1(l.in.products[0]) != e.isPTQ1(l.in.products[1]) {
 				// The products as one mv_norm that also keeps the normed vector for the
@@ -303,7 +314,7 @@ func (e *engine) encodeDecode(cb gpu.CommandBuffer, st *state, mode outMode) {
 				in := normIn(&lp.In, l.in.norm)
 				in.hout, in.flags = r0(st.h), in.flags|mvfHOut
 				e.mvSite(cb, mvNorm, &lp.In, &l.in, in, st.qkv, st.z)
-				e.gdnSeq(cb, st, li, 1)
+				e.gdnSeq(cb, st.alone(1), li)
 			} else {
 				e.gdnDecode(cb, st, li, x, delta, xn, e.signsOf(lp.In.Width), hasDelta)
 			}
@@ -320,26 +331,28 @@ func (e *engine) encodeDecode(cb gpu.CommandBuffer, st *state, mode outMode) {
 	}
 	e.mvSite(cb, mvNorm, &p.Head, &e.head, mvIn{in0: x, in1: delta, gain: e.head.norm, signs: e.signsOf(p.Head.Width), flags: mvfDelta}, st.logits)
 	if mode == outArgmax {
-		e.argmax(cb, st)
+		e.argmax(cb, r0(st.logits), r0(st.best))
 	}
 }
 
-func (e *engine) embed(cb gpu.CommandBuffer, st *state, T int) {
+// embed records the embedding of the first T rows of a (their token ids).
+func (e *engine) embed(cb gpu.CommandBuffer, a *acts, T int) {
 	E, m := e.plan.EmbeddingWidth, e.plan.Embedding
 	p := e.p[kEmbed]
 	var flags uint32
 	if e.isPTQ1(e.emb) {
 		flags = sitePTQ1
 	}
-	a := args{uint32(E), uint32(e.blk), f32(e.scale), f32(e.eps), flags, uint32(m.Format.RowBytes(E)), uint32(T), 0}
+	ea := args{uint32(E), uint32(e.blk), f32(e.scale), f32(e.eps), flags, uint32(m.Format.RowBytes(E)), uint32(T), 0}
 	cb.Dispatch(p, gpu.Size{E / e.blk, T, 1}, gpu.Size{threads(p, e.blk), 1, 1},
-		bytesArg(a), buf(1, st.ids), e.emb.arg(2), e.signsOf(E).arg(3), buf(4, st.xa))
+		bytesArg(ea), buf(1, a.ids), e.emb.arg(2), e.signsOf(E).arg(3), buf(4, a.xa))
 }
 
-func (e *engine) argmax(cb gpu.CommandBuffer, st *state) {
+// argmax records the argmax of the Vocab logits at v into the uint32 at out.
+func (e *engine) argmax(cb gpu.CommandBuffer, v, out ref) {
 	p := e.p[kArgmax]
 	cb.Dispatch(p, gpu.Size{1, 1, 1}, gpu.Size{threads(p, 1024), 1, 1},
-		bytesArg(args{uint32(e.sizes.vocab), 0, 0, 0}), buf(1, st.logits), buf(2, st.best))
+		bytesArg(args{uint32(e.sizes.vocab), 0, 0, 0}), v.arg(1), out.arg(2))
 }
 
 func (e *engine) gdnArgs(T int, flags uint32) args {
@@ -370,37 +383,44 @@ func (e *engine) gdnDecode(cb gpu.CommandBuffer, st *state, li int, x, delta, xn
 		st.conv[li].arg(14), st.ssm[li].arg(15), buf(16, st.mix))
 }
 
-// gdnSeq records the GDN core of T tokens (step form) on the chunk's qkv, z and h rows.
-func (e *engine) gdnSeq(cb gpu.CommandBuffer, st *state, li, T int) {
-	e.gdnCore(cb, kGDNSeq, st, li, T)
+// gdnSeq records the GDN core of s's rows in the step form, on their qkv, z and h rows.
+func (e *engine) gdnSeq(cb gpu.CommandBuffer, s seg, li int) {
+	e.gdnCore(cb, kGDNSeq, s, li)
 }
 
-// gdnChunk records the GDN core of T ≤ 64 tokens in the chunked form (it convolves the
-// chunk's qkv rows in place).
-func (e *engine) gdnChunk(cb gpu.CommandBuffer, st *state, li, T int) {
-	e.gdnCore(cb, kGDNChunk, st, li, T)
+// gdnChunk records the GDN core of s's rows (at most 64) in the chunked form (it
+// convolves their qkv rows in place).
+func (e *engine) gdnChunk(cb gpu.CommandBuffer, s seg, li int) {
+	e.gdnCore(cb, kGDNChunk, s, li)
 }
 
-func (e *engine) gdnCore(cb gpu.CommandBuffer, kernel string, st *state, li, T int) {
-	l := &e.layers[li]
+func (e *engine) gdnCore(cb gpu.CommandBuffer, kernel string, s seg, li int) {
+	c, l, a, st := e.cfg, &e.layers[li], s.a, s.st
 	p := e.p[kernel]
-	cb.Dispatch(p, gpu.Size{e.cfg.KHeads, 1, 1}, gpu.Size{threads(p, 1024), 1, 1},
-		bytesArg(e.gdnArgs(T, 0)), buf(1, st.qkv), buf(2, st.z), buf(3, st.h),
+	// The row widths are gdnArgs's: QKV, inner and E.
+	cb.Dispatch(p, gpu.Size{c.KHeads, 1, 1}, gpu.Size{threads(p, 1024), 1, 1},
+		bytesArg(e.gdnArgs(s.n, 0)), rowAt(a.qkv, s.row, c.QKVWidth()).arg(1), rowAt(a.z, s.row, c.InnerSize).arg(2),
+		rowAt(a.h, s.row, c.Embedding).arg(3),
 		l.in.unrotated[0].arg(4), l.in.unrotated[1].arg(5), l.conv.arg(6), l.dt.arg(7), l.a.arg(8), l.ssmNorm.arg(9),
-		st.conv[li].arg(10), st.ssm[li].arg(11), buf(12, st.mix))
+		st.conv[li].arg(10), st.ssm[li].arg(11), rowAt(a.mix, s.row, c.InnerSize).arg(12))
 }
 
-// attention records the attention of T tokens at st.pos: fused (T = 1: norm, RoPE,
-// append and attend in one dispatch) or the prefill pair attn_append + attn.
-func (e *engine) attention(cb gpu.CommandBuffer, st *state, li, T int, fused bool) {
+// attention records the attention of s's rows at their positions: fused (one row:
+// norm, RoPE, append and attend in one dispatch) or the prefill pair attn_append + attn.
+func (e *engine) attention(cb gpu.CommandBuffer, s seg, li int, fused bool) {
 	c := e.cfg
-	l := &e.layers[li]
+	l, st := &e.layers[li], s.st
 	var fu uint32
 	if fused {
 		fu = 1
 	}
+	T := s.n
 	a := args{uint32(c.Heads), uint32(c.KVHeads), uint32(c.HeadDim), uint32(c.RopeDims / 2), uint32(T),
 		uint32(st.pos), uint32(st.opt.ContextSize), fu, f32(e.eps), f32(float32(1 / math.Sqrt(float64(c.HeadDim)))), 0, 0}
+	// The kernels' rows: q|gate 2·H·HD, k and v KV·HD, the output H·HD.
+	qg := rowAt(s.a.qg, s.row, 2*c.Heads*c.HeadDim)
+	k, v := rowAt(s.a.k, s.row, c.KVHeads*c.HeadDim), rowAt(s.a.v, s.row, c.KVHeads*c.HeadDim)
+	rope, mix := rowAt(s.a.rope, s.row, e.ropeWidth()), rowAt(s.a.mix, s.row, c.Heads*c.HeadDim)
 	attn, app := kAttnF16, kAttnAppend16
 	switch st.kvElem {
 	case 4:
@@ -415,18 +435,24 @@ func (e *engine) attention(cb gpu.CommandBuffer, st *state, li, T int, fused boo
 	if !fused {
 		p := e.p[app]
 		cb.Dispatch(p, gpu.Size{c.KVHeads, T, 1}, gpu.Size{threads(p, (c.HeadDim+31)/32*32), 1, 1},
-			bytesArg(a), buf(1, st.k), buf(2, st.v), l.kNorm.arg(3), buf(4, st.rope), buf(5, st.kc[li]), buf(6, st.vc[li]),
+			bytesArg(a), k.arg(1), v.arg(2), l.kNorm.arg(3), rope.arg(4), buf(5, st.kc[li]), buf(6, st.vc[li]),
 			buf(7, ks), buf(8, vs))
 	}
 	p := e.p[attn]
 	cb.Dispatch(p, gpu.Size{c.Heads, T, 1}, gpu.Size{threads(p, attnThreads), 1, 1},
-		bytesArg(a), buf(1, st.qg), buf(2, st.k), buf(3, st.v), l.qNorm.arg(4), l.kNorm.arg(5), buf(6, st.rope),
-		buf(7, st.kc[li]), buf(8, st.vc[li]), buf(9, st.mix), buf(10, ks), buf(11, vs))
+		bytesArg(a), qg.arg(1), k.arg(2), v.arg(3), l.qNorm.arg(4), l.kNorm.arg(5), rope.arg(6),
+		buf(7, st.kc[li]), buf(8, st.vc[li]), mix.arg(9), buf(10, ks), buf(11, vs))
 }
 
 // siteNorm records x += delta (when hasDelta), h = RMSNorm(x)·gain (written when keepH)
-// and hr = R·h for T rows of width W.
-func (e *engine) siteNorm(cb gpu.CommandBuffer, st *state, T, W int, gain ref, hasDelta, keepH bool) {
+// and hr = R·h for the first T rows of a, of width W.
+func (e *engine) siteNorm(cb gpu.CommandBuffer, a *acts, T, W int, gain ref, hasDelta, keepH bool) {
+	e.siteNormAt(cb, a, 0, r0(a.hr), T, W, gain, hasDelta, keepH)
+}
+
+// siteNormAt is siteNorm of the T rows of a from row on, writing their hr rows from
+// out on.
+func (e *engine) siteNormAt(cb gpu.CommandBuffer, a *acts, row int, out ref, T, W int, gain ref, hasDelta, keepH bool) {
 	p := e.p[kSiteNorm]
 	var flags uint32
 	if hasDelta {
@@ -435,10 +461,10 @@ func (e *engine) siteNorm(cb gpu.CommandBuffer, st *state, T, W int, gain ref, h
 	if keepH {
 		flags |= siteH
 	}
-	a := args{uint32(W), uint32(e.blk), f32(e.scale), f32(e.eps), flags, 0, uint32(T), 0}
+	sa := args{uint32(W), uint32(e.blk), f32(e.scale), f32(e.eps), flags, 0, uint32(T), 0}
 	cb.Dispatch(p, gpu.Size{T, 1, 1}, gpu.Size{threads(p, min(1024, max(e.blk, 256))), 1, 1},
-		bytesArg(a), buf(1, st.xa), buf(2, st.delta), gain.arg(3), e.signsOf(W).arg(4),
-		buf(5, st.h), buf(6, st.hr))
+		bytesArg(sa), rowAt(a.xa, row, W).arg(1), rowAt(a.delta, row, W).arg(2), gain.arg(3), e.signsOf(W).arg(4),
+		rowAt(a.h, row, W).arg(5), out.arg(6))
 }
 
 // siteBlocks records a per-block site kernel (site_fwht or site_swiglu) over T rows of W.
@@ -471,50 +497,64 @@ func (e *engine) gemmTiles(cb gpu.CommandBuffer, w ref, K, N, T int, x, y gpu.Bu
 		bytesArg(args{uint32(K), uint32(N), uint32(T), 0}), w.arg(1), buf(2, x), buf(3, y))
 }
 
-// encodePrefill records T tokens through the layers with the prefill kernels, following
-// the plan: per site its kernel (site_norm, site_fwht, site_swiglu) and one GEMM per
-// product; gdn_chunk (or gdn_seq) or attn_append + attn for the mixer.
+// encodePrefill records T tokens of st through the layers with the prefill kernels
+// (encodeLayers), then the head: a GEMM over every row for outAll, the last row's
+// product fused with its norm (mv_norm) otherwise.
 func (e *engine) encodePrefill(cb gpu.CommandBuffer, st *state, T int, mode outMode) {
-	p := e.plan
-	e.embed(cb, st, T)
-	hasDelta := false
-	for li := range p.Layers {
-		lp, l := &p.Layers[li], &e.layers[li]
-		// h is kept for the products that read it unrotated.
-		e.siteNorm(cb, st, T, lp.In.Width, l.in.norm, hasDelta, len(lp.In.Unrotated) > 0)
-		switch lp.Mixer {
-		case qwen35.MixerAttention:
-			e.gemmSite(cb, &lp.In, &l.in, T, st.hr, st.qg, st.k, st.v)
-			e.attention(cb, st, li, T, false)
-		case qwen35.MixerGDN:
-			e.gemmSite(cb, &lp.In, &l.in, T, st.hr, st.qkv, st.z)
-			if T > 1 && !e.b.cfg.stepGDN {
-				e.gdnChunk(cb, st, li, T)
-			} else {
-				e.gdnSeq(cb, st, li, T)
-			}
-		}
-		e.siteBlocks(cb, kSiteFWHT, lp.Out.Width, T, st.mix, st.mixr)
-		e.gemmSite(cb, &lp.Out, &l.out, T, st.mixr, st.delta)
-		hasDelta = true
-		e.siteNorm(cb, st, T, lp.FFNIn.Width, l.ffnIn.norm, true, false)
-		e.gemmSite(cb, &lp.FFNIn, &l.ffnIn, T, st.hr, st.gate, st.up)
-		e.siteBlocks(cb, kSiteSwiGLU, lp.FFNOut.Width, T, st.gate, st.up, st.act)
-		e.gemmSite(cb, &lp.FFNOut, &l.ffnOut, T, st.act, st.delta)
-		layerDone(cb)
-	}
-	head := &p.Head
+	e.encodeLayers(cb, &st.acts, T, []seg{st.alone(T)})
+	head := &e.plan.Head
 	switch mode {
 	case outAll:
-		e.siteNorm(cb, st, T, head.Width, e.head.norm, true, false)
+		e.siteNorm(cb, &st.acts, T, head.Width, e.head.norm, true, false)
 		e.gemmSite(cb, head, &e.head, T, st.hr, st.logits)
 	case outLast, outArgmax:
 		last := 4 * (T - 1) * e.sizes.embed
 		e.mvSite(cb, mvNorm, head, &e.head, mvIn{in0: ref{st.xa, last}, in1: ref{st.delta, last}, gain: e.head.norm,
 			signs: e.signsOf(head.Width), flags: mvfDelta}, st.logits)
 		if mode == outArgmax {
-			e.argmax(cb, st)
+			e.argmax(cb, r0(st.logits), r0(st.best))
 		}
+	}
+}
+
+// encodeLayers records the R rows of a — the rows of segs, one or more sequences —
+// through the embedding and the layers with the prefill kernels, following the plan:
+// per site its kernel (site_norm, site_fwht, site_swiglu) and one GEMM per product over
+// all R rows, so that each weight is read once whatever the sequences; the mixer per
+// sequence, on its rows with its own state: gdn_chunk (or gdn_seq) or attn_append +
+// attn. The stream ends in xa + delta, which the head's norm adds.
+func (e *engine) encodeLayers(cb gpu.CommandBuffer, a *acts, R int, segs []seg) {
+	p := e.plan
+	e.embed(cb, a, R)
+	hasDelta := false
+	for li := range p.Layers {
+		lp, l := &p.Layers[li], &e.layers[li]
+		// h is kept for the products that read it unrotated.
+		e.siteNorm(cb, a, R, lp.In.Width, l.in.norm, hasDelta, len(lp.In.Unrotated) > 0)
+		switch lp.Mixer {
+		case qwen35.MixerAttention:
+			e.gemmSite(cb, &lp.In, &l.in, R, a.hr, a.qg, a.k, a.v)
+			for _, s := range segs {
+				e.attention(cb, s, li, false)
+			}
+		case qwen35.MixerGDN:
+			e.gemmSite(cb, &lp.In, &l.in, R, a.hr, a.qkv, a.z)
+			for _, s := range segs {
+				if s.n > 1 && !e.b.cfg.stepGDN {
+					e.gdnChunk(cb, s, li)
+				} else {
+					e.gdnSeq(cb, s, li)
+				}
+			}
+		}
+		e.siteBlocks(cb, kSiteFWHT, lp.Out.Width, R, a.mix, a.mixr)
+		e.gemmSite(cb, &lp.Out, &l.out, R, a.mixr, a.delta)
+		hasDelta = true
+		e.siteNorm(cb, a, R, lp.FFNIn.Width, l.ffnIn.norm, true, false)
+		e.gemmSite(cb, &lp.FFNIn, &l.ffnIn, R, a.hr, a.gate, a.up)
+		e.siteBlocks(cb, kSiteSwiGLU, lp.FFNOut.Width, R, a.gate, a.up, a.act)
+		e.gemmSite(cb, &lp.FFNOut, &l.ffnOut, R, a.act, a.delta)
+		layerDone(cb)
 	}
 }
 

@@ -41,8 +41,19 @@ func (b countBuf) Release()         {}
 // element size), as the device rounds each buffer (at least 16 bytes).
 func (e *engine) stateBytes(st *state) int64 {
 	tmp := &state{e: e, opt: st.opt, chunk: st.chunk, kvElem: st.kvElem}
+	return countBytes(func(alloc func(int) (gpu.Buffer, error)) error { return e.layoutState(tmp, alloc) })
+}
+
+// actsBytes is what batchActs allocates: the activations of T rows of seqs sequences.
+func (e *engine) actsBytes(T, seqs int) int64 {
+	return countBytes(func(alloc func(int) (gpu.Buffer, error)) error { return e.layoutActs(&acts{}, T, seqs, alloc) })
+}
+
+// countBytes is what layout allocates, as the device rounds each buffer (at least 16
+// bytes).
+func countBytes(layout func(alloc func(int) (gpu.Buffer, error)) error) int64 {
 	var n int64
-	_ = e.layoutState(tmp, func(k int) (gpu.Buffer, error) {
+	_ = layout(func(k int) (gpu.Buffer, error) {
 		k = max(k, 16)
 		n += int64(k)
 		return countBuf(k), nil
@@ -132,7 +143,7 @@ func (e *engine) reserve(need int64, opt backend.StateOptions) error {
 	ws := e.workingSet()
 	if ws > 0 && e.resident+need > ws {
 		avail := max(ws-e.resident, 0)
-		return fmt.Errorf("%w: a sequence of %d tokens (KV cache %v) needs %s; the device recommends at most %s (recommendedMaxWorkingSetSize), of which the weights and the open sequences hold %s: %s are left, enough for a context of %s",
+		return fmt.Errorf("%w: a sequence of %d tokens (KV cache %v) needs %s; the device recommends at most %s (recommendedMaxWorkingSetSize), of which the weights, the open sequences and the batch activations hold %s: %s are left, enough for a context of %s",
 			ErrWorkingSet, opt.ContextSize, opt.KVCache, gib(need), gib(ws), gib(e.resident), gib(avail), e.fits(avail))
 	}
 	e.resident += need

@@ -31,17 +31,8 @@ type state struct {
 	layers    []backend.Layer
 	kv        []*kvView // the attention layers' views (nil for GDN layers)
 
-	// Activations, row-major by token.
-	xa, xb, delta, h, hr gpu.Buffer // chunk × the residual stream
-	qkv, z               gpu.Buffer // a GDN layer's In products
-	qg, k, v             gpu.Buffer // an attention layer's In products
-	mix, mixr            gpu.Buffer // chunk × the widest mixer output
-	gate, up, act        gpu.Buffer // chunk × the MLP's width
-	logits               gpu.Buffer // chunk × Vocab
-	rope                 gpu.Buffer // chunk × RopeDims: cos then sin per token
-	ids                  gpu.Buffer // chunk token ids (uint32)
-	best                 gpu.Buffer // the argmax (uint32)
-	ssmBuf, convBuf      gpu.Buffer
+	acts            // the activations of one chunk of this sequence alone
+	ssmBuf, convBuf gpu.Buffer
 
 	all      []gpu.Buffer // every buffer, for Bytes and Close
 	reserved int64        // bytes of the device's working set counted for this state
@@ -103,24 +94,36 @@ func (e *engine) NewState(opt backend.StateOptions) (backend.State, error) {
 	return st, nil
 }
 
-// layoutState allocates st's buffers through alloc, in one fixed order; stateBytes
-// runs it with an allocator that only counts, so that the size check and the
-// allocation cannot disagree.
-func (e *engine) layoutState(st *state, alloc func(n int) (gpu.Buffer, error)) error {
+// acts are the activations of the rows of a command buffer, row-major by row: a
+// state's own, for a chunk of its sequence run alone, or the engine's batch buffers,
+// for the rows of several sequences run together (backend_batch.go).
+type acts struct {
+	xa, xb, delta, h, hr gpu.Buffer // rows × the residual stream
+	qkv, z               gpu.Buffer // a GDN layer's In products
+	qg, k, v             gpu.Buffer // an attention layer's In products
+	mix, mixr            gpu.Buffer // rows × the widest mixer output
+	gate, up, act        gpu.Buffer // rows × the MLP's width
+	logits               gpu.Buffer // rows × Vocab
+	rope                 gpu.Buffer // rows × RopeDims: cos then sin per row
+	ids                  gpu.Buffer // the rows' token ids (uint32)
+	best                 gpu.Buffer // argmaxes (uint32), one per sequence of the rows
+}
+
+// layoutActs allocates the activations of T rows of at most seqs sequences through
+// alloc, in one fixed order.
+func (e *engine) layoutActs(a *acts, T, seqs int, alloc func(n int) (gpu.Buffer, error)) error {
 	c, s := e.cfg, &e.sizes
-	opt := st.opt
-	T := st.chunk
 	sizes := []struct {
 		dst *gpu.Buffer
 		n   int
 	}{
-		{&st.xa, T * s.embed}, {&st.xb, T * s.embed}, {&st.delta, T * s.embed},
-		{&st.h, T * s.embed}, {&st.hr, T * s.embed},
-		{&st.qkv, T * s.gdnIn[0]}, {&st.z, T * s.gdnIn[1]},
-		{&st.mix, T * s.mix}, {&st.mixr, T * s.mix},
-		{&st.qg, T * s.attnIn[0]}, {&st.k, T * s.attnIn[1]}, {&st.v, T * s.attnIn[2]},
-		{&st.gate, T * s.ffn}, {&st.up, T * s.ffn}, {&st.act, T * s.ffn},
-		{&st.logits, T * s.vocab}, {&st.rope, T * c.RopeDims}, {&st.ids, T}, {&st.best, 1},
+		{&a.xa, T * s.embed}, {&a.xb, T * s.embed}, {&a.delta, T * s.embed},
+		{&a.h, T * s.embed}, {&a.hr, T * s.embed},
+		{&a.qkv, T * s.gdnIn[0]}, {&a.z, T * s.gdnIn[1]},
+		{&a.mix, T * s.mix}, {&a.mixr, T * s.mix},
+		{&a.qg, T * s.attnIn[0]}, {&a.k, T * s.attnIn[1]}, {&a.v, T * s.attnIn[2]},
+		{&a.gate, T * s.ffn}, {&a.up, T * s.ffn}, {&a.act, T * s.ffn},
+		{&a.logits, T * s.vocab}, {&a.rope, T * c.RopeDims}, {&a.ids, T}, {&a.best, seqs},
 	}
 	for _, s := range sizes {
 		b, err := alloc(4 * s.n)
@@ -128,6 +131,18 @@ func (e *engine) layoutState(st *state, alloc func(n int) (gpu.Buffer, error)) e
 			return err
 		}
 		*s.dst = b
+	}
+	return nil
+}
+
+// layoutState allocates st's buffers through alloc, in one fixed order; stateBytes
+// runs it with an allocator that only counts, so that the size check and the
+// allocation cannot disagree.
+func (e *engine) layoutState(st *state, alloc func(n int) (gpu.Buffer, error)) error {
+	c, s := e.cfg, &e.sizes
+	opt := st.opt
+	if err := e.layoutActs(&st.acts, st.chunk, 1, alloc); err != nil {
+		return err
 	}
 	// GDN states: one buffer for the recurrent states, one for the conv windows, each
 	// layer's in the layout of qwen35.GDNState.

@@ -17,8 +17,8 @@
 // Load runs the qwen35 architecture (the *qwen35.Weights a backend.Model holds) and
 // refuses any other with an error naming both. The engine takes batches (Forward) and
 // offers backend.Greedy (ForwardGreedy: the argmax on the device); it runs a batch's
-// sequences one after another. It relies on backend.Check having been run by the caller
-// (bonsai does): it checks only that a state is its own and open. A state offers
+// sequences together (see Batches). It relies on backend.Check having been run by the
+// caller (bonsai does): it checks only that a state is its own and open. A state offers
 // backend.StateCopier (CopyFrom, on the device's memory) and the per-layer views the
 // snapshot codec of bonsai/backend reads and writes: a GDN layer's convolution and
 // recurrent states as float32 views of the device buffers (their layouts are
@@ -116,6 +116,32 @@
 // at the edges. Everything stays float32, as in the scalar kernel it replaced: (c−1)·d is
 // exact in float, only the order of the sums differs.
 //
+// # Batches
+//
+// A batch of several sequences (bonsai's batcher sends one decode token of each running
+// stream and the chunks of new prompts) runs together: the rows of all of them, in batch
+// order and each sequence's contiguous, are packed into command buffers of up to 64
+// rows, a sequence that does not fit continuing in the next, and each command buffer
+// runs the prefill kernels over all its rows — the site kernels and one GEMM per product
+// over every row, so the weights are read once per command buffer whatever the batch —
+// and the mixers per sequence, on its rows (buffer offsets) with its own state at its own
+// position: attn_append + attn with each row's RoPE angles, gdn_chunk or gdn_seq. The
+// head's GEMM runs over the rows whose logits were asked for; a greedy sequence's argmax
+// goes to a slot of its own. The rows live in the engine's batch activations, allocated
+// at the first batch (64 rows, counted against the working set; if they do not fit,
+// batches run their sequences one after another). A command buffer that holds one
+// sequence's rows only, and a batch of one sequence, run that sequence's own path (one
+// decode token: the fused kernels). Watchdog splitting applies to batched command buffers
+// as to prefill chunks.
+//
+// A sequence in a batch computes as it would alone through the same kernels: the GEMM
+// makes each output row by itself and the other kernels work row by row or sequence by
+// sequence. So a batch is bit-identical to its sequences run alone with
+// WithUnfusedDecode and WithStepGDN, their logits asked for all rows; run alone with the
+// default kernels, a decode token's logits (mv kernels rather than the GEMM), a last
+// row's head (mv_norm rather than the GEMM) and a prompt cut at other points (the
+// chunked GDN over other spans) agree to float32 rounding.
+//
 // # PTQ1_0
 //
 // A PTQ1_0 file runs as it is stored: the base-3 bytes are read where they lie (28 bytes
@@ -147,8 +173,8 @@
 //
 // The working set: Load reads the device's recommendedMaxWorkingSetSize and refuses,
 // before wrapping or allocating anything, a model whose weights and smallest sequence
-// exceed it; NewState refuses a sequence that does not fit beside the weights and the
-// open sequences, with the sizes and the largest context per KV precision that would
+// exceed it; NewState refuses a sequence that does not fit beside the weights, the
+// open sequences and the batch activations, with the sizes and the largest context per KV precision that would
 // (errors wrap ErrWorkingSet). A command buffer the GPU still cannot make resident
 // (status 5, out of memory) comes back saying to lower the context or the KV precision.
 // Weights read into memory rather than mapped (bonsai.WithMmap(false)) are copied into

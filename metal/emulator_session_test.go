@@ -313,7 +313,9 @@ func TestStates(t *testing.T) {
 	if err := s.Step(context.Background(), 1); !errors.Is(err, bonsai.ErrContextFull) {
 		t.Errorf("step past the context: %v, want ErrContextFull", err)
 	}
-	// Two sessions of one model stepping concurrently match a lone session.
+	// Two sessions of one model stepping concurrently match a lone session: bit for bit
+	// where a step ran alone, within batchTolerance where bonsai's batcher ran both in
+	// one batch (the GEMM path instead of the fused decode).
 	var wg sync.WaitGroup
 	res := make([][][]float32, 2)
 	sessions := []*bonsai.Session{newSession(t, dev), newSession(t, dev)}
@@ -332,13 +334,20 @@ func TestStates(t *testing.T) {
 	}
 	wg.Wait()
 	lone := stepAll(t, newSession(t, dev), ids[:6])
+	worst := 0.0
 	for i := range res {
 		for j := range lone {
-			if j >= len(res[i]) || maxAbsDiff(res[i][j], lone[j]) != 0 {
-				t.Fatalf("concurrent session %d step %d differs from a lone session", i, j)
+			if j >= len(res[i]) {
+				t.Fatalf("concurrent session %d made %d steps", i, len(res[i]))
 			}
+			d := maxAbsDiff(res[i][j], lone[j])
+			if d > batchTolerance {
+				t.Fatalf("concurrent session %d step %d differs from a lone session by %.3g", i, j, d)
+			}
+			worst = math.Max(worst, d)
 		}
 	}
+	t.Logf("two concurrent sessions (at most %d sequences a step) against a lone one: max |Δlogit| %.3g", dev.BatchStats().MaxBatch, worst)
 	s.Reset()
 	r := stepAll(t, s, ids[:2])
 	f := stepAll(t, newSession(t, dev), ids[:2])

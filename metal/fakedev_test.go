@@ -13,11 +13,12 @@ import (
 // logic — bindings, offsets, geometry, the dispatch count — without a GPU or emulator.
 type countingDevice struct {
 	maxBuf, page int
-	simdWidth    int   // the pipelines' threadExecutionWidth; 0 means 32
-	workingSet   int64 // RecommendedWorkingSet
-	allocated    int   // bytes of NewBuffer allocations
-	cbs          int   // command buffers made
-	waitErr      error // what every Wait returns, when set
+	simdWidth    int            // the pipelines' threadExecutionWidth; 0 means 32
+	workingSet   int64          // RecommendedWorkingSet
+	allocated    int            // bytes of NewBuffer allocations
+	cbs          int            // command buffers made
+	dispatched   map[string]int // dispatches per kernel, over every command buffer
+	waitErr      error          // what every Wait returns, when set
 	mu           sync.Mutex
 	wrapped      []int // lengths of the wrapped views
 	last         *countingCB
@@ -76,13 +77,14 @@ func (d *countingDevice) Compile(sources, macros map[string]string, kernels []st
 }
 
 type countingCB struct {
+	dev     *countingDevice
 	n       int
 	perName map[string]int
 	err     error
 }
 
 func (d *countingDevice) NewCommandBuffer() (gpu.CommandBuffer, error) {
-	cb := &countingCB{perName: map[string]int{}, err: d.waitErr}
+	cb := &countingCB{dev: d, perName: map[string]int{}, err: d.waitErr}
 	d.mu.Lock()
 	d.cbs++
 	d.last = cb
@@ -93,6 +95,12 @@ func (d *countingDevice) NewCommandBuffer() (gpu.CommandBuffer, error) {
 func (cb *countingCB) Dispatch(p gpu.Pipeline, grid, threads gpu.Size, args ...gpu.Arg) {
 	cb.n++
 	cb.perName[p.Name()]++
+	cb.dev.mu.Lock()
+	if cb.dev.dispatched == nil {
+		cb.dev.dispatched = map[string]int{}
+	}
+	cb.dev.dispatched[p.Name()]++
+	cb.dev.mu.Unlock()
 	if err := mtlCheckSizes(p.Name(), grid, threads, p.MaxThreadsPerThreadgroup()); err != nil && cb.err == nil {
 		cb.err = err
 	}

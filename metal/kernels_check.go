@@ -473,7 +473,7 @@ func (e *ckEngine) checkEmbed(T int) error {
 		ids[i] = int32(e.k.rng.IntN(vocab))
 		putU32(st.ids.Contents()[4*i:], uint32(ids[i]))
 	}
-	dt, err := e.k.run(func(cb gpu.CommandBuffer) { e.embed(cb, st, T) })
+	dt, err := e.k.run(func(cb gpu.CommandBuffer) { e.embed(cb, &st.acts, T) })
 	ck := kcheck.Check{Kernel: kEmbed, Case: fmt.Sprintf("%s × %d tokens, block %d, %s", shape(c), T, e.blk, e.format()), Tol: tolExact, Metric: "rel", Time: dt, Failure: err}
 	if err == nil {
 		got := readF(st.xa, 0, T*c.Embedding)
@@ -519,7 +519,7 @@ func (e *ckEngine) checkSites(T int) error {
 	mix := e.k.floats(T*inner, 1)
 	copy(floats(st.mix.Contents()), mix)
 	dt, err := e.k.run(func(cb gpu.CommandBuffer) {
-		e.siteNorm(cb, st, T, E, g, true, true)
+		e.siteNorm(cb, &st.acts, T, E, g, true, true)
 		e.siteBlocks(cb, kSiteSwiGLU, ff, T, st.gate, st.up, st.act)
 		e.siteBlocks(cb, kSiteFWHT, inner, T, st.mix, st.mixr)
 	})
@@ -789,7 +789,7 @@ func (e *ckEngine) checkGDN(T int) error {
 	copy(floats(st.qkv.Contents()), qkv)
 	copy(floats(st.z.Contents()), z)
 	copy(floats(st.h.Contents()), h)
-	dt, err := e.k.run(func(cb gpu.CommandBuffer) { e.gdnSeq(cb, st, 0, T) })
+	dt, err := e.k.run(func(cb gpu.CommandBuffer) { e.gdnSeq(cb, st.alone(T), 0) })
 	gdn := e.gdnRef()
 	sc := gdn.NewScratch(T)
 	alpha, beta := make([]float32, T*VH), make([]float32, T*VH)
@@ -884,7 +884,7 @@ func (e *ckEngine) checkGDNChunk(T int) error {
 	copy(floats(st.qkv.Contents()), qkv)
 	copy(floats(st.z.Contents()), z)
 	copy(floats(st.h.Contents()), h)
-	dt, err := e.k.run(func(cb gpu.CommandBuffer) { e.gdnChunk(cb, st, 0, T) })
+	dt, err := e.k.run(func(cb gpu.CommandBuffer) { e.gdnChunk(cb, st.alone(T), 0) })
 	alpha, beta := make([]float32, T*VH), make([]float32, T*VH)
 	for t := 0; t < T; t++ {
 		l.Alpha.MulVec(alpha[t*VH:(t+1)*VH], h[t*E:(t+1)*E])
@@ -953,8 +953,8 @@ func (e *ckEngine) checkAttention(p qwen35.KVPrecision, T, pre int) error {
 		copy(floats(st.qg.Contents()), qg)
 		copy(floats(st.k.Contents()), kk)
 		copy(floats(st.v.Contents()), vv)
-		e.ropeTable(st, st.pos, n) // as encodeChunk writes it
-		dt, err := k.run(func(cb gpu.CommandBuffer) { e.attention(cb, st, li, n, fused) })
+		e.ropeTable(&st.acts, 0, st.pos, n) // as encodeChunk writes it
+		dt, err := k.run(func(cb gpu.CommandBuffer) { e.attention(cb, st.alone(n), li, fused) })
 		want := make([]float32, n*H*D)
 		if err := at.Forward(want, qg, kk, vv, n, st.pos, l, cache, sc); err != nil {
 			return err

@@ -436,52 +436,121 @@ func benchMatMul(b *testing.B, f Format, k, n, t, threads int) {
 	b.ReportMetric((processCPUSeconds()-c0)/el, "cpu")
 }
 
-// BenchmarkQ8TileKernel measures each tiled (prefill) kernel alone on one core: one
-// repacked tile of rows (as many row pairs as the kernel takes) run over 72 vectors
-// whose activations sit in the L2 cache, with no repacking and no memory traffic for
-// the weights: the ceiling of BenchmarkMatMulQ8.
-func BenchmarkQ8TileKernel(b *testing.B) {
-	for _, kern := range q8Kernels {
-		for _, k := range []int{5120, 17408} {
-			b.Run(fmt.Sprintf("%s/K=%d", kern.name, k), func(b *testing.B) {
-				withKernel(kern, func() {
-					const t = q8BatchMax
-					tv := q8TileWidth()
+// BenchmarkMatMulQ8Batch measures the batched product at the batch sizes of concurrent
+// decode streams, where (unlike prefill) the weights must come from memory: every
+// iteration runs the product once over each copy of a 5120×17408 PQ2_0 matrix (the FFN
+// gate/up) in the weight arena (≥ 4× the last-level cache), like one decode step over
+// a model of the arena's size, on T goroutines claiming rows as the model's pool does.
+// It reports the weight bytes read per second ("GB/s") and the vectors multiplied by
+// every copy per second ("vectors/s": t per iteration; for a model of M bytes,
+// vectors/s × arena/M is the step rate's tokens/s). "mode=matvec" runs each vector's
+// [MatVecQ8Range] over panels of rows small enough for the L2 cache instead (read from
+// memory once per panel, then from the cache for each further vector): the alternative
+// to narrow tiles that this benchmark weighs them against.
+func BenchmarkMatMulQ8Batch(b *testing.B) {
+	benchKernel(b)
+	const k, n = 5120, 17408
+	rb := PQ2_0.RowBytes(k)
+	const panelBytes = 256 << 10
+	for _, mode := range []string{"matmul", "matvec"} {
+		for _, t := range []int{1, 2, 4, 8} {
+			for _, threads := range []int{1, 2} {
+				b.Run(fmt.Sprintf("mode=%s/%dx%d/t=%d/threads=%d", mode, k, n, t, threads), func(b *testing.B) {
+					ar := benchArena(b)
+					size := n * rb
+					copies := len(ar) / size
 					r := rand.New(rand.NewPCG(1, 2))
-					rp := q8TilePairs()
-					rows := 2 * rp
-					w := randPQ2(r, k, rows, func() uint16 { return 0x2000 })
 					xf := make([]float32, k*t)
 					for i := range xf {
 						xf[i] = float32(r.NormFloat64())
 					}
 					x := NewQ8Batch(k, t)
 					x.Quantize(xf, t)
-					y := make([]float32, rows*t)
-					nb := k / BlockSize
-					ng := nb / 8
-					buf := make([]byte, ng*rp*q8PairBytes)
-					q8RepackTile(buf, PQ2_0, w, PQ2_0.RowBytes(k), 0, rows, 0, ng)
-					facc := make([]float32, rp*t*16)
-					descs := make([]q8TileDesc, t/tv)
-					tb := q8TileBytes(k)
-					for s := range t {
-						dc := &descs[s/tv]
-						dc.act[s%tv] = &x.tq[s*tb]
-						dc.d[s%tv] = &x.d[s*nb]
-						dc.sum[s%tv] = &x.sum[s*nb]
-						dc.y[s%tv] = &y[s*rows]
-						dc.pf = uintptr(unsafe.Pointer(&w[0]))
-					}
+					y := make([]float32, n*t)
+					s := newStreamRows(n, productGrain, threads, func(cp, lo, hi int) {
+						w := ar[cp*size : (cp+1)*size]
+						if mode == "matmul" {
+							MatMulQ8Range(PQ2_0, w, k, n, x, t, y, lo, hi)
+							return
+						}
+						for p0 := lo; p0 < hi; p0 += panelBytes / rb {
+							p1 := min(p0+panelBytes/rb, hi)
+							for v := range t {
+								MatVecQ8Range(PQ2_0, w, k, x.Row(v), y[v*n:(v+1)*n], p0, p1)
+							}
+						}
+					})
+					defer s.stop()
+					b.SetBytes(int64(copies * size))
+					c0 := processCPUSeconds()
 					for b.Loop() {
-						a := q8TileArgs{w: &buf[0], ng: ng, facc: &facc[0], tiles: t / tv, desc: &descs[0], flags: q8First | q8Last}
-						q8Tile(rp, &a)
+						for cp := range copies {
+							s.run(cp)
+						}
 					}
-					b.ReportMetric(float64(k)*float64(rows)*float64(t)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GMAC/s")
+					el := b.Elapsed().Seconds()
+					b.ReportMetric(float64(copies*size)*float64(b.N)/el/1e9, "GB/s")
+					b.ReportMetric(float64(t*b.N)/el, "vectors/s")
+					b.ReportMetric((processCPUSeconds()-c0)/el, "cpu")
 				})
-			})
+			}
 		}
 	}
+}
+
+// BenchmarkQ8TileKernel measures each tiled (prefill) kernel alone on one core, at its
+// widest tile width and at some narrower ones (tv): one repacked tile of rows (as many row pairs as the kernel
+// takes) run over 72 vectors whose activations sit in the L2 cache, with no repacking
+// and no memory traffic for the weights: the ceiling of BenchmarkMatMulQ8.
+func BenchmarkQ8TileKernel(b *testing.B) {
+	for _, kern := range q8Kernels {
+		var width int
+		withKernel(kern, func() { width = q8TileWidth() })
+		for _, tv := range []int{width, 4, 2, 1} {
+			for _, k := range []int{5120, 17408} {
+				b.Run(fmt.Sprintf("%s/K=%d/tv=%d", kern.name, k, tv), func(b *testing.B) {
+					benchTileKernel(b, kern, k, tv)
+				})
+			}
+		}
+	}
+}
+
+func benchTileKernel(b *testing.B, kern q8Kernel, k, tv int) {
+	withKernel(kern, func() {
+		const t = q8BatchMax
+		r := rand.New(rand.NewPCG(1, 2))
+		rp := q8TilePairs()
+		rows := 2 * rp
+		w := randPQ2(r, k, rows, func() uint16 { return 0x2000 })
+		xf := make([]float32, k*t)
+		for i := range xf {
+			xf[i] = float32(r.NormFloat64())
+		}
+		x := NewQ8Batch(k, t)
+		x.Quantize(xf, t)
+		y := make([]float32, rows*t)
+		nb := k / BlockSize
+		ng := nb / 8
+		buf := make([]byte, ng*rp*q8PairBytes)
+		q8RepackTile(buf, PQ2_0, w, PQ2_0.RowBytes(k), 0, rows, 0, ng)
+		facc := make([]float32, rp*t*16)
+		descs := make([]q8TileDesc, t/tv)
+		tb := q8TileBytes(k)
+		for s := range t {
+			dc := &descs[s/tv]
+			dc.act[s%tv] = &x.tq[s*tb]
+			dc.d[s%tv] = &x.d[s*nb]
+			dc.sum[s%tv] = &x.sum[s*nb]
+			dc.y[s%tv] = &y[s*rows]
+			dc.pf = uintptr(unsafe.Pointer(&w[0]))
+		}
+		for b.Loop() {
+			a := q8TileArgs{w: &buf[0], ng: ng, facc: &facc[0], tiles: t / tv, desc: &descs[0], flags: q8First | q8Last, pfStep: 64}
+			q8Tile(rp, tv, &a)
+		}
+		b.ReportMetric(float64(k)*float64(rows)*float64(t)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GMAC/s")
+	})
 }
 
 // BenchmarkMatVecPaired is for noisy, shared machines, where bandwidth drifts between

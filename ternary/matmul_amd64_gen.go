@@ -1,6 +1,7 @@
 //go:build ignore
 
-// This program writes matmul_amd64.s, the tiled (prefill) kernels for amd64:
+// This program writes matmul_amd64.s, the tiled (prefill) kernels for amd64, and
+// matmul_tiles_amd64.go, their declarations and dispatch:
 //
 //	go run matmul_amd64_gen.go
 //
@@ -10,8 +11,26 @@ package main
 import (
 	"bytes"
 	"fmt"
+	"go/format"
 	"os"
+	"strings"
 )
+
+// The kernel families, with the row pairs and the tile width (vectors per tile) of
+// their widest kernel. Each has a kernel for every smaller width too: the widest runs
+// the bulk of a batch and one of the others its rest, so that a batch's work is
+// proportional to its vectors (see q8TileCalls).
+var families = []struct {
+	name  string // kernel names: q8Tile<name>r<rp>v<tv>
+	id    string // the q8ID
+	gfni  bool   // AVX-512: planes by VGF2P8AFFINEQB, not shift and mask
+	pairs int    // row pairs 1…pairs
+	width int    // vectors 1…width
+}{
+	{"GFNI", "q8GFNI", true, 3, 8},
+	{"VNNI", "q8AVX512", false, 3, 8},
+	{"AVX2", "q8AVX2", false, 1, 6},
+}
 
 var b bytes.Buffer
 
@@ -54,9 +73,10 @@ func header() {
 // layouts, and q8TileGeneric for the contract). Per group of 8 blocks and step s = 0…7
 // one 64-byte line per row pair holds code bytes 4s…4s+3 of the pair's 16 blocks (row
 // 2q in lanes 0…7, row 2q+1 in lanes 8…15); its four planes are multiplied with the 32
-// tiled activation bytes of each of 6 vectors (broadcast to both halves on AVX-512),
-// each 32-bit lane collecting one block's products. AVX-512: 8 vectors and up to 3
-// row pairs (24 accumulators); AVX2: 6 vectors and one row pair. After the group each lane holds
+// tiled activation bytes of each of the tile's vectors (broadcast to both halves on
+// AVX-512), each 32-bit lane collecting one block's products. AVX-512: up to 8 vectors
+// and 3 row pairs (24 accumulators); AVX2: up to 6 vectors and one row pair (kernel
+// q8Tile<family>r<row pairs>v<vectors>). After the group each lane holds
 // one block's exact Σ c·Q; the fold is the matrix-vector kernels' to the operand:
 // I = Σ c·Q − Sum, s = fp16(d)·D (VMULPS with fp16(d) first), facc = fma(s, I, facc)
 // (VFMADD231PS into facc). The last chunk's lane sums follow ROWEND's operand order.
@@ -108,30 +128,32 @@ GLOBL q8gf<>(SB), RODATA|NOPTR, $32`)
 func yPrefetch(fn, desc, tmp string, nv int) {
 	p("MOVQ %d(DI), %s", argYOff, tmp)
 	for v := range nv {
-		skip := fmt.Sprintf("%spw%d", fn, v)
 		p("MOVQ %d(%s), AX", descY+8*v, desc)
-		p("TESTQ AX, AX")
-		p("JZ %s", skip)
 		p("PREFETCHT0 (AX)(%s*1)", tmp)
-		label(skip)
 	}
 }
 
-// groupPrefetch prefetches the group's share of the weights repacked next (desc.pf,
-// advanced by pfStep) into L1, with the two temporaries given.
-func groupPrefetch(t1, t2 string) {
+// groupPrefetch prefetches the group's share of the weights repacked next into L1: the
+// lines of the pfStep bytes from desc.pf, which it advances by pfStep (at least one line,
+// so pfStep must be positive); with the two temporaries given.
+func groupPrefetch(fn, t1, t2 string) {
 	p("MOVQ %d(DI), %s", argCur, t1)
 	p("MOVQ %d(%s), %s", descPF, t1, t2)
-	for o := 0; o < 272; o += 64 {
-		p("PREFETCHT0 %d(%s)", o, t2)
-	}
-	p("ADDQ %d(DI), %s", argPFStep, t2)
-	p("MOVQ %s, %d(%s)", t2, descPF, t1)
+	p("MOVQ %d(DI), %s", argPFStep, t1)
+	p("ADDQ %s, %s", t2, t1)
+	label(fn + "pf")
+	p("PREFETCHT0 (%s)", t2)
+	p("ADDQ $64, %s", t2)
+	p("CMPQ %s, %s", t2, t1)
+	p("JB %spf", fn)
+	p("MOVQ %d(DI), %s", argCur, t2)
+	p("MOVQ %s, %d(%s)", t1, descPF, t2)
 }
 
 // store512 writes the lane sums of the tile's rp·nv accumulators (at R15; descriptor
 // at R14) to the vectors' output rows, two accumulators at a time: four sums, two
-// adjacent rows of two vectors.
+// adjacent rows of two vectors (with an odd nv the last vector's accumulator is taken
+// twice and stored once).
 func store512(fn string, rp, nv int) {
 	p("TESTQ $2, %d(DI)", argFlags)
 	p("JZ %snext", fn)
@@ -142,6 +164,15 @@ func store512(fn string, rp, nv int) {
 	for q := range rp {
 		for v := 0; v < nv; v += 2 {
 			a, c := 64*(q*nv+v), 64*(q*nv+v+1)
+			// Per vector: both rows' sums, or with an odd row count the first only.
+			stores := [2][2]string{
+				{"VMOVQ X2, %d(AX)(DX*1)", "VMOVSS X2, %d(AX)(DX*1)"},
+				{"VMOVHPS X2, %d(AX)(DX*1)", "VEXTRACTPS $2, X2, %d(AX)(DX*1)"},
+			}
+			if v+1 == nv {
+				c = a
+				stores[1] = [2]string{}
+			}
 			p("VMOVUPS %d(R15), Z0", a)
 			p("VMOVUPS %d(R15), Z1", c)
 			p("VSHUFF32X4 $0x88, Z1, Z0, Z2")
@@ -152,11 +183,12 @@ func store512(fn string, rp, nv int) {
 			p("VMOVSHDUP Z2, Z3")
 			p("VADDPS Z3, Z2, Z2")
 			p("VPERMPS Z2, Z30, Z2") // X2 = [v rows 2q, 2q+1 | v+1 rows 2q, 2q+1]
-			for i, st := range [2][2]string{{"VMOVQ X2, %d(AX)(DX*1)", "VMOVSS X2, %d(AX)(DX*1)"}, {"VMOVHPS X2, %d(AX)(DX*1)", "VEXTRACTPS $2, X2, %d(AX)(DX*1)"}} {
+			for i, st := range stores {
+				if st[0] == "" {
+					continue
+				}
 				skip := fmt.Sprintf("%ss%d_%d", fn, q, v+i)
 				p("MOVQ %d(R14), AX", descY+8*(v+i))
-				p("TESTQ AX, AX")
-				p("JZ %s", skip)
 				if q == rp-1 {
 					one := skip + "odd"
 					p("TESTQ $4, %d(DI)", argFlags)
@@ -165,21 +197,20 @@ func store512(fn string, rp, nv int) {
 					p("JMP %s", skip)
 					label(one)
 					p(st[1], 8*q)
+					label(skip)
 				} else {
 					p(st[0], 8*q)
 				}
-				label(skip)
 			}
 		}
 	}
 }
 
-// avx512 writes q8Tile{GFNI,VNNI}{rp}: rp row pairs × 8 vectors, accumulators
-// Z(q·8+v), raw code lines Z24+q, planes Z27+q, activations Z30/Z31; the plane
-// matrices (or the 0x03 mask) are broadcast from memory.
-func avx512(name string, gfni bool, rp int) {
-	const nv = 8
-	fn := fmt.Sprintf("q8Tile%s%d", name, rp)
+// avx512 writes q8Tile{GFNI,VNNI}r{rp}v{nv}: rp row pairs × nv vectors (nv ≤ 8),
+// accumulators Z(q·nv+v), raw code lines Z24+q, planes Z27+q, activations Z30/Z31;
+// the plane matrices (or the 0x03 mask) are broadcast from memory.
+func avx512(name string, gfni bool, rp, nv int) {
+	fn := kernelName(name, rp, nv)
 	line(fmt.Sprintf("\n// func %s(a *q8TileArgs)\nTEXT ·%s(SB), NOSPLIT, $0-8", fn, fn))
 	p("MOVQ a+0(FP), DI")
 	p("MOVQ %d(DI), DX", argDesc)
@@ -207,7 +238,7 @@ func avx512(name string, gfni bool, rp int) {
 		p("VMOVUPS Z0, %d(DX)", 64*i)
 	}
 	label(fn + "group")
-	groupPrefetch("DX", "CX")
+	groupPrefetch(fn, "DX", "CX")
 	p("MOVQ $8, CX")
 	label(fn + "step")
 	for q := range rp {
@@ -281,13 +312,13 @@ func avx512(name string, gfni bool, rp int) {
 	p("RET")
 }
 
-// avx2 writes q8TileAVX2: one row pair × 6 vectors. Products by VPMADDUBSW (pairs of
-// products in int16, at most 2·3·127) added in int16 over the group (32 steps: at most
-// 24384), widened to one int32 per block by VPMADDWD with ones at the fold.
-// Accumulators Y(h·6+v), planes Y12 (row 2q) and Y13 (row 2q+1), products Y14/Y15.
-func avx2() {
-	const nv = 6
-	fn := "q8TileAVX2"
+// avx2 writes q8TileAVX2r1v{nv}: one row pair × nv vectors (nv ≤ 6). Products by
+// VPMADDUBSW (pairs of products in int16, at most 2·3·127) added in int16 over the
+// group (32 steps: at most 24384), widened to one int32 per block by VPMADDWD with ones
+// at the fold. Accumulators Y(h·nv+v), planes Y12 (row 2q) and Y13 (row 2q+1),
+// products Y14/Y15.
+func avx2(nv int) {
+	fn := kernelName("AVX2", 1, nv)
 	line(fmt.Sprintf("\n// func %s(a *q8TileArgs)\nTEXT ·%s(SB), NOSPLIT, $0-8", fn, fn))
 	p("MOVQ a+0(FP), DI")
 	p("MOVQ %d(DI), R15", argFacc)
@@ -312,7 +343,7 @@ func avx2() {
 		p("VMOVUPS Y0, %d(R15)", 32*i)
 	}
 	label(fn + "group")
-	groupPrefetch("R14", "DX")
+	groupPrefetch(fn, "R14", "DX")
 	p("MOVQ $8, DX")
 	label(fn + "step")
 	for pl := range 4 {
@@ -371,8 +402,6 @@ func avx2() {
 	for v := range nv {
 		skip := fmt.Sprintf("%ss%d", fn, v)
 		p("MOVQ %d(R14), AX", descY+8*v)
-		p("TESTQ AX, AX")
-		p("JZ %s", skip)
 		p("VMOVUPS %d(R15), Y0", 64*v)
 		p("VMOVUPS %d(R15), Y1", 64*v+32)
 		p("VPERM2F128 $0x20, Y1, Y0, Y2")
@@ -398,6 +427,22 @@ func avx2() {
 	p("RET")
 }
 
+// repackAhead is how far ahead of the rows it repacks a repacking kernel prefetches
+// them into L2, as the matrix-vector kernels do (matvec_amd64.s): for a batch of a few
+// vectors the tiled product is as much a stream of weights as decode is, and the L2
+// stream took a 2- to 8-vector product over weights from memory about 5–10% faster
+// (BenchmarkMatMulQ8Batch; the kernels' own prefetch of the next tile goes to L1).
+const repackAhead = 6144
+
+// repackPrefetch prefetches into L2 the n lines repackAhead bytes ahead of the group in
+// both rows (SI and R8).
+func repackPrefetch(n int) {
+	for i := range n {
+		p("PREFETCHT1 %d(SI)", repackAhead+64*i)
+		p("PREFETCHT1 %d(R8)", repackAhead+64*i)
+	}
+}
+
 // repack writes q8RepackAVX2: per group and row, the 8 blocks' code bytes (8 × 32) are
 // transposed as 8×8 dwords, so that line s gets dword s of each block; the 8 fp16
 // scales are gathered with VPINSRW and converted with VCVTPH2PS.
@@ -412,6 +457,7 @@ TEXT ·q8RepackAVX2(SB), NOSPLIT, $0-40
 	MOVQ ng+32(FP), CX
 
 q8RepackAVX2group:`)
+	repackPrefetch(5)
 	for h, src := range []string{"SI", "R8"} {
 		for l := range 8 {
 			p("VMOVDQU %d(%s), Y%d", 34*l+2, src, l)
@@ -461,10 +507,67 @@ func transposeAVX2(h int) {
 	}
 }
 
+// The block sizes of PQ2_0 and PTQ1_0 (pq2BlockBytes, ptq1BlockBytes).
+const (
+	pq2Block  = 34
+	ptq1Block = 28
+)
+
+// scaleTables writes the read-only table scales512 uses for a group of 8 blocks of bb
+// bytes whose fp16 scale is at byte off of each block, read through windows of 128
+// bytes at 0 and w1 of the group: for word lane L of the scale line (row L/8, block
+// L%8), <name>idx holds the index of the scale's word in its window.
+func scaleTables(name string, bb, off, w1 int) {
+	var idx [64]byte
+	for lane := range 16 {
+		l := lane % 8
+		o := bb*l + off
+		if l >= 4 {
+			o -= w1
+		}
+		if o < 0 || o+2 > 128 || o%2 != 0 {
+			panic("scaleTables: a scale outside its window")
+		}
+		idx[2*lane] = byte(o / 2)
+	}
+	data(name+"idx", idx)
+}
+
+// scaleMasks sets K2…K5 to the word lanes scales512 fills in turn: 0…3, 4…7, 8…11,
+// 12…15.
+func scaleMasks() {
+	for i, k := range []string{"K2", "K3", "K4", "K5"} {
+		p("MOVL $0x%x, AX", 0xf<<(4*i))
+		p("KMOVD AX, %s", k)
+	}
+}
+
+// scales512 writes the 16 scales fp16(d) of the group (row a at SI, row b at R8; the
+// table of scaleTables name, second window at w1) to the scale line at 512(DI) as
+// float32, in registers: four masked two-table word permutes (VPERMI2W: blocks 0…3 of
+// a row from its first window, 4…7 from its second) gather the scale words, and
+// VCVTPH2PS converts them. (Moving the words through memory instead, 16 scalar loads
+// and stores and a 32-byte load of what they stored, which the store buffer cannot
+// forward, took as long as the rest of the repacking; this took the repacking of PQ2_0
+// rows in the L2 cache from about 25 to 35 GB/s on one core.) Uses Z28, Z29, K2…K5.
+func scales512(name string, w1 int) {
+	p("VMOVDQU32 %sidx<>(SB), Z29", name)
+	for i, src := range []string{"SI", "SI", "R8", "R8"} {
+		w := 0
+		if i%2 == 1 {
+			w = w1
+		}
+		p("VMOVDQU32 %d(%s), Z28", w, src)
+		p("VPERMI2W %d(%s), Z28, K%d, Z29", w+64, src, 2+i)
+	}
+	p("VCVTPH2PS Y29, Z29")
+	p("VMOVUPS Z29, 512(DI)")
+}
+
 // repack512 writes q8RepackAVX512: as q8RepackAVX2 with both rows of the pair in one
 // zmm (row a's block L in the low half, row b's in the high half), so one transpose
 // serves both; the last stage exchanges 128-bit lanes with VPERMT2Q. The scales are
-// moved as 16-bit words into the scale line and converted there in one VCVTPH2PS.
+// gathered and converted by scales512.
 func repack512() {
 	line(`
 DATA q8lines<>+0(SB)/8, $0
@@ -476,7 +579,9 @@ DATA q8lines<>+40(SB)/8, $5
 DATA q8lines<>+48(SB)/8, $12
 DATA q8lines<>+56(SB)/8, $13
 GLOBL q8lines<>(SB), RODATA|NOPTR, $64
-
+`)
+	scaleTables("q8pq2s", pq2Block, 0, 128)
+	line(`
 // func q8RepackAVX512(dst *byte, stride int, a, b *byte, ng int)
 TEXT ·q8RepackAVX512(SB), NOSPLIT, $0-40
 	MOVQ dst+0(FP), DI
@@ -487,22 +592,17 @@ TEXT ·q8RepackAVX512(SB), NOSPLIT, $0-40
 	VMOVDQU64 q8lines<>(SB), Z16
 	MOVQ $2, AX
 	VPBROADCASTQ AX, Z17
-	VPADDQ Z17, Z16, Z17
-
+	VPADDQ Z17, Z16, Z17`)
+	scaleMasks()
+	line(`
 q8RepackAVX512group:`)
+	repackPrefetch(5)
 	for l := range 8 {
 		p("VMOVDQU %d(SI), Y%d", 34*l+2, l)
 		p("VINSERTI64X4 $1, %d(R8), Z%d, Z%d", 34*l+2, l, l)
 	}
 	transpose512()
-	for h, src := range []string{"SI", "R8"} {
-		for l := range 8 {
-			p("MOVWLZX %d(%s), AX", 34*l, src)
-			p("MOVW AX, %d(DI)", 512+16*h+2*l)
-		}
-	}
-	p("VCVTPH2PS 512(DI), Z10")
-	p("VMOVUPS Z10, 512(DI)")
+	scales512("q8pq2s", 128)
 	p("ADDQ $272, SI")
 	p("ADDQ $272, R8")
 	p("ADDQ DX, DI")
@@ -622,6 +722,7 @@ func repackPTQ1() {
 		{"ptq1oo", oo}, {"ptq1s1", s1}, {"ptq1s2", s2}, {"ptq1s3", s3}, {"ptq1idx", idx}} {
 		data(t.name, t.v)
 	}
+	scaleTables("q8ptq1s", ptq1Block, 26, 96)
 	line(`
 // func q8RepackPTQ1AVX512(dst *byte, stride int, a, b *byte, ng int)
 TEXT ·q8RepackPTQ1AVX512(SB), NOSPLIT, $0-40
@@ -645,9 +746,11 @@ TEXT ·q8RepackPTQ1AVX512(SB), NOSPLIT, $0-40
 	VMOVDQU64 ptq1s3<>(SB), Z26
 	VMOVDQU64 ptq1idx<>(SB), Z27
 	MOVL $0x0fffffff, AX
-	KMOVD AX, K1
-
+	KMOVD AX, K1`)
+	scaleMasks()
+	line(`
 q8RepackPTQ1AVX512group:`)
+	repackPrefetch(4)
 	for l := range 8 {
 		z := fmt.Sprintf("Z%d", l)
 		p("VMOVDQU8.Z %d(SI), K1, Y%d", 28*l, l)
@@ -676,14 +779,7 @@ q8RepackPTQ1AVX512group:`)
 		p("VPERMT2B Z15, Z27, %s", z)
 	}
 	transpose512()
-	for h, src := range []string{"SI", "R8"} {
-		for l := range 8 {
-			p("MOVWLZX %d(%s), AX", 28*l+26, src)
-			p("MOVW AX, %d(DI)", 512+16*h+2*l)
-		}
-	}
-	p("VCVTPH2PS 512(DI), Z10")
-	p("VMOVUPS Z10, 512(DI)")
+	scales512("q8ptq1s", 96)
 	p("ADDQ $224, SI")
 	p("ADDQ $224, R8")
 	p("ADDQ DX, DI")
@@ -779,6 +875,7 @@ TEXT ·q8RepackPTQ1AVX2(SB), NOSPLIT, $0-40
 	MOVQ ng+32(FP), CX
 
 q8RepackPTQ1AVX2group:`)
+	repackPrefetch(4)
 	for h, src := range []string{"SI", "R8"} {
 		for l := range 8 {
 			y := fmt.Sprintf("Y%d", l)
@@ -835,21 +932,83 @@ q8RepackPTQ1AVX2group:`)
 	p("RET")
 }
 
+// kernelName names the kernel of family name for rp row pairs and nv vectors.
+func kernelName(name string, rp, nv int) string {
+	return fmt.Sprintf("q8Tile%sr%dv%d", name, rp, nv)
+}
+
+// dispatch writes matmul_tiles_amd64.go: the kernels' declarations, the row pairs and
+// widest tile of each family and the switch that runs one (a switch of direct calls: a
+// call through a func value would make the argument block escape to the heap).
+func dispatch() []byte {
+	var g strings.Builder
+	pr := func(format string, args ...any) { fmt.Fprintf(&g, format+"\n", args...) }
+	pr("// Code generated by matmul_amd64_gen.go; DO NOT EDIT.\n")
+	pr("//go:build amd64 && !purego\n")
+	pr("package ternary\n")
+	pr("// The tiled kernels of matmul_amd64.s: q8Tile<family>r<rp>v<tv> runs rp row pairs and")
+	pr("// tv vectors (see q8TileGeneric for the contract).")
+	for _, f := range families {
+		for rp := 1; rp <= f.pairs; rp++ {
+			for nv := f.width; nv > 0; nv-- {
+				pr("\n//go:noescape\nfunc %s(a *q8TileArgs)", kernelName(f.name, rp, nv))
+			}
+		}
+	}
+	pr("\n// archQ8TilePairs returns the most row pairs tiled kernel id takes.")
+	pr("func archQ8TilePairs(id q8ID) int {\nswitch id {")
+	for _, f := range families {
+		pr("case %s:\nreturn %d", f.id, f.pairs)
+	}
+	pr("}\npanic(\"ternary: no tiled Q8 kernel \" + q8Sel.name)\n}")
+	pr("\n// archQ8TileWidth returns the widest tile of family id (it has kernels for every")
+	pr("// width up to it).")
+	pr("func archQ8TileWidth(id q8ID) int {\nswitch id {")
+	for _, f := range families {
+		pr("case %s:\nreturn %d", f.id, f.width)
+	}
+	pr("}\npanic(\"ternary: no tiled Q8 kernel \" + q8Sel.name)\n}")
+	pr("\n// archQ8Tile runs the tiled kernel of family id for rp row pairs and tv vectors.")
+	pr("func archQ8Tile(id q8ID, rp, tv int, a *q8TileArgs) {\nswitch id {")
+	for _, f := range families {
+		pr("case %s:\nswitch rp<<4 | tv {", f.id)
+		for rp := 1; rp <= f.pairs; rp++ {
+			for nv := f.width; nv > 0; nv-- {
+				pr("case %d<<4 | %d:\n%s(a)\nreturn", rp, nv, kernelName(f.name, rp, nv))
+			}
+		}
+		pr("}")
+	}
+	pr("}\npanic(\"ternary: no tiled Q8 kernel \" + q8Sel.name)\n}")
+	src, err := format.Source([]byte(g.String()))
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	return src
+}
+
 func main() {
 	header()
-	for rp := 1; rp <= 3; rp++ {
-		avx512("GFNI", true, rp)
+	for _, f := range families {
+		for rp := 1; rp <= f.pairs; rp++ {
+			for nv := f.width; nv > 0; nv-- {
+				if f.name == "AVX2" {
+					avx2(nv)
+				} else {
+					avx512(f.name, f.gfni, rp, nv)
+				}
+			}
+		}
 	}
-	for rp := 1; rp <= 3; rp++ {
-		avx512("VNNI", false, rp)
-	}
-	avx2()
 	repack()
 	repack512()
 	repackPTQ1()
 	repackPTQ1AVX2()
-	if err := os.WriteFile("matmul_amd64.s", b.Bytes(), 0o644); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
+	for name, data := range map[string][]byte{"matmul_amd64.s": b.Bytes(), "matmul_tiles_amd64.go": dispatch()} {
+		if err := os.WriteFile(name, data, 0o644); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
 	}
 }

@@ -1,6 +1,7 @@
 //go:build ignore
 
-// This program writes matmul_arm64.s, the tiled (prefill) kernels for arm64:
+// This program writes matmul_arm64.s, the tiled (prefill) kernels for arm64, and
+// matmul_tiles_arm64.go, their declarations and dispatch:
 //
 //	go run matmul_arm64_gen.go
 //
@@ -10,8 +11,26 @@ package main
 import (
 	"bytes"
 	"fmt"
+	"go/format"
 	"os"
+	"strings"
 )
+
+// The kernel families, all for one row pair, with the tile width (vectors per tile) of
+// their widest kernel. Each has a kernel for every smaller width too: the widest runs
+// the bulk of a batch and one of the others its rest, so that a batch's work is
+// proportional to its vectors (see q8TileCalls).
+var families = []struct {
+	name  string // kernel names: q8Tile<name>r1v<tv>
+	id    string // the q8ID
+	width int    // vectors 1…width
+}{
+	{"NEONDot", "q8NEONDot", maxNV},
+	{"NEON", "q8NEON", maxNV},
+}
+
+// maxNV is the widest tile.
+const maxNV = 6
 
 var b bytes.Buffer
 
@@ -36,7 +55,6 @@ const (
 	descY     = 192
 	descPF    = 256
 	descSize  = 264
-	nv        = 6
 )
 
 func header() {
@@ -52,12 +70,12 @@ func header() {
 // and 4…7, then row 2q+1's) is loaded once per plane into V24..V27 and the plane
 // extracted in place; each vector's 32 tiled activation bytes for the step and plane
 // (blocks 0…3 in V28, 4…7 in V29) are multiplied into per-block 32-bit lanes, with SDOT
-// (q8TileNEONDot: 6 vectors, accumulators V(4v+j)) or with SMLAL/SMLAL2 into int16
-// lanes (q8TileNEON: 3 vectors at a time, accumulators V(8v+4h+2j+k), at most
-// 32·3·127 = 12192 per lane over a group, widened by SADDLP and ADDP at the fold). The
-// fold and the final lane sums are the matrix-vector kernels' to the operand:
-// I = Σ c·Q − Sum, s = fp16(d)·D (FMUL fp16(d), D), facc += s·I (FMLA), and
-// ((a0+a4)+(a2+a6)) + ((a1+a5)+(a3+a7)) by FADD, EXT, FADD, FADDP.
+// (q8TileNEONDotr1v<nv>: up to 6 vectors, accumulators V(4v+j)) or with SMLAL/SMLAL2
+// into int16 lanes (q8TileNEONr1v<nv>: 3 vectors at a time, accumulators
+// V(8v+4h+2j+k), at most 32·3·127 = 12192 per lane over a group, widened by SADDLP and
+// ADDP at the fold). The fold and the final lane sums are the matrix-vector kernels'
+// to the operand: I = Σ c·Q − Sum, s = fp16(d)·D (FMUL fp16(d), D), facc += s·I
+// (FMLA), and ((a0+a4)+(a2+a6)) + ((a1+a5)+(a3+a7)) by FADD, EXT, FADD, FADDP.
 //
 // The Go assembler lacks SDOT, SMLAL, SADDLP, SCVTF, vector FMUL/FADD and scalar FADDP,
 // so they are WORDs (the encodings of matvec_arm64.s).
@@ -76,7 +94,7 @@ func header() {
 #define FADDPS(d, n) WORD $(0x7e30d800 | ((n)<<5) | (d))`)
 }
 
-var actReg = [nv]string{"R2", "R3", "R4", "R5", "R6", "R7"}
+var actReg = [maxNV]string{"R2", "R3", "R4", "R5", "R6", "R7"}
 
 // planes writes the extraction of plane pl into V24..V27 from the code line at R8.
 func planes(pl int) {
@@ -122,7 +140,6 @@ func store(fn string, vs []int) {
 	for i, v := range vs {
 		skip := fmt.Sprintf("%ss%d", fn, v)
 		p("MOVD %d(R1), R13", descY+8*v)
-		p("CBZ R13, %s", skip)
 		p("MOVD %d(R0), R12", argYOff)
 		p("ADD R12, R13, R13")
 		for h := range 2 {
@@ -171,19 +188,22 @@ func loadActs(fn string, vs []int) {
 	}
 }
 
-// groupPrefetch prefetches the group's share of the weights repacked next (desc.pf,
-// advanced by pfStep) into L1.
-func groupPrefetch() {
+// groupPrefetch prefetches the group's share of the weights repacked next into L1: the
+// lines of the pfStep bytes from desc.pf, which it advances by pfStep (at least one line,
+// so pfStep must be positive); its loop is labelled l.
+func groupPrefetch(l string) {
 	p("MOVD %d(R1), R12", descPF)
-	for o := 0; o < 272; o += 64 {
-		p("PRFM %d(R12), PLDL1KEEP", o)
-	}
 	p("MOVD %d(R0), R13", argPFStep)
-	p("ADD R13, R12, R12")
-	p("MOVD R12, %d(R1)", descPF)
+	p("ADD R12, R13, R13")
+	label(l)
+	p("PRFM (R12), PLDL1KEEP")
+	p("ADD $64, R12")
+	p("CMP R13, R12")
+	p("BLO %s", l)
+	p("MOVD R13, %d(R1)", descPF)
 }
 
-func tileEnd(fn string) {
+func tileEnd(fn string, nv int) {
 	p("ADD $%d, R15", 64*nv)
 	p("MOVD %d(R0), R1", argCur)
 	p("ADD $%d, R1", descSize)
@@ -195,8 +215,9 @@ func tileEnd(fn string) {
 	p("RET")
 }
 
-func neonDot() {
-	fn := "q8TileNEONDot"
+// neonDot writes q8TileNEONDotr1v{nv}: one row pair × nv vectors (nv ≤ 6).
+func neonDot(nv int) {
+	fn := kernelName("NEONDot", nv)
 	line(fmt.Sprintf("\n// func %s(a *q8TileArgs)\nTEXT ·%s(SB), NOSPLIT, $0-8", fn, fn))
 	p("MOVD a+0(FP), R0")
 	p("MOVD %d(R0), R15", argFacc)
@@ -204,14 +225,17 @@ func neonDot() {
 	p("MOVD R1, %d(R0)", argCur)
 	label(fn + "tile")
 	p("MOVD %d(R0), R1", argCur)
-	vs := []int{0, 1, 2, 3, 4, 5}
+	var vs []int
+	for v := range nv {
+		vs = append(vs, v)
+	}
 	loadActs(fn, vs)
 	label(fmt.Sprintf("%sgroup0", fn))
 	for i := range 4 * nv {
 		p("VEOR V%d.B16, V%d.B16, V%d.B16", i, i, i)
 	}
 	p("VMOVI $3, V31.B16")
-	groupPrefetch()
+	groupPrefetch(fn + "pf")
 	p("MOVD $8, R11")
 	label(fn + "step")
 	for pl := range 4 {
@@ -235,11 +259,13 @@ func neonDot() {
 	p("SUBS $1, R9")
 	p("BNE %sgroup0", fn)
 	store(fn, vs)
-	tileEnd(fn)
+	tileEnd(fn, nv)
 }
 
-func neon() {
-	fn := "q8TileNEON"
+// neon writes q8TileNEONr1v{nv}: one row pair × nv vectors (nv ≤ 6), in chunks of up
+// to 3 vectors, each a pass over the tile's groups.
+func neon(nv int) {
+	fn := kernelName("NEON", nv)
 	line(fmt.Sprintf("\n// func %s(a *q8TileArgs)\nTEXT ·%s(SB), NOSPLIT, $0-8", fn, fn))
 	p("MOVD a+0(FP), R0")
 	p("MOVD %d(R0), R15", argFacc)
@@ -247,20 +273,23 @@ func neon() {
 	p("MOVD R1, %d(R0)", argCur)
 	label(fn + "tile")
 	p("MOVD %d(R0), R1", argCur)
-	for half := range 2 {
-		vs := []int{3 * half, 3*half + 1, 3*half + 2}
+	for v0 := 0; v0 < nv; v0 += 3 {
+		var vs []int
+		for v := v0; v < min(v0+3, nv); v++ {
+			vs = append(vs, v)
+		}
 		loadActs(fn, vs)
 		label(fmt.Sprintf("%sgroup%d", fn, vs[0]))
-		for i := range 24 {
+		for i := range 8 * len(vs) {
 			p("VEOR V%d.B16, V%d.B16, V%d.B16", i, i, i)
 		}
 		p("VMOVI $3, V31.B16")
-		groupPrefetch()
+		groupPrefetch(fmt.Sprintf("%spf%d", fn, v0))
 		p("MOVD $8, R11")
-		label(fmt.Sprintf("%sstep%d", fn, half))
+		label(fmt.Sprintf("%sstep%d", fn, v0))
 		for pl := range 4 {
 			planes(pl)
-			for i := range 3 {
+			for i := range vs {
 				p("VLD1.P 32(%s), [V28.B16, V29.B16]", actReg[i])
 				for h := range 2 {
 					for j := range 2 {
@@ -273,9 +302,9 @@ func neon() {
 		}
 		p("ADD $64, R8")
 		p("SUBS $1, R11")
-		p("BNE %sstep%d", fn, half)
+		p("BNE %sstep%d", fn, v0)
 		// Widen: lanes of blocks (0,1) and (2,3) → 4 int32 block sums, in place.
-		for i := range 12 {
+		for i := range 4 * len(vs) {
 			a := 2 * i
 			p("SADDLP(%d, %d)", a, a)
 			p("SADDLP(%d, %d)", a+1, a+1)
@@ -290,13 +319,14 @@ func neon() {
 		p("SUBS $1, R9")
 		p("BNE %sgroup%d", fn, vs[0])
 		store(fn, vs)
-		if half == 0 {
-			p("ADD $%d, R15", 64*3)
-		} else {
-			p("SUB $%d, R15", 64*3)
+		// R15 at the next chunk's accumulators, and back at the tile's after the last.
+		if v0+3 < nv {
+			p("ADD $%d, R15", 64*len(vs))
+		} else if v0 > 0 {
+			p("SUB $%d, R15", 64*v0)
 		}
 	}
-	tileEnd(fn)
+	tileEnd(fn, nv)
 }
 
 // data16 writes a 16-byte read-only table.
@@ -453,13 +483,68 @@ q8RepackPTQ1NEONgroup:`)
 	p("RET")
 }
 
-func main() {
-	header()
-	neonDot()
-	neon()
-	repackPTQ1()
-	if err := os.WriteFile("matmul_arm64.s", b.Bytes(), 0o644); err != nil {
+// kernelName names the kernel of family name for nv vectors.
+func kernelName(name string, nv int) string { return fmt.Sprintf("q8Tile%sr1v%d", name, nv) }
+
+// dispatch writes matmul_tiles_arm64.go: the kernels' declarations, the widest tile of
+// each family and the switch that runs one (a switch of direct calls: a call through a
+// func value would make the argument block escape to the heap).
+func dispatch() []byte {
+	var g strings.Builder
+	pr := func(format string, args ...any) { fmt.Fprintf(&g, format+"\n", args...) }
+	pr("// Code generated by matmul_arm64_gen.go; DO NOT EDIT.\n")
+	pr("//go:build arm64 && !purego\n")
+	pr("package ternary\n")
+	pr("// The tiled kernels of matmul_arm64.s: q8Tile<family>r1v<tv> runs one row pair and")
+	pr("// tv vectors (see q8TileGeneric for the contract).")
+	for _, f := range families {
+		for nv := f.width; nv > 0; nv-- {
+			pr("\n//go:noescape\nfunc %s(a *q8TileArgs)", kernelName(f.name, nv))
+		}
+	}
+	pr("\n// archQ8TilePairs returns the most row pairs tiled kernel id takes.")
+	pr("func archQ8TilePairs(id q8ID) int { return 1 }")
+	pr("\n// archQ8TileWidth returns the widest tile of family id (it has kernels for every")
+	pr("// width up to it).")
+	pr("func archQ8TileWidth(id q8ID) int {\nswitch id {")
+	for _, f := range families {
+		pr("case %s:\nreturn %d", f.id, f.width)
+	}
+	pr("}\npanic(\"ternary: no tiled Q8 kernel \" + q8Sel.name)\n}")
+	pr("\n// archQ8Tile runs the tiled kernel of family id for rp row pairs and tv vectors.")
+	pr("func archQ8Tile(id q8ID, rp, tv int, a *q8TileArgs) {\nswitch id {")
+	for _, f := range families {
+		pr("case %s:\nswitch rp<<4 | tv {", f.id)
+		for nv := f.width; nv > 0; nv-- {
+			pr("case 1<<4 | %d:\n%s(a)\nreturn", nv, kernelName(f.name, nv))
+		}
+		pr("}")
+	}
+	pr("}\npanic(\"ternary: no tiled Q8 kernel \" + q8Sel.name)\n}")
+	src, err := format.Source([]byte(g.String()))
+	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
+	}
+	return src
+}
+
+func main() {
+	header()
+	for _, f := range families {
+		for nv := f.width; nv > 0; nv-- {
+			if f.name == "NEONDot" {
+				neonDot(nv)
+			} else {
+				neon(nv)
+			}
+		}
+	}
+	repackPTQ1()
+	for name, data := range map[string][]byte{"matmul_arm64.s": b.Bytes(), "matmul_tiles_arm64.go": dispatch()} {
+		if err := os.WriteFile(name, data, 0o644); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
 	}
 }

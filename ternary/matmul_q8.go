@@ -11,11 +11,10 @@ import (
 // The matrix-vector kernels extract a block's code planes, multiply them with one
 // vector and reduce the products of every block to one integer, for each vector anew.
 // MatMulQ8Range instead multiplies a tile of 2·rp rows (rp row pairs) with tv vectors
-// at once (tv = 8 for AVX-512, 6 for the others): each code plane is extracted once and
-// used against tv vectors,
-// each activation load is used against the rp row pairs, and no integer ever needs a
-// horizontal reduction, because every 32-bit lane of an accumulator belongs to one block
-// of one row from the start:
+// at once (up to 8 for AVX-512, 6 for the others; see q8TileCalls): each code plane is
+// extracted once and used against tv vectors, each activation load is used against the
+// rp row pairs, and no integer ever needs a horizontal reduction, because every 32-bit
+// lane of an accumulator belongs to one block of one row from the start:
 //
 //   - The weights of a tile are first repacked (q8RepackPQ2, or q8RepackPTQ1 straight
 //     from PTQ1_0) so that for each group of 8 blocks and each step s = 0…7 one 64-byte
@@ -44,8 +43,7 @@ import (
 
 const (
 	// q8TileVMax is the most activation vectors a tiled kernel runs at once (its tile
-	// width tv, q8TileWidth: 8 or 6). A batch whose size is not a multiple of tv repeats
-	// its last vector in the last tile.
+	// width tv; the widest of a family, q8TileWidth, is 8 or 6).
 	q8TileVMax = 8
 	// q8TilePairsMax is the largest number of row pairs a tiled kernel takes.
 	q8TilePairsMax = 3
@@ -56,9 +54,13 @@ const (
 	// rows are wider (k > 18432) is done in chunks, the float accumulators carried over.
 	q8ChunkGroups = 18
 	// q8BatchMax is the most vectors whose float accumulators are kept at once (a
-	// multiple of every tile width, and at least the model's 64): a larger batch runs in
-	// several passes, which re-repack the chunks when a row tile is done in chunks.
+	// multiple of every family's widest tile width, and at least the model's 64): a
+	// larger batch runs in several passes, which re-repack the chunks when a row tile is
+	// done in chunks.
 	q8BatchMax = 72
+	// q8DescsMax is the most tile descriptors of a pass (see q8TileCalls): ⌊q8BatchMax/tv⌋
+	// tiles of the widest width (tv ≥ 6 in every family) and a narrower one.
+	q8DescsMax = q8BatchMax/6 + 1
 )
 
 // q8TileArgs is the argument block of a tiled kernel (q8TileGeneric and the assembly
@@ -73,7 +75,7 @@ type q8TileArgs struct {
 	desc   *q8TileDesc // the first tile's vectors
 	yoff   int         // 4·(the tile's first row): its offset in each output row
 	flags  int         // q8First | q8Last | q8Odd
-	pfStep int         // bytes of a group of 8 blocks in the weights desc.pf points into
+	pfStep int         // bytes to prefetch from each desc.pf per group (> 0)
 	// Scratch for the assembly kernels: the current descriptor, the current tile's
 	// accumulators and the groups left.
 	cur, cfacc uintptr
@@ -91,19 +93,20 @@ type q8TileDesc struct {
 	act [q8TileVMax]*int8    // the vector's tiled activations at the chunk's first group
 	d   [q8TileVMax]*float32 // its D at the chunk's first block
 	sum [q8TileVMax]*int32   // its Sum at the chunk's first block
-	y   [q8TileVMax]*float32 // its output row (element 0), or nil: a repeated vector
-	// pf is the address of the weights the caller repacks next (a row of the next row
-	// tile, at the first group it needs): the kernel prefetches a.pfStep bytes from it
-	// per group and advances it, so that the repacking finds them in the cache. (An
-	// address, not a pointer: the kernel moves it past the bytes it names.)
+	y   [q8TileVMax]*float32 // its output row (element 0)
+	// pf is the address of the weights the caller repacks next (its share of them):
+	// the kernel prefetches a.pfStep bytes from it per group and advances it, so that
+	// the repacking finds them in the cache. (An address, not a pointer: the kernel
+	// moves it past the bytes it names, and it may name bytes past the matrix.)
 	pf uintptr
 }
 
-// q8TileGeneric is the portable tiled kernel, of width q8TileVMax. For each of a.tiles
-// vector tiles, each of the a.ng groups, each of the rp row pairs and each vector, it adds
-// the group's 16 block products to the float accumulators as described above; after the
-// last group of the last chunk it stores the lane sums of each row (q8TileReduceGeneric)
-// into the vector's output row at a.yoff.
+// q8TileGeneric is the portable tiled kernel, for tiles of any width tv ≤ q8TileVMax.
+// For each of a.tiles vector tiles, each of the a.ng groups, each of the rp row pairs
+// and each of the tile's tv vectors, it adds the group's 16 block products to the float
+// accumulators as described above; after the last group of the last chunk it stores
+// the lane sums of each row (q8TileReduceGeneric) into the vector's output row at
+// a.yoff.
 //
 // The integer part works on 64-bit words of two lanes (two blocks of one row): with
 // the activations biased to unsigned bytes u = Q+128 (an xor), c·u = lo·u + 2·hi·u for
@@ -111,7 +114,7 @@ type q8TileDesc struct {
 // used for every vector), summed in four 16-bit lanes, two per block (at most
 // 32·3·510 = 48960 each over a group); Σ c·Q = Σ c·u − 128·Σ c, with Σ c counted by
 // popcount.
-func q8TileGeneric(rp int, a *q8TileArgs) {
+func q8TileGeneric(rp, tv int, a *q8TileArgs) {
 	const (
 		ones = 0x0101010101010101
 		bias = 0x8080808080808080
@@ -119,7 +122,7 @@ func q8TileGeneric(rp int, a *q8TileArgs) {
 	)
 	stride := rp * q8PairBytes
 	buf := unsafe.Slice(a.w, a.ng*stride)
-	fall := unsafe.Slice(a.facc, a.tiles*rp*q8TileVMax*16)
+	fall := unsafe.Slice(a.facc, a.tiles*rp*tv*16)
 	descs := unsafe.Slice(a.desc, a.tiles)
 	// lo and hi: for step s, plane p and word w (row w/4, blocks 2(w%4), 2(w%4)+1),
 	// the byte masks of the codes' low and high bits.
@@ -127,14 +130,14 @@ func q8TileGeneric(rp int, a *q8TileArgs) {
 	var csum [16]int32
 	for tl := range descs {
 		dc := &descs[tl]
-		facc := fall[tl*rp*q8TileVMax*16 : (tl+1)*rp*q8TileVMax*16]
+		facc := fall[tl*rp*tv*16 : (tl+1)*rp*tv*16]
 		if a.flags&q8First != 0 {
 			clear(facc)
 		}
 		var acts [q8TileVMax][]byte
 		var ds [q8TileVMax][]float32
 		var ss [q8TileVMax][]int32
-		for v := range q8TileVMax {
+		for v := range tv {
 			acts[v] = unsafe.Slice((*byte)(unsafe.Pointer(dc.act[v])), a.ng*1024)
 			ds[v] = unsafe.Slice(dc.d[v], a.ng*8)
 			ss[v] = unsafe.Slice(dc.sum[v], a.ng*8)
@@ -159,7 +162,7 @@ func q8TileGeneric(rp int, a *q8TileArgs) {
 				for i := range dw {
 					dw[i] = *(*float32)(unsafe.Pointer(&pb[512+4*i]))
 				}
-				for v := range q8TileVMax {
+				for v := range tv {
 					act := (*[1024]byte)(acts[v][1024*g:])
 					var acc [8]uint64
 					for s := range 8 {
@@ -174,7 +177,7 @@ func q8TileGeneric(rp int, a *q8TileArgs) {
 							}
 						}
 					}
-					f := facc[(q*q8TileVMax+v)*16 : (q*q8TileVMax+v)*16+16]
+					f := facc[(q*tv+v)*16 : (q*tv+v)*16+16]
 					d := ds[v][8*g : 8*g+8]
 					sm := ss[v][8*g : 8*g+8]
 					for h := range 2 {
@@ -194,11 +197,8 @@ func q8TileGeneric(rp int, a *q8TileArgs) {
 		}
 		var out [2]float32
 		for q := range rp {
-			for v := range q8TileVMax {
-				if dc.y[v] == nil {
-					continue
-				}
-				q8TileReduceGeneric(facc[(q*q8TileVMax+v)*16:(q*q8TileVMax+v)*16+16], out[:])
+			for v := range tv {
+				q8TileReduceGeneric(facc[(q*tv+v)*16:(q*tv+v)*16+16], out[:])
 				// Element by element: with an odd row count the last pair's second
 				// output lies past the end of y, and a *[2]float32 would straddle it.
 				y0 := unsafe.Add(unsafe.Pointer(dc.y[v]), a.yoff+8*q)
@@ -270,11 +270,32 @@ func q8RepackPTQ1Generic(dst []byte, stride int, a, b []byte, ng int) {
 	}
 }
 
+// q8Call is one call of a tiled kernel within a pass over a batch: tiles tiles of tv
+// vectors, the first at vector v0 of the pass (and at slot v0 of its accumulators).
+type q8Call struct{ v0, tv, tiles int }
+
+// q8TileCalls splits the nv vectors of a pass into the calls of the tiled kernels of
+// widest width tv, in calls[:n], and returns n: ⌊nv/tv⌋ tiles of tv, then the rest, if
+// any, in one tile of its own width (each family has a kernel for every width up to
+// its widest), so that the work follows nv rather than the next multiple of tv.
+func q8TileCalls(calls *[2]q8Call, tv, nv int) int {
+	n := 0
+	if nv >= tv {
+		calls[n] = q8Call{0, tv, nv / tv}
+		n++
+	}
+	if r := nv % tv; r > 0 {
+		calls[n] = q8Call{nv - r, r, 1}
+		n++
+	}
+	return n
+}
+
 // matMulQ8Tiled is MatMulQ8Range for k ≥ 1024 and PQ2_0 rows of at most mmPanel bytes:
 // for each tile of up to 2·rpMax rows, repack its rows (whole, or in chunks of at most
-// q8ChunkGroups groups, the float accumulators carried over) and run the tiled kernel
-// over all the vectors, in batches of at most q8BatchMax; then add the blocks after the
-// last whole group as q8RowsPQ2 does.
+// q8ChunkGroups groups, the float accumulators carried over) and run the tiled kernels
+// over all the vectors, in passes of at most q8BatchMax vectors split by q8TileCalls;
+// then add the blocks after the last whole group as q8RowsPQ2 does.
 func matMulQ8Tiled(f Format, w []byte, k, n int, x *Q8Batch, t int, y []float32, lo, hi int) {
 	nb := k / BlockSize
 	ng := nb / 8
@@ -289,7 +310,8 @@ func matMulQ8Tiled(f Format, w []byte, k, n int, x *Q8Batch, t int, y []float32,
 	}
 	var buf [q8ChunkGroups * q8TilePairsMax * q8PairBytes]byte
 	var facc [q8TilePairsMax * q8BatchMax * 16]float32
-	var descs [q8BatchMax / 6]q8TileDesc
+	var descs [q8DescsMax]q8TileDesc
+	var calls [2]q8Call
 	tv := q8TileWidth()
 	descFor := [2]int{-1, -1} // the (first vector, first group) descs was filled for
 	for r0 := lo; r0 < hi; r0 += 2 * rpMax {
@@ -300,7 +322,11 @@ func matMulQ8Tiled(f Format, w []byte, k, n int, x *Q8Batch, t int, y []float32,
 		}
 		for v0 := 0; v0 < t; v0 += q8BatchMax {
 			nv := min(q8BatchMax, t-v0)
-			tiles := (nv + tv - 1) / tv
+			ncalls := q8TileCalls(&calls, tv, nv)
+			tiles := 0 // descriptors
+			for _, cl := range calls[:ncalls] {
+				tiles += cl.tiles
+			}
 			for c := range nch {
 				g0 := c * cg
 				gn := min(cg, ng-g0)
@@ -309,37 +335,60 @@ func matMulQ8Tiled(f Format, w []byte, k, n int, x *Q8Batch, t int, y []float32,
 				}
 				if descFor != [2]int{v0, g0} {
 					descFor = [2]int{v0, g0}
-					for i := range tiles * tv {
-						s := v0 + min(i, nv-1) // the last tile repeats its last vector
-						dc := &descs[i/tv]
-						dc.act[i%tv] = &x.tq[s*tb+1024*g0]
-						dc.d[i%tv] = &x.d[s*nb+8*g0]
-						dc.sum[i%tv] = &x.sum[s*nb+8*g0]
-						dc.y[i%tv] = nil
-						if i < nv {
-							dc.y[i%tv] = &y[s*n]
+					d := 0
+					for _, cl := range calls[:ncalls] {
+						for i := range cl.tiles * cl.tv {
+							s := v0 + cl.v0 + i
+							dc := &descs[d+i/cl.tv]
+							l := i % cl.tv
+							dc.act[l] = &x.tq[s*tb+1024*g0]
+							dc.d[l] = &x.d[s*nb+8*g0]
+							dc.sum[l] = &x.sum[s*nb+8*g0]
+							dc.y[l] = &y[s*n]
 						}
+						d += cl.tiles
 					}
 				}
-				// What is repacked next: the next chunk of these rows, or the next rows.
-				nr0, ng0 := r0+2*rpMax, 0
-				if c < nch-1 {
-					nr0, ng0 = r0, g0+gn
+				// What is repacked next, prefetched by the kernels a share per group and
+				// descriptor: the next chunk of these rows (descriptor i: row i mod rows),
+				// or the next rows, whose bytes are contiguous (descriptor i: the i-th
+				// share of them, however few the descriptors).
+				pfStep := 8 * bb
+				switch nr0 := r0 + 2*rpMax; {
+				case c < nch-1:
+					for i := range tiles {
+						descs[i].pf = uintptr(unsafe.Pointer(&w[(r0+i%rows)*rb+(g0+gn)*8*bb]))
+					}
+				case nr0 < hi:
+					next := min(2*rpMax, hi-nr0) * rb
+					pfStep = ((next+tiles*gn-1)/(tiles*gn) + 63) &^ 63
+					base := uintptr(unsafe.Pointer(&w[nr0*rb]))
+					for i := range tiles {
+						descs[i].pf = base + uintptr(i*gn*pfStep)
+					}
+				default: // the last rows of the range: nothing to prefetch
+					pfStep = 64
+					for i := range tiles {
+						descs[i].pf = uintptr(unsafe.Pointer(&w[(hi-1)*rb]))
+					}
 				}
-				for i := range tiles {
-					descs[i].pf = uintptr(unsafe.Pointer(&w[min(nr0+i%(2*rpMax), hi-1)*rb+ng0*8*bb]))
-				}
-				a := q8TileArgs{w: &buf[0], ng: gn, facc: &facc[0], tiles: tiles, desc: &descs[0], yoff: 4 * r0, pfStep: 8 * bb}
+				flags := 0
 				if c == 0 {
-					a.flags |= q8First
+					flags |= q8First
 				}
 				if c == nch-1 {
-					a.flags |= q8Last
+					flags |= q8Last
 				}
 				if rows%2 == 1 {
-					a.flags |= q8Odd
+					flags |= q8Odd
 				}
-				q8Tile(rp, &a)
+				d := 0
+				for _, cl := range calls[:ncalls] {
+					a := q8TileArgs{w: &buf[0], ng: gn, facc: &facc[rp*16*cl.v0], tiles: cl.tiles, desc: &descs[d],
+						yoff: 4 * r0, flags: flags, pfStep: pfStep}
+					q8Tile(rp, cl.tv, &a)
+					d += cl.tiles
+				}
 			}
 		}
 		if tn := nb - 8*ng; tn > 0 {

@@ -16,7 +16,7 @@ func archQ8TilePairs(id q8ID) int { return q8TilePairsMax }
 
 func archQ8TileWidth(id q8ID) int { return q8TileVMax }
 
-func archQ8Tile(id q8ID, rp int, a *q8TileArgs) {
+func archQ8Tile(id q8ID, rp, tv int, a *q8TileArgs) {
 	panic("ternary: no SIMD Q8 kernels on this platform")
 }
 

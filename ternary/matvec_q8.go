@@ -56,7 +56,8 @@ func q8TilePairs() int {
 	return archQ8TilePairs(q8Sel.id)
 }
 
-// q8TileWidth returns the number of vectors the selected tiled kernel runs at once.
+// q8TileWidth returns the widest tile (vectors at once) of the selected tiled kernels;
+// they have kernels for every width up to it (q8TileGeneric takes any).
 func q8TileWidth() int {
 	if q8Sel.id == q8Generic {
 		return q8TileVMax
@@ -64,13 +65,14 @@ func q8TileWidth() int {
 	return archQ8TileWidth(q8Sel.id)
 }
 
-// q8Tile runs the selected tiled kernel on rp row pairs (see q8TileGeneric).
-func q8Tile(rp int, a *q8TileArgs) {
+// q8Tile runs the selected tiled kernel on rp row pairs and tiles of tv vectors (see
+// q8TileGeneric).
+func q8Tile(rp, tv int, a *q8TileArgs) {
 	if q8Sel.id == q8Generic {
-		q8TileGeneric(rp, a)
+		q8TileGeneric(rp, tv, a)
 		return
 	}
-	archQ8Tile(q8Sel.id, rp, a)
+	archQ8Tile(q8Sel.id, rp, tv, a)
 }
 
 // q8RepackPQ2 repacks PQ2_0 rows for the tiled kernels (see q8RepackPQ2Generic).
@@ -193,13 +195,15 @@ const mmPanel = 16 << 10
 // y[s·n + i] is what [MatVecQ8Range] gives for vector s and row i, bit for bit (with
 // the same kernel family; see [Q8Kernel]). It does not allocate.
 //
-// It is the prefill kernel. For k ≥ 1024 it repacks up to 6 rows at a time (PTQ1_0
-// rows decoded to 2-bit codes on the way, in registers on AVX-512) and multiplies them
-// with up to 8 vectors at a time, each
+// It is the prefill kernel, and the decode kernel of a batch of sequences. For k ≥ 1024
+// it repacks up to 6 rows at a time (PTQ1_0 rows decoded to 2-bit codes on the way, in
+// registers on AVX-512) and multiplies them with up to 8 vectors at a time (a batch's
+// rest after whole tiles in narrower tiles, so that the work follows the vectors), each
 // extracted code plane and each activation load used several times over, every block's
 // integer product landing in its own lane (see matmul_q8.go); x must have been filled
-// by [Q8Batch.Quantize]. Narrower rows run the matrix-vector kernel once per vector over
-// panels of weights kept in the L1 cache, and rows wider than 61440 one row at a time.
+// by [Q8Batch.Quantize]. One vector runs [MatVecQ8Range]; narrower rows run the
+// matrix-vector kernel once per vector over panels of weights kept in the L1 cache, and
+// rows wider than 61440 one row at a time.
 func MatMulQ8Range(f Format, w []byte, k, n int, x *Q8Batch, t int, y []float32, lo, hi int) {
 	if t < 0 || t > x.T {
 		panic(fmt.Sprintf("ternary: MatMulQ8Range: %d vectors, batch capacity %d", t, x.T))
@@ -210,6 +214,12 @@ func MatMulQ8Range(f Format, w []byte, k, n int, x *Q8Batch, t int, y []float32,
 	}
 	if len(y) < (t-1)*n+hi {
 		panic(fmt.Sprintf("ternary: MatMulQ8Range: %d vectors of %d rows up to %d, len(y) = %d", t, n, hi, len(y)))
+	}
+	if t == 1 {
+		// One vector: the matrix-vector kernel reads the weights in place, where a tile
+		// would repack them first (BenchmarkMatMulQ8Batch), and gives the same bits.
+		MatVecQ8Range(f, w, k, &x.rows[0], y, lo, hi)
+		return
 	}
 	nb := k / BlockSize
 	rb2 := PQ2_0.RowBytes(k)

@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"sync"
 	"testing"
 	"unsafe"
@@ -18,6 +19,13 @@ func withKernel(k q8Kernel, f func()) {
 	defer useQ8Kernel(save)
 	useQ8Kernel(k)
 	f()
+}
+
+// forEachKernel runs f with each implementation of the Q8 kernels selected in turn.
+func forEachKernel(f func(name string)) {
+	for _, k := range q8Kernels {
+		withKernel(k, func() { f(k.name) })
+	}
 }
 
 // q8Shapes are the row widths the kernel tests run: odd block counts below, at and
@@ -552,41 +560,43 @@ func TestMatVecQ8PTQ1(t *testing.T) {
 }
 
 // TestMatMulQ8 checks that the batched product gives, bit for bit, the matrix-vector
-// product of each vector, for both formats and row ranges that cut panels anywhere.
+// product of each vector, for both formats and every batch size up to 17 (every rest
+// after whole tiles of 8 or 6), with row ranges that cut panels anywhere.
 func TestMatMulQ8(t *testing.T) {
 	r := rand.New(rand.NewPCG(11, 12))
-	for _, tc := range []struct{ k, n, t int }{{128, 7, 1}, {640, 33, 3}, {1024, 100, 5}, {5120, 29, 4}, {17408, 9, 2}, {65536, 3, 2}} {
+	const tmax = 17 // every batch size 1…tmax: each rest of a tile of 8 or 6, alone and after whole tiles
+	for _, tc := range []struct{ k, n int }{{128, 7}, {640, 33}, {1024, 100}, {5120, 29}, {17408, 9}, {65536, 3}} {
 		wf := make([]float32, tc.k*tc.n)
 		for i := range wf {
 			wf[i] = float32(r.NormFloat64())
 		}
-		xf := make([]float32, tc.k*tc.t)
+		xf := make([]float32, tc.k*tmax)
 		for i := range xf {
 			xf[i] = float32(r.NormFloat64())
 		}
-		xb := NewQ8Batch(tc.k, tc.t+1)
-		xb.Quantize(xf, tc.t)
+		xb := NewQ8Batch(tc.k, tmax+1)
+		xb.Quantize(xf, tmax)
 		for _, f := range []Format{PQ2_0, PTQ1_0} {
 			w := make([]byte, tc.n*f.RowBytes(tc.k))
 			if err := f.Quantize(w, wf); err != nil {
 				t.Fatal(err)
 			}
-			for _, kern := range q8Kernels {
-				withKernel(kern, func() {
-					lo, hi := tc.n/5, tc.n-tc.n/7
-					y := make([]float32, tc.t*tc.n)
-					MatMulQ8Range(f, w, tc.k, tc.n, xb, tc.t, y, lo, hi)
-					for s := range tc.t {
-						want := make([]float32, tc.n)
-						MatVecQ8Range(f, w, tc.k, xb.Row(s), want, lo, hi)
-						for i := range want {
-							if math.Float32bits(y[s*tc.n+i]) != math.Float32bits(want[i]) {
-								t.Fatalf("%s %s k=%d vector %d row %d: %v, MatVec %v", kern.name, f, tc.k, s, i, y[s*tc.n+i], want[i])
-							}
+			forEachKernel(func(name string) {
+				lo, hi := tc.n/5, tc.n-tc.n/7
+				want := make([]float32, tmax*tc.n)
+				for s := range tmax {
+					MatVecQ8Range(f, w, tc.k, xb.Row(s), want[s*tc.n:(s+1)*tc.n], lo, hi)
+				}
+				for tt := 1; tt <= tmax; tt++ {
+					y := make([]float32, tt*tc.n)
+					MatMulQ8Range(f, w, tc.k, tc.n, xb, tt, y, lo, hi)
+					for i, v := range y {
+						if math.Float32bits(v) != math.Float32bits(want[i]) {
+							t.Fatalf("%s %s k=%d t=%d vector %d row %d: %v, MatVec %v", name, f, tc.k, tt, i/tc.n, i%tc.n, v, want[i])
 						}
 					}
-				})
-			}
+				}
+			})
 		}
 	}
 }
@@ -714,9 +724,36 @@ func randQ8Batch(r *rand.Rand, k, t int) *Q8Batch {
 	return xb
 }
 
-// matMulTs are the batch sizes the batched tests run: below, at and around the
-// kernels' tile of 6 vectors, and the model's chunk of 64.
-var matMulTs = []int{1, 2, 3, 4, 5, 7, 8, 16, 63, 64}
+// matMulTs are the batch sizes the batched tests run: every size up to two tiles of 8
+// and one more (each rest after whole tiles of 8 or of 6, alone and after one or two
+// whole tiles), and around the model's chunk of 64.
+var matMulTs = []int{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 63, 64}
+
+// TestQ8TileCalls checks how the vectors of a pass are split into tiled-kernel calls,
+// against calls written out by hand: whole tiles of the widest width, then the rest in
+// one tile of its own width.
+func TestQ8TileCalls(t *testing.T) {
+	for _, c := range []struct {
+		tv, nv int
+		want   []q8Call
+	}{
+		{8, 1, []q8Call{{0, 1, 1}}},
+		{8, 7, []q8Call{{0, 7, 1}}},
+		{8, 8, []q8Call{{0, 8, 1}}},
+		{8, 13, []q8Call{{0, 8, 1}, {8, 5, 1}}},
+		{8, 72, []q8Call{{0, 8, 9}}},
+		{8, 71, []q8Call{{0, 8, 8}, {64, 7, 1}}},
+		{6, 5, []q8Call{{0, 5, 1}}},
+		{6, 15, []q8Call{{0, 6, 2}, {12, 3, 1}}},
+		{6, 72, []q8Call{{0, 6, 12}}},
+	} {
+		var calls [2]q8Call
+		got := calls[:q8TileCalls(&calls, c.tv, c.nv)]
+		if !slices.Equal(got, c.want) {
+			t.Errorf("width %d, %d vectors: %v, want %v", c.tv, c.nv, got, c.want)
+		}
+	}
+}
 
 // matMulRanges returns row ranges of n rows that give every tile shape: 1…7 rows (one
 // to three row pairs, odd and even), and ranges that cut the tiles anywhere.
@@ -766,35 +803,33 @@ func TestMatMulQ8Exact(t *testing.T) {
 				want[s*n+i], want3[s*n+i] = float32(e), float32(e3)
 			}
 		}
-		for _, kern := range q8Kernels {
-			withKernel(kern, func() {
-				for _, f := range []Format{PQ2_0, PTQ1_0} {
-					w, ref := pq, want
-					if f == PTQ1_0 {
-						w, ref = tq, want3
-					}
-					for _, tt := range matMulTs {
-						for _, rg := range matMulRanges(n) {
-							y := make([]float32, tt*n)
-							for i := range y {
-								y[i] = float32(math.NaN()) // rows outside the range stay untouched
-							}
-							MatMulQ8Range(f, w, k, n, xb, tt, y, rg[0], rg[1])
-							for s := range tt {
-								for i := range n {
-									got := y[s*n+i]
-									in := i >= rg[0] && i < rg[1]
-									if in && got != ref[s*n+i] || !in && !math.IsNaN(float64(got)) {
-										t.Fatalf("%s %s k=%d t=%d rows %v: vector %d row %d = %v, want %v",
-											kern.name, f, k, tt, rg, s, i, got, ref[s*n+i])
-									}
+		forEachKernel(func(name string) {
+			for _, f := range []Format{PQ2_0, PTQ1_0} {
+				w, ref := pq, want
+				if f == PTQ1_0 {
+					w, ref = tq, want3
+				}
+				for _, tt := range matMulTs {
+					for _, rg := range matMulRanges(n) {
+						y := make([]float32, tt*n)
+						for i := range y {
+							y[i] = float32(math.NaN()) // rows outside the range stay untouched
+						}
+						MatMulQ8Range(f, w, k, n, xb, tt, y, rg[0], rg[1])
+						for s := range tt {
+							for i := range n {
+								got := y[s*n+i]
+								in := i >= rg[0] && i < rg[1]
+								if in && got != ref[s*n+i] || !in && !math.IsNaN(float64(got)) {
+									t.Fatalf("%s %s k=%d t=%d rows %v: vector %d row %d = %v, want %v",
+										name, f, k, tt, rg, s, i, got, ref[s*n+i])
 								}
 							}
 						}
 					}
 				}
-			})
-		}
+			}
+		})
 	}
 }
 
@@ -822,37 +857,35 @@ func TestMatMulQ8Float(t *testing.T) {
 		rb := PQ2_0.RowBytes(k)
 		gen := make([]float32, tmax*n)
 		withKernel(q8Kernels[0], func() { MatMulQ8Range(PQ2_0, w, k, n, xb, tmax, gen, 0, n) })
-		for _, kern := range q8Kernels {
-			withKernel(kern, func() {
-				for _, tt := range []int{1, 5, 7, 64, tmax} {
-					for _, rg := range [][2]int{{0, n}, {3, 10}} {
-						y := make([]float32, tt*n)
-						MatMulQ8Range(PQ2_0, w, k, n, xb, tt, y, rg[0], rg[1])
-						for s := range tt {
-							mv := make([]float32, n)
-							MatVecQ8Range(PQ2_0, w, k, xb.Row(s), mv, rg[0], rg[1])
-							for i := rg[0]; i < rg[1]; i++ {
-								got := y[s*n+i]
-								if math.Float32bits(got) != math.Float32bits(mv[i]) {
-									t.Fatalf("%s k=%d t=%d vector %d row %d: %v, MatVec %v", kern.name, k, tt, s, i, got, mv[i])
-								}
-								var mag float64
-								x := xb.Row(s)
-								for b := range nb {
-									blk := w[i*rb+b*pq2BlockBytes : i*rb+(b+1)*pq2BlockBytes]
-									sc := fp16(binary.LittleEndian.Uint16(blk)) * x.D[b]
-									mag += math.Abs(float64(sc) * float64(q8BlockDot(blk, x.Q, b)-x.Sum[b]))
-								}
-								tol := float64(nb/8+4) * 0x1p-23 * mag
-								if d := math.Abs(float64(got - gen[s*n+i])); !(d <= tol) {
-									t.Fatalf("%s k=%d vector %d row %d: %v, generic %v (|Δ| %g > %g)", kern.name, k, s, i, got, gen[s*n+i], d, tol)
-								}
+		forEachKernel(func(name string) {
+			for _, tt := range append(matMulTs[:len(matMulTs):len(matMulTs)], tmax) {
+				for _, rg := range [][2]int{{0, n}, {3, 10}} {
+					y := make([]float32, tt*n)
+					MatMulQ8Range(PQ2_0, w, k, n, xb, tt, y, rg[0], rg[1])
+					for s := range tt {
+						mv := make([]float32, n)
+						MatVecQ8Range(PQ2_0, w, k, xb.Row(s), mv, rg[0], rg[1])
+						for i := rg[0]; i < rg[1]; i++ {
+							got := y[s*n+i]
+							if math.Float32bits(got) != math.Float32bits(mv[i]) {
+								t.Fatalf("%s k=%d t=%d vector %d row %d: %v, MatVec %v", name, k, tt, s, i, got, mv[i])
+							}
+							var mag float64
+							x := xb.Row(s)
+							for b := range nb {
+								blk := w[i*rb+b*pq2BlockBytes : i*rb+(b+1)*pq2BlockBytes]
+								sc := fp16(binary.LittleEndian.Uint16(blk)) * x.D[b]
+								mag += math.Abs(float64(sc) * float64(q8BlockDot(blk, x.Q, b)-x.Sum[b]))
+							}
+							tol := float64(nb/8+4) * 0x1p-23 * mag
+							if d := math.Abs(float64(got - gen[s*n+i])); !(d <= tol) {
+								t.Fatalf("%s k=%d vector %d row %d: %v, generic %v (|Δ| %g > %g)", name, k, s, i, got, gen[s*n+i], d, tol)
 							}
 						}
 					}
 				}
-			})
-		}
+			}
+		})
 	}
 }
 

@@ -208,3 +208,40 @@ func TestPromptNotStarved(t *testing.T) {
 		assert.Positive(t, n, "stream %d never stepped", i)
 	}
 }
+
+// Four streams stepping at once share nearly every pass: the leader lingers for the
+// streams the last pass answered (its own among them), so they do not split into
+// alternating half batches (which gave 2.5 sequences a pass).
+func TestStreamsShareEveryPass(t *testing.T) {
+	path := writeModel(t, "tiny", 7, ternary.PQ2_0)
+	m := open(t, path, bonsai.WithThreads(2))
+	ctx := context.Background()
+	const streams, steps = 4, 30
+	ss := make([]*bonsai.Session, streams)
+	for i := range ss {
+		ss[i] = session(t, m)
+		require.NoError(t, ss[i].Prefill(ctx, tokens(5, m.Vocab(), i)))
+	}
+	before := m.BatchStats()
+	var wg sync.WaitGroup
+	start := make(chan struct{})
+	for i, s := range ss {
+		wg.Go(func() {
+			<-start
+			for range steps {
+				if err := s.Step(ctx, int32(i)); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		})
+	}
+	close(start)
+	wg.Wait()
+	after := m.BatchStats()
+	passes, seqs := after.Steps-before.Steps, after.Sequences-before.Sequences
+	per := float64(seqs) / float64(passes)
+	t.Logf("%d streams × %d steps: %d passes, %.2f sequences a pass", streams, steps, passes, per)
+	require.EqualValues(t, streams*steps, seqs)
+	require.GreaterOrEqual(t, per, 3.0)
+}

@@ -3,14 +3,11 @@ package bonsai_test
 import (
 	"context"
 	"errors"
+	"github.com/bonsai-go/sdk/internal/alloctest"
 	"math"
 	"path/filepath"
-	"runtime"
-	"runtime/pprof"
 	"sync"
-	"sync/atomic"
 	"testing"
-	"time"
 
 	"github.com/bonsai-go/sdk/bonsai"
 	"github.com/bonsai-go/sdk/bonsai/backend"
@@ -314,53 +311,6 @@ func TestSessionForkResetAndConcurrency(t *testing.T) {
 	assert.Equal(t, want[:5], again, "a reset session starts afresh")
 }
 
-// countAllocs returns the heap allocations f makes, counted exactly
-// (runtime.MemStats.Mallocs around it, not testing.AllocsPerRun's average rounded down),
-// and the OS threads the runtime started meanwhile: starting one allocates (7 objects:
-// its m, g0 and signal goroutine), which is the runtime's doing, not f's, so callers
-// leave such a measurement out. f must not call testify (its helpers allocate).
-func countAllocs(f func()) (mallocs uint64, threads int) {
-	tc := pprof.Lookup("threadcreate")
-	th := tc.Count()
-	var ms runtime.MemStats
-	runtime.ReadMemStats(&ms)
-	before := ms.Mallocs
-	f()
-	runtime.ReadMemStats(&ms)
-	return ms.Mallocs - before, tc.Count() - th
-}
-
-// settleRuntime collects garbage and then fills the runtime's caches of channel waiters
-// (sudogs), so that an exact count of allocations sees the SDK's own. The pool's workers
-// park on a channel between loops; the runtime gives a parked goroutine a waiter from a
-// per-P cache and, when that is empty and the central cache too, allocates one. A
-// worker that parks on one P and wakes on another moves waiters between the caches, and
-// until they balance (about 128 waiters, after the first garbage collection and after
-// every one, which empties the central cache) parking allocates: measured, 110
-// allocations over 2000 loops of a bare two-worker pool with 300 µs between loops, 0
-// once the caches are filled. 1024 goroutines parked at once and released fill them.
-func settleRuntime() {
-	runtime.GC() // the first collection also starts the mark workers (goroutines: allocations)
-	const n = 1024
-	ch := make(chan struct{})
-	var wg sync.WaitGroup
-	var parked atomic.Int32
-	for range n {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			parked.Add(1)
-			<-ch
-		}()
-	}
-	for parked.Load() < n {
-		runtime.Gosched()
-	}
-	time.Sleep(10 * time.Millisecond) // let the last ones reach the receive
-	close(ch)
-	wg.Wait()
-}
-
 // TestStepAllocatesNothing counts a decode step's allocations exactly, step by step.
 // The KV cache grows in pages (16 positions, then doubling to 1024): a step that fills a
 // page adds the next, one allocation per attention layer (keys and values share it),
@@ -397,7 +347,7 @@ func TestStepAllocatesNothing(t *testing.T) {
 		for range 4 {
 			step()
 		}
-		settleRuntime()
+		alloctest.Settle()
 		for range 4 {
 			step()
 		}
@@ -409,7 +359,7 @@ func TestStepAllocatesNothing(t *testing.T) {
 			for s.Len() < end {
 				mem := s.MemoryBytes()
 				pos := s.Len()
-				n, threads := countAllocs(step)
+				n, threads := alloctest.Count(step)
 				grew := s.MemoryBytes() != mem
 				if grew {
 					growthSteps++
@@ -465,14 +415,14 @@ func TestPrefillAllocatesNothing(t *testing.T) {
 		require.NoError(t, err)
 		ids := tokens(80, m.Vocab(), 5) // two chunks: 64 + 16
 		require.NoError(t, s.Prefill(ctx, ids))
-		settleRuntime()
+		alloctest.Settle()
 		s.Reset()
 		require.NoError(t, s.Prefill(ctx, ids))
 		var prefillErr error
 		var counts []uint64
 		const runs = 4
 		for range runs {
-			n, threads := countAllocs(func() {
+			n, threads := alloctest.Count(func() {
 				s.Reset()
 				if err := s.Prefill(ctx, ids); err != nil && prefillErr == nil {
 					prefillErr = err

@@ -3,12 +3,11 @@ package cpu_test
 import (
 	"context"
 	"fmt"
+	"github.com/bonsai-go/sdk/internal/alloctest"
 	"os"
 	"path/filepath"
 	"runtime"
-	"runtime/pprof"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -87,46 +86,6 @@ func (d *decodeBatch) step(ctx context.Context) error {
 	return nil
 }
 
-// settleRuntime collects garbage and fills the runtime's caches of channel waiters, so
-// that an exact count of allocations sees the engine's own: the pool's workers park on
-// a channel between loops, and until the per-P caches of waiters balance, parking
-// allocates (bonsai's TestStepAllocatesNothing explains the measurement). 1024
-// goroutines parked at once and released fill them.
-func settleRuntime() {
-	runtime.GC()
-	const n = 1024
-	ch := make(chan struct{})
-	var wg sync.WaitGroup
-	var parked atomic.Int32
-	for range n {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			parked.Add(1)
-			<-ch
-		}()
-	}
-	for parked.Load() < n {
-		runtime.Gosched()
-	}
-	time.Sleep(10 * time.Millisecond)
-	close(ch)
-	wg.Wait()
-}
-
-// countAllocs returns the heap allocations f made, and how many OS threads the runtime
-// started meanwhile (a thread's start allocates in the runtime, not in the engine).
-func countAllocs(f func()) (mallocs uint64, threads int) {
-	tc := pprof.Lookup("threadcreate")
-	th := tc.Count()
-	var ms runtime.MemStats
-	runtime.ReadMemStats(&ms)
-	before := ms.Mallocs
-	f()
-	runtime.ReadMemStats(&ms)
-	return ms.Mallocs - before, tc.Count() - th
-}
-
 // A decode step of a batch of three sequences allocates nothing once warm: the chunk
 // scratch comes from the engine's free list, the head's rows for three sequences from
 // its logits buffer, and the steps measured stay within the KV pages already allocated
@@ -156,7 +115,7 @@ func TestBatchedStepAllocatesNothing(t *testing.T) {
 			for range 4 {
 				step()
 			}
-			settleRuntime()
+			alloctest.Settle()
 			for range 4 {
 				step()
 			}
@@ -167,7 +126,7 @@ func TestBatchedStepAllocatesNothing(t *testing.T) {
 			var counts []uint64
 			const steps = 12 // up to position 24+8+12 = 44
 			for range steps {
-				n, threads := countAllocs(step)
+				n, threads := alloctest.Count(step)
 				if threads == 0 {
 					counts = append(counts, n)
 				}

@@ -5,13 +5,14 @@ import (
 	"math"
 	"math/rand/v2"
 	"os"
-	"os/exec"
 	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"github.com/x448/float16"
+
+	"github.com/bonsai-go/sdk/internal/selfexec"
 )
 
 // QWEN35_KERNELS=name runs the package's tests on that kernel set instead of the one
@@ -730,12 +731,7 @@ func TestKernelSetsPackage(t *testing.T) {
 			continue
 		}
 		t.Run(k.name, func(t *testing.T) {
-			cmd := exec.Command(os.Args[0], "-test.run", "^Test(GDN|Attention|KVCache|RMSNorm|L2Normalize|SwiGLU|BF16MulVec|Activations)", "-test.count", "1", "-test.v")
-			cmd.Env = append(os.Environ(), "QWEN35_KERNELS="+k.name)
-			out, err := cmd.CombinedOutput()
-			if err != nil && strings.Contains(err.Error(), "exec format error") {
-				t.Skip("cannot re-execute the test binary here (emulated?); run the package with QWEN35_KERNELS=" + k.name)
-			}
+			out, err := selfexec.CombinedOutput([]string{"QWEN35_KERNELS=" + k.name}, "-test.run", "^Test(GDN|Attention|KVCache|RMSNorm|L2Normalize|SwiGLU|BF16MulVec|Activations)", "-test.count", "1", "-test.v")
 			require.NoError(t, err, "%s", out)
 			passed := strings.Count(string(out), "\n--- PASS: Test")
 			require.Positive(t, passed, "%s", out)

@@ -13,6 +13,7 @@ import (
 	"github.com/bonsai-go/sdk/bonsai/backend/backendtest"
 	"github.com/bonsai-go/sdk/bonsai/cpu"
 	"github.com/bonsai-go/sdk/gguf"
+	"github.com/bonsai-go/sdk/internal/selfexec"
 	"github.com/bonsai-go/sdk/internal/synth"
 )
 
@@ -153,9 +154,7 @@ func TestRunFails(t *testing.T) {
 		{copyFault, "Copy", "a CopyFrom copy's next steps"},
 	} {
 		t.Run(string(c.fault), func(t *testing.T) {
-			cmd := exec.Command(os.Args[0], "-test.run=^TestHelperBroken$", "-test.count=1", "-test.v")
-			cmd.Env = append(os.Environ(), faultEnv+"="+string(c.fault))
-			out, err := cmd.CombinedOutput()
+			out, err := selfexec.CombinedOutput([]string{faultEnv + "=" + string(c.fault)}, "-test.run=^TestHelperBroken$", "-test.count=1", "-test.v")
 			var exit *exec.ExitError
 			if !errors.As(err, &exit) || exit.ExitCode() == 0 {
 				t.Fatalf("the suite on a backend with the %s fault: %v, want a failing exit\n%s", c.fault, err, out)

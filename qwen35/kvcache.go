@@ -301,19 +301,15 @@ func (c *KVCache) decode(p *kvPage, h, i, n int, k, v []float32) {
 		decodeF16(k, p.k16[a:b])
 		decodeF16(v, p.v16[a:b])
 	case KVInt8:
-		s := (h*p.n + i) * c.blocks
-		for r := 0; r < n; r++ {
-			o := r * c.dim
-			dequantizeInt8(k[o:o+c.dim], p.k8[a+o:a+o+c.dim], p.ks[s+r*c.blocks:s+(r+1)*c.blocks])
-			dequantizeInt8(v[o:o+c.dim], p.v8[a+o:a+o+c.dim], p.vs[s+r*c.blocks:s+(r+1)*c.blocks])
-		}
+		// The n rows' codes and scales lie one after another: one call each for the
+		// whole tile, whose kernel streams (and prefetches) them in order.
+		s, e := (h*p.n+i)*c.blocks, (h*p.n+i+n)*c.blocks
+		dequantizeInt8(k[:n*c.dim], p.k8[a:b], p.ks[s:e])
+		dequantizeInt8(v[:n*c.dim], p.v8[a:b], p.vs[s:e])
 	case KVQ4:
-		s := (h*p.n + i) * c.blocks
-		for r := 0; r < n; r++ {
-			o, b := r*c.dim, s+r*c.blocks
-			dequantQ4(k[o:o+c.dim], p.k4[16*b:16*(b+c.blocks)], p.k4s[b:b+c.blocks])
-			dequantQ4(v[o:o+c.dim], p.v4[16*b:16*(b+c.blocks)], p.v4s[b:b+c.blocks])
-		}
+		s, e := (h*p.n+i)*c.blocks, (h*p.n+i+n)*c.blocks
+		dequantQ4(k[:n*c.dim], p.k4[16*s:16*e], p.k4s[s:e])
+		dequantQ4(v[:n*c.dim], p.v4[16*s:16*e], p.v4s[s:e])
 	}
 }
 

@@ -85,6 +85,21 @@ func maxX86(x []float32) float32 {
 //go:noescape
 func dequantQ4AVX2(dst []float32, src []byte, scales []uint16)
 
+//go:noescape
+func dequantInt8AVX512(dst []float32, src []int8, scales []float32)
+
+//go:noescape
+func dequantQ4AVX512(dst []float32, src []byte, scales []uint16)
+
+// dequantQ4X86_512 is dequantQ4X86 with the AVX-512 kernel.
+func dequantQ4X86_512(dst []float32, src []byte, scales []uint16) {
+	whole := len(dst) / kvBlock
+	dequantQ4AVX512(dst[:whole*kvBlock], src, scales)
+	if whole < len(scales) {
+		dequantQ4Generic(dst[whole*kvBlock:], src[16*whole:], scales[whole:])
+	}
+}
+
 // dequantQ4X86 is dequantQ4AVX2 over the whole blocks and the generic code for a short
 // last one.
 func dequantQ4X86(dst []float32, src []byte, scales []uint16) {
@@ -158,6 +173,8 @@ func archKernels() []*kernels {
 	avx512.f16ToF32 = f16ToF32AVX512
 	avx512.expSub = expSubAVX512
 	avx512.max = maxAVX512
+	avx512.dequantInt8 = dequantInt8AVX512
+	avx512.dequantQ4 = dequantQ4X86_512
 	avx512.dot6F32 = dot6x4F32AVX512
 	avx512.dot6F16 = dot6x4F16AVX512
 	avx512.axpy6F32 = axpy6F32AVX512

@@ -1929,6 +1929,10 @@ dq_32:
 	CMPQ         DX, $32
 	JLT          dq_tail
 	VBROADCASTSS (BX), Y15
+	// A cache tile is dequantised as it arrives from memory: ask for the codes 2 KiB
+	// (eight 256-value rows) and the scales 256 bytes ahead.
+	PREFETCHT0   2048(SI)(AX*1)
+	PREFETCHT0   256(BX)
 	ADDQ         $4, BX
 	VPMOVSXBD    (SI)(AX*1), Y0
 	VPMOVSXBD    8(SI)(AX*1), Y1
@@ -2121,6 +2125,10 @@ TEXT ·dequantQ4AVX2(SB), NOSPLIT, $0-72
 	VMOVDQU eight<>(SB), Y13
 
 q4_block:
+	// As dequantInt8AVX2: the codes 1 KiB (eight 256-value rows) and the scales 64
+	// bytes ahead, so that a cache tile's rows arrive while earlier ones are widened.
+	PREFETCHT0   1024(SI)
+	PREFETCHT0   64(BX)
 	MOVWLZX      (BX), R8
 	VMOVQ        R8, X15
 	VCVTPH2PS    X15, X15
@@ -2465,7 +2473,16 @@ dot6x4F16AVX512_j4:
 	MOVQ R10, R15
 	MOVQ d+88(FP), CX
 	SHRQ $4, CX
+	MOVQ DX, AX
+	SHLQ $3, AX                  // AX: eight key rows, the prefetch distance
 dot6x4F16AVX512_c4:
+	// The rows eight ahead, into L1 while these are multiplied: a decode step reads
+	// the keys from memory once, and without it waits on each row's first line.
+	LEAQ (R15)(AX*1), DI
+	PREFETCHT0 (DI)
+	PREFETCHT0 (DI)(DX*1)
+	PREFETCHT0 (DI)(DX*2)
+	PREFETCHT0 (R11)(AX*1)
 	VCVTPH2PS (R15), Z24
 	VCVTPH2PS (R15)(DX*1), Z25
 	VCVTPH2PS (R15)(DX*2), Z26
@@ -2680,6 +2697,8 @@ TEXT ·axpy6F16AVX512(SB), NOSPLIT, $0-96
 	JZ   axpy6F16AVX512_done
 	CMPQ n+80(FP), $0
 	JEQ  axpy6F16AVX512_done
+	MOVQ n+80(FP), AX
+	IMULQ DX, AX                 // AX: n rows, the prefetch distance
 axpy6F16AVX512_chunk:
 	LEAQ (DI)(R8*2), R11
 	ADDQ R8, R11
@@ -2701,6 +2720,9 @@ axpy6F16AVX512_chunk:
 	MOVQ R13, SI
 	MOVQ n+80(FP), CX
 axpy6F16AVX512_p:
+	// The same columns of the next n rows (the next tile's, in decode): into L1 by
+	// the time they are read.
+	PREFETCHT0 (SI)(AX*1)
 	VCVTPH2PS (SI), Z12
 	VCVTPH2PS 32(SI), Z13
 	VBROADCASTSS (R9), Z14
@@ -2920,7 +2942,13 @@ dot6x2F16AVX2_j2:
 	MOVQ R10, R15
 	MOVQ d+88(FP), CX
 	SHRQ $3, CX
+	MOVQ DX, AX
+	SHLQ $3, AX                  // AX: eight key rows, the prefetch distance
 dot6x2F16AVX2_c2:
+	// The rows eight ahead, as in dot6x4F16AVX512.
+	PREFETCHT0 (R15)(AX*1)
+	LEAQ (R15)(AX*1), DI
+	PREFETCHT0 (DI)(DX*1)
 	VCVTPH2PS (R15), Y12
 	VCVTPH2PS (R15)(DX*1), Y13
 	VMOVUPS (R14), Y14
@@ -3126,6 +3154,8 @@ TEXT ·axpy6F16AVX2(SB), NOSPLIT, $0-96
 	JZ   axpy6F16AVX2_done
 	CMPQ n+80(FP), $0
 	JEQ  axpy6F16AVX2_done
+	MOVQ n+80(FP), AX
+	IMULQ DX, AX                 // AX: n rows, the prefetch distance
 axpy6F16AVX2_chunk:
 	LEAQ (DI)(R8*2), R11
 	ADDQ R8, R11
@@ -3147,6 +3177,7 @@ axpy6F16AVX2_chunk:
 	MOVQ R13, SI
 	MOVQ n+80(FP), CX
 axpy6F16AVX2_p:
+	PREFETCHT0 (SI)(AX*1) // the next tile's columns, as in axpy6F16AVX512
 	VCVTPH2PS (SI), Y12
 	VCVTPH2PS 16(SI), Y13
 	VBROADCASTSS (R9), Y14
@@ -3189,5 +3220,98 @@ axpy6F16AVX2_p:
 	DECQ R14
 	JNZ  axpy6F16AVX2_chunk
 axpy6F16AVX2_done:
+	VZEROUPPER
+	RET
+
+// func dequantInt8AVX512(dst []float32, src []int8, scales []float32)
+//
+// dequantInt8AVX2 in 16-lane vectors: a block of 32 in two, the same multiplications.
+TEXT ·dequantInt8AVX512(SB), NOSPLIT, $0-72
+	MOVQ dst_base+0(FP), DI
+	MOVQ dst_len+8(FP), CX
+	MOVQ src_base+24(FP), SI
+	MOVQ scales_base+48(FP), BX
+	XORQ AX, AX
+
+dq5_32:
+	MOVQ         CX, DX
+	SUBQ         AX, DX
+	CMPQ         DX, $32
+	JLT          dq5_tail
+	VBROADCASTSS (BX), Z15
+	PREFETCHT0   2048(SI)(AX*1) // as in dequantInt8AVX2
+	PREFETCHT0   256(BX)
+	ADDQ         $4, BX
+	VPMOVSXBD    (SI)(AX*1), Z0
+	VPMOVSXBD    16(SI)(AX*1), Z1
+	VCVTDQ2PS    Z0, Z0
+	VCVTDQ2PS    Z1, Z1
+	VMULPS       Z15, Z0, Z0
+	VMULPS       Z15, Z1, Z1
+	VMOVUPS      Z0, (DI)(AX*4)
+	VMOVUPS      Z1, 64(DI)(AX*4)
+	ADDQ         $32, AX
+	JMP          dq5_32
+
+dq5_tail:
+	TESTQ  DX, DX
+	JZ     dq5_done
+	VMOVSS (BX), X15
+
+dq5_1:
+	MOVBQSX    (SI)(AX*1), DX
+	VCVTSI2SSL DX, X0, X0
+	VMULSS     X15, X0, X0
+	VMOVSS     X0, (DI)(AX*4)
+	INCQ       AX
+	CMPQ       AX, CX
+	JLT        dq5_1
+
+dq5_done:
+	VZEROUPPER
+	RET
+
+// func dequantQ4AVX512(dst []float32, src []byte, scales []uint16)
+//
+// dequantQ4AVX2 in 16-lane vectors: a block's low nibbles (values 0…15) in one, its
+// high nibbles (16…31) in the other, the same arithmetic. Whole blocks only.
+TEXT ·dequantQ4AVX512(SB), NOSPLIT, $0-72
+	MOVQ dst_base+0(FP), DI
+	MOVQ dst_len+8(FP), CX
+	MOVQ src_base+24(FP), SI
+	MOVQ scales_base+48(FP), BX
+	SHRQ $5, CX
+	JZ   q45_done
+	VMOVDQU      nibble<>(SB), X14
+	VPBROADCASTD eight<>(SB), Z13
+
+q45_block:
+	PREFETCHT0   1024(SI) // as in dequantQ4AVX2
+	PREFETCHT0   64(BX)
+	MOVWLZX      (BX), R8
+	VMOVQ        R8, X15
+	VCVTPH2PS    X15, X15
+	VBROADCASTSS X15, Z15
+	VMOVDQU      (SI), X0
+	VPAND        X14, X0, X1
+	VPSRLW       $4, X0, X2
+	VPAND        X14, X2, X2
+	VPMOVZXBD    X1, Z5
+	VPMOVZXBD    X2, Z6
+	VPSUBD       Z13, Z5, Z5
+	VPSUBD       Z13, Z6, Z6
+	VCVTDQ2PS    Z5, Z5
+	VCVTDQ2PS    Z6, Z6
+	VMULPS       Z15, Z5, Z5
+	VMULPS       Z15, Z6, Z6
+	VMOVUPS      Z5, (DI)
+	VMOVUPS      Z6, 64(DI)
+	ADDQ         $2, BX
+	ADDQ         $16, SI
+	ADDQ         $128, DI
+	DECQ         CX
+	JNZ          q45_block
+
+q45_done:
 	VZEROUPPER
 	RET

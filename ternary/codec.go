@@ -170,10 +170,7 @@ func Transcode(dst []byte, to Format, src []byte, from Format) error {
 	}
 	var codes [BlockSize]uint8
 	if from == PTQ1_0 {
-		for i := range nb {
-			scale := UnpackPTQ1_0(&codes, src[i*ptq1BlockBytes:])
-			PackPQ2_0(dst[i*pq2BlockBytes:], &codes, scale)
-		}
+		transcodePTQ1ToPQ2(dst, src, nb)
 		return nil
 	}
 	for i := range nb {

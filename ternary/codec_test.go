@@ -79,7 +79,8 @@ func bitsOf(v []float32) []uint32 {
 
 func TestTranscodeRoundTrip(t *testing.T) {
 	r := rand.New(rand.NewPCG(1, 2))
-	for _, nb := range []int{0, 1, 2, 7, 64} {
+	// 256 blocks and more run through the repacking kernels (see transcodePTQ1ToPQ2).
+	for _, nb := range []int{0, 1, 2, 7, 64, 256, 257, 600} {
 		codes, scales := randTernary(r, nb)
 
 		// PTQ1_0 → PQ2_0 → PTQ1_0.

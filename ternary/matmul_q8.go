@@ -432,3 +432,37 @@ func q8RepackTile(buf []byte, f Format, w []byte, rb, r0, rows, g0, gn int) {
 		}
 	}
 }
+
+// transcodePTQ1ToPQ2 writes the nb PTQ1_0 blocks of src as PQ2_0 blocks into dst. Runs
+// of 256 blocks go through the selected family's PTQ1_0 repacking kernel (as if they
+// were two rows of 16 groups, the code words then taken back out of its lines); the
+// rest, and every block where the family has no such kernel, through ptq1ToPQ2. Both
+// write the words ptq1Words gives, so the result does not depend on the family.
+func transcodePTQ1ToPQ2(dst, src []byte, nb int) {
+	const ng = 16 // groups of 8 blocks per half of a run
+	var buf [ng * q8PairBytes]byte
+	i := 0
+	for ; q8Sel.id != q8Generic && i+16*ng <= nb; i += 16 * ng {
+		a := src[i*ptq1BlockBytes : (i+8*ng)*ptq1BlockBytes]
+		b := src[(i+8*ng)*ptq1BlockBytes : (i+16*ng)*ptq1BlockBytes]
+		if !archQ8RepackPTQ1(q8Sel.id, &buf[0], q8PairBytes, &a[0], &b[0], ng) {
+			break
+		}
+		for h := range 2 {
+			for g := range ng {
+				line := (*[q8PairBytes]byte)(buf[g*q8PairBytes:])
+				for l := range 8 {
+					blk := i + 8*ng*h + 8*g + l
+					d := (*[pq2BlockBytes]byte)(dst[blk*pq2BlockBytes:])
+					s := (*[ptq1BlockBytes]byte)(src[blk*ptq1BlockBytes:])
+					d[0], d[1] = s[26], s[27]
+					for w := range 8 {
+						o := 64*w + 32*h + 4*l
+						copy(d[2+4*w:6+4*w], line[o:o+4])
+					}
+				}
+			}
+		}
+	}
+	ptq1ToPQ2(dst[i*pq2BlockBytes:], src[i*ptq1BlockBytes:], nb-i)
+}

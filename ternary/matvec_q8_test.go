@@ -1047,3 +1047,34 @@ func TestQ8TileLayout(t *testing.T) {
 		}
 	}
 }
+
+// PTQ1_0 → PQ2_0 transcoding gives the same bytes with every kernel family as block by
+// block unpacking and packing, over runs of the repacking kernels and the blocks after.
+func TestTranscodePTQ1EveryKernel(t *testing.T) {
+	r := rand.New(rand.NewPCG(41, 42))
+	const nb = 3*256 + 77
+	src := make([]byte, nb*ptq1BlockBytes)
+	want := make([]byte, nb*pq2BlockBytes)
+	var codes [BlockSize]uint8
+	for b := range nb {
+		for i := range codes {
+			codes[i] = uint8(r.IntN(3))
+		}
+		scale := randScale(r)
+		if err := PackPTQ1_0(src[b*ptq1BlockBytes:], &codes, scale); err != nil {
+			t.Fatal(err)
+		}
+		PackPQ2_0(want[b*pq2BlockBytes:], &codes, scale)
+	}
+	forEachKernel(func(name string) {
+		got := make([]byte, len(want))
+		transcodePTQ1ToPQ2(got, src, nb)
+		if !bytes.Equal(got, want) {
+			for i := range got {
+				if got[i] != want[i] {
+					t.Fatalf("%s: byte %d (block %d) is %#x, want %#x", name, i, i/pq2BlockBytes, got[i], want[i])
+				}
+			}
+		}
+	})
+}

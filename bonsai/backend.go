@@ -9,8 +9,9 @@ import (
 // backend implements). CPU() is the default; the metal package provides Apple GPUs.
 type Backend = backend.Backend
 
-// CPU returns the pure-Go backend (package bonsai/cpu), the default.
-func CPU() Backend { return cpu.New() }
+// CPU returns the pure-Go backend (package bonsai/cpu), the default, with the options
+// given (such as cpu.WithWeightFormat).
+func CPU(opts ...cpu.Option) Backend { return cpu.New(opts...) }
 
 // Activations is the precision in which activations meet the ternary weights.
 type Activations = backend.Activations

@@ -34,6 +34,7 @@ import (
 	"time"
 
 	"github.com/bonsai-go/sdk/bonsai"
+	"github.com/bonsai-go/sdk/bonsai/cpu"
 	"github.com/bonsai-go/sdk/internal/cli"
 	"github.com/bonsai-go/sdk/internal/synth"
 	"github.com/bonsai-go/sdk/qwen35"
@@ -54,6 +55,7 @@ func main() {
 	flag.BoolVar(&cfg.mmap, "mmap", true, "memory-map the model (false: read it into memory, in huge pages where the OS allows)")
 	flag.IntVar(&cfg.context, "context", 0, "also decode at this position, with the state filled synthetically (0: no)")
 	flag.StringVar(&cfg.kv, "kv", "f16", "KV cache precision: f16, int8, q4 or f32")
+	flag.StringVar(&cfg.weightFormat, "weight-format", "", "transcode the ternary products to pq2_0 or ptq1_0 at load (cpu.WithWeightFormat; default: as stored)")
 	flag.BoolVar(&cfg.warmup, "warmup", false, "read every weight page at load, so that the first measurements do not wait for the disk")
 	flag.Usage = func() {
 		fmt.Fprintf(flag.CommandLine.Output(), "usage: bench [-model FILE | -preset NAME] [flags]\n\n"+
@@ -75,7 +77,7 @@ func main() {
 
 type config struct {
 	model, preset, keep, acts string
-	kv                        string
+	kv, weightFormat          string
 	context                   int
 	cpuprofile                string
 	mmap, warmup              bool
@@ -102,6 +104,20 @@ func run(ctx context.Context, out, stderr io.Writer, cfg config) error {
 	kv, err := parseKV(cfg.kv)
 	if err != nil {
 		return err
+	}
+	var cpuOpts []cpu.Option
+	var transcodeTo ternary.Format
+	switch cfg.weightFormat {
+	case "":
+	case "pq2_0":
+		transcodeTo = ternary.PQ2_0
+	case "ptq1_0":
+		transcodeTo = ternary.PTQ1_0
+	default:
+		return fmt.Errorf("-weight-format %q: want pq2_0 or ptq1_0", cfg.weightFormat)
+	}
+	if transcodeTo != 0 {
+		cpuOpts = append(cpuOpts, cpu.WithWeightFormat(transcodeTo))
 	}
 	if cfg.context < 0 {
 		return fmt.Errorf("-context %d: want at least 0", cfg.context)
@@ -137,7 +153,8 @@ func run(ctx context.Context, out, stderr io.Writer, cfg config) error {
 	}
 
 	l, err := cli.Load(ctx, stderr, "bench", cli.ModelFlags{Model: path, Threads: cfg.threads, Context: max(cfg.prompt, cfg.context) + 2*cfg.gen + 1, Warmup: cfg.warmup},
-		bonsai.WithProfiling(true), bonsai.WithActivations(acts), bonsai.WithMmap(cfg.mmap), bonsai.WithKVCache(kv))
+		bonsai.WithProfiling(true), bonsai.WithActivations(acts), bonsai.WithMmap(cfg.mmap), bonsai.WithKVCache(kv),
+		bonsai.WithBackend(bonsai.CPU(cpuOpts...)))
 	if err != nil {
 		return err
 	}
@@ -148,7 +165,7 @@ func run(ctx context.Context, out, stderr io.Writer, cfg config) error {
 		return fmt.Errorf("%s: bench measures qwen35 models, not %s", path, m.Architecture())
 	}
 	c := w.Config
-	perToken := weightBytesPerToken(w)
+	perToken := weightBytesPerToken(w, transcodeTo)
 	macs := macsPerToken(w)
 	fmt.Fprintf(out, "model       %s: %d layers, embedding %d, vocabulary %d\n", filepath.Base(path), c.Layers, c.Embedding, c.Vocab)
 	load := "memory-mapped"
@@ -312,8 +329,17 @@ func printProfile(out io.Writer, indent string, p bonsai.OpProfile) {
 
 // weightBytesPerToken counts what a decode step reads: every ternary matrix but the
 // embedding table (one row of it), the BF16 GDN projections and the F32 vectors.
-func weightBytesPerToken(w *qwen35.Weights) int64 {
+// weightBytesPerToken counts the bytes one decoded token reads: every product's weights
+// (in format to where they were transcoded to it at load, as stored otherwise), the
+// embedding row, the norms and the small GDN projections.
+func weightBytesPerToken(w *qwen35.Weights, to ternary.Format) int64 {
 	n := w.TernaryBytes() + int64(w.TokenEmbedding.Format.RowBytes(w.TokenEmbedding.K))
+	if to != 0 {
+		n = int64(w.TokenEmbedding.Format.RowBytes(w.TokenEmbedding.K))
+		for _, m := range productsOf(w) {
+			n += int64(m.N) * int64(to.RowBytes(m.K))
+		}
+	}
 	n += int64(4 * len(w.OutputNorm))
 	for i := range w.Layers {
 		l := &w.Layers[i]
@@ -325,14 +351,26 @@ func weightBytesPerToken(w *qwen35.Weights) int64 {
 	return n
 }
 
-// macsPerToken counts the ternary multiply-adds of one token.
-func macsPerToken(w *qwen35.Weights) int64 {
-	n := int64(w.Output.K) * int64(w.Output.N)
+// productsOf returns the ternary products of a token (the model's present matrices
+// other than the embedding).
+func productsOf(w *qwen35.Weights) []*qwen35.Matrix {
+	ms := []*qwen35.Matrix{&w.Output}
 	for i := range w.Layers {
 		l := &w.Layers[i]
 		for _, m := range []*qwen35.Matrix{&l.QKV, &l.Gate, &l.SSMOut, &l.Q, &l.K, &l.V, &l.O, &l.FFNGate, &l.FFNUp, &l.FFNDown} {
-			n += int64(m.K) * int64(m.N)
+			if m.N > 0 {
+				ms = append(ms, m)
+			}
 		}
+	}
+	return ms
+}
+
+// macsPerToken counts the ternary multiply-adds of one token.
+func macsPerToken(w *qwen35.Weights) int64 {
+	var n int64
+	for _, m := range productsOf(w) {
+		n += int64(m.K) * int64(m.N)
 	}
 	return n
 }

@@ -1,0 +1,144 @@
+package cpu_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"math"
+	"testing"
+
+	"github.com/bonsai-go/sdk/bonsai/backend"
+	"github.com/bonsai-go/sdk/bonsai/backend/backendtest"
+	"github.com/bonsai-go/sdk/bonsai/cpu"
+	"github.com/bonsai-go/sdk/gguf"
+	"github.com/bonsai-go/sdk/internal/synth"
+	"github.com/bonsai-go/sdk/qwen35"
+	"github.com/bonsai-go/sdk/ternary"
+)
+
+func synthFormat(t testing.TB, preset string, seed uint64, f ternary.Format) backend.Model {
+	t.Helper()
+	cfg, err := synth.Preset(preset)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var buf bytes.Buffer
+	if err := synth.Write(context.Background(), &buf, synth.Options{Config: cfg, Seed: seed, Format: f}, nil); err != nil {
+		t.Fatal(err)
+	}
+	file, err := gguf.Parse(buf.Bytes())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return bind(t, file)
+}
+
+// logitsOf runs tokens through a fresh state of b's engine on m, then decode steps of
+// the first four tokens again, and returns every logit; and the last load progress
+// the engine reported (done, total).
+func logitsOf(t *testing.T, b backend.Backend, m backend.Model, acts backend.Activations, tokens []int32) (logits []float32, done, total int64) {
+	t.Helper()
+	e, err := b.Load(context.Background(), m, backend.LoadOptions{Threads: 2, Activations: acts,
+		Progress: func(d, n int64) { done, total = d, n }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	st, err := e.NewState(backend.StateOptions{ContextSize: 128})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	out := make([]float32, len(tokens)*m.Vocab())
+	if err := e.Forward(context.Background(), []backend.Sequence{{State: st, Tokens: tokens, Logits: backend.LogitsAll, Out: out}}); err != nil {
+		t.Fatal(err)
+	}
+	for _, tok := range tokens[:4] {
+		one := make([]float32, m.Vocab())
+		if err := e.Forward(context.Background(), []backend.Sequence{{State: st, Tokens: []int32{tok}, Logits: backend.LogitsLast, Out: one}}); err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, one...)
+	}
+	return out, done, total
+}
+
+// productBytes returns the bytes of m's ternary products (what a transcoding load
+// reports as its work).
+func productBytes(m backend.Model) int64 {
+	p := m.(*qwen35.Weights).Plan()
+	seen := map[*qwen35.Matrix]bool{}
+	var n int64
+	for _, s := range append([]*qwen35.Site{&p.Head}, layerSites(p)...) {
+		for _, mat := range s.Products {
+			if !seen[mat] {
+				seen[mat] = true
+				n += int64(len(mat.Data))
+			}
+		}
+	}
+	return n
+}
+
+func layerSites(p *qwen35.Plan) []*qwen35.Site {
+	var ss []*qwen35.Site
+	for i := range p.Layers {
+		l := &p.Layers[i]
+		ss = append(ss, &l.In, &l.Out, &l.FFNIn, &l.FFNOut)
+	}
+	return ss
+}
+
+// A PTQ1_0 model transcoded to PQ2_0 at load gives bit for bit the logits of the same
+// model run natively and of its PQ2_0 twin, prefill and steps, int8 and float32; and a
+// PQ2_0 model transcoded to PTQ1_0 does too.
+func TestWeightFormatSameLogits(t *testing.T) {
+	tq := synthFormat(t, "tiny", 9, ternary.PTQ1_0)
+	pq := synthFormat(t, "tiny", 9, ternary.PQ2_0)
+	tokens := []int32{1, 7, 42, 3, 99, 5, 17, 250, 8, 11}
+	for _, acts := range []backend.Activations{backend.ActivationsInt8, backend.ActivationsFloat32} {
+		want, _, native := logitsOf(t, cpu.New(), tq, acts, tokens)
+		if native != 0 {
+			t.Errorf("the native load reported %d bytes of transcoding", native)
+		}
+		for _, c := range []struct {
+			name string
+			b    backend.Backend
+			m    backend.Model
+			work int64 // the source bytes the load must report transcoded
+		}{
+			{"PTQ1_0 as PQ2_0", cpu.New(cpu.WithWeightFormat(ternary.PQ2_0)), tq, productBytes(tq)},
+			{"PQ2_0 twin", cpu.New(), pq, 0},
+			{"PQ2_0 as PTQ1_0", cpu.New(cpu.WithWeightFormat(ternary.PTQ1_0)), pq, productBytes(pq)},
+			{"PTQ1_0 as PTQ1_0", cpu.New(cpu.WithWeightFormat(ternary.PTQ1_0)), tq, 0},
+		} {
+			got, done, total := logitsOf(t, c.b, c.m, acts, tokens)
+			if done != c.work || total != c.work {
+				t.Errorf("%s: the load reported %d of %d bytes transcoded, want %d", c.name, done, total, c.work)
+			}
+			if len(got) != len(want) {
+				t.Fatalf("%s: %d logits, want %d", c.name, len(got), len(want))
+			}
+			for i := range got {
+				if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
+					t.Fatalf("%s (activations %v): logit %d is %v, natively %v", c.name, acts, i, got[i], want[i])
+				}
+			}
+		}
+	}
+}
+
+// The transcoded backend passes the conformance suite too.
+func TestWeightFormatConformance(t *testing.T) {
+	backendtest.Run(t, cpu.New(cpu.WithWeightFormat(ternary.PQ2_0)), synthFormat(t, "tiny", 3, ternary.PTQ1_0), backendtest.Options{})
+}
+
+// A cancelled load stops with the context's error.
+func TestWeightFormatCancelledLoad(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	_, err := cpu.New(cpu.WithWeightFormat(ternary.PQ2_0)).Load(ctx, synthFormat(t, "tiny", 3, ternary.PTQ1_0), backend.LoadOptions{Threads: 2})
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("Load with a cancelled context: %v, want context.Canceled", err)
+	}
+}

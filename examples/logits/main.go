@@ -5,11 +5,12 @@
 // Usage:
 //
 //	logits [-model FILE] -tokens 1,2,3 [-mode prefill|step] [-backend cpu|metal|metal-emulator] [-threads N]
-//	       [-activations int8|float32] [-kv f16|f32|q8] [-verify] [-warmup]
+//	       [-activations int8|float32] [-kv f16|f32|q8|q4] [-verify] [-warmup]
 //
 // -activations sets the precision in which the CPU backend's activations meet the ternary
 // weights: int8 (the default, the library's) or float32. -kv sets the KV cache's: f16
-// (the default), f32, or q8 (8-bit; "int8" is accepted too). The golden logits of
+// (the default), f32, q8 (8-bit; "int8" is accepted too) or q4 (4-bit blocks; the
+// Metal backend refuses it). The golden logits of
 // qwen35/testdata/golden (upstream llama.cpp on the unfolded F32 twin) are reproduced to
 // about 2e-5 with -activations float32 -kv f32; int8 activations are about 0.8 away.
 //
@@ -47,7 +48,7 @@ func main() {
 	mode := flag.String("mode", "prefill", "prefill: all tokens in one pass; step: one token at a time")
 	backend := flag.String("backend", "cpu", "backend: cpu, metal or metal-emulator")
 	threads := flag.Int("threads", runtime.NumCPU(), "CPU threads")
-	kv := flag.String("kv", "f16", "KV cache precision: f16, f32 or q8 (alias int8)")
+	kv := flag.String("kv", "f16", "KV cache precision: f16, f32, q8 (alias int8) or q4 (the CPU only)")
 	acts := flag.String("activations", "int8", "precision of the activations fed to the ternary products (cpu backend): int8 or float32")
 	verify := flag.Bool("verify", false, "scan every ternary weight at load and refuse a damaged file")
 	warmup := flag.Bool("warmup", false, "read every weight page at load")
@@ -125,8 +126,10 @@ func kvByName(name string) (qwen35.KVPrecision, error) {
 		return bonsai.KVFloat32, nil
 	case "q8", "int8":
 		return bonsai.KVInt8, nil
+	case "q4":
+		return bonsai.KVQ4, nil
 	}
-	return 0, fmt.Errorf("-kv %q: want f16, f32 or q8", name)
+	return 0, fmt.Errorf("-kv %q: want f16, f32, q8 or q4", name)
 }
 
 func activationsByName(name string) (bonsai.Activations, error) {

@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"math"
 	"os"
 	"path/filepath"
@@ -195,4 +196,28 @@ func TestLogitsPTQ1MetalEmulator(t *testing.T) {
 		t.Logf("PTQ1_0 %s, %d tokens: max |Δlogit| metal-emulator vs cpu %.2e (logits up to %.1f)", tc.mode, len(ids), maxDiff, scale)
 		require.LessOrEqual(t, maxDiff, 2e-3, tc.mode)
 	}
+}
+
+// -kv q4 takes effect: its logits differ from an F32 cache's, within the 4-bit cache's
+// drift on the tiny model (bonsai's KV precision tests allow 1 with float32 activations).
+func TestLogitsKVQ4(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "tiny.gguf")
+	c, err := synth.Preset("tiny")
+	require.NoError(t, err)
+	require.NoError(t, synth.WriteFile(context.Background(), path, synth.Options{Config: c, Seed: 1}, nil))
+	ids := []int32{1, 2, 3, 495, 7, 11, 13, 17}
+	rows := map[string][][]float64{}
+	for _, kv := range []string{"f32", "q4"} {
+		var buf bytes.Buffer
+		require.NoError(t, run(context.Background(), &buf, config{model: path, mode: "prefill", backend: "cpu", threads: 2, kv: kv, acts: "float32", stderr: io.Discard}, ids))
+		rows[kv] = parseLogits(t, buf.Bytes())
+	}
+	worst := 0.0
+	for p := range ids {
+		for i := range rows["f32"][p] {
+			worst = max(worst, math.Abs(rows["f32"][p][i]-rows["q4"][p][i]))
+		}
+	}
+	assert.Greater(t, worst, 0.0, "-kv q4 gave the F32 cache's logits")
+	assert.Less(t, worst, 1.0, "-kv q4 drifted %v from the F32 cache", worst)
 }

@@ -35,6 +35,19 @@ func f16ToF32NEON(dst []float32, src []uint16)
 func dequantInt8NEON(dst []float32, src []int8, scales []float32)
 
 //go:noescape
+func dequantQ4NEON(dst []float32, src []byte, scales []uint16)
+
+// dequantQ4ARM64 is dequantQ4NEON over the whole blocks and the generic code for a short
+// last one.
+func dequantQ4ARM64(dst []float32, src []byte, scales []uint16) {
+	whole := len(dst) / kvBlock
+	dequantQ4NEON(dst[:whole*kvBlock], src, scales)
+	if whole < len(scales) {
+		dequantQ4Generic(dst[whole*kvBlock:], src[16*whole:], scales[whole:])
+	}
+}
+
+//go:noescape
 func dotBF16NEON(row []byte, x []float32) float32
 
 //go:noescape
@@ -112,7 +125,7 @@ func archKernels() []*kernels {
 		dequantInt8:  dequantInt8NEON,
 		dotBF16:      dotBF16NEON,
 		expSub:       expSubNEON,
-		dequantQ4:    dequantQ4Generic, // the 4-bit cache has no NEON kernel yet
+		dequantQ4:    dequantQ4ARM64,
 		max:          maxNEON,
 		dot6F32:      dot6x4F32NEON,
 		dot6F16:      dot6x4F16NEON,

@@ -1637,3 +1637,62 @@ axpy6F16NEON_p:
 	BNE  axpy6F16NEON_chunk
 axpy6F16NEON_done:
 	RET
+
+// func dequantQ4NEON(dst []float32, src []byte, scales []uint16)
+//
+// Whole q4_0 blocks of 32: the 16 code bytes' low nibbles are values 0…15, their high
+// nibbles 16…31, each code c giving (c−8)·d with d the block's half scale, widened to
+// float32 (exact: a 4-bit integer times an 11-bit mantissa), as dequantQ4Generic does.
+TEXT ·dequantQ4NEON(SB), NOSPLIT, $0-72
+	MOVD dst_base+0(FP), R0
+	MOVD dst_len+8(FP), R2
+	MOVD src_base+24(FP), R1
+	MOVD scales_base+48(FP), R4
+	LSR  $5, R2, R2
+	CBZ  R2, q4n_done
+	VMOVI $15, V28.B16
+	VMOVI $8, V29.B16
+
+q4n_block:
+	VLD1R.P 2(R4), [V31.H8]
+	FCVTLH(31, 30)
+	VLD1.P  16(R1), [V0.B16]
+	VAND    V28.B16, V0.B16, V1.B16
+	VUSHR   $4, V0.B16, V2.B16
+	WORD    $(0x6E208400 | (29<<16) | (1<<5) | 1) // V1.B16 −= 8
+	WORD    $(0x6E208400 | (29<<16) | (2<<5) | 2) // V2.B16 −= 8
+	SXTL8(1, 16)
+	SXTL28(1, 17)
+	SXTL8(2, 18)
+	SXTL28(2, 19)
+	SXTL16(16, 20)
+	SXTL216(16, 21)
+	SXTL16(17, 22)
+	SXTL216(17, 23)
+	SXTL16(18, 24)
+	SXTL216(18, 25)
+	SXTL16(19, 26)
+	SXTL216(19, 27)
+	SCVTF4(20, 20)
+	SCVTF4(21, 21)
+	SCVTF4(22, 22)
+	SCVTF4(23, 23)
+	SCVTF4(24, 24)
+	SCVTF4(25, 25)
+	SCVTF4(26, 26)
+	SCVTF4(27, 27)
+	FMUL4(30, 20, 20)
+	FMUL4(30, 21, 21)
+	FMUL4(30, 22, 22)
+	FMUL4(30, 23, 23)
+	FMUL4(30, 24, 24)
+	FMUL4(30, 25, 25)
+	FMUL4(30, 26, 26)
+	FMUL4(30, 27, 27)
+	VST1.P  [V20.S4, V21.S4, V22.S4, V23.S4], 64(R0)
+	VST1.P  [V24.S4, V25.S4, V26.S4, V27.S4], 64(R0)
+	SUBS    $1, R2, R2
+	BNE     q4n_block
+
+q4n_done:
+	RET

@@ -2,6 +2,8 @@
 // supports, reads the ternary weights in place from the mapped file, and spreads the
 // large matrix products over a pool of worker goroutines started once per model. It is
 // bonsai's default; pass New() to bonsai.WithBackend to say so explicitly.
+// WithWeightFormat makes it keep its own copy of the products in the other ternary
+// format instead (PTQ1_0 files on machines whose cores, not memory, limit decode).
 //
 // A forward pass follows qwen35's plan (qwen35.Weights.Plan) a chunk of up to 64 rows
 // at a time, and a batch of sequences runs together: their tokens are laid out one

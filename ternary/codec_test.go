@@ -1,6 +1,7 @@
 package ternary_test
 
 import (
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"testing"
@@ -40,6 +41,17 @@ func TestFormatBasics(t *testing.T) {
 	assert.False(t, ok)
 	_, ok = ternary.FormatOf(gguf.TensorType(141))
 	assert.False(t, ok)
+
+	for name, want := range map[string]ternary.Format{"pq2_0": ternary.PQ2_0, "PQ2_0": ternary.PQ2_0, "ptq1_0": ternary.PTQ1_0, "Ptq1_0": ternary.PTQ1_0} {
+		got, err := ternary.ParseFormat(name)
+		require.NoError(t, err, name)
+		assert.Equal(t, want, got, name)
+	}
+	for _, name := range []string{"", "pq2", "tq2_0", "ptq1_0 "} {
+		_, err := ternary.ParseFormat(name)
+		assert.ErrorIs(t, err, ternary.ErrFormat, "%q", name)
+		assert.ErrorContains(t, err, fmt.Sprintf("%q", name))
+	}
 }
 
 // randScale returns fp16 scale bits from a mix of the cases a codec must

@@ -3,6 +3,7 @@ package ternary
 import (
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/bonsai-go/sdk/gguf"
 )
@@ -70,6 +71,17 @@ func (f Format) TensorType() gguf.TensorType {
 		return gguf.TypePTQ1_0
 	}
 	panic(fmt.Sprintf("ternary: TensorType of invalid %v", f))
+}
+
+// ParseFormat returns the format named name, "PQ2_0" or "PTQ1_0" in any case (as
+// String writes them, or as command lines type them).
+func ParseFormat(name string) (Format, error) {
+	for _, f := range []Format{PQ2_0, PTQ1_0} {
+		if strings.EqualFold(name, f.String()) {
+			return f, nil
+		}
+	}
+	return 0, fmt.Errorf("%w %q: want pq2_0 or ptq1_0", ErrFormat, name)
 }
 
 // String returns "PQ2_0" or "PTQ1_0", or "Format(n)" for an invalid value.

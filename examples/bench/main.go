@@ -107,16 +107,10 @@ func run(ctx context.Context, out, stderr io.Writer, cfg config) error {
 	}
 	var cpuOpts []cpu.Option
 	var transcodeTo ternary.Format
-	switch cfg.weightFormat {
-	case "":
-	case "pq2_0":
-		transcodeTo = ternary.PQ2_0
-	case "ptq1_0":
-		transcodeTo = ternary.PTQ1_0
-	default:
-		return fmt.Errorf("-weight-format %q: want pq2_0 or ptq1_0", cfg.weightFormat)
-	}
-	if transcodeTo != 0 {
+	if cfg.weightFormat != "" {
+		if transcodeTo, err = ternary.ParseFormat(cfg.weightFormat); err != nil {
+			return fmt.Errorf("-weight-format %q: want pq2_0 or ptq1_0", cfg.weightFormat)
+		}
 		cpuOpts = append(cpuOpts, cpu.WithWeightFormat(transcodeTo))
 	}
 	if cfg.context < 0 {

@@ -45,3 +45,23 @@ func TestContextFlag(t *testing.T) {
 	err := run(context.Background(), io.Discard, io.Discard, config{preset: "tiny", acts: "int8", kv: "f8", gen: 1, threads: 1})
 	assert.ErrorContains(t, err, `-kv "f8"`)
 }
+
+// -weight-format transcodes at load: the small PQ2_0 model runs as PTQ1_0 and says
+// so in the weight bytes it counts per token (28/34 of PQ2_0's for the products); a
+// bad name is refused.
+func TestWeightFormatFlag(t *testing.T) {
+	perToken := func(format string) float64 {
+		var out bytes.Buffer
+		cfg := config{preset: "small", acts: "int8", kv: "f16", weightFormat: format, mmap: true, threads: 2, prompt: 4, gen: 2, bwTime: 50 * time.Millisecond}
+		require.NoError(t, run(context.Background(), &out, io.Discard, cfg))
+		m := regexp.MustCompile(`weights +([0-9.]+) GB read per decoded token`).FindStringSubmatch(out.String())
+		require.NotNil(t, m, out.String())
+		v, err := strconv.ParseFloat(m[1], 64)
+		require.NoError(t, err)
+		return v
+	}
+	pq, tq := perToken(""), perToken("ptq1_0")
+	assert.Less(t, tq, pq, "PTQ1_0 products read fewer bytes a token")
+	err := run(context.Background(), io.Discard, io.Discard, config{preset: "tiny", acts: "int8", kv: "f16", weightFormat: "tq2_0", threads: 1, gen: 1})
+	assert.ErrorContains(t, err, `-weight-format "tq2_0"`)
+}

@@ -77,13 +77,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		fs.Usage()
 		return errUsage
 	}
-	var f ternary.Format
-	switch strings.ToLower(*format) {
-	case "pq2_0":
-		f = ternary.PQ2_0
-	case "ptq1_0":
-		f = ternary.PTQ1_0
-	default:
+	f, err := ternary.ParseFormat(*format)
+	if err != nil {
 		return fmt.Errorf("-format %q: want pq2_0 or ptq1_0", *format)
 	}
 	cfg, err := synth.Preset(*preset)

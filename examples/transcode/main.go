@@ -44,13 +44,8 @@ func main() {
 		flag.Usage()
 		os.Exit(2)
 	}
-	var target ternary.Format
-	switch strings.ToLower(*to) {
-	case "pq2_0":
-		target = ternary.PQ2_0
-	case "ptq1_0":
-		target = ternary.PTQ1_0
-	default:
+	target, err := ternary.ParseFormat(*to)
+	if err != nil {
 		fmt.Fprintf(os.Stderr, "transcode: -to %q: want pq2_0 or ptq1_0\n", *to)
 		os.Exit(2)
 	}

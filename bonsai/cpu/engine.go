@@ -35,7 +35,7 @@ type Option func(*cpuBackend)
 // delivers them (few cores, or a fast memory system), a PTQ1_0 file decodes faster as
 // PQ2_0: its rows are read 18% larger but with fewer instructions. The file then still
 // takes its own memory, mapped or read, beside the transcoded copy; on this project's
-// 2-core test machine the 27B's PTQ1_0 file decodes at 0.6–0.7 of its PQ2_0 twin's rate
+// 2-core test machine the 27B's PTQ1_0 file decodes at 0.6–0.8 of its PQ2_0 twin's rate
 // natively and at PQ2_0's rate transcoded (README, performance). The results are the
 // same bits either way.
 func WithWeightFormat(f ternary.Format) Option {
@@ -76,7 +76,6 @@ func (b cpuBackend) Load(ctx context.Context, m backend.Model, opt backend.LoadO
 		profile: opt.Profile,
 		rot:     map[int]*hadamard.Rotation{},
 	}
-
 	sites := []*qwen35.Site{&e.plan.Head}
 	for i := range e.plan.Layers {
 		lp := &e.plan.Layers[i]

@@ -1,8 +1,6 @@
 package cpu_test
 
 import (
-	"bytes"
-	"context"
 	"fmt"
 	"testing"
 
@@ -10,25 +8,13 @@ import (
 	"github.com/bonsai-go/sdk/bonsai/backend/backendtest"
 	"github.com/bonsai-go/sdk/bonsai/cpu"
 	"github.com/bonsai-go/sdk/gguf"
-	"github.com/bonsai-go/sdk/internal/synth"
+	"github.com/bonsai-go/sdk/ternary"
 )
 
-// synthModel binds a synthetic model of the named preset.
+// synthModel binds a synthetic PQ2_0 model of the named preset.
 func synthModel(t testing.TB, preset string, seed uint64) backend.Model {
 	t.Helper()
-	cfg, err := synth.Preset(preset)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var buf bytes.Buffer
-	if err := synth.Write(context.Background(), &buf, synth.Options{Config: cfg, Seed: seed}, nil); err != nil {
-		t.Fatal(err)
-	}
-	f, err := gguf.Parse(buf.Bytes())
-	if err != nil {
-		t.Fatal(err)
-	}
-	return bind(t, f)
+	return synthFormat(t, preset, seed, ternary.PQ2_0)
 }
 
 // bind binds f's tensors for the architecture it names.

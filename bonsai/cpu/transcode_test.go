@@ -16,6 +16,8 @@ import (
 	"github.com/bonsai-go/sdk/ternary"
 )
 
+// synthFormat binds a synthetic model of the named preset with its ternary tensors in
+// format f.
 func synthFormat(t testing.TB, preset string, seed uint64, f ternary.Format) backend.Model {
 	t.Helper()
 	cfg, err := synth.Preset(preset)

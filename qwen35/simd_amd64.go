@@ -91,23 +91,14 @@ func dequantInt8AVX512(dst []float32, src []int8, scales []float32)
 //go:noescape
 func dequantQ4AVX512(dst []float32, src []byte, scales []uint16)
 
-// dequantQ4X86_512 is dequantQ4X86 with the AVX-512 kernel.
-func dequantQ4X86_512(dst []float32, src []byte, scales []uint16) {
-	whole := len(dst) / kvBlock
-	dequantQ4AVX512(dst[:whole*kvBlock], src, scales)
-	if whole < len(scales) {
-		dequantQ4Generic(dst[whole*kvBlock:], src[16*whole:], scales[whole:])
-	}
+// dequantQ4X86 and dequantQ4X86_512 run the AVX2 and AVX-512 kernels over the whole
+// blocks (wholeQ4Blocks).
+func dequantQ4X86(dst []float32, src []byte, scales []uint16) {
+	wholeQ4Blocks(dequantQ4AVX2, dst, src, scales)
 }
 
-// dequantQ4X86 is dequantQ4AVX2 over the whole blocks and the generic code for a short
-// last one.
-func dequantQ4X86(dst []float32, src []byte, scales []uint16) {
-	whole := len(dst) / kvBlock
-	dequantQ4AVX2(dst[:whole*kvBlock], src, scales)
-	if whole < len(scales) {
-		dequantQ4Generic(dst[whole*kvBlock:], src[16*whole:], scales[whole:])
-	}
+func dequantQ4X86_512(dst []float32, src []byte, scales []uint16) {
+	wholeQ4Blocks(dequantQ4AVX512, dst, src, scales)
 }
 
 //go:noescape

@@ -37,14 +37,9 @@ func dequantInt8NEON(dst []float32, src []int8, scales []float32)
 //go:noescape
 func dequantQ4NEON(dst []float32, src []byte, scales []uint16)
 
-// dequantQ4ARM64 is dequantQ4NEON over the whole blocks and the generic code for a short
-// last one.
+// dequantQ4ARM64 runs the NEON kernel over the whole blocks (wholeQ4Blocks).
 func dequantQ4ARM64(dst []float32, src []byte, scales []uint16) {
-	whole := len(dst) / kvBlock
-	dequantQ4NEON(dst[:whole*kvBlock], src, scales)
-	if whole < len(scales) {
-		dequantQ4Generic(dst[whole*kvBlock:], src[16*whole:], scales[whole:])
-	}
+	wholeQ4Blocks(dequantQ4NEON, dst, src, scales)
 }
 
 //go:noescape

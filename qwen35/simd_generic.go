@@ -281,6 +281,16 @@ func expSubGeneric(x []float32, m float32) float32 {
 	return (s0 + s1) + (s2 + s3)
 }
 
+// wholeQ4Blocks runs kernel, which takes whole q4 blocks only, over the whole blocks of
+// dst and dequantQ4Generic over a short last one.
+func wholeQ4Blocks(kernel func(dst []float32, src []byte, scales []uint16), dst []float32, src []byte, scales []uint16) {
+	whole := len(dst) / kvBlock
+	kernel(dst[:whole*kvBlock], src, scales)
+	if whole < len(scales) {
+		dequantQ4Generic(dst[whole*kvBlock:], src[16*whole:], scales[whole:])
+	}
+}
+
 // dequantQ4Generic sets dst[i] = (code i − 8)·scale over len(dst): each block of kvBlock
 // values is 16 bytes of codes, value j the low nibble of byte j (j < 16) or the high one
 // of byte j − 16, and one IEEE half scale. Exact widening, one rounding.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/bonsai-go/sdk/bonsai/backend"
@@ -27,6 +28,10 @@ type batcher struct {
 	m       *Model
 	maxRows int
 	greedyE backend.Greedy // the engine, when it chooses greedy tokens itself; asked once
+
+	// sessions counts the model's open sessions (a session dropped without Close stays
+	// counted): with one, no one else can join a step, and the leader does not gather.
+	sessions atomic.Int64
 
 	mu      sync.Mutex
 	pending []*request // submitted, not yet taken into a step
@@ -152,21 +157,26 @@ func (b *batcher) retire(r *request, err error, leader *request) {
 // request — a generation samples its next token in its own goroutine between two steps
 // — so that a stream does not miss every other step: the leader waits until as many
 // requests are pending as the last step finished, or for a tenth of the last step's time
-// (between 100 µs and 2 ms), whichever comes first. It does not wait when its own request
-// is done.
+// (between 100 µs and lingerMax), whichever comes first. It does not wait when its own
+// request is done. When the last step answered no one but the leader (a lone stream, or
+// the first step after a pause) and the model has other sessions open, it gathers a
+// burst instead (see gather).
 func (b *batcher) linger(me *request) {
 	if me.done {
 		return // the count is the next leader's, who waits for this caller too
 	}
 	k := b.woken
 	b.woken = 0
-	if k == 0 {
+	if k <= 1 {
+		if b.sessions.Load() > 1 {
+			b.gather()
+		}
 		return
 	}
 	b.mu.Lock()
 	base := b.submits - int64(len(b.pending))
 	b.mu.Unlock()
-	d := min(max(b.lastStep/10, 100*time.Microsecond), 2*time.Millisecond)
+	d := min(max(b.lastStep/10, 100*time.Microsecond), lingerMax)
 	b.timer.Reset(d)
 	defer b.timer.Stop()
 	for {
@@ -176,6 +186,49 @@ func (b *batcher) linger(me *request) {
 		if n >= int64(k) {
 			return
 		}
+		select {
+		case <-b.arrived:
+		case <-b.timer.C:
+			return
+		}
+	}
+}
+
+// lingerMax is the longest the leader waits for the callers the last step answered. Each
+// chooses its next token between two steps — over a 248,320-token vocabulary that is a
+// few hundred microseconds a stream, and eight streams share two cores — so at 2 ms the
+// last of 8 streams missed a step now and then and ran a pass behind the others (7.53
+// sequences a pass instead of 8 in loadbench on the 27B). The wait ends as soon as they
+// are all back; it runs to the end only for a stream that ended, at most 1% of a 27B
+// batched step.
+const lingerMax = 20 * time.Millisecond
+
+// Gathering a burst: the leader waits while requests keep arriving less than half the
+// window apart, for at most the window, a fiftieth of the last step's time (gatherMin to
+// gatherMax).
+const (
+	gatherMin = 100 * time.Microsecond
+	gatherMax = 10 * time.Millisecond
+)
+
+// gather lets callers released together (a server's simultaneous requests, streams
+// started at once) join the first step: they are runnable, but may not have submitted
+// yet when the first of them takes the lead — each may first choose a token over the
+// whole vocabulary, a few hundred microseconds, and eight of them share two cores.
+// Without it that one ran its first step alone and the others started a whole step
+// later (17 passes for 8 streams of 16 tokens instead of 16; with a window of at most
+// 1 ms, still 17 for 8 streams on the 27B). It costs a step that nobody joins half the
+// window, 1% of that step at most; the only session of a model never waits.
+func (b *batcher) gather() {
+	window := min(max(b.lastStep/50, gatherMin), gatherMax)
+	end := time.Now().Add(window)
+	defer b.timer.Stop()
+	for {
+		left := time.Until(end)
+		if left <= 0 {
+			return
+		}
+		b.timer.Reset(min(window/2, left))
 		select {
 		case <-b.arrived:
 		case <-b.timer.C:

@@ -245,3 +245,47 @@ func TestStreamsShareEveryPass(t *testing.T) {
 	require.EqualValues(t, streams*steps, seqs)
 	require.GreaterOrEqual(t, per, 3.0)
 }
+
+// Streams released together after a lone session's step (a burst of requests after a
+// quiet spell) share their first pass: the leader gathers the others, which are
+// runnable but not yet submitted, rather than running its step alone and putting every
+// other stream a whole pass behind (which made each burst of 2 steps take 3 passes).
+func TestBurstSharesFirstPass(t *testing.T) {
+	path := writeModel(t, "tiny", 7, ternary.PQ2_0)
+	m := open(t, path, bonsai.WithThreads(2))
+	ctx := context.Background()
+	const streams, steps, bursts = 4, 2, 10
+	ss := make([]*bonsai.Session, streams)
+	for i := range ss {
+		ss[i] = session(t, m)
+		require.NoError(t, ss[i].Prefill(ctx, tokens(5, m.Vocab(), i)))
+	}
+	passes := int64(0)
+	for burst := range bursts {
+		// One lone step first, so that the burst's leader finds only itself answered.
+		require.NoError(t, ss[0].Step(ctx, int32(burst)))
+		before := m.BatchStats()
+		var wg sync.WaitGroup
+		start := make(chan struct{})
+		for i, s := range ss {
+			wg.Go(func() {
+				<-start
+				for range steps {
+					if err := s.Step(ctx, int32(i)); err != nil {
+						t.Error(err)
+						return
+					}
+				}
+			})
+		}
+		close(start)
+		wg.Wait()
+		after := m.BatchStats()
+		require.EqualValues(t, streams*steps, after.Sequences-before.Sequences)
+		passes += after.Steps - before.Steps
+	}
+	t.Logf("%d bursts of %d streams × %d steps: %d passes (%d if each burst shares every pass)", bursts, streams, steps, passes, bursts*steps)
+	// Without gathering every burst takes steps+1 passes; allow a few bursts to miss
+	// (a goroutine descheduled for longer than the gathering window).
+	require.LessOrEqual(t, passes, int64(bursts*steps+bursts/2))
+}

@@ -49,6 +49,7 @@ type checkpoint struct {
 }
 
 func newSession(m *Model, st backend.State) *Session {
+	m.batch.sessions.Add(1)
 	return &Session{m: m, st: st, logits: make([]float32, m.weights.Vocab()), one: make([]int32, 1),
 		req:    &request{wake: make(chan bool, 1)},
 		tokens: make([]int32, 0, min(m.opts.ctxSize, 1<<16))}
@@ -242,6 +243,7 @@ func (s *Session) Close() error {
 	}
 	err := s.st.Close()
 	s.st = nil
+	s.m.batch.sessions.Add(-1)
 	s.dropCheckpoint()
 	if err != nil && !errors.Is(err, ErrClosed) {
 		return s.m.backendErr(err)

@@ -58,9 +58,9 @@ const (
 	// larger batch runs in several passes, which re-repack the chunks when a row tile is
 	// done in chunks.
 	q8BatchMax = 72
-	// q8DescsMax is the most tile descriptors of a pass (see q8TileCalls): ⌊q8BatchMax/tv⌋
-	// tiles of the widest width (tv ≥ 6 in every family) and a narrower one.
-	q8DescsMax = q8BatchMax/6 + 1
+	// q8DescsMax is the most tile descriptors of a pass (see q8TileCalls):
+	// ⌈q8BatchMax/tv⌉ tiles, tv ≥ 6 in every family.
+	q8DescsMax = (q8BatchMax + 5) / 6
 )
 
 // q8TileArgs is the argument block of a tiled kernel (q8TileGeneric and the assembly
@@ -275,20 +275,27 @@ func q8RepackPTQ1Generic(dst []byte, stride int, a, b []byte, ng int) {
 type q8Call struct{ v0, tv, tiles int }
 
 // q8TileCalls splits the nv vectors of a pass into the calls of the tiled kernels of
-// widest width tv, in calls[:n], and returns n: ⌊nv/tv⌋ tiles of tv, then the rest, if
-// any, in one tile of its own width (each family has a kernel for every width up to
-// its widest), so that the work follows nv rather than the next multiple of tv.
+// widest width tv, in calls[:n], and returns n: the fewest tiles that hold nv vectors
+// (⌈nv/tv⌉), as even as they can be: the wider ones first, one width apart (each family
+// has a kernel for every width up to its widest). So the work follows nv rather than
+// the next multiple of tv, and a batch just over a multiple of tv does not run its
+// rest in one narrow tile, whose planes and activation loads serve too few products:
+// 9 vectors at width 8 run as 5+4, not 8+1, and a 1- or 2-wide tile runs at about
+// half the multiply-adds per second of a 4-wide one (BenchmarkQ8TileKernel).
 func q8TileCalls(calls *[2]q8Call, tv, nv int) int {
+	if nv <= 0 {
+		return 0
+	}
+	tiles := (nv + tv - 1) / tv
+	w := nv / tiles    // the narrower width
+	wide := nv % tiles // tiles of width w+1
 	n := 0
-	if nv >= tv {
-		calls[n] = q8Call{0, tv, nv / tv}
+	if wide > 0 {
+		calls[n] = q8Call{0, w + 1, wide}
 		n++
 	}
-	if r := nv % tv; r > 0 {
-		calls[n] = q8Call{nv - r, r, 1}
-		n++
-	}
-	return n
+	calls[n] = q8Call{wide * (w + 1), w, tiles - wide}
+	return n + 1
 }
 
 // matMulQ8Tiled is MatMulQ8Range for k ≥ 1024 and PQ2_0 rows of at most mmPanel bytes:

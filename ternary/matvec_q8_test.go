@@ -730,8 +730,8 @@ func randQ8Batch(r *rand.Rand, k, t int) *Q8Batch {
 var matMulTs = []int{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 63, 64}
 
 // TestQ8TileCalls checks how the vectors of a pass are split into tiled-kernel calls,
-// against calls written out by hand: whole tiles of the widest width, then the rest in
-// one tile of its own width.
+// against calls written out by hand: the fewest tiles of at most the widest width, the
+// wider ones first and at most one vector wider than the rest.
 func TestQ8TileCalls(t *testing.T) {
 	for _, c := range []struct {
 		tv, nv int
@@ -740,12 +740,19 @@ func TestQ8TileCalls(t *testing.T) {
 		{8, 1, []q8Call{{0, 1, 1}}},
 		{8, 7, []q8Call{{0, 7, 1}}},
 		{8, 8, []q8Call{{0, 8, 1}}},
-		{8, 13, []q8Call{{0, 8, 1}, {8, 5, 1}}},
+		{8, 9, []q8Call{{0, 5, 1}, {5, 4, 1}}},
+		{8, 13, []q8Call{{0, 7, 1}, {7, 6, 1}}},
+		{8, 16, []q8Call{{0, 8, 2}}},
 		{8, 72, []q8Call{{0, 8, 9}}},
 		{8, 71, []q8Call{{0, 8, 8}, {64, 7, 1}}},
+		{8, 65, []q8Call{{0, 8, 2}, {16, 7, 7}}},
 		{6, 5, []q8Call{{0, 5, 1}}},
-		{6, 15, []q8Call{{0, 6, 2}, {12, 3, 1}}},
+		{6, 8, []q8Call{{0, 4, 2}}},
+		{6, 15, []q8Call{{0, 5, 3}}},
+		{6, 64, []q8Call{{0, 6, 9}, {54, 5, 2}}},
 		{6, 72, []q8Call{{0, 6, 12}}},
+		{4, 7, []q8Call{{0, 4, 1}, {4, 3, 1}}},
+		{4, 64, []q8Call{{0, 4, 16}}},
 	} {
 		var calls [2]q8Call
 		got := calls[:q8TileCalls(&calls, c.tv, c.nv)]

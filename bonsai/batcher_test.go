@@ -223,21 +223,7 @@ func TestStreamsShareEveryPass(t *testing.T) {
 		require.NoError(t, ss[i].Prefill(ctx, tokens(5, m.Vocab(), i)))
 	}
 	before := m.BatchStats()
-	var wg sync.WaitGroup
-	start := make(chan struct{})
-	for i, s := range ss {
-		wg.Go(func() {
-			<-start
-			for range steps {
-				if err := s.Step(ctx, int32(i)); err != nil {
-					t.Error(err)
-					return
-				}
-			}
-		})
-	}
-	close(start)
-	wg.Wait()
+	stepTogether(t, ss, steps)
 	after := m.BatchStats()
 	passes, seqs := after.Steps-before.Steps, after.Sequences-before.Sequences
 	per := float64(seqs) / float64(passes)
@@ -265,21 +251,7 @@ func TestBurstSharesFirstPass(t *testing.T) {
 		// One lone step first, so that the burst's leader finds only itself answered.
 		require.NoError(t, ss[0].Step(ctx, int32(burst)))
 		before := m.BatchStats()
-		var wg sync.WaitGroup
-		start := make(chan struct{})
-		for i, s := range ss {
-			wg.Go(func() {
-				<-start
-				for range steps {
-					if err := s.Step(ctx, int32(i)); err != nil {
-						t.Error(err)
-						return
-					}
-				}
-			})
-		}
-		close(start)
-		wg.Wait()
+		stepTogether(t, ss, steps)
 		after := m.BatchStats()
 		require.EqualValues(t, streams*steps, after.Sequences-before.Sequences)
 		passes += after.Steps - before.Steps
@@ -288,4 +260,26 @@ func TestBurstSharesFirstPass(t *testing.T) {
 	// Without gathering every burst takes steps+1 passes; allow a few bursts to miss
 	// (a goroutine descheduled for longer than the gathering window).
 	require.LessOrEqual(t, passes, int64(bursts*steps+bursts/2))
+}
+
+// stepTogether releases one goroutine per session at once, each stepping its session
+// steps times (session i feeds token i), and waits for them all.
+func stepTogether(t *testing.T, ss []*bonsai.Session, steps int) {
+	t.Helper()
+	ctx := context.Background()
+	var wg sync.WaitGroup
+	start := make(chan struct{})
+	for i, s := range ss {
+		wg.Go(func() {
+			<-start
+			for range steps {
+				if err := s.Step(ctx, int32(i)); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		})
+	}
+	close(start)
+	wg.Wait()
 }

@@ -280,7 +280,7 @@ type q8Call struct{ v0, tv, tiles int }
 // has a kernel for every width up to its widest). So the work follows nv rather than
 // the next multiple of tv, and a batch just over a multiple of tv does not run its
 // rest in one narrow tile, whose planes and activation loads serve too few products:
-// 9 vectors at width 8 run as 5+4, not 8+1, and a 1- or 2-wide tile runs at about
+// 9 vectors at width 8 run as 5+4, not 8+1, and a 2-wide AVX2 tile ran at as little as
 // half the multiply-adds per second of a 4-wide one (BenchmarkQ8TileKernel).
 func q8TileCalls(calls *[2]q8Call, tv, nv int) int {
 	if nv <= 0 {

@@ -195,10 +195,10 @@ func (b *batcher) linger(me *request) {
 }
 
 // lingerMax is the longest the leader waits for the callers the last step answered. Each
-// chooses its next token between two steps — over a 248,320-token vocabulary that is a
-// few hundred microseconds a stream, and eight streams share two cores — so at 2 ms the
-// last of 8 streams missed a step now and then and ran a pass behind the others (7.53
-// sequences a pass instead of 8 in loadbench on the 27B). The wait ends as soon as they
+// chooses its next token between two steps — over a 248,320-token vocabulary a scan of
+// a few hundred microseconds, and eight streams share two cores — so 2 ms left the last
+// of 8 streams no margin. (The 7.53 sequences a pass loadbench measured for 8 streams
+// on the 27B came from the first pass instead: see gather.) The wait ends as soon as they
 // are all back; it runs to the end only for a stream that ended, at most 1% of a 27B
 // batched step.
 const lingerMax = 20 * time.Millisecond

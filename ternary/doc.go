@@ -47,7 +47,10 @@
 // multiplication by 3 (3·xₙ = 256·tₙ + xₙ₊₁, the formula above run forward), against a
 // copy of the activations kept in trit order; the prefill kernels decode the trits into
 // the PQ2_0 code planes their inner loop consumes. Either way a PTQ1_0 matrix gives
-// bit for bit the result of its PQ2_0 transcode on the same kernel family.
+// bit for bit the result of its PQ2_0 transcode on the same kernel family. The prefill
+// kernels repack each pass's weights into their own layout first; a matrix's [Tiles],
+// made once, hold that layout ahead, and [MatMulQ8TilesRange] reads them instead, with
+// the same bits: for batches of a few vectors, where the repacking is a large share.
 //
 // # Decoded values
 //

@@ -45,3 +45,38 @@ func ExampleFormat_Quantize() {
 	// 28 bytes
 	// [1.25 0 0 -1.25 0 -1.25 1.25]
 }
+
+func ExampleTiles() {
+	// A 4×1024 matrix whose rows hold only −1, 0, +1 and +1, and two activation vectors
+	// of ones and of twos.
+	const k, n, t = 1024, 4, 2
+	w := make([]byte, n*ternary.PQ2_0.RowBytes(k))
+	row := make([]float32, k)
+	for i := range n {
+		for j := range row {
+			row[j] = float32(max(-1, min(1, i-1)))
+		}
+		if err := ternary.PQ2_0.Quantize(w[i*ternary.PQ2_0.RowBytes(k):(i+1)*ternary.PQ2_0.RowBytes(k)], row); err != nil {
+			fmt.Println(err)
+			return
+		}
+	}
+	x := make([]float32, t*k)
+	for j := range k {
+		x[j], x[k+j] = 1, 2
+	}
+	q := ternary.NewQ8Batch(k, t)
+	q.Quantize(x, t)
+
+	// The tiles are made once; every batched product then reads them.
+	tiles, err := ternary.NewTiles(ternary.PQ2_0, k, n)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	tiles.Fill(w, 0, n)
+	y := make([]float32, t*n)
+	ternary.MatMulQ8TilesRange(ternary.PQ2_0, w, tiles, k, n, q, t, y, 0, n)
+	fmt.Println(y[:n], y[n:])
+	// Output: [-1024 0 1024 1024] [-2048 0 2048 2048]
+}

@@ -398,21 +398,27 @@ func matMulQ8Tiled(f Format, w []byte, k, n int, x *Q8Batch, t int, y []float32,
 				}
 			}
 		}
-		if tn := nb - 8*ng; tn > 0 {
-			// The blocks after the last whole group, as q8RowsPQ2 adds them.
-			var tail [7 * pq2BlockBytes]byte
-			for r := r0; r < r0+rows; r++ {
-				var src []byte
-				if f == PTQ1_0 {
-					ptq1ToPQ2(tail[:], w[r*rb+8*ng*ptq1BlockBytes:], tn)
-					src = tail[:tn*pq2BlockBytes]
-				} else {
-					src = w[r*rb+8*ng*pq2BlockBytes : r*rb+nb*pq2BlockBytes]
-				}
-				for s := range t {
-					y[s*n+r] += q8TailDot(src, &x.rows[s], 8*ng, tn)
-				}
-			}
+		if nb > 8*ng {
+			q8TailRows(f, w, rb, nb, ng, x, t, n, y, r0, r0+rows)
+		}
+	}
+}
+
+// q8TailRows adds to rows r0 ≤ r < r1 of the t output vectors the blocks after the last
+// whole group of 8, as q8RowsPQ2 adds them.
+func q8TailRows(f Format, w []byte, rb, nb, ng int, x *Q8Batch, t, n int, y []float32, r0, r1 int) {
+	tn := nb - 8*ng
+	var tail [7 * pq2BlockBytes]byte
+	for r := r0; r < r1; r++ {
+		var src []byte
+		if f == PTQ1_0 {
+			ptq1ToPQ2(tail[:], w[r*rb+8*ng*ptq1BlockBytes:], tn)
+			src = tail[:tn*pq2BlockBytes]
+		} else {
+			src = w[r*rb+8*ng*pq2BlockBytes : r*rb+nb*pq2BlockBytes]
+		}
+		for s := range t {
+			y[s*n+r] += q8TailDot(src, &x.rows[s], 8*ng, tn)
 		}
 	}
 }

@@ -816,20 +816,34 @@ func TestMatMulQ8Exact(t *testing.T) {
 				if f == PTQ1_0 {
 					w, ref = tq, want3
 				}
-				for _, tt := range matMulTs {
-					for _, rg := range matMulRanges(n) {
-						y := make([]float32, tt*n)
-						for i := range y {
-							y[i] = float32(math.NaN()) // rows outside the range stay untouched
-						}
-						MatMulQ8Range(f, w, k, n, xb, tt, y, rg[0], rg[1])
-						for s := range tt {
-							for i := range n {
-								got := y[s*n+i]
-								in := i >= rg[0] && i < rg[1]
-								if in && got != ref[s*n+i] || !in && !math.IsNaN(float64(got)) {
-									t.Fatalf("%s %s k=%d t=%d rows %v: vector %d row %d = %v, want %v",
-										name, f, k, tt, rg, s, i, got, ref[s*n+i])
+				// The same products over tiles made ahead (MatMulQ8TilesRange), where k
+				// allows them: the tiles' rows filled in two even halves.
+				tiles := []*Tiles{nil}
+				if Tiled(k) {
+					tl, err := NewTiles(f, k, n)
+					if err != nil {
+						t.Fatal(err)
+					}
+					tl.Fill(w, 0, 6)
+					tl.Fill(w, 6, n)
+					tiles = append(tiles, tl)
+				}
+				for _, tl := range tiles {
+					for _, tt := range matMulTs {
+						for _, rg := range matMulRanges(n) {
+							y := make([]float32, tt*n)
+							for i := range y {
+								y[i] = float32(math.NaN()) // rows outside the range stay untouched
+							}
+							MatMulQ8TilesRange(f, w, tl, k, n, xb, tt, y, rg[0], rg[1])
+							for s := range tt {
+								for i := range n {
+									got := y[s*n+i]
+									in := i >= rg[0] && i < rg[1]
+									if in && got != ref[s*n+i] || !in && !math.IsNaN(float64(got)) {
+										t.Fatalf("%s %s k=%d t=%d rows %v tiles %v: vector %d row %d = %v, want %v",
+											name, f, k, tt, rg, tl != nil, s, i, got, ref[s*n+i])
+									}
 								}
 							}
 						}
@@ -865,10 +879,23 @@ func TestMatMulQ8Float(t *testing.T) {
 		gen := make([]float32, tmax*n)
 		withKernel(q8Kernels[0], func() { MatMulQ8Range(PQ2_0, w, k, n, xb, tmax, gen, 0, n) })
 		forEachKernel(func(name string) {
-			for _, tt := range append(matMulTs[:len(matMulTs):len(matMulTs)], tmax) {
+			// Every second product runs over tiles made ahead, where k allows them.
+			var tl *Tiles
+			if Tiled(k) {
+				var err error
+				if tl, err = NewTiles(PQ2_0, k, n); err != nil {
+					t.Fatal(err)
+				}
+				tl.Fill(w, 0, n)
+			}
+			for ti, tt := range append(matMulTs[:len(matMulTs):len(matMulTs)], tmax) {
 				for _, rg := range [][2]int{{0, n}, {3, 10}} {
 					y := make([]float32, tt*n)
-					MatMulQ8Range(PQ2_0, w, k, n, xb, tt, y, rg[0], rg[1])
+					if ti%2 == 1 {
+						MatMulQ8TilesRange(PQ2_0, w, tl, k, n, xb, tt, y, rg[0], rg[1])
+					} else {
+						MatMulQ8Range(PQ2_0, w, k, n, xb, tt, y, rg[0], rg[1])
+					}
 					for s := range tt {
 						mv := make([]float32, n)
 						MatVecQ8Range(PQ2_0, w, k, xb.Row(s), mv, rg[0], rg[1])

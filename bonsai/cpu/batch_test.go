@@ -65,6 +65,7 @@ type decodeBatch struct {
 	e     backend.Engine
 	batch []backend.Sequence
 	next  []int32
+	reset backend.State // a prefill chunk's state, reset before each step (no token fed back)
 }
 
 func newDecodeBatch(e backend.Engine, sts []backend.State, vocab int) *decodeBatch {
@@ -77,13 +78,27 @@ func newDecodeBatch(e backend.Engine, sts []backend.State, vocab int) *decodeBat
 }
 
 func (d *decodeBatch) step(ctx context.Context) error {
+	if d.reset != nil {
+		d.reset.Reset()
+	}
 	if err := d.e.Forward(ctx, d.batch); err != nil {
 		return err
 	}
-	for i := range d.batch {
+	for i := range d.next {
 		d.next[i] = argmax(d.batch[i].Out)
 	}
 	return nil
+}
+
+// newPrefillChunk is a "step" that prefills n tokens of one sequence from its start:
+// the state is reset first, so that every call does the same work.
+func newPrefillChunk(e backend.Engine, st backend.State, n, vocab int) *decodeBatch {
+	toks := make([]int32, n)
+	for i := range toks {
+		toks[i] = int32((i*7919 + 13) % vocab)
+	}
+	return &decodeBatch{e: e, reset: st,
+		batch: []backend.Sequence{{State: st, Tokens: toks, Logits: backend.LogitsLast, Out: make([]float32, vocab)}}}
 }
 
 // A decode step of a batch of three sequences allocates nothing once warm: the chunk
@@ -254,7 +269,12 @@ func TestProfileShared(t *testing.T) {
 }
 
 // BenchmarkBatchedDecode measures decode steps of 1, 2, 4 and 8 sequences run as one
-// batch, in aggregate tokens per second. The model is the real-widths synthetic preset
+// batch, in aggregate tokens per second, and a 64-token prefill chunk of one sequence
+// (prefill=64), the batched work's best rate: the batch's sequences against it is the
+// engine's share of loadbench's 8-streams-against-prefill ratio. The batches and the
+// prefill run with and without the batch tiles (cpu.WithBatchTiles), in turn, so that
+// each pair is measured minutes apart at most. Each case reports where its steps' time
+// goes (the OpProfile kinds, in ms a step). The model is the real-widths synthetic preset
 // (the 27B model's widths, four layers), generated once per run into a temporary
 // directory, or the GGUF file BONSAI_BENCH_MODEL names.
 func BenchmarkBatchedDecode(b *testing.B) {
@@ -275,16 +295,44 @@ func BenchmarkBatchedDecode(b *testing.B) {
 	}
 	defer f.Close()
 	m := bind(b, f)
-	e := load(b, m, backend.LoadOptions{Threads: runtime.NumCPU()})
+	opt := backend.LoadOptions{Threads: runtime.NumCPU(), Profile: true}
+	plain := load(b, m, opt)
+	tiled, err := cpu.New(cpu.WithBatchTiles()).Load(context.Background(), m, opt)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer tiled.Close()
 	ctx := context.Background()
 	const contextSize = 512
-	for _, n := range []int{1, 2, 4, 8} {
-		b.Run(fmt.Sprintf("batch=%d", n), func(b *testing.B) {
-			sts := newStates(b, e, n, contextSize)
-			d := newDecodeBatch(e, sts, m.Vocab())
+	for _, c := range []struct {
+		n     int // sequences; −n: a prefill chunk of n tokens
+		tiles bool
+	}{{1, false}, {2, false}, {2, true}, {4, false}, {4, true}, {8, false}, {8, true}, {-64, false}, {-64, true}} {
+		n, e := c.n, plain
+		if c.tiles {
+			e = tiled
+		}
+		name := fmt.Sprintf("batch=%d/tiles=%v", n, c.tiles)
+		if n < 0 {
+			name = fmt.Sprintf("prefill=%d/tiles=%v", -n, c.tiles)
+		}
+		b.Run(name, func(b *testing.B) {
+			var sts []backend.State
+			var d *decodeBatch
+			if n > 0 {
+				sts = newStates(b, e, n, contextSize)
+				d = newDecodeBatch(e, sts, m.Vocab())
+			} else {
+				sts = newStates(b, e, 1, contextSize)
+				d = newPrefillChunk(e, sts[0], -n, m.Vocab())
+				n = -n
+			}
 			// A step outside the timing: the first one faults the mapped weights in.
 			if err := d.step(ctx); err != nil {
 				b.Fatal(err)
+			}
+			for _, st := range sts {
+				st.(backend.Profiler).ResetProfile()
 			}
 			for b.Loop() {
 				if sts[0].Len() >= contextSize-1 {
@@ -297,6 +345,24 @@ func BenchmarkBatchedDecode(b *testing.B) {
 				}
 			}
 			b.ReportMetric(float64(b.N*n)/b.Elapsed().Seconds(), "tok/s")
+			// Where a step's time goes: each state holds its share of the batch's.
+			var p backend.OpProfile
+			for _, st := range sts {
+				q := st.(backend.Profiler).Profile()
+				p.Ternary += q.Ternary
+				p.Transforms += q.Transforms
+				p.GDN += q.GDN
+				p.Attention += q.Attention
+				p.Other += q.Other
+			}
+			steps := float64(b.N)
+			for _, k := range []struct {
+				unit string
+				d    time.Duration
+			}{{"ternary-ms/step", p.Ternary}, {"transforms-ms/step", p.Transforms}, {"gdn-ms/step", p.GDN},
+				{"attention-ms/step", p.Attention}, {"other-ms/step", p.Other}} {
+				b.ReportMetric(float64(k.d.Milliseconds())/steps, k.unit)
+			}
 		})
 	}
 }

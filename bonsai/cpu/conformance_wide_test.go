@@ -35,3 +35,11 @@ func TestConformanceTiledGEMM(t *testing.T) {
 	backendtest.Run(t, cpu.New(), m, backendtest.Options{Lengths: []int{1, 1, 1, 1, 1, 1, 1, 1, 5, 60},
 		Precisions: []backend.KVPrecision{backend.KVFloat16}})
 }
+
+// With the batch tiles the same batches run their products over the tiles, and each
+// sequence alone its decode steps over the weights: still bit for bit.
+func TestBatchTilesConformance(t *testing.T) {
+	m := synthModel(t, "small", 4)
+	backendtest.Run(t, cpu.New(cpu.WithBatchTiles()), m, backendtest.Options{Lengths: []int{1, 1, 1, 1, 1, 1, 1, 1, 5, 60},
+		Precisions: []backend.KVPrecision{backend.KVFloat16}})
+}

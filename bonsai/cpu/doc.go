@@ -4,6 +4,9 @@
 // bonsai's default; pass New() to bonsai.WithBackend to say so explicitly.
 // WithWeightFormat makes it keep its own copy of the products in the other ternary
 // format instead (PTQ1_0 files on machines whose cores, not memory, limit decode).
+// WithBatchTiles makes it keep a second copy of the products in the batched kernels'
+// layout (ternary.Tiles), for servers whose batches of a few sequences are bound by
+// arithmetic rather than by memory: a batched pass then skips repacking the weights.
 //
 // A forward pass follows qwen35's plan (qwen35.Weights.Plan) a chunk of up to 64 rows
 // at a time, and a batch of sequences runs together: their tokens are laid out one

@@ -17,38 +17,34 @@ func (e *cpuEngine) mat(m *qwen35.Matrix) *qwen35.Matrix {
 	return m
 }
 
-// transcodeChunk is the most bytes of a matrix one worker transcodes between checks
+// loadChunk is the most bytes of a matrix one worker transcodes or tiles between checks
 // of the context and reports of progress.
-const transcodeChunk = 8 << 20
+const loadChunk = 8 << 20
 
-// transcodeMatrices returns a copy in format f of every ternary product of the sites that
-// is stored in another format, keyed by the plan's matrix, transcoded by threads
-// workers a chunk of whole rows at a time; progress, when set, receives the source
-// bytes done out of those to do.
-func transcodeMatrices(ctx context.Context, sites []*qwen35.Site, f ternary.Format, threads int, progress func(done, total int64)) (map[*qwen35.Matrix]*qwen35.Matrix, error) {
-	type job struct {
-		src, dst *qwen35.Matrix
-		r0, r1   int
+// rowJob is rows r0 ≤ r < r1 of a matrix, prepared at Load by one worker at a time.
+type rowJob struct {
+	m      *qwen35.Matrix
+	r0, r1 int
+}
+
+// rowJobs splits m into jobs of whole rows of at most loadChunk bytes, each starting at
+// an even row.
+func rowJobs(jobs []rowJob, m *qwen35.Matrix) []rowJob {
+	step := max(2, loadChunk/m.Format.RowBytes(m.K)) &^ 1
+	for r := 0; r < m.N; r += step {
+		jobs = append(jobs, rowJob{m, r, min(r+step, m.N)})
 	}
-	var jobs []job
+	return jobs
+}
+
+// runRowJobs runs do on every job, on threads workers; it stops at the first error or
+// when ctx is done. progress, when set, receives the source bytes done out of all the
+// jobs'.
+func runRowJobs(ctx context.Context, jobs []rowJob, threads int, progress func(done, total int64), do func(rowJob) error) error {
+	size := func(j rowJob) int64 { return int64((j.r1 - j.r0) * j.m.Format.RowBytes(j.m.K)) }
 	var total int64
-	subst := map[*qwen35.Matrix]*qwen35.Matrix{}
-	for _, site := range sites {
-		for _, m := range site.Products {
-			if m.Format == f || subst[m] != nil {
-				continue
-			}
-			t := &qwen35.Matrix{Name: m.Name, Format: f, K: m.K, N: m.N, Data: make([]byte, m.N*f.RowBytes(m.K))}
-			subst[m] = t
-			step := max(1, transcodeChunk/m.Format.RowBytes(m.K))
-			for r := 0; r < m.N; r += step {
-				jobs = append(jobs, job{m, t, r, min(r+step, m.N)})
-			}
-			total += int64(len(m.Data))
-		}
-	}
-	if len(jobs) == 0 {
-		return nil, nil
+	for _, j := range jobs {
+		total += size(j)
 	}
 	var (
 		mu   sync.Mutex
@@ -71,13 +67,12 @@ func transcodeMatrices(ctx context.Context, sites []*qwen35.Site, f ternary.Form
 				j := jobs[next]
 				next++
 				mu.Unlock()
-				sb, db := j.src.Format.RowBytes(j.src.K), f.RowBytes(j.src.K)
-				err := ternary.Transcode(j.dst.Data[j.r0*db:j.r1*db], f, j.src.Data[j.r0*sb:j.r1*sb], j.src.Format)
+				err := do(j)
 				mu.Lock()
 				if err != nil && ferr == nil {
-					ferr = fmt.Errorf("tensor %q rows %d…%d to %s: %w", j.src.Name, j.r0, j.r1-1, f, err)
+					ferr = err
 				}
-				done += int64((j.r1 - j.r0) * sb)
+				done += size(j)
 				if progress != nil && ferr == nil {
 					progress(done, total)
 				}
@@ -86,8 +81,68 @@ func transcodeMatrices(ctx context.Context, sites []*qwen35.Site, f ternary.Form
 		})
 	}
 	wg.Wait()
-	if ferr != nil {
-		return nil, ferr
+	return ferr
+}
+
+// transcodeMatrices returns a copy in format f of every ternary product of the sites that
+// is stored in another format, keyed by the plan's matrix, transcoded by threads
+// workers a chunk of whole rows at a time; progress, when set, receives the source
+// bytes done out of those to do.
+func transcodeMatrices(ctx context.Context, sites []*qwen35.Site, f ternary.Format, threads int, progress func(done, total int64)) (map[*qwen35.Matrix]*qwen35.Matrix, error) {
+	var jobs []rowJob
+	subst := map[*qwen35.Matrix]*qwen35.Matrix{}
+	for _, site := range sites {
+		for _, m := range site.Products {
+			if m.Format == f || subst[m] != nil {
+				continue
+			}
+			subst[m] = &qwen35.Matrix{Name: m.Name, Format: f, K: m.K, N: m.N, Data: make([]byte, m.N*f.RowBytes(m.K))}
+			jobs = rowJobs(jobs, m)
+		}
+	}
+	if len(jobs) == 0 {
+		return nil, nil
+	}
+	err := runRowJobs(ctx, jobs, threads, progress, func(j rowJob) error {
+		dst := subst[j.m]
+		sb, db := j.m.Format.RowBytes(j.m.K), f.RowBytes(j.m.K)
+		if err := ternary.Transcode(dst.Data[j.r0*db:j.r1*db], f, j.m.Data[j.r0*sb:j.r1*sb], j.m.Format); err != nil {
+			return fmt.Errorf("tensor %q rows %d…%d to %s: %w", j.m.Name, j.r0, j.r1-1, f, err)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
 	return subst, nil
+}
+
+// tileMatrices returns the tiles of every ternary product of the sites (as mat has them)
+// whose width the batched kernels take, keyed by the matrix the products read, filled
+// by threads workers; progress as for transcodeMatrices.
+func tileMatrices(ctx context.Context, sites []*qwen35.Site, mat func(*qwen35.Matrix) *qwen35.Matrix, threads int, progress func(done, total int64)) (map[*qwen35.Matrix]*ternary.Tiles, error) {
+	var jobs []rowJob
+	tiles := map[*qwen35.Matrix]*ternary.Tiles{}
+	for _, site := range sites {
+		for _, p := range site.Products {
+			m := mat(p)
+			if tiles[m] != nil || !ternary.Tiled(m.K) {
+				continue
+			}
+			tl, err := ternary.NewTiles(m.Format, m.K, m.N)
+			if err != nil {
+				return nil, fmt.Errorf("tensor %q: %w", m.Name, err)
+			}
+			tiles[m] = tl
+			jobs = rowJobs(jobs, m)
+		}
+	}
+	err := runRowJobs(ctx, jobs, threads, progress, func(j rowJob) error {
+		tiles[j.m].Fill(j.m.Data, j.r0, j.r1)
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return tiles, nil
 }

@@ -2,7 +2,8 @@
 // targets of continuous batching, all in one run so that the ratios compare figures
 // taken on the same machine in the same state:
 //
-//   - single: one stream's decode rate and inter-token latency;
+//   - single: one stream's decode rate and inter-token latency, and the memory's read
+//     bandwidth measured right before it (one stream is bound by it);
 //   - streams4, streams8: 4 and 8 concurrent streams' aggregate rate, as a multiple of
 //     one stream's, and their inter-token latency (median, p90, the worst stream's
 //     median) against the lone stream's;
@@ -21,6 +22,7 @@
 //
 //	loadbench [-model FILE | -preset NAME] [-threads N] [-batch-tokens N] [-gen-tokens G]
 //	          [-prompt-tokens P] [-long-prompt L] [-system-tokens S] [-load-streams K]
+//	          [-skip longprompt,ttft] [-batch-tiles]
 //
 // Without -model it measures a synthetic model (-preset, default tiny) whose weights are
 // random: its figures show the machinery, not the 27B model's speed. Each line ends with
@@ -47,6 +49,7 @@ import (
 	"github.com/bonsai-go/sdk/bonsai"
 	"github.com/bonsai-go/sdk/internal/cli"
 	"github.com/bonsai-go/sdk/internal/synth"
+	"github.com/bonsai-go/sdk/ternary"
 )
 
 // The targets of issue 15, each a ratio of two figures of the same run.
@@ -61,6 +64,10 @@ const (
 // streamPrompt is the length of each stream's own prompt.
 const streamPrompt = 16
 
+// bandwidthBytes is the buffer of the bandwidth measurement: many times a last-level
+// cache.
+const bandwidthBytes = 512 << 20
+
 // prefixCacheLimit bounds the prefix cache: the run caches a few states only.
 const prefixCacheLimit = 16 << 30
 
@@ -72,8 +79,14 @@ type config struct {
 	prompt       int // the prefill measurement's prompt
 	longPrompt   int
 	systemTokens int
-	loadStreams  int // streams running during the long prompt
+	loadStreams  int             // streams running during the long prompt
+	skip         map[string]bool // the phases left out (skippable)
+	bwTime       time.Duration   // how long to measure the read bandwidth
 }
+
+// skippable are the phases -skip can leave out: the slow ones, which no other ratio
+// needs (the long prompt alone takes most of a 27B run).
+var skippable = []string{"longprompt", "ttft"}
 
 func main() {
 	cfg, err := parseFlags(flag.CommandLine, os.Args[1:])
@@ -101,6 +114,17 @@ func parseFlags(fs *flag.FlagSet, args []string) (config, error) {
 	fs.IntVar(&cfg.longPrompt, "long-prompt", 4000, "tokens of the prompt sent while streams run")
 	fs.IntVar(&cfg.systemTokens, "system-tokens", 2000, "tokens of the system prompt of the time-to-first-token measurement")
 	fs.IntVar(&cfg.loadStreams, "load-streams", 4, "streams running while the long prompt is prefilled (4 or 8: compared with that many unloaded)")
+	fs.DurationVar(&cfg.bwTime, "bandwidth-time", 2*time.Second, "how long to measure the memory's read bandwidth before the lone stream")
+	fs.Func("skip", "comma-separated phases to leave out: "+strings.Join(skippable, ", "), func(v string) error {
+		cfg.skip = map[string]bool{}
+		for _, ph := range strings.Split(v, ",") {
+			if ph = strings.TrimSpace(ph); !slices.Contains(skippable, ph) {
+				return fmt.Errorf("no phase %q to skip (want some of %s)", ph, strings.Join(skippable, ", "))
+			}
+			cfg.skip[ph] = true
+		}
+		return nil
+	})
 	fs.Usage = func() {
 		fmt.Fprint(fs.Output(), "usage: loadbench [-model FILE | -preset NAME] [flags]\n\n"+
 			"Measures one model serving several streams at once (continuous batching) against\n"+
@@ -200,12 +224,16 @@ func (b *bench) run(ctx context.Context, out io.Writer) error {
 	if _, err := b.streams(ctx, 1, 2); err != nil {
 		return err
 	}
+	// The memory's read rate right before the lone stream: one stream is bound by it
+	// and the batches mostly by arithmetic, so every ratio to the lone stream moves with
+	// it (this VM's swings 15–20 GB/s and more within minutes).
+	bw := ternary.ReadBandwidth(b.m.Threads(), bandwidthBytes, b.cfg.bwTime)
 	single, err := b.streams(ctx, 1, b.cfg.gen)
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(out, "single     1 stream: %.1f tok/s; inter-token median %s, p90 %s\n",
-		single.rate(), ms(single.median()), ms(single.quantile(0.9)))
+	fmt.Fprintf(out, "single     1 stream: %.1f tok/s; inter-token median %s, p90 %s; read bandwidth before it %.1f GB/s\n",
+		single.rate(), ms(single.median()), ms(single.quantile(0.9)), bw/1e9)
 	concurrent := map[int]streamRun{}
 	for _, n := range []int{4, 8} {
 		r, err := b.streams(ctx, n, b.cfg.gen)
@@ -235,17 +263,21 @@ func (b *bench) run(ctx context.Context, out io.Writer) error {
 	fmt.Fprintf(out, "prefill    %d-token prompt: %.1f tok/s; 8 streams' aggregate = %.3f of it%s\n",
 		b.cfg.prompt, prefill, share, verdict(share, targetPrefillShare, true))
 
-	loaded, window, err := b.underLongPrompt(ctx)
-	if err != nil {
-		return err
+	if !b.cfg.skip["longprompt"] {
+		loaded, window, err := b.underLongPrompt(ctx)
+		if err != nil {
+			return err
+		}
+		unloaded := concurrent[b.cfg.loadStreams]
+		ratio := loaded.median() / unloaded.median()
+		fmt.Fprintf(out, "longprompt %d streams while a %d-token prompt prefills (%.2f s, %.1f tok/s): inter-token median %s = %.2f× unloaded, p90 %s = %.2f×, max %s%s\n",
+			b.cfg.loadStreams, b.cfg.longPrompt, window.Seconds(), float64(b.cfg.longPrompt)/window.Seconds(),
+			ms(loaded.median()), ratio, ms(loaded.quantile(0.9)), loaded.quantile(0.9)/unloaded.quantile(0.9), ms(loaded.quantile(1)),
+			verdict(ratio, targetLongPrompt, false))
 	}
-	unloaded := concurrent[b.cfg.loadStreams]
-	ratio := loaded.median() / unloaded.median()
-	fmt.Fprintf(out, "longprompt %d streams while a %d-token prompt prefills (%.2f s, %.1f tok/s): inter-token median %s = %.2f× unloaded, p90 %s = %.2f×, max %s%s\n",
-		b.cfg.loadStreams, b.cfg.longPrompt, window.Seconds(), float64(b.cfg.longPrompt)/window.Seconds(),
-		ms(loaded.median()), ratio, ms(loaded.quantile(0.9)), loaded.quantile(0.9)/unloaded.quantile(0.9), ms(loaded.quantile(1)),
-		verdict(ratio, targetLongPrompt, false))
-
+	if b.cfg.skip["ttft"] {
+		return nil
+	}
 	cached, uncached, hit, err := b.cachedFirstToken(ctx)
 	if err != nil {
 		return err

@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -16,7 +17,7 @@ import (
 
 // The report's lines, each with its figures: a number, then what it is.
 var reportLines = map[string]*regexp.Regexp{
-	"single": regexp.MustCompile(`^single     1 stream: (\S+) tok/s; inter-token median (\S+) ms, p90 (\S+) ms$`),
+	"single": regexp.MustCompile(`^single     1 stream: (\S+) tok/s; inter-token median (\S+) ms, p90 (\S+) ms; read bandwidth before it (\S+) GB/s$`),
 	"streams4": regexp.MustCompile(`^streams4   4 streams: (\S+) tok/s aggregate = (\S+)× single \(target ≥ 2\.5: (ok|MISS)\) \((\S+) sequences a pass\); ` +
 		`inter-token median (\S+) ms = (\S+)× single, p90 (\S+) ms = (\S+)×, worst stream's median (\S+)× \(target ≤ 1\.4: (ok|MISS)\)$`),
 	"streams8": regexp.MustCompile(`^streams8   8 streams: (\S+) tok/s aggregate = (\S+)× single \((\S+) sequences a pass\); ` +
@@ -97,6 +98,22 @@ func TestReport(t *testing.T) {
 	near("ttft ratio", tt[1]/tt[3], tt[4])
 }
 
+// With -skip the slow phases are left out and the others still report.
+func TestReportSkip(t *testing.T) {
+	var out bytes.Buffer
+	cfg := config{batch: 16, gen: 3, prompt: 32, longPrompt: 200, systemTokens: 120, loadStreams: 4,
+		skip: map[string]bool{"longprompt": true, "ttft": true}}
+	cfg.load.Threads = 2
+	require.NoError(t, run(context.Background(), &out, io.Discard, cfg))
+	var names []string
+	for _, line := range strings.Split(strings.TrimSpace(out.String()), "\n") {
+		if !strings.HasPrefix(line, "loadbench: ") {
+			names = append(names, strings.Fields(line)[0])
+		}
+	}
+	assert.Equal(t, []string{"single", "streams4", "streams8", "prefill"}, names)
+}
+
 func TestFlags(t *testing.T) {
 	parse := func(args ...string) (config, string, error) {
 		fs := flag.NewFlagSet("loadbench", flag.ContinueOnError)
@@ -107,11 +124,11 @@ func TestFlags(t *testing.T) {
 	}
 	cfg, _, err := parse()
 	require.NoError(t, err)
-	assert.Equal(t, config{load: cfg.load, batch: 64, gen: 32, prompt: 512, longPrompt: 4000, systemTokens: 2000, loadStreams: 4}, cfg)
+	assert.Equal(t, config{load: cfg.load, batch: 64, gen: 32, prompt: 512, longPrompt: 4000, systemTokens: 2000, loadStreams: 4, bwTime: 2 * time.Second}, cfg)
 	_, out, err := parse("-h")
 	assert.ErrorIs(t, err, flag.ErrHelp)
 	for _, f := range []string{"-model", "-preset", "-batch-tokens", "-gen-tokens", "-prompt-tokens", "-long-prompt", "-system-tokens",
-		"-load-streams", "not the 27B"} {
+		"-load-streams", "-skip", "-batch-tiles", "-bandwidth-time", "not the 27B"} {
 		assert.Contains(t, out, f)
 	}
 	for bad, msg := range map[string][]string{
@@ -120,6 +137,7 @@ func TestFlags(t *testing.T) {
 		"-load-streams 3: want 4 or 8":          {"-load-streams", "3"},
 		"want more than the 8 -load-streams":    {"-load-streams", "8", "-batch-tokens", "8"},
 		"-batch-tokens 0: want at least 1":      {"-batch-tokens", "0"},
+		`no phase "streams4" to skip`:           {"-skip", "ttft,streams4"},
 	} {
 		_, out, err := parse(msg...)
 		if assert.Error(t, err, bad) {
@@ -127,6 +145,9 @@ func TestFlags(t *testing.T) {
 			assert.Contains(t, out, bad)
 		}
 	}
+	cfg, _, err = parse("-skip", "longprompt, ttft")
+	require.NoError(t, err)
+	assert.Equal(t, map[string]bool{"longprompt": true, "ttft": true}, cfg.skip)
 	err = run(context.Background(), io.Discard, io.Discard, config{preset: "huge", batch: 16, gen: 2, prompt: 1, longPrompt: 1, systemTokens: 1, loadStreams: 4})
 	assert.ErrorContains(t, err, `unknown preset "huge"`)
 }

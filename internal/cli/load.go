@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/bonsai-go/sdk/bonsai"
+	"github.com/bonsai-go/sdk/bonsai/cpu"
 	"github.com/bonsai-go/sdk/gguf"
 	"github.com/bonsai-go/sdk/hadamard"
 	"github.com/bonsai-go/sdk/internal/synth"
@@ -28,15 +29,18 @@ type ModelFlags struct {
 	Context int  // tokens; 0 for the model's, capped by bonsai
 	Verify  bool // scan every ternary tensor at load
 	Warmup  bool // read every weight page at load
+	// BatchTiles keeps the batched kernels' copy of the weights (cpu.WithBatchTiles).
+	BatchTiles bool
 }
 
-// Register adds -model, -threads, -context, -verify and -warmup to fs.
+// Register adds -model, -threads, -context, -verify, -warmup and -batch-tiles to fs.
 func (f *ModelFlags) Register(fs *flag.FlagSet) {
 	fs.StringVar(&f.Model, "model", "", "GGUF model `file` (default: a tiny synthetic model with random weights)")
 	fs.IntVar(&f.Threads, "threads", runtime.NumCPU(), "CPU threads")
 	fs.IntVar(&f.Context, "context", 0, "context size in tokens (0: the model's, at most 32768)")
 	fs.BoolVar(&f.Verify, "verify", false, "scan every ternary weight at load and refuse a damaged file (about 1 s per 2 GB)")
 	fs.BoolVar(&f.Warmup, "warmup", false, "read every weight page at load, so that the first token does not wait for the disk")
+	fs.BoolVar(&f.BatchTiles, "batch-tiles", false, "CPU: keep a second copy of the weights in the batched kernels' layout, made at load (cpu.WithBatchTiles): batches of a few sequences run faster, for 1.06× the weights' memory")
 }
 
 // Loaded is an open model, and the temporary directory of a synthetic one.
@@ -87,6 +91,9 @@ func Load(ctx context.Context, stderr io.Writer, prog string, f ModelFlags, opts
 	bar := NewBar(stderr, prog)
 	all := []bonsai.Option{bonsai.WithThreads(f.Threads), bonsai.WithLoadContext(ctx), bonsai.WithProgress(bar.Progress),
 		bonsai.WithVerify(f.Verify), bonsai.WithWarmup(f.Warmup)}
+	if f.BatchTiles {
+		all = append(all, bonsai.WithBackend(bonsai.CPU(cpu.WithBatchTiles())))
+	}
 	if f.Context > 0 {
 		all = append(all, bonsai.WithContextSize(f.Context))
 	}
@@ -106,7 +113,11 @@ func Load(ctx context.Context, stderr io.Writer, prog string, f ModelFlags, opts
 	}
 	fmt.Fprintf(stderr, "%s: model %s: %v, %s; loaded in %.2f s\n",
 		prog, filepath.Base(l.Path), m.Weights(), Bytes(size), time.Since(start).Seconds())
-	fmt.Fprintf(stderr, "%s: backend %s, %d threads, context %d tokens\n", prog, m.Backend(), m.Threads(), m.ContextSize())
+	tiles := ""
+	if f.BatchTiles {
+		tiles = ", batch tiles"
+	}
+	fmt.Fprintf(stderr, "%s: backend %s%s, %d threads, context %d tokens\n", prog, m.Backend(), tiles, m.Threads(), m.ContextSize())
 	return l, nil
 }
 

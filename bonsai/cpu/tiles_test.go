@@ -1,0 +1,89 @@
+package cpu_test
+
+import (
+	"context"
+	"errors"
+	"math"
+	"testing"
+
+	"github.com/bonsai-go/sdk/bonsai/backend"
+	"github.com/bonsai-go/sdk/bonsai/cpu"
+	"github.com/bonsai-go/sdk/qwen35"
+	"github.com/bonsai-go/sdk/ternary"
+)
+
+// tiledBytes returns the bytes of m's ternary products wide enough for tiles (what a
+// tiling load reports as its work).
+func tiledBytes(m backend.Model) int64 {
+	p := m.(*qwen35.Weights).Plan()
+	seen := map[*qwen35.Matrix]bool{}
+	var n int64
+	for _, s := range append([]*qwen35.Site{&p.Head}, layerSites(p)...) {
+		for _, mat := range s.Products {
+			if !seen[mat] && ternary.Tiled(mat.K) {
+				seen[mat] = true
+				n += int64(len(mat.Data))
+			}
+		}
+	}
+	return n
+}
+
+// A model of 1024-wide rows loaded with its batch tiles gives bit for bit the logits of
+// the plain load, in both formats and transcoded (the prompt's chunk runs the batched
+// kernels over the tiles, the decode steps the matrix-vector kernels over the weights),
+// and the load reports tiling every matrix the kernels take; with float32 activations
+// no tiles are made.
+func TestBatchTilesSameLogits(t *testing.T) {
+	tokens := []int32{1, 7, 42, 3, 99, 5, 17, 250, 8, 11, 400, 2, 9, 31}
+	for _, f := range []ternary.Format{ternary.PQ2_0, ternary.PTQ1_0} {
+		m := synthFormat(t, "small", 6, f)
+		work := tiledBytes(m)
+		if work == 0 || work != productBytes(m) {
+			t.Fatalf("%s: %d of the products' %d bytes can be tiled; the test wants them all", f, work, productBytes(m))
+		}
+		for _, acts := range []backend.Activations{backend.ActivationsInt8, backend.ActivationsFloat32} {
+			want, _, _ := logitsOf(t, cpu.New(), m, acts, tokens)
+			// The load's last report: the tiling's (the PQ2_0 copy's bytes when a PTQ1_0
+			// model is transcoded first), or the transcoding's, or none.
+			asPQ2 := work
+			if f == ternary.PTQ1_0 {
+				asPQ2 = work / int64(ternary.PTQ1_0.RowBytes(1024)) * int64(ternary.PQ2_0.RowBytes(1024))
+			}
+			transcoded := int64(0)
+			if f == ternary.PTQ1_0 {
+				transcoded = work
+			}
+			int8 := acts == backend.ActivationsInt8
+			for _, c := range []struct {
+				name string
+				b    backend.Backend
+				work int64
+			}{
+				{"tiles", cpu.New(cpu.WithBatchTiles()), map[bool]int64{true: work, false: 0}[int8]},
+				{"transcoded, tiles", cpu.New(cpu.WithBatchTiles(), cpu.WithWeightFormat(ternary.PQ2_0)), map[bool]int64{true: asPQ2, false: transcoded}[int8]},
+			} {
+				got, done, total := logitsOf(t, c.b, m, acts, tokens)
+				if done != c.work || total != c.work {
+					t.Errorf("%s %s %v: the load's last report %d of %d bytes, want %d", f, c.name, acts, done, total, c.work)
+				}
+				for i := range got {
+					if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
+						t.Fatalf("%s %s %v: logit %d is %v, without tiles %v", f, c.name, acts, i, got[i], want[i])
+					}
+				}
+			}
+		}
+	}
+}
+
+// A load cancelled while it tiles (at its first report) stops with the context's error.
+func TestBatchTilesCancelledLoad(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	_, err := cpu.New(cpu.WithBatchTiles()).Load(ctx, synthModel(t, "small", 4), backend.LoadOptions{Threads: 2,
+		Progress: func(done, total int64) { cancel() }})
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("cancelled load: %v, want context.Canceled", err)
+	}
+}

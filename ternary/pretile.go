@@ -8,9 +8,10 @@ import (
 // Tiles is a matrix's weights repacked once, ahead of the products, into the layout the
 // batched kernels read (see matmul_q8.go): row pair q's groups of 8 blocks follow each
 // other, q8PairBytes each (an odd last row is paired with itself). A batched product
-// over it skips the repacking MatMulQ8Range does per call, which costs a small batch a
-// large share of its time (at 4 vectors a third of the kernels' rate on the Zen 3 test
-// VM, BenchmarkMatMulQ8Tiles), at the price of a second copy of the weights: 576 bytes
+// over it skips the repacking MatMulQ8Range does per call, a large share of a small
+// batch's time (on the 2-core Zen 3 test VM a product of 2 vectors over tiles ran 1.5–1.9×
+// as fast, of 4 vectors 1.4–1.5×, of 8 the same: BenchmarkMatMulQ8Batch, mode=tiles),
+// at the price of a second copy of the weights: 576 bytes
 // for every 544 of PQ2_0 codes and scales. The blocks after the last whole group stay
 // in the original rows, which every product over Tiles also takes.
 type Tiles struct {

@@ -15,18 +15,7 @@ import (
 // tiledBytes returns the bytes of m's ternary products wide enough for tiles (what a
 // tiling load reports as its work).
 func tiledBytes(m backend.Model) int64 {
-	p := m.(*qwen35.Weights).Plan()
-	seen := map[*qwen35.Matrix]bool{}
-	var n int64
-	for _, s := range append([]*qwen35.Site{&p.Head}, layerSites(p)...) {
-		for _, mat := range s.Products {
-			if !seen[mat] && ternary.Tiled(mat.K) {
-				seen[mat] = true
-				n += int64(len(mat.Data))
-			}
-		}
-	}
-	return n
+	return productBytesWhere(m, func(mat *qwen35.Matrix) bool { return ternary.Tiled(mat.K) })
 }
 
 // A model of 1024-wide rows loaded with its batch tiles gives bit for bit the logits of

@@ -68,12 +68,17 @@ func logitsOf(t *testing.T, b backend.Backend, m backend.Model, acts backend.Act
 // productBytes returns the bytes of m's ternary products (what a transcoding load
 // reports as its work).
 func productBytes(m backend.Model) int64 {
+	return productBytesWhere(m, func(*qwen35.Matrix) bool { return true })
+}
+
+// productBytesWhere returns the bytes of m's ternary products that keep.
+func productBytesWhere(m backend.Model, keep func(*qwen35.Matrix) bool) int64 {
 	p := m.(*qwen35.Weights).Plan()
 	seen := map[*qwen35.Matrix]bool{}
 	var n int64
 	for _, s := range append([]*qwen35.Site{&p.Head}, layerSites(p)...) {
 		for _, mat := range s.Products {
-			if !seen[mat] {
+			if !seen[mat] && keep(mat) {
 				seen[mat] = true
 				n += int64(len(mat.Data))
 			}

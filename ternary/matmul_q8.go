@@ -310,7 +310,6 @@ func matMulQ8Tiled(f Format, w []byte, k, n int, x *Q8Batch, t int, y []float32,
 	nch := (ng + q8ChunkGroups - 1) / q8ChunkGroups
 	cg := (ng + nch - 1) / nch // groups per chunk (the last may have fewer)
 	rb := f.RowBytes(k)
-	tb := q8TileBytes(k)
 	bb := pq2BlockBytes
 	if f == PTQ1_0 {
 		bb = ptq1BlockBytes
@@ -342,19 +341,7 @@ func matMulQ8Tiled(f Format, w []byte, k, n int, x *Q8Batch, t int, y []float32,
 				}
 				if descFor != [2]int{v0, g0} {
 					descFor = [2]int{v0, g0}
-					d := 0
-					for _, cl := range calls[:ncalls] {
-						for i := range cl.tiles * cl.tv {
-							s := v0 + cl.v0 + i
-							dc := &descs[d+i/cl.tv]
-							l := i % cl.tv
-							dc.act[l] = &x.tq[s*tb+1024*g0]
-							dc.d[l] = &x.d[s*nb+8*g0]
-							dc.sum[l] = &x.sum[s*nb+8*g0]
-							dc.y[l] = &y[s*n]
-						}
-						d += cl.tiles
-					}
+					q8FillDescs(&descs, calls[:ncalls], x, y, n, v0, g0)
 				}
 				// What is repacked next, prefetched by the kernels a share per group and
 				// descriptor: the next chunk of these rows (descriptor i: row i mod rows),
@@ -420,6 +407,26 @@ func q8TailRows(f Format, w []byte, rb, nb, ng int, x *Q8Batch, t, n int, y []fl
 		for s := range t {
 			y[s*n+r] += q8TailDot(src, &x.rows[s], 8*ng, tn)
 		}
+	}
+}
+
+// q8FillDescs names in descs the vectors of the calls, from vector v0 on, at group g0:
+// their tiled activations, D and Sum from that group, and their output rows of n values.
+func q8FillDescs(descs *[q8DescsMax]q8TileDesc, calls []q8Call, x *Q8Batch, y []float32, n, v0, g0 int) {
+	nb := x.K / BlockSize
+	tb := q8TileBytes(x.K)
+	d := 0
+	for _, cl := range calls {
+		for i := range cl.tiles * cl.tv {
+			s := v0 + cl.v0 + i
+			dc := &descs[d+i/cl.tv]
+			l := i % cl.tv
+			dc.act[l] = &x.tq[s*tb+1024*g0]
+			dc.d[l] = &x.d[s*nb+8*g0]
+			dc.sum[l] = &x.sum[s*nb+8*g0]
+			dc.y[l] = &y[s*n]
+		}
+		d += cl.tiles
 	}
 }
 

@@ -11,9 +11,9 @@ import (
 // over it skips the repacking MatMulQ8Range does per call, a large share of a small
 // batch's time (on the 2-core Zen 3 test VM a product of 2 vectors over tiles ran 1.5–1.9×
 // as fast, of 4 vectors 1.4–1.5×, of 8 the same: BenchmarkMatMulQ8Batch, mode=tiles),
-// at the price of a second copy of the weights: 576 bytes
-// for every 544 of PQ2_0 codes and scales. The blocks after the last whole group stay
-// in the original rows, which every product over Tiles also takes.
+// at the price of a second copy of the weights: 576 bytes for every 544 of PQ2_0 codes
+// and scales. The blocks after the last whole group stay in the original rows, which
+// every product over Tiles also takes.
 type Tiles struct {
 	f     Format
 	k, n  int
@@ -91,7 +91,6 @@ func MatMulQ8TilesRange(f Format, w []byte, tl *Tiles, k, n int, x *Q8Batch, t i
 	ng := nb / 8
 	pb := t8Pair(k)
 	rb := f.RowBytes(k)
-	tb := q8TileBytes(k)
 	var facc [q8BatchMax * 16]float32
 	var descs [q8DescsMax]q8TileDesc
 	var calls [2]q8Call
@@ -99,20 +98,11 @@ func MatMulQ8TilesRange(f Format, w []byte, tl *Tiles, k, n int, x *Q8Batch, t i
 	for v0 := 0; v0 < t; v0 += q8BatchMax {
 		nv := min(q8BatchMax, t-v0)
 		ncalls := q8TileCalls(&calls, tv, nv)
-		tiles, d := 0, 0
+		tiles := 0
 		for _, cl := range calls[:ncalls] {
-			for i := range cl.tiles * cl.tv {
-				s := v0 + cl.v0 + i
-				dc := &descs[d+i/cl.tv]
-				l := i % cl.tv
-				dc.act[l] = &x.tq[s*tb]
-				dc.d[l] = &x.d[s*nb]
-				dc.sum[l] = &x.sum[s*nb]
-				dc.y[l] = &y[s*n]
-			}
-			d += cl.tiles
 			tiles += cl.tiles
 		}
+		q8FillDescs(&descs, calls[:ncalls], x, y, n, v0, 0)
 		// Each pair's kernels prefetch the pair after next, a share per descriptor and
 		// group: far enough ahead that memory has the time to deliver it.
 		pfStep := ((pb+tiles*ng-1)/(tiles*ng) + 63) &^ 63

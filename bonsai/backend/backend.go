@@ -235,6 +235,31 @@ func (p OpProfile) Total() time.Duration {
 	return p.Ternary + p.Transforms + p.GDN + p.Attention + p.Other
 }
 
+// Add returns p and q summed, field by field.
+func (p OpProfile) Add(q OpProfile) OpProfile {
+	return OpProfile{
+		Ternary:    p.Ternary + q.Ternary,
+		Transforms: p.Transforms + q.Transforms,
+		GDN:        p.GDN + q.GDN,
+		Attention:  p.Attention + q.Attention,
+		Other:      p.Other + q.Other,
+		Tokens:     p.Tokens + q.Tokens,
+	}
+}
+
+// Sub returns p less q, field by field: the profile of what ran between two readings q
+// and p of a running total.
+func (p OpProfile) Sub(q OpProfile) OpProfile {
+	return OpProfile{
+		Ternary:    p.Ternary - q.Ternary,
+		Transforms: p.Transforms - q.Transforms,
+		GDN:        p.GDN - q.GDN,
+		Attention:  p.Attention - q.Attention,
+		Other:      p.Other - q.Other,
+		Tokens:     p.Tokens - q.Tokens,
+	}
+}
+
 // Check verifies a batch for a model of vocab logits, as bonsai does before every
 // Forward: states set, open to the caller's knowledge and distinct, token ids in
 // [0, vocab), room in each state's context (contextSize(st), the size it was made

@@ -324,7 +324,7 @@ func TestStepAllocatesNothing(t *testing.T) {
 	ctx := context.Background()
 	for _, acts := range []bonsai.Activations{bonsai.ActivationsInt8, bonsai.ActivationsFloat32} {
 		m := open(t, path, bonsai.WithThreads(2), bonsai.WithActivations(acts))
-		cfg := m.Weights().(*qwen35.Weights).Config
+		cfg := m.Driver().Weights().(*qwen35.Weights).Config
 		attention := 0
 		for i := 0; i < cfg.Layers; i++ {
 			if cfg.IsAttention(i) {

@@ -269,7 +269,7 @@ func (s *Sampler) Sample(logits []float32) int32 {
 		l = s.Penalize(s.work, logits)
 	}
 	if s.greedy() {
-		return int32(argmax32(l))
+		return int32(argmax(l))
 	}
 	c := s.candidates(l)
 	return s.draw(c)
@@ -285,7 +285,7 @@ func (s *Sampler) Candidates(logits []float32) []TokenLogProb {
 	}
 	var out []TokenLogProb
 	if s.greedy() {
-		i := argmax32(l)
+		i := argmax(l)
 		return append(out, TokenLogProb{ID: int32(i), LogProb: 0})
 	}
 	c := s.candidates(l)
@@ -318,7 +318,7 @@ func (s *Sampler) candidates(l []float32) []candidate {
 	}
 	switch {
 	case best < 0: // every logit −∞ or NaN: nothing to prefer
-		c = append(c[:0], candidate{int32(argmax32(l)), 0})
+		c = append(c[:0], candidate{int32(argmax(l)), 0})
 	case math.IsInf(float64(hi), 1):
 		c = append(c[:0], candidate{int32(best), 0})
 	}
@@ -542,18 +542,17 @@ func softmaxTemp(c []candidate, t float32) []float64 {
 	return out
 }
 
-// argmax32 returns the index of the largest value, the first of equal ones (the first
+// argmax returns the index of the largest value, the first of equal ones (the first
 // +∞ one, or the first −∞ one when there is nothing larger), skipping NaNs (0 if all
-// are).
-func argmax32(v []float32) int {
-	best, bv := 0, float32(math.Inf(-1))
-	found := false
+// are): the rule of backend.Greedy's choice.
+func argmax(v []float32) int {
+	best := -1
 	for i, x := range v {
-		if x > bv || !found && x == bv {
-			best, bv, found = i, x, true
+		if x == x && (best < 0 || x > v[best]) {
+			best = i
 		}
 	}
-	return best
+	return max(best, 0)
 }
 
 // logSoftmax is the log-softmax of a vector of raw logits, NaN counting as −∞. When

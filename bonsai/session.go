@@ -454,23 +454,3 @@ func (s *Session) sampler(opt SamplerOptions) (*Sampler, error) {
 	}
 	return s.smp, s.smp.Reset(opt)
 }
-
-// Profile returns the time this session's forward passes spent per kind of operation,
-// when the model was opened WithProfiling and its backend accounts it (zero otherwise).
-func (s *Session) Profile() OpProfile {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if p, ok := s.st.(backend.Profiler); ok {
-		return p.Profile()
-	}
-	return backend.OpProfile{}
-}
-
-// ResetProfile zeroes the session's accounting.
-func (s *Session) ResetProfile() {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if p, ok := s.st.(backend.Profiler); ok {
-		p.ResetProfile()
-	}
-}

@@ -347,7 +347,7 @@ func TestStates(t *testing.T) {
 			worst = math.Max(worst, d)
 		}
 	}
-	t.Logf("two concurrent sessions (at most %d sequences a step) against a lone one: max |Δlogit| %.3g", dev.BatchStats().MaxBatch, worst)
+	t.Logf("two concurrent sessions (at most %d sequences a step) against a lone one: max |Δlogit| %.3g", dev.Stats().Batch.MaxBatch, worst)
 	s.Reset()
 	r := stepAll(t, s, ids[:2])
 	f := stepAll(t, newSession(t, dev), ids[:2])

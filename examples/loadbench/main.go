@@ -414,14 +414,14 @@ func (b *bench) streams(ctx context.Context, n, gen int) (streamRun, error) {
 			}
 		})
 	}
-	before := b.m.BatchStats()
+	before := b.m.Stats().Batch
 	t0 := time.Now()
 	close(start)
 	wg.Wait()
 	if err := errors.Join(errs...); err != nil {
 		return streamRun{}, err
 	}
-	r := streamRun{tokens: n * gen, batch: perPass(before, b.m.BatchStats())}
+	r := streamRun{tokens: n * gen, batch: perPass(before, b.m.Stats().Batch)}
 	for _, d := range done {
 		r.elapsed = max(r.elapsed, d[len(d)-1].Sub(t0))
 		r.gaps = append(r.gaps, intervals(t0, d))

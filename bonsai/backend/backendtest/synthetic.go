@@ -1,4 +1,4 @@
-package bonsai
+package backendtest
 
 import (
 	"fmt"
@@ -7,39 +7,19 @@ import (
 	"github.com/bonsai-go/sdk/bonsai/backend"
 )
 
-// FillSynthetic replaces the session's contents with n positions of synthetic state —
-// random keys and values in every attention layer's cache, random recurrent states —
-// without running the model, so that the next Step runs at position n. A decode step's
-// cost does not depend on what the state holds, so this measures a long context's decode
-// speed in the seconds it takes to write the state instead of the minutes or hours of a
-// prefill; the logits it produces mean nothing. The state is written through the seam's
-// layer views, so every backend accepts it. The tokens are all 0.
-func (s *Session) FillSynthetic(n int, seed uint64) error {
-	if n < 0 || n > s.m.opts.ctxSize {
-		return fmt.Errorf("bonsai: FillSynthetic(%d): the context holds %d tokens", n, s.m.opts.ctxSize)
+// FillSynthetic writes n positions of synthetic state into st — random keys and values
+// in every attention layer's cache, random recurrent states — without running the model,
+// and sets its length to n, so that the next forward pass runs at position n. A decode
+// step's cost does not depend on what the state holds, so this measures a long context's
+// decode speed in the seconds it takes to write the state instead of the minutes or
+// hours of a prefill; the logits it leads to mean nothing. It writes through the seam's
+// layer views, so every backend's states accept it. st must be empty (bonsai's
+// Driver.Fill passes it so); n beyond its context size is an error wrapping
+// backend.ErrContextFull.
+func FillSynthetic(st backend.State, n int, seed uint64) error {
+	if n < 0 {
+		return fmt.Errorf("backendtest: FillSynthetic(%d): a negative length", n)
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.st == nil {
-		return errClosed
-	}
-	s.m.mu.RLock()
-	defer s.m.mu.RUnlock()
-	if s.m.closed {
-		return errClosed
-	}
-	s.dropCheckpoint()
-	s.st.Reset()
-	s.tokens, s.hasLogits = s.tokens[:0], false
-	if err := fillSynthetic(s.st, n, seed); err != nil {
-		s.st.Reset()
-		return s.m.backendErr(err)
-	}
-	s.tokens = append(s.tokens, make([]int32, n)...)
-	return nil
-}
-
-func fillSynthetic(st backend.State, n int, seed uint64) error {
 	rng := rand.New(rand.NewPCG(seed, 1))
 	random := func(x []float32, scale float64) {
 		for i := range x {
@@ -75,9 +55,12 @@ func fillSynthetic(st backend.State, n int, seed uint64) error {
 		}
 		for range n {
 			if err := kv.AppendRow(rows[rng.IntN(variants)], rows[rng.IntN(variants)]); err != nil {
-				return err
+				return fmt.Errorf("backendtest: FillSynthetic(%d): layer %d: %w", n, i, err)
 			}
 		}
 	}
-	return st.SetLen(n)
+	if err := st.SetLen(n); err != nil {
+		return fmt.Errorf("backendtest: FillSynthetic(%d): %w", n, err)
+	}
+	return nil
 }

@@ -213,7 +213,8 @@ type Greedy interface {
 }
 
 // Profiler is a State that accounts the time its forward passes spend in each kind of
-// operation, when the model was loaded with LoadOptions.Profile.
+// operation, when the model was loaded with LoadOptions.Profile. bonsai reads and resets
+// it after every pass, into the model's total.
 type Profiler interface {
 	State
 	Profile() OpProfile

@@ -21,8 +21,7 @@
 // passes, which read the weights (what bounds a decode step) once for all of them, and a
 // long prompt is fed a chunk per pass between the others' steps (WithBatchTokens). With
 // WithPrefixCache the model keeps the states at the ends of system prompts and turns for
-// every session to start from. Model.Stats counts both, and with WithProfiling the time
-// of the passes by kind of operation; Model.Driver opens the layers below, for tools.
+// every session to start from. Model.Stats counts both.
 //
 // A session remembers its tokens, so the next turn of a conversation prefills only the
 // new messages; Save and LoadSession keep a conversation across runs. Below Generate,

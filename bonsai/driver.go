@@ -8,28 +8,23 @@ import (
 	"github.com/bonsai-go/sdk/gguf"
 )
 
-// Driver is the escape hatch to the layers below a model, for tools and benchmarks: the
-// GGUF file, the architecture's bound weights, and sessions' backend states written
-// directly. A program that runs a model needs none of it (Model and Session are the
-// API); what it exposes follows those layers' packages.
+// Driver is the escape hatch to the layers below a model, for tools and benchmarks; a
+// program that runs a model needs none of it.
 type Driver struct{ m *Model }
 
 // Driver returns the layers below the model.
 func (m *Model) Driver() Driver { return Driver{m} }
 
-// File returns the model file, for its metadata. It is closed with the model.
+// File returns the model file, closed with the model.
 func (d Driver) File() *gguf.File { return d.m.file }
 
-// Weights returns the bound weights of the model's architecture: for a qwen35 model a
-// *qwen35.Weights, whose Config holds the hyperparameters. Its String describes the
-// model in a line.
+// Weights returns the architecture's bound weights: for qwen35 a *qwen35.Weights (its
+// Config holds the hyperparameters; its String describes the model in a line).
 func (d Driver) Weights() backend.Model { return d.m.weights }
 
-// Fill replaces the contents of s, a session of the model, with a state written without
-// running the model: it empties s, calls write with its backend state (which write fills
-// through its layer views and sets the length of, as backendtest.FillSynthetic does),
-// and s then holds that many tokens, all 0, without logits, so that the next Step runs
-// at that position. A failed write leaves s empty.
+// Fill empties s, a session of the model, and has write fill its backend state and set
+// its length (as backendtest.FillSynthetic does) without running the model: s then holds
+// that many tokens, all 0, and the next Step runs there. A failed write leaves s empty.
 func (d Driver) Fill(s *Session, write func(backend.State) error) error {
 	if s.m != d.m {
 		return errors.New("bonsai: Fill: the session is another model's")

@@ -382,14 +382,12 @@ func (m *Model) Threads() int { return m.opts.threads }
 // ContextSize returns the most tokens a session may hold.
 func (m *Model) ContextSize() int { return m.opts.ctxSize }
 
-// Stats describes a model's work since it was opened. A phase's is the difference of two
-// readings (OpProfile.Sub for the profile).
+// Stats counts a model's work since it was opened; a phase's is the difference of two
+// readings (OpProfile.Sub).
 type Stats struct {
 	Batch       BatchStats       // the forward passes of all the model's sessions
 	PrefixCache PrefixCacheStats // zero without WithPrefixCache
-	// Profile is the time all the model's forward passes spent per kind of operation,
-	// when it was opened WithProfiling on a backend that accounts it (zero otherwise).
-	Profile OpProfile
+	Profile     OpProfile        // the passes' time per kind of operation; zero without WithProfiling
 }
 
 // Stats returns the model's counters.

@@ -20,7 +20,7 @@ func TestConcurrentSessionsBatch(t *testing.T) {
 	path := writeModel(t, "tiny", 7, ternary.PQ2_0)
 	m := open(t, path, bonsai.WithThreads(2))
 	prompts := []string{"The quick brown fox", "Once upon a time", "In the beginning the", "Colourless green ideas"}
-	opt := bonsai.GenerateOptions{MaxTokens: 24, Seed: 5, Temperature: 0.8, TopK: 20}
+	opt := bonsai.GenerateOptions{MaxTokens: 24, SamplerOptions: bonsai.SamplerOptions{Seed: 5, Temperature: 0.8, TopK: 20}}
 	alone := make([]bonsai.Result, len(prompts))
 	for i, p := range prompts {
 		alone[i] = generate(t, session(t, m), bonsai.Text(p), opt)

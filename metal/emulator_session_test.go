@@ -194,14 +194,18 @@ func TestGreedyGeneration(t *testing.T) {
 	dev := openTiny(t, path, newEmulator(), bonsai.KVFloat16, 64)
 	in := bonsai.TokenIDs(promptIDs(9)...)
 	opt := bonsai.GenerateOptions{MaxTokens: 20}
-	want, err := newSession(t, cpu).Generate(context.Background(), in, opt).Result()
-	if err != nil {
-		t.Fatal(err)
+	generate := func(m *bonsai.Model) bonsai.Result {
+		p, err := m.Prepare(in, opt)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res, err := newSession(t, m).Generate(context.Background(), p).Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res
 	}
-	got, err := newSession(t, dev).Generate(context.Background(), in, opt).Result()
-	if err != nil {
-		t.Fatal(err)
-	}
+	want, got := generate(cpu), generate(dev)
 	t.Logf("greedy: cpu %v, metal-emulator %v", want.Tokens, got.Tokens)
 	if !slicesEqual(want.Tokens, got.Tokens) {
 		t.Errorf("greedy tokens differ:\ncpu   %v\nmetal %v", want.Tokens, got.Tokens)

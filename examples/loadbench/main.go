@@ -548,8 +548,12 @@ func (b *bench) cachedFirstToken(ctx context.Context) (cached, uncached time.Dur
 			return bonsai.Usage{}, err
 		}
 		defer s.Close()
-		res, err := s.Generate(ctx, bonsai.Chat(bonsai.Message{Role: "system", Content: system}, bonsai.Message{Role: "user", Content: user}),
-			bonsai.GenerateOptions{MaxTokens: 1, Greedy: true}).Result()
+		p, err := b.m.Prepare(bonsai.Chat(bonsai.Message{Role: "system", Content: system}, bonsai.Message{Role: "user", Content: user}),
+			bonsai.GenerateOptions{MaxTokens: 1, SamplerOptions: bonsai.SamplerOptions{Greedy: true}})
+		if err != nil {
+			return bonsai.Usage{}, err
+		}
+		res, err := s.Generate(ctx, p).Result()
 		return res.Usage, err
 	}
 	u, err := first("What is the capital of France?")

@@ -492,7 +492,11 @@ func speed(ctx context.Context, m *bonsai.Model, prompt []int32, gen int) (bonsa
 		return bonsai.Usage{}, err
 	}
 	s.Reset()
-	res, err := s.Generate(ctx, bonsai.TokenIDs(prompt...), bonsai.GenerateOptions{MaxTokens: gen, Greedy: true}).Result()
+	p, err := m.Prepare(bonsai.TokenIDs(prompt...), bonsai.GenerateOptions{MaxTokens: gen, SamplerOptions: bonsai.SamplerOptions{Greedy: true}})
+	if err != nil {
+		return bonsai.Usage{}, err
+	}
+	res, err := s.Generate(ctx, p).Result()
 	return res.Usage, err
 }
 
@@ -586,7 +590,11 @@ func parity(ctx context.Context, w io.Writer, cpu, dev *bonsai.Model, prompt []i
 				return nil, err
 			}
 			defer s.Close()
-			r, err := s.Generate(ctx, bonsai.TokenIDs(prompt...), bonsai.GenerateOptions{MaxTokens: min(gen, 16), Greedy: true}).Result()
+			p, err := m.Prepare(bonsai.TokenIDs(prompt...), bonsai.GenerateOptions{MaxTokens: min(gen, 16), SamplerOptions: bonsai.SamplerOptions{Greedy: true}})
+			if err != nil {
+				return nil, err
+			}
+			r, err := s.Generate(ctx, p).Result()
 			return r.Tokens, err
 		}
 		a, err := g(cpu)

@@ -40,8 +40,8 @@ func FuzzMessagesRequest(f *testing.F) {
 			checkError(t, e)
 			return
 		}
-		if p.PromptTokens() == 0 || p.PromptTokens() > tinyModel.ContextSize() {
-			t.Fatalf("a prompt of %d tokens accepted", p.PromptTokens())
+		if p.Len() == 0 || p.Len() > tinyModel.ContextSize() {
+			t.Fatalf("a prompt of %d tokens accepted", p.Len())
 		}
 		msgs, e := req.messages()
 		if e != nil {

@@ -52,6 +52,9 @@ func New(srv *openai.Server, cfg Config) (*Handler, error) {
 	return &Handler{srv: srv, cfg: cfg}, nil
 }
 
+// endpoint names the Handler's generations in openai's GenerationEnd.
+const endpoint = "messages"
+
 // Paths are the paths the Handler serves.
 var Paths = []string{"/v1/messages", "/v1/messages/count_tokens"}
 
@@ -74,7 +77,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 // readRequest reads and checks a request, and prepares its generation.
-func (h *Handler) readRequest(w http.ResponseWriter, r *http.Request, count bool) (*messagesRequest, *openai.Prepared, *apiError) {
+func (h *Handler) readRequest(w http.ResponseWriter, r *http.Request, count bool) (*messagesRequest, *bonsai.Prompt, *apiError) {
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, h.cfg.MaxBodyBytes))
 	if err != nil {
 		if mbe, ok := errors.AsType[*http.MaxBytesError](err); ok {
@@ -96,7 +99,7 @@ func (h *Handler) readRequest(w http.ResponseWriter, r *http.Request, count bool
 }
 
 // prepare checks a decoded request and prepares its generation.
-func (h *Handler) prepare(req *messagesRequest) (*openai.Prepared, *apiError) {
+func (h *Handler) prepare(req *messagesRequest) (*bonsai.Prompt, *apiError) {
 	if req.Model == "" {
 		return nil, invalid("model: Field required")
 	}
@@ -104,25 +107,40 @@ func (h *Handler) prepare(req *messagesRequest) (*openai.Prepared, *apiError) {
 	if e != nil {
 		return nil, e
 	}
-	if i, err := openai.CheckSchemas(opt); err != nil {
-		return nil, invalid("tools.%d.input_schema: the schema is not supported: %s", i, openai.SchemaMessage(err))
-	}
 	msgs, e := req.messages()
 	if e != nil {
 		return nil, e
 	}
-	p, err := h.srv.Prepare("messages", msgs, opt)
+	p, err := h.srv.Model().Prepare(bonsai.Chat(msgs...), opt)
 	if err != nil {
-		return nil, prepareError(err)
+		return nil, prepareError(err, opt)
 	}
 	return p, nil
 }
 
-// prepareError maps Prepare's errors.
-func prepareError(err error) *apiError {
+// optionFields are the request fields of the GenerateOptions fields Prepare may refuse.
+var optionFields = map[string]string{
+	"MaxTokens": "max_tokens", "Temperature": "temperature", "TopK": "top_k", "TopP": "top_p",
+	"ToolChoice": "tool_choice", "Tools": "tools",
+}
+
+// prepareError maps Prepare's errors for options opt.
+func prepareError(err error, opt bonsai.GenerateOptions) *apiError {
+	if oe, ok := errors.AsType[*bonsai.OptionError](err); ok {
+		field := optionFields[oe.Option]
+		switch {
+		case oe.Option == "Tools" && oe.Tool >= 0 && errors.Is(err, bonsai.ErrInvalidSchema):
+			field = fmt.Sprintf("tools.%d.input_schema", oe.Tool)
+		case oe.Option == "Tools" && oe.Tool >= 0:
+			field = fmt.Sprintf("tools.%d.name", oe.Tool)
+		case oe.Option == "ToolChoice" && opt.ToolChoice.Mode == bonsai.ToolChoiceFunction:
+			field = "tool_choice.name"
+		}
+		return invalid("%s: %v", field, oe.Err)
+	}
 	switch {
-	case errors.Is(err, openai.ErrPromptTooLong), errors.Is(err, openai.ErrBadPrompt):
-		return invalid("%v", err)
+	case errors.Is(err, bonsai.ErrContextFull), errors.Is(err, bonsai.ErrInvalidInput):
+		return invalid("messages: %v", err)
 	}
 	return serverError("%v", err)
 }
@@ -133,7 +151,7 @@ func (h *Handler) countTokens(w http.ResponseWriter, r *http.Request) {
 		writeError(w, e)
 		return
 	}
-	writeJSON(w, http.StatusOK, map[string]int{"input_tokens": p.PromptTokens()})
+	writeJSON(w, http.StatusOK, map[string]int{"input_tokens": p.Len()})
 }
 
 // Response shapes.
@@ -224,10 +242,6 @@ func generationError(err error) *apiError {
 		return overloaded(fmt.Sprintf("Overloaded: %v. Retry later.", err), 1)
 	case errors.Is(err, openai.ErrShuttingDown):
 		return overloaded("The server is shutting down.", 0)
-	case errors.Is(err, bonsai.ErrContextFull):
-		return invalid("%v", err)
-	case errors.Is(err, bonsai.ErrInvalidSchema):
-		return invalid("tools: the schemas are not supported: %s", openai.SchemaMessage(err))
 	}
 	return serverError("Generation failed: %v.", err)
 }
@@ -240,10 +254,10 @@ func (h *Handler) messages(w http.ResponseWriter, r *http.Request) {
 	}
 	id := newID("msg_")
 	if req.Stream {
-		h.stream(w, r, id, p, openai.TrimsAnswer(p.Options()))
+		h.stream(w, r, id, p)
 		return
 	}
-	res, err := h.srv.Execute(r.Context(), p, nil, func(bonsai.Token) bool { return true })
+	res, err := h.srv.Execute(r.Context(), endpoint, p, nil, func(bonsai.Token) bool { return true })
 	if err != nil {
 		writeError(w, generationError(err))
 		return

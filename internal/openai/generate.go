@@ -5,8 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"slices"
-	"strings"
 	"time"
 
 	"github.com/bonsai-go/sdk/bonsai"
@@ -16,21 +14,18 @@ import (
 // job is one validated generation request.
 type job struct {
 	endpoint     string
-	promptParam  string // the parameter the prompt came in, for errors
-	in           bonsai.Input
-	opt          bonsai.GenerateOptions
-	prompt       []int32 // the prompt's tokens, for the length check and the session choice
-	boundary     int     // where Generate keeps a chat checkpoint in prompt, or 0
+	promptParam  string         // the parameter the prompt came in, for errors
+	p            *bonsai.Prompt // the prepared generation
 	stream       bool
 	includeUsage bool
 }
 
-// piece is one token's output.
+// piece is one report's output.
 type piece struct {
-	text      string
-	frag      *bonsai.ToolCallFragment // a piece of a tool call, or nil
-	reasoning bool                     // part of the thinking
-	lp        *tokenLP                 // its log-probabilities, when asked for
+	text, thinking string
+	frags          []bonsai.ToolCallFragment // pieces of tool calls
+	reasoning      bool                      // a token of the think block
+	lp             *tokenLP                  // its log-probabilities, when asked for
 }
 
 type tokenLP struct {
@@ -65,59 +60,6 @@ type responder interface {
 	usage(u usage) any
 	// whole is the response of a request that did not stream.
 	whole(res bonsai.Result, pieces []piece, finish string, u usage) any
-}
-
-// tokenize returns the tokens of a job's input as Generate will feed them, to check the
-// prompt's length before queueing and to choose the session that holds most of it, and
-// for a chat the length of its part before the generation prompt, where Generate keeps
-// a checkpoint.
-func (s *Server) tokenize(in bonsai.Input, opt bonsai.GenerateOptions) (ids []int32, boundary int, err error) {
-	thinking := opt.Thinking
-	if len(in.Tokens) > 0 {
-		return in.Tokens, 0, nil
-	}
-	tok := s.m.Tokenizer()
-	encode := func(text string, parseSpecial bool) []int32 {
-		ids := tok.Encode(text, parseSpecial)
-		if id, ok := tok.BOS(); ok && tok.AddBOS() && !strings.HasPrefix(text, tok.Piece(id)) {
-			ids = append([]int32{id}, ids...)
-		}
-		return ids
-	}
-	if len(in.Messages) == 0 {
-		return encode(in.Text, false), 0, nil
-	}
-	copt := bonsai.ChatOptions{AddGenerationPrompt: true, EnableThinking: thinking, Tools: opt.Tools}
-	text, err := s.m.RenderChat(in.Messages, copt)
-	if err != nil {
-		return nil, 0, err
-	}
-	ids = encode(text, true)
-	copt.AddGenerationPrompt = false
-	if head, err := s.m.RenderChat(in.Messages, copt); err == nil && len(head) < len(text) && strings.HasPrefix(text, head) {
-		if h := encode(head, true); len(h) < len(ids) && slices.Equal(h, ids[:len(h)]) {
-			boundary = len(h)
-		}
-	}
-	return ids, boundary, nil
-}
-
-// checkPrompt checks the prompt's tokens against the vocabulary and the context.
-func (s *Server) checkPrompt(j *job) *apiError {
-	if len(j.prompt) == 0 {
-		return invalid(j.promptParam, "The prompt is empty.")
-	}
-	vocab := int32(s.m.Vocab())
-	for i, id := range j.prompt {
-		if id < 0 || id >= vocab {
-			return invalid(j.promptParam, "Invalid '%s': token id %d at index %d is outside the vocabulary [0, %d).", j.promptParam, id, i, vocab)
-		}
-	}
-	if n, limit := len(j.prompt), s.m.ContextSize(); n > limit {
-		return invalid(j.promptParam, "This model's maximum context length is %d tokens. However, your %s resulted in %d tokens.",
-			limit, j.promptParam, n).withCode("context_length_exceeded")
-	}
-	return nil
 }
 
 // Errors of Execute, for other APIs' handlers to map to their own shapes.
@@ -164,7 +106,7 @@ func (s *Server) generate(ctx context.Context, j *job, start func(), tok func(bo
 	defer context.AfterFunc(s.hard, cancel)()
 
 	arrived := time.Now()
-	sl, err := s.pool.acquire(ctx, j.prompt)
+	sl, err := s.pool.acquire(ctx, j.p.Tokens())
 	if err != nil {
 		switch {
 		case errors.Is(err, errQueueFull):
@@ -197,17 +139,17 @@ func (s *Server) generate(ctx context.Context, j *job, start func(), tok func(bo
 	}
 
 	t0 := time.Now()
-	g := sl.s.Generate(ctx, j.in, j.opt)
+	g := sl.s.Generate(ctx, j.p)
 	reasoning, first := 0, true
 	for t, err := range g.Tokens() {
 		if err != nil {
 			break // Result returns it
 		}
-		if first && t.ID >= 0 {
+		if first && t.ID != bonsai.NoToken {
 			first = false
 			s.metrics.firstToken.observe(since(arrived))
 		}
-		if t.Thinking && t.ID >= 0 {
+		if t.Reasoning {
 			reasoning++
 		}
 		begin()
@@ -222,7 +164,7 @@ func (s *Server) generate(ctx context.Context, j *job, start func(), tok func(bo
 	if genErr != nil {
 		sl.s.Reset() // start the next request afresh
 	}
-	sl.finished(j.prompt, j.boundary, res.Usage.CachedTokens, genErr != nil)
+	sl.finished(j.p.Tokens(), j.p.Checkpoint(), res.Usage.CachedTokens, genErr != nil)
 	release()
 	s.generations.Add(1)
 	if genErr == nil && res.FinishReason == bonsai.FinishCancelled {
@@ -258,7 +200,7 @@ func (s *Server) run(w http.ResponseWriter, r *http.Request, j *job, out respond
 	}
 	var pieces []piece
 	res, reasoning, genErr := s.execute(r.Context(), j, start, func(tok bonsai.Token) bool {
-		p := s.piece(tok, j.opt.LogProbs)
+		p := s.piece(tok, j.p.Options().LogProbs)
 		if ev == nil {
 			pieces = append(pieces, p)
 			return true
@@ -287,12 +229,6 @@ func (s *Server) run(w http.ResponseWriter, r *http.Request, j *job, out respond
 			msg = "The server is shutting down: the generation was stopped."
 		}
 		fail(overloaded(msg, "shutting_down", 0))
-		return
-	case isSchemaError(genErr):
-		fail(generationSchemaError(j.opt, genErr))
-		return
-	case genErr != nil && errors.Is(genErr, bonsai.ErrContextFull):
-		fail(invalid(j.promptParam, "%v", genErr).withCode("context_length_exceeded"))
 		return
 	case genErr != nil:
 		fail(serverError("Generation failed: %v.", genErr))
@@ -323,11 +259,10 @@ func (s *Server) run(w http.ResponseWriter, r *http.Request, j *job, out respond
 	ev.Write([]byte("data: [DONE]\n\n"))
 }
 
-// piece turns a token into its output.
+// piece turns a report into its output.
 func (s *Server) piece(tok bonsai.Token, logprobs bool) piece {
-	// <think>'s report carries the answer text held back before the block opened.
-	p := piece{text: tok.Text, reasoning: tok.Thinking && tok.ID != s.thinkOpen, frag: tok.ToolCallFragment}
-	if logprobs && tok.ID >= 0 {
+	p := piece{text: tok.Text, thinking: tok.Thinking, reasoning: tok.Reasoning, frags: tok.ToolCallFragments}
+	if logprobs && tok.ID != bonsai.NoToken {
 		p.lp = &tokenLP{id: tok.ID, token: s.m.Tokenizer().Piece(tok.ID), logprob: tok.LogProb, top: tok.TopLogProbs}
 	}
 	return p

@@ -80,8 +80,6 @@ type Server struct {
 	cancelAll context.CancelFunc
 	draining  atomic.Bool
 
-	thinkOpen int32 // the id of <think>, or −1
-
 	extra map[string]http.Handler // Handle's routes, by exact path
 
 	requests, generations, cancelled, rejected atomic.Int64
@@ -109,12 +107,9 @@ func NewServer(m *bonsai.Model, cfg Config) (*Server, error) {
 	if cfg.OwnedBy == "" {
 		cfg.OwnedBy = "prismml"
 	}
-	s := &Server{m: m, cfg: cfg, pool: newPool(m, cfg.Parallel, cfg.Queue), created: time.Now().Unix(), thinkOpen: -1,
+	s := &Server{m: m, cfg: cfg, pool: newPool(m, cfg.Parallel, cfg.Queue), created: time.Now().Unix(),
 		metrics: newMetrics()}
 	s.hard, s.cancelAll = context.WithCancel(context.Background())
-	if id, ok := m.Tokenizer().Lookup("<think>"); ok {
-		s.thinkOpen = id
-	}
 	return s, nil
 }
 

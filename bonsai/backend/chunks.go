@@ -27,40 +27,50 @@ type Part struct {
 // Last reports whether the part holds its sequence's last token.
 func (p Part) Last(batch []Sequence) bool { return p.First+p.N == len(batch[p.Seq].Tokens) }
 
-// A Chunk is one pass of the layers: its parts in row order, Rows rows in all.
+// A Chunk is one pass of the layers: Rows rows, the parts of one or more sequences.
 type Chunk struct {
-	Parts []Part
 	Rows  int
+	batch []Sequence
+	seq   int // the chunk starts at token first of batch[seq]
+	first int
 }
 
 // Chunks lays out the batch's tokens in batch order, each sequence's rows consecutive
 // and in order, and cuts them into chunks of at most rows rows: one chunk may hold a
 // decode step of each of several sequences and part of a prompt, and a sequence with
 // more tokens than a chunk has room for continues in the next. A sequence with no
-// tokens has no part; a batch without tokens has no chunk. A chunk's Parts are reused
-// by the next: they are valid until the loop continues. Engines check their context
+// tokens has no part; a batch without tokens has no chunk. Engines check their context
 // between chunks, so that a cancelled call leaves each sequence after whole parts.
+// Neither Chunks nor Parts allocates.
 func Chunks(batch []Sequence, rows int) iter.Seq[Chunk] {
 	if rows < 1 {
 		panic("backend: Chunks of fewer than 1 row")
 	}
 	return func(yield func(Chunk) bool) {
-		parts := make([]Part, 0, min(len(batch), rows))
-		for i, done := 0, 0; i < len(batch); {
-			parts = parts[:0]
-			n := 0
-			for i < len(batch) && n < rows {
-				if k := min(len(batch[i].Tokens)-done, rows-n); k > 0 {
-					parts = append(parts, Part{Seq: i, First: done, N: k, Row: n})
-					n += k
-					done += k
-				}
-				if done == len(batch[i].Tokens) {
-					i, done = i+1, 0
-				}
+		for at := (Chunk{Rows: rows, batch: batch}); ; {
+			c := at
+			c.Rows = 0
+			for p := range at.Parts() { // at's parts, up to rows of them: c's
+				c.Rows += p.N
+				at.seq, at.first = p.Seq, p.First+p.N
 			}
-			if n == 0 || !yield(Chunk{Parts: parts, Rows: n}) {
+			if c.Rows == 0 || !yield(c) {
 				return
+			}
+		}
+	}
+}
+
+// Parts returns the chunk's parts in row order.
+func (c Chunk) Parts() iter.Seq[Part] {
+	return func(yield func(Part) bool) {
+		row := 0
+		for i, first := c.seq, c.first; i < len(c.batch) && row < c.Rows; i, first = i+1, 0 {
+			if n := min(len(c.batch[i].Tokens)-first, c.Rows-row); n > 0 {
+				if !yield(Part{Seq: i, First: first, N: n, Row: row}) {
+					return
+				}
+				row += n
 			}
 		}
 	}

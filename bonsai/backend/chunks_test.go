@@ -21,7 +21,8 @@ func chunksOf(lens []int, rows int) string {
 			s += " | "
 		}
 		sum := 0
-		for k, p := range c.Parts {
+		k := 0
+		for p := range c.Parts() {
 			if k > 0 {
 				s += " "
 			}
@@ -33,6 +34,7 @@ func chunksOf(lens []int, rows int) string {
 				s += "(gap)"
 			}
 			sum += p.N
+			k++
 		}
 		if sum != c.Rows {
 			s += fmt.Sprintf("(Rows %d, parts hold %d)", c.Rows, sum)
@@ -74,7 +76,7 @@ func TestChunksStop(t *testing.T) {
 	batch := []backend.Sequence{{Tokens: make([]int32, 100)}, {Tokens: make([]int32, 3)}}
 	var seen []backend.Part
 	for c := range backend.Chunks(batch, 64) {
-		seen = append(seen, c.Parts...)
+		seen = slices.AppendSeq(seen, c.Parts())
 		break
 	}
 	if want := []backend.Part{{Seq: 0, First: 0, N: 64, Row: 0}}; !slices.Equal(seen, want) {
@@ -89,4 +91,21 @@ func TestChunksRefusesNoRows(t *testing.T) {
 		}
 	}()
 	backend.Chunks(nil, 0)
+}
+
+// The engines lay out every Forward with Chunks: it must not cost a decode step an
+// allocation.
+func TestChunksAllocateNothing(t *testing.T) {
+	batch := []backend.Sequence{{Tokens: make([]int32, 70)}, {Tokens: make([]int32, 1)}, {}, {Tokens: make([]int32, 1)}}
+	rows := 0
+	allocs := testing.AllocsPerRun(10, func() {
+		for c := range backend.Chunks(batch, backend.ChunkRows) {
+			for p := range c.Parts() {
+				rows += p.N
+			}
+		}
+	})
+	if allocs != 0 || rows != 11*72 {
+		t.Errorf("%v allocations, %d rows; want none, %d", allocs, rows, 11*72)
+	}
 }

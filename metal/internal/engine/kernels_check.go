@@ -349,9 +349,9 @@ func (k *checker) smallChecks() error {
 		func() error { return e.checkGemm(256, 200, 64) },
 		func() error { return e.checkGDN(7) },
 		func() error { return e.checkGDNChunk(45) },
-		func() error { return e.checkAttention(qwen35.KVFloat16, 5, 3) },
-		func() error { return e.checkAttention(qwen35.KVFloat32, 4, 2) },
-		func() error { return e.checkAttention(qwen35.KVInt8, 4, 3) },
+		func() error { return e.checkAttention(backend.KVFloat16, 5, 3) },
+		func() error { return e.checkAttention(backend.KVFloat32, 4, 2) },
+		func() error { return e.checkAttention(backend.KVInt8, 4, 3) },
 		func() error { return e.checkArgmax(1000) },
 		func() error { return e.checkStreamRead(1000) },
 	}
@@ -427,8 +427,8 @@ func (k *checker) realChecks() error {
 		func() error { return e.asPTQ1().checkGDN(2) },
 		func() error { return e.checkGDN(3) },
 		func() error { return e.checkGDNChunk(40) },
-		func() error { return e.checkAttention(qwen35.KVFloat16, 3, 2) },
-		func() error { return e.checkAttention(qwen35.KVInt8, 2, 2) },
+		func() error { return e.checkAttention(backend.KVFloat16, 3, 2) },
+		func() error { return e.checkAttention(backend.KVInt8, 2, 2) },
 		func() error { return e.checkArgmax(248320) },
 	} {
 		if err := f(); err != nil {
@@ -439,7 +439,7 @@ func (k *checker) realChecks() error {
 }
 
 // state allocates a sequence state of the check configuration.
-func (e *ckEngine) state(ctx int, p qwen35.KVPrecision) (*state, error) {
+func (e *ckEngine) state(ctx int, p backend.KVPrecision) (*state, error) {
 	s, err := e.NewState(backend.StateOptions{ContextSize: ctx, KVCache: p})
 	if err != nil {
 		return nil, err
@@ -461,7 +461,7 @@ func (e *ckEngine) checkEmbed(T int) error {
 		return err
 	}
 	e.plan.Embedding.Format = e.format()
-	st, err := e.state(T, qwen35.KVFloat16)
+	st, err := e.state(T, backend.KVFloat16)
 	if err != nil {
 		return err
 	}
@@ -494,7 +494,7 @@ func putU32(b []byte, v uint32) {
 func (e *ckEngine) checkSites(T int) error {
 	c := e.cfg
 	E, ff := c.Embedding, c.FeedForward
-	st, err := e.state(T, qwen35.KVFloat16)
+	st, err := e.state(T, backend.KVFloat16)
 	if err != nil {
 		return err
 	}
@@ -768,7 +768,7 @@ func (e *ckEngine) checkGDN(T int) error {
 	if err != nil {
 		return err
 	}
-	st, err := e.state(T+1, qwen35.KVFloat16)
+	st, err := e.state(T+1, backend.KVFloat16)
 	if err != nil {
 		return err
 	}
@@ -862,7 +862,7 @@ func (e *ckEngine) checkGDNChunk(T int) error {
 	if err != nil {
 		return err
 	}
-	st, err := e.state(T, qwen35.KVFloat16)
+	st, err := e.state(T, backend.KVFloat16)
 	if err != nil {
 		return err
 	}
@@ -912,7 +912,7 @@ func (e *ckEngine) gdnRef() *qwen35.GDN { return qwen35.NewGDN(e.cfg) }
 
 // checkAttention runs T tokens through attn_append + attn, then one fused decode step,
 // against qwen35's Attention and KV cache.
-func (e *ckEngine) checkAttention(p qwen35.KVPrecision, T, pre int) error {
+func (e *ckEngine) checkAttention(p backend.KVPrecision, T, pre int) error {
 	k, c := e.k, e.cfg
 	H, KV, D := c.Heads, c.KVHeads, c.HeadDim
 	li := c.FullAttentionInterval - 1
@@ -939,9 +939,9 @@ func (e *ckEngine) checkAttention(p qwen35.KVPrecision, T, pre int) error {
 	sc := at.NewScratch(T)
 	tol := tolCore
 	switch p {
-	case qwen35.KVFloat16:
+	case backend.KVFloat16:
 		tol = tolF16KV
-	case qwen35.KVInt8:
+	case backend.KVInt8:
 		tol = tolI8KV
 	}
 	// Runs of n tokens: a prefix (pre tokens, its output unchecked), then T, then 1 fused.
@@ -960,7 +960,7 @@ func (e *ckEngine) checkAttention(p qwen35.KVPrecision, T, pre int) error {
 		if what == "" {
 			return nil
 		}
-		kernel := map[qwen35.KVPrecision]string{qwen35.KVFloat16: kAttnF16, qwen35.KVFloat32: kAttnF32, qwen35.KVInt8: kAttnI8}[p]
+		kernel := map[backend.KVPrecision]string{backend.KVFloat16: kAttnF16, backend.KVFloat32: kAttnF32, backend.KVInt8: kAttnI8}[p]
 		ck := Check{Kernel: kernel, Case: fmt.Sprintf("%d×%d heads of %d, kv %s: %s", H, KV, D, p, what), Tol: tol, Metric: "rel", Time: dt, Failure: err}
 		if err == nil {
 			ck.Err = errRel(readF(st.mix, 0, n*H*D), want)

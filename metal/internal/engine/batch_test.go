@@ -213,6 +213,9 @@ func checkBatchBits(t *testing.T, e, alone backend.Greedy, lens []int) batchRun 
 // alone (the fused decode) the four streams agree within batchTolerance and choose the
 // same greedy tokens.
 func TestBatchMatchesUnfused(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: the batch sweeps against the unfused kernels (both formats, minutes on the emulator) are left to the full go test; TestConformance runs batches against sequences alone")
+	}
 	emulator(t)
 	for _, f := range []ternary.Format{ternary.PQ2_0, ternary.PTQ1_0} {
 		t.Run(f.String(), func(t *testing.T) {

@@ -98,7 +98,7 @@ func TestKernels(t *testing.T) {
 // emulator).
 func TestKernelsRealShapes(t *testing.T) {
 	if testing.Short() {
-		t.Skip("-short")
+		t.Skip("-short: the kernels at the 27B model's shapes (minutes on the emulator) are left to the full go test; TestKernels checks every kernel at small shapes")
 	}
 	emulator(t)
 	cs, err := RunChecks(newEmulator(), Options{Seed: 2, Real: true})

@@ -58,9 +58,8 @@ func New(cfg Config) *Backend { return &Backend{cfg: cfg} }
 // Name returns the Config's name.
 func (b *Backend) Name() string { return b.cfg.Name }
 
-// Load opens the device, compiles the kernels for the model's sizes, wraps the mapped
-// weights without copying them and returns the engine. It runs the qwen35 architecture
-// (m a *qwen35.Weights) and refuses any other.
+// Load opens a device and returns the engine of m, a *qwen35.Weights (metal.New's doc
+// says what it does).
 func (b *Backend) Load(ctx context.Context, m backend.Model, opt backend.LoadOptions) (backend.Engine, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err

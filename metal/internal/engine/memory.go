@@ -18,8 +18,8 @@ import (
 // each sequence's buffers against it, before anything is allocated, and refuse with
 // the sizes and what would fit.
 
-// ErrWorkingSet is wrapped by the errors of Load and NewState when the model or a
-// sequence does not fit the device's recommended working set.
+// ErrWorkingSet is metal.ErrWorkingSet: the model or a sequence does not fit the
+// device's recommended working set.
 var ErrWorkingSet = errors.New("does not fit the GPU's working set")
 
 // workingSet is the device's recommended working set in bytes, 0 when it does not say.

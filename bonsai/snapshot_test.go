@@ -9,7 +9,6 @@ import (
 	"testing"
 
 	"github.com/bonsai-go/sdk/bonsai"
-	"github.com/bonsai-go/sdk/qwen35"
 	"github.com/bonsai-go/sdk/ternary"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -31,7 +30,7 @@ func snapshotOf(t *testing.T, m *bonsai.Model) (*bonsai.Session, []byte) {
 func TestSnapshotContinuesIdentically(t *testing.T) {
 	path := writeModel(t, "tiny", 11, ternary.PQ2_0)
 	ctx := context.Background()
-	for _, kv := range []qwen35.KVPrecision{bonsai.KVFloat16, bonsai.KVFloat32, bonsai.KVInt8, bonsai.KVQ4} {
+	for _, kv := range []bonsai.KVPrecision{bonsai.KVFloat16, bonsai.KVFloat32, bonsai.KVInt8, bonsai.KVQ4} {
 		t.Run(kv.String(), func(t *testing.T) {
 			m := open(t, path, bonsai.WithKVCache(kv), bonsai.WithThreads(2))
 			s, snap := snapshotOf(t, m)

@@ -9,7 +9,6 @@ import (
 	"github.com/bonsai-go/sdk/bonsai"
 	"github.com/bonsai-go/sdk/bonsai/backend"
 	"github.com/bonsai-go/sdk/bonsai/backend/backendtest"
-	"github.com/bonsai-go/sdk/qwen35"
 	"github.com/bonsai-go/sdk/ternary"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -27,7 +26,7 @@ func fillSynthetic(s *bonsai.Session, m *bonsai.Model, n int) error {
 func TestFillSynthetic(t *testing.T) {
 	path := writeModel(t, "tiny", 11, ternary.PQ2_0)
 	ctx := context.Background()
-	for _, kv := range []qwen35.KVPrecision{bonsai.KVFloat16, bonsai.KVFloat32, bonsai.KVInt8, bonsai.KVQ4} {
+	for _, kv := range []bonsai.KVPrecision{bonsai.KVFloat16, bonsai.KVFloat32, bonsai.KVInt8, bonsai.KVQ4} {
 		t.Run(kv.String(), func(t *testing.T) {
 			m := open(t, path, bonsai.WithKVCache(kv), bonsai.WithThreads(2), bonsai.WithContextSize(600))
 			s := session(t, m)
@@ -63,7 +62,7 @@ func TestFillSynthetic(t *testing.T) {
 func FuzzSnapshotLoad(f *testing.F) {
 	path := writeModel(f, "tiny", 11, ternary.PQ2_0)
 	m := open(f, path, bonsai.WithKVCache(bonsai.KVQ4), bonsai.WithThreads(1), bonsai.WithContextSize(64))
-	for _, kv := range []qwen35.KVPrecision{bonsai.KVQ4, bonsai.KVInt8} {
+	for _, kv := range []bonsai.KVPrecision{bonsai.KVQ4, bonsai.KVInt8} {
 		src := open(f, path, bonsai.WithKVCache(kv), bonsai.WithThreads(1), bonsai.WithContextSize(64))
 		s := session(f, src)
 		require.NoError(f, fillSynthetic(s, src, 3))

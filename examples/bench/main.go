@@ -285,8 +285,8 @@ func decode(ctx context.Context, out io.Writer, m *bonsai.Model, s *bonsai.Sessi
 	return tps, p, nil
 }
 
-func parseKV(name string) (qwen35.KVPrecision, error) {
-	for _, p := range []qwen35.KVPrecision{qwen35.KVFloat16, qwen35.KVInt8, qwen35.KVQ4, qwen35.KVFloat32} {
+func parseKV(name string) (bonsai.KVPrecision, error) {
+	for _, p := range []bonsai.KVPrecision{bonsai.KVFloat16, bonsai.KVInt8, bonsai.KVQ4, bonsai.KVFloat32} {
 		if p.String() == name {
 			return p, nil
 		}
@@ -296,15 +296,15 @@ func parseKV(name string) (qwen35.KVPrecision, error) {
 
 // kvBytesPerPosition is what one attention layer's cache holds per position: a key and
 // a value row at precision p (codes and scales for the blocked ones).
-func kvBytesPerPosition(c *qwen35.Config, p qwen35.KVPrecision) int64 {
+func kvBytesPerPosition(c *qwen35.Config, p bonsai.KVPrecision) int64 {
 	n := int64(c.KVHeads * c.HeadDim)
 	blocks := int64(c.KVHeads * ((c.HeadDim + 31) / 32))
 	switch p {
-	case qwen35.KVFloat32:
+	case bonsai.KVFloat32:
 		return 2 * 4 * n
-	case qwen35.KVInt8:
+	case bonsai.KVInt8:
 		return 2 * (n + 4*blocks)
-	case qwen35.KVQ4:
+	case bonsai.KVQ4:
 		return 2 * (16 + 2) * blocks
 	}
 	return 2 * 2 * n

@@ -373,7 +373,7 @@ func promptIDs(cfg config, vocab int) []int32 {
 // format (the same values), or cfg.ptq1Model — through the Metal backend: its parity
 // with the CPU backend on the same file and its speed, the decode rated against the
 // PQ2_0 model's (pq2Decode tok/s, when measured; the target is ≥ 90%).
-func ptq1Check(ctx context.Context, w io.Writer, cfg config, rep *Report, newB func(...metal.Option) bonsai.Backend, kv qwen35.KVPrecision, pq2Decode float64) (bool, error) {
+func ptq1Check(ctx context.Context, w io.Writer, cfg config, rep *Report, newB func(...metal.Option) bonsai.Backend, kv bonsai.KVPrecision, pq2Decode float64) (bool, error) {
 	path := cfg.ptq1Model
 	if path == "" {
 		if cfg.model != "" {

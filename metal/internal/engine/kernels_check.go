@@ -1,4 +1,4 @@
-package metal
+package engine
 
 import (
 	"errors"
@@ -10,25 +10,22 @@ import (
 	"github.com/bonsai-go/sdk/bonsai/backend"
 	"github.com/bonsai-go/sdk/hadamard"
 	"github.com/bonsai-go/sdk/metal/internal/gpu"
-	"github.com/bonsai-go/sdk/metal/internal/kcheck"
 	"github.com/bonsai-go/sdk/qwen35"
 	"github.com/bonsai-go/sdk/ternary"
 	"github.com/x448/float16"
 )
 
-func init() { kcheck.Run = checkKernels }
-
-// checkKernels is kernelcheck.Run (the doc is there): it opens the backend's device,
+// RunChecks is kernelcheck.Run (the doc is there): it opens the backend's device,
 // compiles the library and runs every kernel against its Go reference, at small odd
 // shapes and, with opt.Real, at the 27B model's. It lives here because the checks drive
 // the engine's own dispatch helpers, so that they exercise the host's argument layouts.
 // The tolerances stated in kernelcheck.Run's doc are the tol constants below.
-func checkKernels(b backend.Backend, opt kcheck.Options) ([]kcheck.Check, error) {
+func RunChecks(b backend.Backend, opt Options) ([]Check, error) {
 	mb, ok := b.(*Backend)
 	if !ok {
 		return nil, errors.New("kernelcheck.Run needs a backend of package metal")
 	}
-	dev, err := mb.cfg.device()
+	dev, err := mb.cfg.Device()
 	if err != nil {
 		return nil, err
 	}
@@ -52,8 +49,8 @@ type checker struct {
 	rng  *rand.Rand
 	libs map[string]map[string]gpu.Pipeline
 	bufs []gpu.Buffer
-	out  []kcheck.Check
-	log  func(kcheck.Check)
+	out  []Check
+	log  func(Check)
 }
 
 func (k *checker) releaseAll() {
@@ -63,7 +60,7 @@ func (k *checker) releaseAll() {
 	k.bufs = nil
 }
 
-func (k *checker) add(c kcheck.Check) {
+func (k *checker) add(c Check) {
 	k.out = append(k.out, c)
 	if k.log != nil {
 		k.log(c)
@@ -146,7 +143,7 @@ func (k *checker) engine(c qwen35.Config, blk int, widths []int, maxGroups, chun
 		k.libs[key] = p
 	}
 	e := &engine{
-		b: &Backend{cfg: config{maxGroups: maxGroups}}, dev: k.dev, cfg: &c, geo: geo, p: p, blk: blk,
+		b: &Backend{cfg: Config{MaxGroups: maxGroups}}, dev: k.dev, cfg: &c, geo: geo, p: p, blk: blk,
 		scale: float32(1 / math.Sqrt(float64(blk))), eps: float32(c.RMSEpsilon), fused: geo.fusedGDN,
 		chunkCap: chunkCap, layers: make([]layerRefs, c.Layers), att: qwen35.NewAttention(&c), sizes: checkSizes(&c),
 		plan: &qwen35.Plan{Embedding: &qwen35.Matrix{Format: ternary.PQ2_0}, EmbeddingWidth: c.Embedding},
@@ -352,9 +349,9 @@ func (k *checker) smallChecks() error {
 		func() error { return e.checkGemm(256, 200, 64) },
 		func() error { return e.checkGDN(7) },
 		func() error { return e.checkGDNChunk(45) },
-		func() error { return e.checkAttention(qwen35.KVFloat16, 5, 3) },
-		func() error { return e.checkAttention(qwen35.KVFloat32, 4, 2) },
-		func() error { return e.checkAttention(qwen35.KVInt8, 4, 3) },
+		func() error { return e.checkAttention(backend.KVFloat16, 5, 3) },
+		func() error { return e.checkAttention(backend.KVFloat32, 4, 2) },
+		func() error { return e.checkAttention(backend.KVInt8, 4, 3) },
 		func() error { return e.checkArgmax(1000) },
 		func() error { return e.checkStreamRead(1000) },
 	}
@@ -430,8 +427,8 @@ func (k *checker) realChecks() error {
 		func() error { return e.asPTQ1().checkGDN(2) },
 		func() error { return e.checkGDN(3) },
 		func() error { return e.checkGDNChunk(40) },
-		func() error { return e.checkAttention(qwen35.KVFloat16, 3, 2) },
-		func() error { return e.checkAttention(qwen35.KVInt8, 2, 2) },
+		func() error { return e.checkAttention(backend.KVFloat16, 3, 2) },
+		func() error { return e.checkAttention(backend.KVInt8, 2, 2) },
 		func() error { return e.checkArgmax(248320) },
 	} {
 		if err := f(); err != nil {
@@ -442,7 +439,7 @@ func (k *checker) realChecks() error {
 }
 
 // state allocates a sequence state of the check configuration.
-func (e *ckEngine) state(ctx int, p qwen35.KVPrecision) (*state, error) {
+func (e *ckEngine) state(ctx int, p backend.KVPrecision) (*state, error) {
 	s, err := e.NewState(backend.StateOptions{ContextSize: ctx, KVCache: p})
 	if err != nil {
 		return nil, err
@@ -464,7 +461,7 @@ func (e *ckEngine) checkEmbed(T int) error {
 		return err
 	}
 	e.plan.Embedding.Format = e.format()
-	st, err := e.state(T, qwen35.KVFloat16)
+	st, err := e.state(T, backend.KVFloat16)
 	if err != nil {
 		return err
 	}
@@ -474,7 +471,7 @@ func (e *ckEngine) checkEmbed(T int) error {
 		putU32(st.ids.Contents()[4*i:], uint32(ids[i]))
 	}
 	dt, err := e.k.run(func(cb gpu.CommandBuffer) { e.embed(cb, &st.acts, T) })
-	ck := kcheck.Check{Kernel: kEmbed, Case: fmt.Sprintf("%s × %d tokens, block %d, %s", shape(c), T, e.blk, e.format()), Tol: tolExact, Metric: "rel", Time: dt, Failure: err}
+	ck := Check{Kernel: kEmbed, Case: fmt.Sprintf("%s × %d tokens, block %d, %s", shape(c), T, e.blk, e.format()), Tol: tolExact, Metric: "rel", Time: dt, Failure: err}
 	if err == nil {
 		got := readF(st.xa, 0, T*c.Embedding)
 		want := make([]float32, T*c.Embedding)
@@ -497,7 +494,7 @@ func putU32(b []byte, v uint32) {
 func (e *ckEngine) checkSites(T int) error {
 	c := e.cfg
 	E, ff := c.Embedding, c.FeedForward
-	st, err := e.state(T, qwen35.KVFloat16)
+	st, err := e.state(T, backend.KVFloat16)
 	if err != nil {
 		return err
 	}
@@ -550,7 +547,7 @@ func (e *ckEngine) checkSites(T int) error {
 		{kSiteFWHT, "R·x", readF(st.mixr, 0, T*inner), wmix, tolExact},
 	}
 	for _, cs := range cases {
-		ck := kcheck.Check{Kernel: cs.kernel, Case: fmt.Sprintf("%s, %d rows: %s", shape(c), T, cs.what), Tol: cs.tol, Metric: "rel", Time: dt, Failure: err}
+		ck := Check{Kernel: cs.kernel, Case: fmt.Sprintf("%s, %d rows: %s", shape(c), T, cs.what), Tol: cs.tol, Metric: "rel", Time: dt, Failure: err}
 		if err == nil {
 			ck.Err = errRel(cs.got, cs.want)
 		}
@@ -636,7 +633,7 @@ func (e *ckEngine) checkMV(mode mvMode, K int, rows []int, flags uint32, what st
 	if what != "" {
 		name += ", " + what
 	}
-	ck := kcheck.Check{Kernel: mode.kernel(e.ptq1), Case: name, Tol: tolL1, Metric: "L1 ", Time: dt, Failure: err}
+	ck := Check{Kernel: mode.kernel(e.ptq1), Case: name, Tol: tolL1, Metric: "L1 ", Time: dt, Failure: err}
 	if err == nil {
 		for i, s := range sets {
 			want, l1 := refMatVec(ws[i], K, s.rows, x)
@@ -692,9 +689,9 @@ func (e *ckEngine) checkGemmRows(K, N, T, tiles int) error {
 	if e.ptq1 {
 		kn = kGemmT1
 	}
-	ck := kcheck.Check{Kernel: kn, Case: name, Tol: tolL1, Metric: "L1 ", Time: dt, Failure: err}
+	ck := Check{Kernel: kn, Case: name, Tol: tolL1, Metric: "L1 ", Time: dt, Failure: err}
 	// The CPU backend's float32 GEMM on the same bytes (its own decoder of the format).
-	ckGo := kcheck.Check{Kernel: kn, Case: name + ", vs Go GEMM", Tol: tolL1, Metric: "L1 ", Time: dt, Failure: err}
+	ckGo := Check{Kernel: kn, Case: name + ", vs Go GEMM", Tol: tolL1, Metric: "L1 ", Time: dt, Failure: err}
 	if err == nil {
 		got := readF(y, 0, T*N)
 		goY := make([]float32, T*rows)
@@ -771,7 +768,7 @@ func (e *ckEngine) checkGDN(T int) error {
 	if err != nil {
 		return err
 	}
-	st, err := e.state(T+1, qwen35.KVFloat16)
+	st, err := e.state(T+1, backend.KVFloat16)
 	if err != nil {
 		return err
 	}
@@ -800,12 +797,12 @@ func (e *ckEngine) checkGDN(T int) error {
 	want := make([]float32, T*inner)
 	gdn.Forward(want, qkv, z, alpha, beta, T, l, gs, sc, false)
 	name := fmt.Sprintf("d %d, %d×%d heads, %d tokens", c.StateSize, c.KHeads, c.HeadRepeat(), T)
-	ck := kcheck.Check{Kernel: kGDNSeq, Case: name + ": out", Tol: tolCore, Metric: "rel", Time: dt, Failure: err}
+	ck := Check{Kernel: kGDNSeq, Case: name + ": out", Tol: tolCore, Metric: "rel", Time: dt, Failure: err}
 	if err == nil {
 		ck.Err = errRel(readF(st.mix, 0, T*inner), want)
 	}
 	e.k.add(ck)
-	ck2 := kcheck.Check{Kernel: kGDNSeq, Case: name + ": states", Tol: tolCore, Metric: "rel", Time: dt, Failure: err}
+	ck2 := Check{Kernel: kGDNSeq, Case: name + ": states", Tol: tolCore, Metric: "rel", Time: dt, Failure: err}
 	if err == nil {
 		ck2.Err = math.Max(errRel(readF(st.ssmBuf, st.ssm[0].off, len(gs.S)), gs.S), errRel(readF(st.convBuf, st.conv[0].off, len(gs.Conv)), gs.Conv))
 	}
@@ -846,7 +843,7 @@ func (e *ckEngine) checkGDN(T int) error {
 	if e.ptq1 {
 		kd = kGDNDecodeT1
 	}
-	ck3 := kcheck.Check{Kernel: kd, Case: fmt.Sprintf("E %d, d %d, %d×%d heads: out", E, c.StateSize, c.KHeads, c.HeadRepeat()), Tol: tolCore, Metric: "rel", Time: dt, Failure: err}
+	ck3 := Check{Kernel: kd, Case: fmt.Sprintf("E %d, d %d, %d×%d heads: out", E, c.StateSize, c.KHeads, c.HeadRepeat()), Tol: tolCore, Metric: "rel", Time: dt, Failure: err}
 	if err == nil {
 		ck3.Err = math.Max(errRel(readF(st.mix, 0, inner), want1), errRel(readF(st.xb, 0, E), xn))
 		ck3.Err = math.Max(ck3.Err, errRel(readF(st.ssmBuf, st.ssm[0].off, len(gs.S)), gs.S))
@@ -865,7 +862,7 @@ func (e *ckEngine) checkGDNChunk(T int) error {
 	if err != nil {
 		return err
 	}
-	st, err := e.state(T, qwen35.KVFloat16)
+	st, err := e.state(T, backend.KVFloat16)
 	if err != nil {
 		return err
 	}
@@ -894,7 +891,7 @@ func (e *ckEngine) checkGDNChunk(T int) error {
 	gdn.Forward(wantStep, qkv, z, alpha, beta, T, l, step, gdn.NewScratch(T), false)
 	gdn.Forward(wantChunk, qkv, z, alpha, beta, T, l, chunk, gdn.NewScratch(T), true)
 	name := fmt.Sprintf("d %d, %d×%d heads, %d tokens", c.StateSize, c.KHeads, c.HeadRepeat(), T)
-	ck := kcheck.Check{Kernel: kGDNChunk, Case: name + ": out, states vs step form", Tol: tolCore, Metric: "rel", Time: dt, Failure: err}
+	ck := Check{Kernel: kGDNChunk, Case: name + ": out, states vs step form", Tol: tolCore, Metric: "rel", Time: dt, Failure: err}
 	if err == nil {
 		got := readF(st.mix, 0, T*inner)
 		ck.Err = errRel(got, wantStep)
@@ -915,7 +912,7 @@ func (e *ckEngine) gdnRef() *qwen35.GDN { return qwen35.NewGDN(e.cfg) }
 
 // checkAttention runs T tokens through attn_append + attn, then one fused decode step,
 // against qwen35's Attention and KV cache.
-func (e *ckEngine) checkAttention(p qwen35.KVPrecision, T, pre int) error {
+func (e *ckEngine) checkAttention(p backend.KVPrecision, T, pre int) error {
 	k, c := e.k, e.cfg
 	H, KV, D := c.Heads, c.KVHeads, c.HeadDim
 	li := c.FullAttentionInterval - 1
@@ -942,9 +939,9 @@ func (e *ckEngine) checkAttention(p qwen35.KVPrecision, T, pre int) error {
 	sc := at.NewScratch(T)
 	tol := tolCore
 	switch p {
-	case qwen35.KVFloat16:
+	case backend.KVFloat16:
 		tol = tolF16KV
-	case qwen35.KVInt8:
+	case backend.KVInt8:
 		tol = tolI8KV
 	}
 	// Runs of n tokens: a prefix (pre tokens, its output unchecked), then T, then 1 fused.
@@ -963,8 +960,8 @@ func (e *ckEngine) checkAttention(p qwen35.KVPrecision, T, pre int) error {
 		if what == "" {
 			return nil
 		}
-		kernel := map[qwen35.KVPrecision]string{qwen35.KVFloat16: kAttnF16, qwen35.KVFloat32: kAttnF32, qwen35.KVInt8: kAttnI8}[p]
-		ck := kcheck.Check{Kernel: kernel, Case: fmt.Sprintf("%d×%d heads of %d, kv %s: %s", H, KV, D, p, what), Tol: tol, Metric: "rel", Time: dt, Failure: err}
+		kernel := map[backend.KVPrecision]string{backend.KVFloat16: kAttnF16, backend.KVFloat32: kAttnF32, backend.KVInt8: kAttnI8}[p]
+		ck := Check{Kernel: kernel, Case: fmt.Sprintf("%d×%d heads of %d, kv %s: %s", H, KV, D, p, what), Tol: tol, Metric: "rel", Time: dt, Failure: err}
 		if err == nil {
 			ck.Err = errRel(readF(st.mix, 0, n*H*D), want)
 			// The cache, every position so far.
@@ -1029,7 +1026,7 @@ func (e *ckEngine) checkArgmax(n int) error {
 		cb.Dispatch(p, gpu.Size{1, 1, 1}, gpu.Size{threads(p, 1024), 1, 1},
 			bytesArg(args{uint32(n), 0, 0, 0}), buf(1, b), buf(2, out))
 	})
-	ck := kcheck.Check{Kernel: kArgmax, Case: fmt.Sprintf("%d values, a tie, a NaN", n), Tol: 0, Metric: "idx", Time: dt, Failure: err}
+	ck := Check{Kernel: kArgmax, Case: fmt.Sprintf("%d values, a tie, a NaN", n), Tol: 0, Metric: "idx", Time: dt, Failure: err}
 	if err == nil {
 		got := int(floatsU32(out.Contents()))
 		if got != hi {
@@ -1068,7 +1065,7 @@ func (e *ckEngine) checkStreamRead(n int) error {
 		return err
 	}
 	dt, err := k.run(func(cb gpu.CommandBuffer) { e.streamRead(cb, in, out, n, groups) })
-	ck := kcheck.Check{Kernel: kStreamRead, Case: fmt.Sprintf("%d float4s, %d threadgroups", n, groups), Tol: tolL1, Metric: "L1 ", Time: dt, Failure: err}
+	ck := Check{Kernel: kStreamRead, Case: fmt.Sprintf("%d float4s, %d threadgroups", n, groups), Tol: tolL1, Metric: "L1 ", Time: dt, Failure: err}
 	if err == nil {
 		var want, l1, got float64
 		for _, x := range v {

@@ -1,4 +1,4 @@
-package metal
+package engine
 
 import (
 	"errors"
@@ -8,13 +8,6 @@ import (
 	"github.com/bonsai-go/sdk/metal/internal/gpu"
 	"github.com/bonsai-go/sdk/qwen35"
 )
-
-// prefillChunk is the most tokens one command buffer carries through the layers, as the
-// CPU backend's chunk: the activations of a chunk live in the state's buffers.
-const prefillChunk = 64
-
-// errForeign is the error of a state passed to an engine that did not make it.
-var errForeign = errors.New("the state belongs to another engine")
 
 // state is one sequence on the device: the recurrent states and KV caches, allocated
 // once for the context size, and the activation buffers of a chunk.
@@ -52,7 +45,7 @@ func (e *engine) NewState(opt backend.StateOptions) (backend.State, error) {
 	if opt.ContextSize <= 0 {
 		return nil, fmt.Errorf("context size %d must be positive", opt.ContextSize)
 	}
-	st := &state{e: e, opt: opt, chunk: min(prefillChunk, opt.ContextSize)}
+	st := &state{e: e, opt: opt, chunk: min(backend.ChunkRows, opt.ContextSize)}
 	switch opt.KVCache {
 	case backend.KVFloat16:
 		st.kvElem = 2
@@ -96,7 +89,7 @@ func (e *engine) NewState(opt backend.StateOptions) (backend.State, error) {
 
 // acts are the activations of the rows of a command buffer, row-major by row: a
 // state's own, for a chunk of its sequence run alone, or the engine's batch buffers,
-// for the rows of several sequences run together (backend_batch.go).
+// for the rows of several sequences run together (batch.go).
 type acts struct {
 	xa, xb, delta, h, hr gpu.Buffer // rows × the residual stream
 	qkv, z               gpu.Buffer // a GDN layer's In products
@@ -272,7 +265,7 @@ func (st *state) SetLen(n int) error {
 func (st *state) CopyFrom(o backend.State) error {
 	src, ok := o.(*state)
 	if !ok || src.e != st.e {
-		return errForeign
+		return backend.ErrForeignState
 	}
 	if st.closed || src.closed {
 		return backend.ErrClosed

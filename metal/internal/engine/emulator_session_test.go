@@ -1,4 +1,4 @@
-package metal
+package engine
 
 import (
 	"bytes"
@@ -111,7 +111,7 @@ func TestParity(t *testing.T) {
 			continue
 		}
 		// The step form of the GDN recurrence in prefill (gdn_seq instead of gdn_chunk).
-		stepped, err := newSession(t, openTiny(t, path, newEmulator(WithStepGDN(true)), kv, 96)).PrefillAll(context.Background(), ids)
+		stepped, err := newSession(t, openTiny(t, path, newEmulator(stepGDN), kv, 96)).PrefillAll(context.Background(), ids)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -368,12 +368,12 @@ func TestUnfusedDecode(t *testing.T) {
 	path := writeTiny(t)
 	ids := promptIDs(8)
 	fused := stepAll(t, newSession(t, openTiny(t, path, newEmulator(), bonsai.KVFloat16, 16)), ids)
-	unfused := stepAll(t, newSession(t, openTiny(t, path, newEmulator(WithUnfusedDecode(true)), bonsai.KVFloat16, 16)), ids)
+	unfused := stepAll(t, newSession(t, openTiny(t, path, newEmulator(unfused), bonsai.KVFloat16, 16)), ids)
 	d := 0.0
 	for i := range fused {
 		d = math.Max(d, maxAbsDiff(fused[i], unfused[i]))
 	}
-	split := stepAll(t, newSession(t, openTiny(t, path, newEmulator(WithSplitGDNDecode(true)), bonsai.KVFloat16, 16)), ids)
+	split := stepAll(t, newSession(t, openTiny(t, path, newEmulator(splitGDN), bonsai.KVFloat16, 16)), ids)
 	ds := 0.0
 	for i := range fused {
 		ds = math.Max(ds, maxAbsDiff(fused[i], split[i]))
@@ -383,7 +383,7 @@ func TestUnfusedDecode(t *testing.T) {
 		t.Errorf("fused vs unfused: %.2e, vs split GDN: %.2e", d, ds)
 	}
 	for _, o := range []mslemu.Order{mslemu.Reverse, mslemu.Random} {
-		b := newEmulator(WithDevice("metal-emulator", func() (gpu.Device, error) { return mslemu.New(mslemu.WithOrder(o), mslemu.WithSeed(7)) }))
+		b := newEmulator(onDevice("metal-emulator", func() (gpu.Device, error) { return mslemu.New(mslemu.WithOrder(o), mslemu.WithSeed(7)) }))
 		got := stepAll(t, newSession(t, openTiny(t, path, b, bonsai.KVFloat16, 16)), ids)
 		for i := range got {
 			if dd := maxAbsDiff(got[i], fused[i]); dd != 0 {
@@ -409,7 +409,7 @@ func (d smallDevice) WrapNoCopy(mem []byte) (gpu.Buffer, error) { return d.Devic
 func TestSplitViews(t *testing.T) {
 	emulator(t)
 	path := writeTiny(t)
-	b := newEmulator(WithDevice("metal-emulator", func() (gpu.Device, error) {
+	b := newEmulator(onDevice("metal-emulator", func() (gpu.Device, error) {
 		d, err := mslemu.New()
 		if err != nil {
 			return nil, err
@@ -470,7 +470,7 @@ func TestUnmappedWeightsEmulator(t *testing.T) {
 func TestWorkingSetEmulator(t *testing.T) {
 	emulator(t)
 	path := writeTiny(t)
-	b := newEmulator(WithDevice("metal-emulator", func() (gpu.Device, error) { return mslemu.New(mslemu.WithWorkingSet(1 << 20)) }))
+	b := newEmulator(onDevice("metal-emulator", func() (gpu.Device, error) { return mslemu.New(mslemu.WithWorkingSet(1 << 20)) }))
 	m, err := bonsai.Open(path, bonsai.WithBackend(b), bonsai.WithContextSize(16))
 	if err == nil {
 		m.Close()

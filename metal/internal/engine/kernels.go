@@ -1,4 +1,4 @@
-package metal
+package engine
 
 import (
 	"embed"
@@ -101,8 +101,10 @@ func Sources() map[string]string {
 // the .metal files, each in name order, each preceded by a #line directive naming it and
 // with its #include "…" lines of the program's own headers commented out. Passing one
 // file keeps the program independent of how a device joins several.
-func Source() string {
-	src := Sources()
+func Source() string { return joinSources(Sources()) }
+
+// joinSources joins MSL sources (file name → text) as Source joins the embedded ones.
+func joinSources(src map[string]string) string {
 	names := make([]string, 0, len(src))
 	for n := range src {
 		names = append(names, n)

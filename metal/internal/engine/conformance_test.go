@@ -1,4 +1,4 @@
-package metal
+package engine
 
 import (
 	"testing"
@@ -11,7 +11,7 @@ import (
 
 // batchTolerance is the |Δlogit| allowed between a sequence run in a batch and run alone
 // on the tiny model. A batch runs its rows through the prefill kernels
-// (backend_batch.go): a decode token through the GEMM where alone it runs the fused
+// (batch.go): a decode token through the GEMM where alone it runs the fused
 // matrix-vector kernels, a last row's head through the GEMM instead of mv_norm, a prompt
 // cut at other points through gdn_chunk over other spans — the same float32 products
 // and recurrences, summed in another order. Reordering a float32 sum of K terms moves it

@@ -1,4 +1,4 @@
-package metal
+package engine
 
 import (
 	"cmp"
@@ -50,7 +50,7 @@ func (d *countingDevice) NewBuffer(size int) (gpu.Buffer, error) {
 }
 
 func (d *countingDevice) WrapNoCopy(mem []byte) (gpu.Buffer, error) {
-	if err := mtlCheckNoCopy(addr(mem), len(mem), d.page, d.maxBuf); err != nil {
+	if err := gpu.CheckNoCopy(addr(mem), len(mem), d.page, d.maxBuf); err != nil {
 		return nil, err
 	}
 	d.mu.Lock()
@@ -101,12 +101,12 @@ func (cb *countingCB) Dispatch(p gpu.Pipeline, grid, threads gpu.Size, args ...g
 	}
 	cb.dev.dispatched[p.Name()]++
 	cb.dev.mu.Unlock()
-	if err := mtlCheckSizes(p.Name(), grid, threads, p.MaxThreadsPerThreadgroup()); err != nil && cb.err == nil {
+	if err := gpu.CheckSizes(p.Name(), grid, threads, p.MaxThreadsPerThreadgroup()); err != nil && cb.err == nil {
 		cb.err = err
 	}
 	seen := map[int]bool{}
 	for _, a := range args {
-		if _, err := mtlCheckArg(p.Name(), a); err != nil && cb.err == nil {
+		if _, err := gpu.CheckArg(p.Name(), a); err != nil && cb.err == nil {
 			cb.err = err
 		}
 		if seen[a.Index] && cb.err == nil {

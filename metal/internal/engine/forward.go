@@ -1,4 +1,4 @@
-package metal
+package engine
 
 import (
 	"context"
@@ -26,7 +26,7 @@ const (
 // Forward feeds each sequence of the batch its tokens in command buffers of up to 64
 // rows. One sequence runs alone, in chunks of its own (one decode step: one command
 // buffer, the fused kernels); several run together, their rows packed into shared
-// command buffers that read the weights once for all of them (backend_batch.go). The
+// command buffers that read the weights once for all of them (batch.go). The
 // batch has been checked (backend.Check).
 func (e *engine) Forward(ctx context.Context, batch []backend.Sequence) error {
 	return e.run(ctx, batch, nil)
@@ -62,18 +62,18 @@ func (e *engine) forward(ctx context.Context, s *backend.Sequence, next *int32) 
 	if err != nil {
 		return err
 	}
-	tokens := s.Tokens
-	for done := 0; done < len(tokens); {
+	alone := []backend.Sequence{*s}
+	for c := range backend.Chunks(alone, st.chunk) {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		n := min(st.chunk, len(tokens)-done)
-		mode := chunkMode(s, done+n == len(tokens), next != nil)
-		if err := e.runChunk(st, tokens[done:done+n], mode); err != nil {
-			return err
+		for p := range c.Parts() {
+			mode := chunkMode(s, p.Last(alone), next != nil)
+			if err := e.runChunk(st, s.Tokens[p.First:p.First+p.N], mode); err != nil {
+				return err
+			}
+			chunkOut(s, p.First, p.N, mode, next, floats(st.logits.Contents()), st.best.Contents(), e.sizes.vocab)
 		}
-		chunkOut(s, done, n, mode, next, floats(st.logits.Contents()), st.best.Contents(), e.sizes.vocab)
-		done += n
 	}
 	return nil
 }
@@ -96,7 +96,7 @@ func chunkOut(s *backend.Sequence, done, n int, mode outMode, next *int32, logit
 func (e *engine) stateOf(s backend.State) (*state, error) {
 	st, ok := s.(*state)
 	if !ok || st.e != e {
-		return nil, errForeign
+		return nil, backend.ErrForeignState
 	}
 	if st.closed {
 		return nil, backend.ErrClosed
@@ -111,7 +111,7 @@ func (e *engine) runChunk(st *state, tokens []int32, mode outMode) error {
 	if e.closed {
 		return backend.ErrClosed
 	}
-	// A prefill chunk is split into command buffers of a few layers (backend_split.go).
+	// A prefill chunk is split into command buffers of a few layers (split.go).
 	T, every := len(tokens), 0
 	if T > 1 {
 		every = e.budget.every(T)
@@ -225,9 +225,9 @@ func (e *engine) mv(cb gpu.CommandBuffer, mode mvMode, K int, in mvIn, sets ...m
 	perGroup := nsg * mvRows
 	ngroups := (total + perGroup - 1) / perGroup
 	ntg := ngroups
-	if single && ngroups > e.b.cfg.maxGroups {
+	if single && ngroups > e.b.cfg.MaxGroups {
 		// At most maxGroups threadgroups, each with the same number of row groups.
-		per := (ngroups + e.b.cfg.maxGroups - 1) / e.b.cfg.maxGroups
+		per := (ngroups + e.b.cfg.MaxGroups - 1) / e.b.cfg.MaxGroups
 		ntg = (ngroups + per - 1) / per
 	}
 	var n [3]int
@@ -308,7 +308,7 @@ func (e *engine) encodeDecode(cb gpu.CommandBuffer, st *state, mode outMode) {
 			swap()
 			e.attention(cb, st.alone(1), li, true)
 		case qwen35.MixerGDN:
-			if e.b.cfg.splitGDN || e.isPTQ1(l.in.products[0]) != e.isPTQ1(l.in.products[1]) {
+			if e.b.cfg.SplitGDN || e.isPTQ1(l.in.products[0]) != e.isPTQ1(l.in.products[1]) {
 				// The products as one mv_norm that also keeps the normed vector for the
 				// unrotated products, then the step (gdn_seq, one token).
 				in := normIn(&lp.In, l.in.norm)
@@ -540,7 +540,7 @@ func (e *engine) encodeLayers(cb gpu.CommandBuffer, a *acts, R int, segs []seg) 
 		case qwen35.MixerGDN:
 			e.gemmSite(cb, &lp.In, &l.in, R, a.hr, a.qkv, a.z)
 			for _, s := range segs {
-				if s.n > 1 && !e.b.cfg.stepGDN {
+				if s.n > 1 && !e.b.cfg.StepGDN {
 					e.gdnChunk(cb, s, li)
 				} else {
 					e.gdnSeq(cb, s, li)
@@ -558,11 +558,8 @@ func (e *engine) encodeLayers(cb gpu.CommandBuffer, a *acts, R int, segs []seg) 
 	}
 }
 
-// DecodeDispatches returns the kernel dispatches one decode step records with the fused
-// kernels for a model of configuration c, all in one command buffer: the embedding; per
-// GDN layer gdn_decode, mv_fwht, mv_norm and mv_swiglu; per attention layer mv_norm,
-// attn, mv_fwht, mv_norm and mv_swiglu; the head; and, for a greedy step, the argmax.
-// For the 27B model: 275 (274 when the logits are read back instead).
+// DecodeDispatches is metal.DecodeDispatches (the doc is there): the dispatches
+// encodeDecode records.
 func DecodeDispatches(c *qwen35.Config, greedy bool) int {
 	n := 1 + 4*(c.Layers-c.AttentionLayers()) + 5*c.AttentionLayers() + 1
 	if greedy {

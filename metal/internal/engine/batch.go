@@ -1,4 +1,4 @@
-package metal
+package engine
 
 import (
 	"context"
@@ -10,11 +10,11 @@ import (
 	"github.com/bonsai-go/sdk/metal/internal/gpu"
 )
 
-// Batches (the package doc's section of that name). A decode step reads every weight
+// Batches (package metal's doc, the section of that name). A decode step reads every weight
 // for one row of arithmetic per weight, so N streams stepped one after another would
 // read the weights N times; run together, their rows share each GEMM. The rows of all
 // the batch's sequences are packed, in batch order, into command buffers of up to
-// prefillChunk rows (a sequence that does not fit continues in the next); a command
+// backend.ChunkRows rows (backend.Chunks: a sequence that does not fit continues in the next); a command
 // buffer holding two or more sequences' rows runs encodeBatch on the engine's batch
 // activations, one holding one sequence's rows runs that sequence's own path
 // (encodeChunk on its own activations). Each part of a command buffer is one sequence's
@@ -28,12 +28,12 @@ import (
 // decode for one token, mv_norm for a last row's head, gdn_chunk over other spans for a
 // prompt that the packing cuts elsewhere than its own chunks.
 
-// part is a sequence's share of one command buffer of a batch: tokens [done, done+n) of
-// batch[seq], at rows [row, row+n) of the batch's activations.
+// part is a sequence's share of one command buffer of a batch, its backend.Part: rows
+// [Row, Row+N) of the batch's activations.
 type part struct {
-	seq, done, row, n int
-	mode              outMode
-	head              int // its first row of the head's logits
+	backend.Part
+	mode outMode
+	head int // its first row of the head's logits
 }
 
 // run runs a Forward or ForwardGreedy (next set: one result per sequence).
@@ -59,43 +59,32 @@ func (e *engine) run(ctx context.Context, batch []backend.Sequence, next []int32
 	case err != nil:
 		return err
 	}
-	parts := make([]part, 0, min(live, prefillChunk))
+	parts := make([]part, 0, min(live, backend.ChunkRows))
 	segs := make([]seg, 0, cap(parts))
-	for i, done := 0, 0; ; {
-		parts, segs = parts[:0], segs[:0]
-		R := 0
-		for i < len(batch) && R < prefillChunk {
-			s := &batch[i]
-			if n := min(len(s.Tokens)-done, prefillChunk-R); n > 0 {
-				last := done+n == len(s.Tokens)
-				parts = append(parts, part{seq: i, done: done, row: R, n: n, mode: chunkMode(s, last, next != nil)})
-				segs = append(segs, seg{a, s.State.(*state), R, n})
-				R += n
-				done += n
-			}
-			if done == len(s.Tokens) {
-				i, done = i+1, 0
-			}
-		}
-		if R == 0 {
-			return nil
-		}
+	for c := range backend.Chunks(batch, backend.ChunkRows) {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
+		parts, segs = parts[:0], segs[:0]
+		for p := range c.Parts() {
+			s := &batch[p.Seq]
+			parts = append(parts, part{Part: p, mode: chunkMode(s, p.Last(batch), next != nil)})
+			segs = append(segs, seg{a, s.State.(*state), p.Row, p.N})
+		}
 		if len(parts) == 1 {
 			p, st := parts[0], segs[0].st
-			s := &batch[p.seq]
-			if err := e.runChunk(st, s.Tokens[p.done:p.done+p.n], p.mode); err != nil {
-				return inSequence(batch, p.seq, err)
+			s := &batch[p.Seq]
+			if err := e.runChunk(st, s.Tokens[p.First:p.First+p.N], p.mode); err != nil {
+				return inSequence(batch, p.Seq, err)
 			}
-			chunkOut(s, p.done, p.n, p.mode, resultOf(next, p), floats(st.logits.Contents()), st.best.Contents(), e.sizes.vocab)
+			chunkOut(s, p.First, p.N, p.mode, resultOf(next, p), floats(st.logits.Contents()), st.best.Contents(), e.sizes.vocab)
 			continue
 		}
-		if err := e.runBatch(batch, next, parts, segs, R); err != nil {
-			return fmt.Errorf("sequences %d to %d: %w", parts[0].seq, parts[len(parts)-1].seq, err)
+		if err := e.runBatch(batch, next, parts, segs, c.Rows); err != nil {
+			return fmt.Errorf("sequences %d to %d: %w", parts[0].Seq, parts[len(parts)-1].Seq, err)
 		}
 	}
+	return nil
 }
 
 // each runs the sequences of the batch one after another, each alone.
@@ -117,7 +106,7 @@ func resultOf(next []int32, p part) *int32 {
 	if p.mode != outArgmax {
 		return nil
 	}
-	return &next[p.seq]
+	return &next[p.Seq]
 }
 
 // chunkMode is what a chunk of s computes after the layers: last says whether it ends
@@ -138,7 +127,7 @@ func chunkMode(s *backend.Sequence, last, greedy bool) outMode {
 
 // runBatch runs the R rows of parts (of two or more sequences; segs their rows) in one
 // command buffer — split at layer ends for the watchdog as a prefill chunk is
-// (backend_split.go) — waits for it, and delivers each part's logits or choice and
+// (split.go) — waits for it, and delivers each part's logits or choice and
 // advances its state.
 func (e *engine) runBatch(batch []backend.Sequence, next []int32, parts []part, segs []seg, R int) error {
 	e.mu.Lock()
@@ -148,7 +137,7 @@ func (e *engine) runBatch(batch []backend.Sequence, next []int32, parts []part, 
 	}
 	a := segs[0].a
 	for k, p := range parts {
-		e.putRows(a, p.row, segs[k].st.pos, batch[p.seq].Tokens[p.done:p.done+p.n])
+		e.putRows(a, p.Row, segs[k].st.pos, batch[p.Seq].Tokens[p.First:p.First+p.N])
 	}
 	every := e.budget.every(R)
 	cb := newSplitter(e.dev, every)
@@ -161,9 +150,9 @@ func (e *engine) runBatch(batch []backend.Sequence, next []int32, parts []part, 
 	V := e.sizes.vocab
 	logits, best := floats(a.logits.Contents()), a.best.Contents()
 	for k, p := range parts {
-		chunkOut(&batch[p.seq], p.done, p.n, p.mode, resultOf(next, p), logits[p.head*V:], best[4*k:], V)
+		chunkOut(&batch[p.Seq], p.First, p.N, p.mode, resultOf(next, p), logits[p.head*V:], best[4*k:], V)
 		st := segs[k].st
-		st.setLen(st.pos + p.n)
+		st.setLen(st.pos + p.N)
 	}
 	return nil
 }
@@ -179,12 +168,12 @@ func (e *engine) encodeBatch(cb gpu.CommandBuffer, a *acts, parts []part, segs [
 	rows := 0
 	for k := range parts {
 		p := &parts[k]
-		from, n := p.row, p.n
+		from, n := p.Row, p.N
 		switch p.mode {
 		case outNone:
 			continue
 		case outLast, outArgmax:
-			from, n = p.row+p.n-1, 1
+			from, n = p.Row+p.N-1, 1
 		}
 		e.siteNormAt(cb, a, from, rowAt(a.hr, rows, W), n, W, e.head.norm, true, false)
 		p.head = rows
@@ -201,7 +190,7 @@ func (e *engine) encodeBatch(cb gpu.CommandBuffer, a *acts, parts []part, segs [
 	}
 }
 
-// batchActs returns the engine's batch activations — prefillChunk rows, of as many
+// batchActs returns the engine's batch activations — backend.ChunkRows rows, of as many
 // sequences — allocated at the first batch and kept until Close. The batches of all
 // the engine's states share them: they run under e.mu. They count against the working
 // set as a state does; when they do not fit (ErrWorkingSet), batches run their
@@ -215,13 +204,13 @@ func (e *engine) batchActs() (*acts, error) {
 	if e.batch != nil {
 		return e.batch, nil
 	}
-	need := e.actsBytes(prefillChunk, prefillChunk)
+	need := e.actsBytes(backend.ChunkRows, backend.ChunkRows)
 	if ws := e.workingSet(); ws > 0 && e.resident+need > ws {
-		return nil, fmt.Errorf("%w: the activations of a batch of %d rows need %s, %s are left", ErrWorkingSet, prefillChunk, gib(need), gib(max(ws-e.resident, 0)))
+		return nil, fmt.Errorf("%w: the activations of a batch of %d rows need %s, %s are left", ErrWorkingSet, backend.ChunkRows, gib(need), gib(max(ws-e.resident, 0)))
 	}
 	a := &acts{}
 	var bufs []gpu.Buffer
-	err := e.layoutActs(a, prefillChunk, prefillChunk, func(n int) (gpu.Buffer, error) {
+	err := e.layoutActs(a, backend.ChunkRows, backend.ChunkRows, func(n int) (gpu.Buffer, error) {
 		b, err := e.dev.NewBuffer(max(n, 16))
 		if err != nil {
 			return nil, err

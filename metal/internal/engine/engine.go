@@ -1,4 +1,4 @@
-package metal
+package engine
 
 import (
 	"context"
@@ -71,9 +71,9 @@ type engine struct {
 	// mu serialises the command buffers of the engine's states.
 	mu       sync.Mutex
 	closed   bool
-	resident int64    // bytes counted against the working set: weights and live states (backend_memory.go)
-	budget   cbBudget // the size of prefill command buffers (backend_split.go), under mu
-	batch    *acts    // the rows of batches of several sequences, once allocated (backend_batch.go), under mu
+	resident int64    // bytes counted against the working set: weights and live states (memory.go)
+	budget   cbBudget // the size of prefill command buffers (split.go), under mu
+	batch    *acts    // the rows of batches of several sequences, once allocated (batch.go), under mu
 
 	owned   []gpu.Buffer // released at Close
 	views   int          // how many of owned are views of the mapped file
@@ -130,9 +130,9 @@ func newEngine(ctx context.Context, b *Backend, dev gpu.Device, w *qwen35.Weight
 		b: b, dev: dev, w: w, cfg: c, plan: plan, att: qwen35.NewAttention(c), sizes: sizes, geo: geo, blk: blk,
 		scale: float32(1 / math.Sqrt(float64(blk))),
 		eps:   float32(c.RMSEpsilon),
-		fused: geo.fusedGDN && !b.cfg.unfused,
+		fused: geo.fusedGDN && !b.cfg.Unfused,
 	}
-	e.budget = cbBudget{target: b.cfg.cbTime, layers: len(plan.Layers)}
+	e.budget = cbBudget{target: b.cfg.CBTime, layers: len(plan.Layers)}
 	report := func(done, total int64) {
 		if opt.Progress != nil {
 			opt.Progress(done, total)

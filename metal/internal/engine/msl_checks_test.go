@@ -1,4 +1,4 @@
-package metal
+package engine
 
 import (
 	"errors"
@@ -42,7 +42,7 @@ func TestAddressSpacesNegative(t *testing.T) {
 		t.Fatal("tg_fwht's declaration changed; update the test")
 	}
 	src["common.h"] = bad
-	joined := joinedSource(t, src)
+	joined := joinSources(src)
 	err := mslemu.AddressSpaceCheck(map[string]string{sourceFile: joined}, geom27B.macros())
 	skipNoClang(t, err)
 	if !errors.Is(err, mslemu.ErrCompile) || !strings.Contains(err.Error(), "tg_fwht") {
@@ -52,16 +52,6 @@ func TestAddressSpacesNegative(t *testing.T) {
 	if err := mslemu.CompileCheck(map[string]string{sourceFile: joined}, geom27B.macros()); err != nil {
 		t.Errorf("the emulator's build refuses the mutation too (%v): the test no longer shows the difference", err)
 	}
-}
-
-// joinedSource joins src as Source joins the embedded files.
-func joinedSource(t *testing.T, src map[string]string) string {
-	t.Helper()
-	s, err := mtlJoinSources(src)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return s
 }
 
 // TestKernelRules: the attribute linter passes every shipped kernel at the 27B sizes
@@ -93,7 +83,7 @@ func TestKernelRules(t *testing.T) {
 	src := Sources()
 	src["site.metal"] = strings.Replace(src["site.metal"], "uint2 tptg [[threads_per_threadgroup]]", "uint nt [[threads_per_threadgroup]]", 1)
 	src["site.metal"] = strings.Replace(src["site.metal"], "const uint nt = tptg.x;", "", 1)
-	_, err = mslemu.Kernels(map[string]string{sourceFile: joinedSource(t, src)})
+	_, err = mslemu.Kernels(map[string]string{sourceFile: joinSources(src)})
 	if !errors.Is(err, mslemu.ErrRule) || !strings.Contains(err.Error(), "kernel embed: parameter nt [[threads_per_threadgroup]] is uint") {
 		t.Errorf("defect 1 put back: got %v", err)
 	}

@@ -1,4 +1,4 @@
-package metal
+package engine
 
 import (
 	"bytes"
@@ -213,19 +213,22 @@ func checkBatchBits(t *testing.T, e, alone backend.Greedy, lens []int) batchRun 
 // alone (the fused decode) the four streams agree within batchTolerance and choose the
 // same greedy tokens.
 func TestBatchMatchesUnfused(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: the batch sweeps against the unfused kernels (both formats, minutes on the emulator) are left to the full go test; TestConformance runs batches against sequences alone")
+	}
 	emulator(t)
 	for _, f := range []ternary.Format{ternary.PQ2_0, ternary.PTQ1_0} {
 		t.Run(f.String(), func(t *testing.T) {
 			w := tinyAs(t, f)
-			step := loadEmulated(t, w, WithStepGDN(true))
-			stepUnfused := loadEmulated(t, w, WithStepGDN(true), WithUnfusedDecode(true))
+			step := loadEmulated(t, w, stepGDN)
+			stepUnfused := loadEmulated(t, w, stepGDN, unfused)
 			checkBatchBits(t, step, stepUnfused, []int{1, 70, 3})
 			if f != ternary.PQ2_0 {
 				return // the emulator is slow; the decode streams' kernels are the same
 			}
 			lens := []int{1, 1, 1, 1}
 			def := loadEmulated(t, w)
-			b := checkBatchBits(t, def, loadEmulated(t, w, WithUnfusedDecode(true)), lens)
+			b := checkBatchBits(t, def, loadEmulated(t, w, unfused), lens)
 			a := runBatchCase(t, def, lens, false)
 			worst := 0.0
 			for i := range lens {
@@ -304,7 +307,7 @@ func TestBatchCommandBuffers(t *testing.T) {
 		got := run(batch, true)
 		need := int64(0)
 		if n == 2 {
-			need = e.actsBytes(prefillChunk, prefillChunk)
+			need = e.actsBytes(backend.ChunkRows, backend.ChunkRows)
 		}
 		if a, r := int64(dev.allocated-allocated), e.resident-resident; a != need || r != need {
 			t.Errorf("%d decode streams allocated %d bytes and reserved %d, want %d (the batch activations at the first batch)", n, a, r, need)
@@ -397,7 +400,7 @@ func TestBatchWithoutRoom(t *testing.T) {
 	en.Close()
 	// Room for the weights and two states, not for the batch activations as well.
 	dev = newCountingDevice(1 << 30)
-	dev.workingSet = weights + 2*st + e.actsBytes(prefillChunk, prefillChunk)/2
+	dev.workingSet = weights + 2*st + e.actsBytes(backend.ChunkRows, backend.ChunkRows)/2
 	en, err = loadOn(t, path, dev, backend.LoadOptions{})
 	if err != nil {
 		t.Fatal(err)

@@ -1,4 +1,4 @@
-package metal
+package engine
 
 import (
 	"errors"
@@ -9,17 +9,14 @@ import (
 
 	"github.com/bonsai-go/sdk/bonsai/backend"
 	"github.com/bonsai-go/sdk/metal/internal/gpu"
-	"github.com/bonsai-go/sdk/metal/internal/kcheck"
 	"github.com/bonsai-go/sdk/ternary"
 )
 
-func init() { kcheck.Bench = benchProducts }
-
-// benchProducts is kernelcheck.Bench: each shape's matrix-vector product in the decode's
+// Bench is kernelcheck.Bench: each shape's matrix-vector product in the decode's
 // kernel for its input width (mv_norm at 5120, mv_fwht at 6144, mv_swiglu at 17408) and
 // the streaming read of as many bytes, each timed as the median of opt.Reps command
 // buffers after a warm-up.
-func benchProducts(b backend.Backend, opt kcheck.BenchOptions) ([]kcheck.Rate, error) {
+func Bench(b backend.Backend, opt BenchOptions) ([]Rate, error) {
 	mb, ok := b.(*Backend)
 	if !ok {
 		return nil, errors.New("kernelcheck.Bench needs a backend of package metal")
@@ -27,7 +24,7 @@ func benchProducts(b backend.Backend, opt kcheck.BenchOptions) ([]kcheck.Rate, e
 	if opt.Reps <= 0 {
 		opt.Reps = 5
 	}
-	dev, err := mb.cfg.device()
+	dev, err := mb.cfg.Device()
 	if err != nil {
 		return nil, err
 	}
@@ -40,7 +37,7 @@ func benchProducts(b backend.Backend, opt kcheck.BenchOptions) ([]kcheck.Rate, e
 		return nil, err
 	}
 	keep := len(k.bufs) // the engine's own (the signs)
-	var out []kcheck.Rate
+	var out []Rate
 	for _, s := range opt.Shapes {
 		r := e.benchShape(s, opt.Reps)
 		out = append(out, r)
@@ -55,9 +52,9 @@ func benchProducts(b backend.Backend, opt kcheck.BenchOptions) ([]kcheck.Rate, e
 	return out, nil
 }
 
-func (e *ckEngine) benchShape(s kcheck.Shape, reps int) kcheck.Rate {
+func (e *ckEngine) benchShape(s Shape, reps int) Rate {
 	k := e.k
-	r := kcheck.Rate{Shape: s, Reps: reps}
+	r := Rate{Shape: s, Reps: reps}
 	var mode mvMode
 	switch s.K {
 	case 5120:

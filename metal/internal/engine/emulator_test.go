@@ -1,4 +1,4 @@
-package metal
+package engine
 
 import (
 	"errors"
@@ -9,7 +9,6 @@ import (
 	"testing"
 
 	"github.com/bonsai-go/sdk/metal/internal/gpu"
-	"github.com/bonsai-go/sdk/metal/internal/kcheck"
 	"github.com/bonsai-go/sdk/metal/internal/mslemu"
 )
 
@@ -77,7 +76,7 @@ func TestCompileCheck(t *testing.T) {
 // TestKernels runs every kernel against its Go reference at small odd shapes.
 func TestKernels(t *testing.T) {
 	emulator(t)
-	cs, err := checkKernels(newEmulator(), kcheck.Options{Seed: 1})
+	cs, err := RunChecks(newEmulator(), Options{Seed: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -99,17 +98,17 @@ func TestKernels(t *testing.T) {
 // emulator).
 func TestKernelsRealShapes(t *testing.T) {
 	if testing.Short() {
-		t.Skip("-short")
+		t.Skip("-short: the kernels at the 27B model's shapes (minutes on the emulator) are left to the full go test; TestKernels checks every kernel at small shapes")
 	}
 	emulator(t)
-	cs, err := checkKernels(newEmulator(), kcheck.Options{Seed: 2, Real: true})
+	cs, err := RunChecks(newEmulator(), Options{Seed: 2, Real: true})
 	if err != nil {
 		t.Fatal(err)
 	}
 	report(t, cs)
 }
 
-func report(t *testing.T, cs []kcheck.Check) {
+func report(t *testing.T, cs []Check) {
 	t.Helper()
 	for _, c := range cs {
 		if c.OK() {

@@ -1,13 +1,12 @@
-// Package kcheck holds the types of the Metal kernel checks and the hook through which
-// package metal, whose engine the checks drive, runs them for package metal/kernelcheck.
-package kcheck
+package engine
+
+// The kernel checks' results and options: package metal/kernelcheck presents them
+// (kernels_check.go runs the checks, kernels_bench.go the bandwidth measures).
 
 import (
 	"fmt"
 	"math"
 	"time"
-
-	"github.com/bonsai-go/sdk/bonsai/backend"
 )
 
 // Check is one kernel run on the device and compared with the Go code that owns its
@@ -48,9 +47,6 @@ type Options struct {
 	// Log, when set, receives each check as it completes.
 	Log func(Check)
 }
-
-// Run runs the checks on a backend of package metal; package metal sets it.
-var Run func(b backend.Backend, opt Options) ([]Check, error)
 
 // Shape is one matrix-vector product: K inputs, N rows.
 type Shape struct{ K, N int }
@@ -96,6 +92,3 @@ type BenchOptions struct {
 	Seed   uint64
 	Log    func(Rate)
 }
-
-// Bench times the products on a backend of package metal; package metal sets it.
-var Bench func(b backend.Backend, opt BenchOptions) ([]Rate, error)

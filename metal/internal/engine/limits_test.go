@@ -1,4 +1,4 @@
-package metal
+package engine
 
 import (
 	"context"
@@ -65,7 +65,7 @@ func TestWorkingSet(t *testing.T) {
 	}
 	e := en.(*engine)
 	weights := e.resident
-	small := e.bytesFor(prefillChunk, 1)
+	small := e.bytesFor(backend.ChunkRows, 1)
 	st16 := e.bytesFor(1000, 2)
 	if weights <= 0 || small <= 0 || st16 <= small {
 		t.Fatalf("weights %d, smallest state %d, 1000 f16 %d", weights, small, st16)

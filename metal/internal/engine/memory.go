@@ -1,4 +1,4 @@
-package metal
+package engine
 
 import (
 	"errors"
@@ -18,8 +18,8 @@ import (
 // each sequence's buffers against it, before anything is allocated, and refuse with
 // the sizes and what would fit.
 
-// ErrWorkingSet is wrapped by the errors of Load and NewState when the model or a
-// sequence does not fit the device's recommended working set.
+// ErrWorkingSet is metal.ErrWorkingSet: the model or a sequence does not fit the
+// device's recommended working set.
 var ErrWorkingSet = errors.New("does not fit the GPU's working set")
 
 // workingSet is the device's recommended working set in bytes, 0 when it does not say.
@@ -78,7 +78,7 @@ func (e *engine) kvChoices() []kvChoice {
 
 // bytesFor is the size of a state of ctx positions with KV elements of elem bytes.
 func (e *engine) bytesFor(ctx, elem int) int64 {
-	return e.stateBytes(&state{opt: backend.StateOptions{ContextSize: ctx}, chunk: min(prefillChunk, ctx), kvElem: elem})
+	return e.stateBytes(&state{opt: backend.StateOptions{ContextSize: ctx}, chunk: min(backend.ChunkRows, ctx), kvElem: elem})
 }
 
 // maxContext is the largest context whose state fits in avail bytes with KV elements of
@@ -125,10 +125,10 @@ func (e *engine) fits(avail int64) string {
 func (e *engine) checkWeightsFit(n int64) error {
 	ws := e.workingSet()
 	small := e.kvChoices()[0]
-	seq := e.bytesFor(prefillChunk, small.elem)
+	seq := e.bytesFor(backend.ChunkRows, small.elem)
 	if ws > 0 && n+seq > ws {
 		return fmt.Errorf("%w: the model's weights take %s and a sequence of %d tokens (KV cache %v) %s more; the device (%s) recommends at most %s (recommendedMaxWorkingSetSize): use a Mac with more memory, or the CPU backend",
-			ErrWorkingSet, gib(n), prefillChunk, small.p, gib(seq), e.dev.Name(), gib(ws))
+			ErrWorkingSet, gib(n), backend.ChunkRows, small.p, gib(seq), e.dev.Name(), gib(ws))
 	}
 	e.mu.Lock()
 	e.resident = n

@@ -41,14 +41,21 @@ func Config(t testing.TB, preset string) qwen35.Config {
 // returns its path.
 func Path(t testing.TB, preset string, seed uint64, format ternary.Format) string {
 	t.Helper()
-	return write(t, model{preset, seed, format, false})
+	return write(t, preset+".gguf", model{options(t, preset, seed, format), false})
 }
 
 // TwinPath writes the model's F32 twin (synth.WriteTwin), the layout upstream llama.cpp
 // runs, into a new temporary directory of t, as <preset>-f32.gguf, and returns its path.
 func TwinPath(t testing.TB, preset string, seed uint64, format ternary.Format) string {
 	t.Helper()
-	return write(t, model{preset, seed, format, true})
+	return write(t, preset+"-f32.gguf", model{options(t, preset, seed, format), true})
+}
+
+// PathOf writes the model opt describes, for a test that needs a configuration no preset
+// has, into a new temporary directory of t, as model.gguf, and returns its path.
+func PathOf(t testing.TB, opt synth.Options) string {
+	t.Helper()
+	return write(t, "model.gguf", model{opt, false})
 }
 
 // File maps the model's file (Path) as bonsai.Open maps a model, so that its tensors are
@@ -63,6 +70,12 @@ func File(t testing.TB, preset string, seed uint64, format ternary.Format) *gguf
 func Twin(t testing.TB, preset string, seed uint64, format ternary.Format) *gguf.File {
 	t.Helper()
 	return open(t, TwinPath(t, preset, seed, format))
+}
+
+// FileOf maps the model opt describes (PathOf); it is closed at t's cleanup.
+func FileOf(t testing.TB, opt synth.Options) *gguf.File {
+	t.Helper()
+	return open(t, PathOf(t, opt))
 }
 
 // Weights binds the model's File through the architecture it names, as bonsai.Open binds
@@ -81,6 +94,11 @@ func Weights(t testing.TB, preset string, seed uint64, format ternary.Format) *q
 	return w
 }
 
+func options(t testing.TB, preset string, seed uint64, format ternary.Format) synth.Options {
+	t.Helper()
+	return synth.Options{Config: Config(t, preset), Seed: seed, Format: format}
+}
+
 func open(t testing.TB, path string) *gguf.File {
 	t.Helper()
 	f, err := gguf.Open(path)
@@ -89,49 +107,33 @@ func open(t testing.TB, path string) *gguf.File {
 	return f
 }
 
-// model names a synthetic file.
+// model is a synthetic file: the model opt describes, or its twin.
 type model struct {
-	preset string
-	seed   uint64
-	format ternary.Format
-	twin   bool
+	opt  synth.Options
+	twin bool
 }
 
-func (m model) options() (synth.Options, error) {
-	c, err := synth.Preset(m.preset)
-	return synth.Options{Config: c, Seed: m.seed, Format: m.format}, err
-}
-
-func (m model) name() string {
-	if m.twin {
-		return m.preset + "-f32.gguf"
-	}
-	return m.preset + ".gguf"
-}
+// The cache's keys must compare: a map of them compiles only if they do.
+var _ map[model]bool
 
 // generated holds the bytes of the models of up to cacheBytes, each generated once.
 var generated sync.Map // model → func() ([]byte, error)
 
-func write(t testing.TB, m model) string {
+// write writes m into a new temporary directory of t as name.
+func write(t testing.TB, name string, m model) string {
 	t.Helper()
-	opt, err := m.options()
-	require.NoError(t, err)
-	path := filepath.Join(t.TempDir(), m.name())
-	if size(t, m, opt) > cacheBytes {
-		writeFile := synth.WriteFile
-		if m.twin {
-			writeFile = synth.WriteTwinFile
-		}
-		require.NoError(t, writeFile(context.Background(), path, opt, nil))
+	path := filepath.Join(t.TempDir(), name)
+	stream, file := synth.Write, synth.WriteFile
+	if m.twin {
+		stream, file = synth.WriteTwin, synth.WriteTwinFile
+	}
+	if size(t, m) > cacheBytes {
+		require.NoError(t, file(context.Background(), path, m.opt, nil))
 		return path
 	}
 	gen, _ := generated.LoadOrStore(m, sync.OnceValues(func() ([]byte, error) {
-		w := synth.Write
-		if m.twin {
-			w = synth.WriteTwin
-		}
 		var buf bytes.Buffer
-		err := w(context.Background(), &buf, opt, nil)
+		err := stream(context.Background(), &buf, m.opt, nil)
 		return buf.Bytes(), err
 	}))
 	data, err := gen.(func() ([]byte, error))()
@@ -141,11 +143,11 @@ func write(t testing.TB, m model) string {
 }
 
 // size is the bytes of the model's tensor data, which is nearly all of its file.
-func size(t testing.TB, m model, opt synth.Options) int64 {
+func size(t testing.TB, m model) int64 {
 	t.Helper()
-	infos, err := synth.TensorInfos(opt)
+	infos, err := synth.TensorInfos(m.opt)
 	if m.twin {
-		infos, err = synth.TwinTensorInfos(opt)
+		infos, err = synth.TwinTensorInfos(m.opt)
 	}
 	require.NoError(t, err)
 	var n int64

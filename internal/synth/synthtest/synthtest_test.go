@@ -63,7 +63,7 @@ func TestPathUncached(t *testing.T) {
 	defer func(n int64) { cacheBytes = n }(cacheBytes)
 	cacheBytes = 0
 	for _, twin := range []bool{false, true} {
-		m := model{"tiny", 21, ternary.PTQ1_0, twin}
+		m := model{options(t, "tiny", 21, ternary.PTQ1_0), twin}
 		want, path := direct(t, writeModel, "tiny", 21, ternary.PTQ1_0), Path(t, "tiny", 21, ternary.PTQ1_0)
 		if twin {
 			want, path = direct(t, writeTwin, "tiny", 21, ternary.PTQ1_0), TwinPath(t, "tiny", 21, ternary.PTQ1_0)
@@ -117,6 +117,23 @@ func TestWeightsBindPreset(t *testing.T) {
 			})
 		}
 	}
+}
+
+// A configuration of no preset: the file is synth's for it, and binds to it.
+func TestFileOf(t *testing.T) {
+	cfg := Config(t, "tiny")
+	cfg.Layers, cfg.FullAttentionInterval = 1, 1
+	opt := synth.Options{Config: cfg, Seed: 9, Format: ternary.PTQ1_0}
+	var want bytes.Buffer
+	require.NoError(t, synth.Write(context.Background(), &want, opt, nil))
+	path := PathOf(t, opt)
+	assert.Equal(t, "model.gguf", filepath.Base(path))
+	assert.True(t, bytes.Equal(want.Bytes(), read(t, path)))
+	w, err := qwen35.Bind(FileOf(t, opt))
+	require.NoError(t, err)
+	require.Len(t, w.Layers, 1)
+	assert.True(t, w.Layers[0].Attention)
+	assert.Equal(t, ternary.PTQ1_0, w.Output.Format)
 }
 
 // The twin holds the model's tensors, every one F32, and no rotation contract.

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/bonsai-go/sdk/bonsai"
+	"github.com/bonsai-go/sdk/internal/synth/synthtest"
 	"github.com/bonsai-go/sdk/qwen35"
 	"github.com/bonsai-go/sdk/ternary"
 	"github.com/stretchr/testify/assert"
@@ -17,7 +18,7 @@ import (
 // KV precision: it steps on from there with finite logits, its snapshot round-trips, and
 // a context too small is refused.
 func TestFillSynthetic(t *testing.T) {
-	path := writeModel(t, "tiny", 11, ternary.PQ2_0)
+	path := synthtest.Path(t, "tiny", 11, ternary.PQ2_0)
 	ctx := context.Background()
 	for _, kv := range []qwen35.KVPrecision{bonsai.KVFloat16, bonsai.KVFloat32, bonsai.KVInt8, bonsai.KVQ4} {
 		t.Run(kv.String(), func(t *testing.T) {
@@ -50,7 +51,7 @@ func TestFillSynthetic(t *testing.T) {
 // Load: it returns a clear error or loads, never panics; a session that failed to load
 // is empty.
 func FuzzSnapshotLoad(f *testing.F) {
-	path := writeModel(f, "tiny", 11, ternary.PQ2_0)
+	path := synthtest.Path(f, "tiny", 11, ternary.PQ2_0)
 	m := open(f, path, bonsai.WithKVCache(bonsai.KVQ4), bonsai.WithThreads(1), bonsai.WithContextSize(64))
 	for _, kv := range []qwen35.KVPrecision{bonsai.KVQ4, bonsai.KVInt8} {
 		src := open(f, path, bonsai.WithKVCache(kv), bonsai.WithThreads(1), bonsai.WithContextSize(64))

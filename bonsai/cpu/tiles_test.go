@@ -26,6 +26,9 @@ func tiledBytes(m backend.Model) int64 {
 // and the load reports tiling every matrix the kernels take; with float32 activations
 // no tiles are made.
 func TestBatchTilesSameLogits(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: the tiled loads' logits against the plain load's (small model, both formats and precisions) run in the full go test; TestBatchTilesConformance checks the tiles under -short")
+	}
 	tokens := []int32{1, 7, 42, 3, 99, 5, 17, 250, 8, 11, 400, 2, 9, 31}
 	for _, f := range []ternary.Format{ternary.PQ2_0, ternary.PTQ1_0} {
 		m := synthtest.Weights(t, "small", 6, f)

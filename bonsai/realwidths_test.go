@@ -89,6 +89,9 @@ func TestRealWidthsMatchesReference(t *testing.T) {
 // Open maps the file and binds views of it: the heap holds the contract's sign vectors
 // and name lists and the bound tensor table, well under 1% of the file.
 func TestOpenHeapRealWidths(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: Open's heap and a session's memory at the real widths (a 420 MB file) run in the full go test")
+	}
 	path := synthtest.Path(t, "real-widths", 1, ternary.PQ2_0)
 	st, err := os.Stat(path)
 	require.NoError(t, err)

@@ -5,6 +5,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -56,6 +57,17 @@ func TestPathIsSynths(t *testing.T) {
 	}
 	assert.False(t, bytes.Equal(read(t, Path(t, "tiny", 3, ternary.PQ2_0)), read(t, Path(t, "tiny", 4, ternary.PQ2_0))),
 		"another seed, other bytes")
+}
+
+// Parallel tests asking for one model get its one generation, each in a file of its own.
+func TestPathParallel(t *testing.T) {
+	want := direct(t, writeModel, "tiny", 31, ternary.PQ2_0)
+	for i := range 4 {
+		t.Run(strconv.Itoa(i), func(t *testing.T) {
+			t.Parallel()
+			assert.True(t, bytes.Equal(want, read(t, Path(t, "tiny", 31, ternary.PQ2_0))))
+		})
+	}
 }
 
 // A model over the cache's limit is written straight to its file, with the same bytes.

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/bonsai-go/sdk/bonsai"
+	"github.com/bonsai-go/sdk/internal/synth/synthtest"
 	"github.com/bonsai-go/sdk/ternary"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -17,7 +18,7 @@ import (
 // Sessions generating at once on one model are batched — their steps share forward
 // passes — and each gets the tokens and logits it gets alone.
 func TestConcurrentSessionsBatch(t *testing.T) {
-	path := writeModel(t, "tiny", 7, ternary.PQ2_0)
+	path := synthtest.Path(t, "tiny", 7, ternary.PQ2_0)
 	m := open(t, path, bonsai.WithThreads(2))
 	prompts := []string{"The quick brown fox", "Once upon a time", "In the beginning the", "Colourless green ideas"}
 	opt := bonsai.GenerateOptions{MaxTokens: 24, SamplerOptions: bonsai.SamplerOptions{Seed: 5, Temperature: 0.8, TopK: 20}}
@@ -53,7 +54,7 @@ func TestConcurrentSessionsBatch(t *testing.T) {
 // With a small batch, a long prompt is prefilled a few rows per step, interleaved with
 // the running stream's decode steps, which keep coming while it is fed.
 func TestLongPromptInterleaves(t *testing.T) {
-	path := writeModel(t, "tiny", 7, ternary.PQ2_0)
+	path := synthtest.Path(t, "tiny", 7, ternary.PQ2_0)
 	m := open(t, path, bonsai.WithThreads(2), bonsai.WithBatchTokens(8))
 	ctx := context.Background()
 	runner := session(t, m)
@@ -109,7 +110,7 @@ func TestLongPromptInterleaves(t *testing.T) {
 // Cancelling one session's call ends it at the next step boundary with the tokens it
 // completed; the other sessions' calls in the same steps run on untouched.
 func TestCancelOneOfABatch(t *testing.T) {
-	path := writeModel(t, "tiny", 7, ternary.PQ2_0)
+	path := synthtest.Path(t, "tiny", 7, ternary.PQ2_0)
 	m := open(t, path, bonsai.WithThreads(2), bonsai.WithBatchTokens(8))
 	bg := context.Background()
 	a, b := session(t, m), session(t, m)
@@ -143,7 +144,7 @@ func TestCancelOneOfABatch(t *testing.T) {
 // Many sessions stepping at once, some cancelled midway, all end cleanly (run under
 // -race in CI).
 func TestBatcherChurn(t *testing.T) {
-	path := writeModel(t, "tiny", 7, ternary.PQ2_0)
+	path := synthtest.Path(t, "tiny", 7, ternary.PQ2_0)
 	m := open(t, path, bonsai.WithThreads(2), bonsai.WithBatchTokens(16))
 	var wg sync.WaitGroup
 	for i := range 12 {
@@ -176,7 +177,7 @@ func TestBatcherChurn(t *testing.T) {
 // that has a prompt waiting leaves it a row at least, and the streams beyond the pass
 // take turns.
 func TestPromptNotStarved(t *testing.T) {
-	path := writeModel(t, "tiny", 7, ternary.PQ2_0)
+	path := synthtest.Path(t, "tiny", 7, ternary.PQ2_0)
 	m := open(t, path, bonsai.WithThreads(2), bonsai.WithBatchTokens(2))
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -213,7 +214,7 @@ func TestPromptNotStarved(t *testing.T) {
 // streams the last pass answered (its own among them), so they do not split into
 // alternating half batches (which gave 2.5 sequences a pass).
 func TestStreamsShareEveryPass(t *testing.T) {
-	path := writeModel(t, "tiny", 7, ternary.PQ2_0)
+	path := synthtest.Path(t, "tiny", 7, ternary.PQ2_0)
 	m := open(t, path, bonsai.WithThreads(2))
 	ctx := context.Background()
 	const streams, steps = 4, 30
@@ -237,7 +238,7 @@ func TestStreamsShareEveryPass(t *testing.T) {
 // runnable but not yet submitted, rather than running its step alone and putting every
 // other stream a whole pass behind (which made each burst of 2 steps take 3 passes).
 func TestBurstSharesFirstPass(t *testing.T) {
-	path := writeModel(t, "tiny", 7, ternary.PQ2_0)
+	path := synthtest.Path(t, "tiny", 7, ternary.PQ2_0)
 	m := open(t, path, bonsai.WithThreads(2))
 	ctx := context.Background()
 	const streams, steps, bursts = 4, 2, 10
@@ -289,7 +290,7 @@ func stepTogether(t *testing.T, ss []*bonsai.Session, steps int) {
 // token runs, and no more time than the passes took. A phase's is the difference of two
 // readings. Without WithProfiling it stays zero.
 func TestStatsProfile(t *testing.T) {
-	path := writeModel(t, "tiny", 7, ternary.PQ2_0)
+	path := synthtest.Path(t, "tiny", 7, ternary.PQ2_0)
 	ctx := context.Background()
 	m := open(t, path, bonsai.WithThreads(2), bonsai.WithProfiling(true))
 	prompts := [][]int32{tokens(20, m.Vocab(), 1), tokens(9, m.Vocab(), 2), tokens(70, m.Vocab(), 3)}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/bonsai-go/sdk/bonsai"
 	"github.com/bonsai-go/sdk/gguf"
+	"github.com/bonsai-go/sdk/internal/synth/synthtest"
 	"github.com/bonsai-go/sdk/ternary"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -103,7 +104,7 @@ func checkCaseRenderings(t *testing.T, m *bonsai.Model, casesFile, expectedFile 
 }
 
 func TestChatTemplateSynthetic(t *testing.T) {
-	m := open(t, writeModel(t, "tiny", 1, ternary.PQ2_0))
+	m := open(t, synthtest.Path(t, "tiny", 1, ternary.PQ2_0))
 	checkRenderings(t, m, filepath.Join("testdata", "chat", "synthetic.json"))
 }
 
@@ -146,7 +147,7 @@ func qwen3Template(t *testing.T) string {
 
 func TestChatTemplateQwen3(t *testing.T) {
 	src := qwen3Template(t)
-	m := open(t, writeModel(t, "tiny", 1, ternary.PQ2_0), bonsai.WithChatTemplate(src))
+	m := open(t, synthtest.Path(t, "tiny", 1, ternary.PQ2_0), bonsai.WithChatTemplate(src))
 	assert.Equal(t, src, m.ChatTemplate())
 	checkRenderings(t, m, filepath.Join("testdata", "chat", "qwen3.json"))
 }
@@ -165,7 +166,7 @@ func TestChatTemplateQwen35(t *testing.T) {
 	sum := sha256.Sum256(data)
 	require.Equal(t, qwen35TemplateSHA256, hex.EncodeToString(sum[:]), "qwen35.jinja is not the template qwen35.json was rendered from")
 	src := string(data)
-	m := open(t, writeModel(t, "tiny", 1, ternary.PQ2_0), bonsai.WithChatTemplate(src))
+	m := open(t, synthtest.Path(t, "tiny", 1, ternary.PQ2_0), bonsai.WithChatTemplate(src))
 	assert.Equal(t, src, m.ChatTemplate())
 	checkRenderings(t, m, filepath.Join("testdata", "chat", "qwen35.json"))
 }
@@ -177,7 +178,7 @@ func TestChatTemplateTools(t *testing.T) {
 	require.NoError(t, err)
 	sum := sha256.Sum256(data)
 	require.Equal(t, qwen35TemplateSHA256, hex.EncodeToString(sum[:]))
-	path := writeModel(t, "tiny", 1, ternary.PQ2_0)
+	path := synthtest.Path(t, "tiny", 1, ternary.PQ2_0)
 	m := open(t, path, bonsai.WithChatTemplate(string(data)))
 	checkCaseRenderings(t, m, "tools_cases.json", filepath.Join("testdata", "chat", "qwen35_tools.json"))
 	m = open(t, path, bonsai.WithChatTemplate(qwen3Template(t)))
@@ -185,7 +186,7 @@ func TestChatTemplateTools(t *testing.T) {
 }
 
 func TestChatTemplateErrors(t *testing.T) {
-	path := writeModel(t, "tiny", 1, ternary.PQ2_0)
+	path := synthtest.Path(t, "tiny", 1, ternary.PQ2_0)
 	m := open(t, path)
 	_, err := m.RenderChat(nil, bonsai.ChatOptions{})
 	require.ErrorContains(t, err, "bonsai: chat: no messages")
@@ -203,7 +204,7 @@ func TestChatTemplateErrors(t *testing.T) {
 
 // A file without a chat template gets ChatML.
 func TestChatTemplateFallback(t *testing.T) {
-	path := writeModel(t, "tiny", 1, ternary.PQ2_0)
+	path := synthtest.Path(t, "tiny", 1, ternary.PQ2_0)
 	stripped := filepath.Join(t.TempDir(), "no-template.gguf")
 	require.NoError(t, copyWithoutKey(path, stripped, "tokenizer.chat_template"))
 	m := open(t, stripped)
@@ -215,7 +216,7 @@ func TestChatTemplateFallback(t *testing.T) {
 
 // A file whose tokenizer cannot be read does not open.
 func TestOpenNeedsTokenizer(t *testing.T) {
-	path := writeModel(t, "tiny", 1, ternary.PQ2_0)
+	path := synthtest.Path(t, "tiny", 1, ternary.PQ2_0)
 	bad := filepath.Join(t.TempDir(), "no-tokenizer.gguf")
 	require.NoError(t, copyWithoutKey(path, bad, "tokenizer.ggml.tokens"))
 	_, err := bonsai.Open(bad)

@@ -17,6 +17,7 @@ import (
 	"github.com/bonsai-go/sdk/bonsai"
 	"github.com/bonsai-go/sdk/bonsai/backend"
 	"github.com/bonsai-go/sdk/gguf"
+	"github.com/bonsai-go/sdk/internal/synth/synthtest"
 	"github.com/bonsai-go/sdk/ternary"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -24,7 +25,7 @@ import (
 
 func tiny(t testing.TB, opts ...bonsai.Option) *bonsai.Model {
 	t.Helper()
-	return open(t, writeModel(t, "tiny", 11, ternary.PQ2_0), append([]bonsai.Option{bonsai.WithThreads(2)}, opts...)...)
+	return open(t, synthtest.Path(t, "tiny", 11, ternary.PQ2_0), append([]bonsai.Option{bonsai.WithThreads(2)}, opts...)...)
 }
 
 func session(t testing.TB, m *bonsai.Model) *bonsai.Session {
@@ -656,7 +657,7 @@ func (e *forceEngine) Forward(ctx context.Context, batch []backend.Sequence) err
 // FinishStop: it is the last of the result's tokens, but it is neither streamed nor part
 // of the text, and it is not fed to the model.
 func TestGenerateEndOfGeneration(t *testing.T) {
-	path := writeModel(t, "tiny", 11, ternary.PQ2_0)
+	path := synthtest.Path(t, "tiny", 11, ternary.PQ2_0)
 	probe := open(t, path, bonsai.WithThreads(2))
 	tk := probe.Tokenizer()
 	eos, ok := tk.EOS()
@@ -760,7 +761,7 @@ func withKV(t *testing.T, src string, set ...gguf.KV) string {
 // the end of a Text prompt (and BOS at its start), as llama.cpp tokenizes a prompt; a
 // chat rendering gets no EOS, and token ids are fed as they are.
 func TestGenerateAddEOS(t *testing.T) {
-	path := writeModel(t, "tiny", 11, ternary.PQ2_0)
+	path := synthtest.Path(t, "tiny", 11, ternary.PQ2_0)
 	plain := open(t, path, bonsai.WithThreads(2))
 	assert.False(t, plain.Tokenizer().AddEOS())
 	flag := func(key string, v bool) gguf.KV { return gguf.KV{Key: key, Value: gguf.MustValue(v)} }

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/bonsai-go/sdk/bonsai"
+	"github.com/bonsai-go/sdk/internal/synth/synthtest"
 	"github.com/bonsai-go/sdk/ternary"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -56,7 +57,7 @@ func readGolden(t *testing.T) ([]int32, [][]float64) {
 func TestTinyMatchesLlamaCpp(t *testing.T) {
 	ids, want := readGolden(t)
 	for _, format := range []ternary.Format{ternary.PQ2_0, ternary.PTQ1_0} {
-		path := writeModel(t, "tiny", 1, format)
+		path := synthtest.Path(t, "tiny", 1, format)
 		m := open(t, path, bonsai.WithKVCache(bonsai.KVFloat32), bonsai.WithActivations(bonsai.ActivationsFloat32))
 		s, err := m.NewSession()
 		require.NoError(t, err)
@@ -71,7 +72,7 @@ func TestTinyMatchesLlamaCpp(t *testing.T) {
 		assert.Less(t, step, 1e-4)
 	}
 	// With the default int8 activations (llama.cpp's own CPU path quantises to Q8_0).
-	m := open(t, writeModel(t, "tiny", 1, ternary.PQ2_0), bonsai.WithKVCache(bonsai.KVFloat32))
+	m := open(t, synthtest.Path(t, "tiny", 1, ternary.PQ2_0), bonsai.WithKVCache(bonsai.KVFloat32))
 	s, err := m.NewSession()
 	require.NoError(t, err)
 	got, err := s.PrefillAll(context.Background(), ids)

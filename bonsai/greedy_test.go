@@ -6,6 +6,7 @@ import (
 
 	"github.com/bonsai-go/sdk/bonsai"
 	"github.com/bonsai-go/sdk/bonsai/backend"
+	"github.com/bonsai-go/sdk/internal/synth/synthtest"
 	"github.com/bonsai-go/sdk/ternary"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -54,7 +55,7 @@ func (e *greedyEngine) ForwardGreedy(ctx context.Context, batch []backend.Sequen
 // A greedy generation on an engine that takes the argmax itself produces the tokens of
 // the logits path; sampling that needs the logits does not use it.
 func TestGenerateGreedyEngine(t *testing.T) {
-	path := writeModel(t, "tiny", 11, ternary.PQ2_0)
+	path := synthtest.Path(t, "tiny", 11, ternary.PQ2_0)
 	calls := 0
 	plain := open(t, path, bonsai.WithThreads(2))
 	dev := open(t, path, bonsai.WithThreads(2), bonsai.WithBackend(greedyBackend{bonsai.CPU(), &calls}))

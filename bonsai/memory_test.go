@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/bonsai-go/sdk/bonsai"
+	"github.com/bonsai-go/sdk/internal/synth/synthtest"
 	"github.com/bonsai-go/sdk/qwen35"
 	"github.com/bonsai-go/sdk/ternary"
 	"github.com/stretchr/testify/assert"
@@ -13,7 +14,7 @@ import (
 )
 
 func TestVerifyRefusesDamage(t *testing.T) {
-	path := writeModel(t, "tiny", 7, ternary.PQ2_0)
+	path := synthtest.Path(t, "tiny", 7, ternary.PQ2_0)
 	m := open(t, path, bonsai.WithVerify(true))
 	require.NoError(t, m.Close())
 
@@ -40,7 +41,7 @@ func TestVerifyRefusesDamage(t *testing.T) {
 func BenchmarkDecodeStep(b *testing.B) {
 	for _, preset := range []string{"tiny", "real-widths"} {
 		b.Run(preset, func(b *testing.B) {
-			path := writeModel(b, preset, 1, ternary.PQ2_0)
+			path := synthtest.Path(b, preset, 1, ternary.PQ2_0)
 			m, err := bonsai.Open(path)
 			require.NoError(b, err)
 			defer m.Close()

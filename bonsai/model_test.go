@@ -12,22 +12,12 @@ import (
 	"github.com/bonsai-go/sdk/bonsai"
 	"github.com/bonsai-go/sdk/bonsai/backend"
 	"github.com/bonsai-go/sdk/gguf"
-	"github.com/bonsai-go/sdk/internal/synth"
+	"github.com/bonsai-go/sdk/internal/synth/synthtest"
 	"github.com/bonsai-go/sdk/qwen35"
 	"github.com/bonsai-go/sdk/ternary"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
-
-// writeModel writes a synthetic model to a temporary file.
-func writeModel(t testing.TB, preset string, seed uint64, format ternary.Format) string {
-	t.Helper()
-	cfg, err := synth.Preset(preset)
-	require.NoError(t, err)
-	path := filepath.Join(t.TempDir(), preset+".gguf")
-	require.NoError(t, synth.WriteFile(context.Background(), path, synth.Options{Config: cfg, Seed: seed, Format: format}, nil))
-	return path
-}
 
 func open(t testing.TB, path string, opts ...bonsai.Option) *bonsai.Model {
 	t.Helper()
@@ -115,7 +105,7 @@ func maxDiff(a, b [][]float32) float64 {
 }
 
 func TestTinyMatchesReference(t *testing.T) {
-	path := writeModel(t, "tiny", 1, ternary.PQ2_0)
+	path := synthtest.Path(t, "tiny", 1, ternary.PQ2_0)
 	ids := tokens(100, 512, 1) // longer than one prefill chunk
 	want := reference(t, path, ids)
 
@@ -143,7 +133,7 @@ func TestTinyMatchesReference(t *testing.T) {
 // random synthetic model that becomes a few tenths of a logit at worst, and the greedy
 // token changes only where the reference's top two are that close.
 func TestTinyInt8MatchesReference(t *testing.T) {
-	path := writeModel(t, "tiny", 1, ternary.PQ2_0)
+	path := synthtest.Path(t, "tiny", 1, ternary.PQ2_0)
 	ids := tokens(100, 512, 1)
 	want := reference(t, path, ids)
 	m := open(t, path, bonsai.WithKVCache(bonsai.KVFloat32), bonsai.WithActivations(bonsai.ActivationsInt8))
@@ -174,7 +164,7 @@ func TestTinyInt8MatchesReference(t *testing.T) {
 // with both activation precisions. An argmax that changes must be a near tie of the fp16
 // logits (its top-two gap within the bound).
 func TestKVPrecisionDrift(t *testing.T) {
-	path := writeModel(t, "tiny", 2, ternary.PQ2_0)
+	path := synthtest.Path(t, "tiny", 2, ternary.PQ2_0)
 	ids := tokens(80, 512, 2)
 	want := reference(t, path, ids)
 	run := func(kv bonsai.KVPrecision, acts bonsai.Activations) [][]float32 {
@@ -237,8 +227,8 @@ func TestKVPrecisionDrift(t *testing.T) {
 // scales) give bit-identical logits — prefill over 70 positions (a full 64-token chunk
 // and a partial one) and a 10-step walk — in both activation precisions.
 func TestPTQ1_0IdenticalToPQ2_0(t *testing.T) {
-	a := writeModel(t, "tiny", 3, ternary.PQ2_0)
-	b := writeModel(t, "tiny", 3, ternary.PTQ1_0)
+	a := synthtest.Path(t, "tiny", 3, ternary.PQ2_0)
+	b := synthtest.Path(t, "tiny", 3, ternary.PTQ1_0)
 	ids := tokens(70, 512, 3)
 	for _, acts := range []bonsai.Activations{bonsai.ActivationsInt8, bonsai.ActivationsFloat32} {
 		var out [2][][]float32
@@ -261,7 +251,7 @@ func TestPTQ1_0IdenticalToPQ2_0(t *testing.T) {
 }
 
 func TestSessionForkResetAndConcurrency(t *testing.T) {
-	path := writeModel(t, "tiny", 4, ternary.PQ2_0)
+	path := synthtest.Path(t, "tiny", 4, ternary.PQ2_0)
 	m := open(t, path, bonsai.WithThreads(2))
 	ctx := context.Background()
 	ids := tokens(40, 512, 4)
@@ -320,7 +310,7 @@ func TestSessionForkResetAndConcurrency(t *testing.T) {
 // positions 16, 48, 112, 240, 496, …, then one per 1024 tokens. A step during which the
 // runtime started an OS thread is left out (see countAllocs) and counted in the log.
 func TestStepAllocatesNothing(t *testing.T) {
-	path := writeModel(t, "tiny", 5, ternary.PQ2_0)
+	path := synthtest.Path(t, "tiny", 5, ternary.PQ2_0)
 	ctx := context.Background()
 	for _, acts := range []bonsai.Activations{bonsai.ActivationsInt8, bonsai.ActivationsFloat32} {
 		m := open(t, path, bonsai.WithThreads(2), bonsai.WithActivations(acts))
@@ -407,7 +397,7 @@ func TestStepAllocatesNothing(t *testing.T) {
 // precisions. The float32 path decodes each weight row into a per-worker scratch row
 // (the engine's rowScratch), not a fresh one per chunk of rows.
 func TestPrefillAllocatesNothing(t *testing.T) {
-	path := writeModel(t, "tiny", 5, ternary.PQ2_0)
+	path := synthtest.Path(t, "tiny", 5, ternary.PQ2_0)
 	ctx := context.Background()
 	for _, acts := range []bonsai.Activations{bonsai.ActivationsInt8, bonsai.ActivationsFloat32} {
 		m := open(t, path, bonsai.WithThreads(2), bonsai.WithActivations(acts))
@@ -443,7 +433,7 @@ func TestPrefillAllocatesNothing(t *testing.T) {
 }
 
 func TestErrors(t *testing.T) {
-	path := writeModel(t, "tiny", 6, ternary.PQ2_0)
+	path := synthtest.Path(t, "tiny", 6, ternary.PQ2_0)
 	m := open(t, path, bonsai.WithContextSize(10))
 	ctx := context.Background()
 	s, err := m.NewSession()

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/bonsai-go/sdk/bonsai"
+	"github.com/bonsai-go/sdk/internal/synth/synthtest"
 	"github.com/bonsai-go/sdk/ternary"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -13,7 +14,7 @@ import (
 // A chat request whose system prompt another session already fed starts from the cached
 // state at the end of it, and generates exactly what it generates with no cache.
 func TestPrefixCacheSharesSystemPrompt(t *testing.T) {
-	path := writeModel(t, "tiny", 9, ternary.PQ2_0)
+	path := synthtest.Path(t, "tiny", 9, ternary.PQ2_0)
 	cached := open(t, path, bonsai.WithThreads(2), bonsai.WithPrefixCache(256<<20))
 	plain := open(t, path, bonsai.WithThreads(2))
 	system := bonsai.Message{Role: "system", Content: strings.Repeat("You are a careful assistant who answers briefly. ", 12)}
@@ -41,7 +42,7 @@ func TestPrefixCacheSharesSystemPrompt(t *testing.T) {
 // A conversation continued on another session resumes from the cached end of its last
 // user turn.
 func TestPrefixCacheResumesConversation(t *testing.T) {
-	path := writeModel(t, "tiny", 9, ternary.PQ2_0)
+	path := synthtest.Path(t, "tiny", 9, ternary.PQ2_0)
 	m := open(t, path, bonsai.WithThreads(2), bonsai.WithPrefixCache(256<<20))
 	plain := open(t, path, bonsai.WithThreads(2))
 	opt := bonsai.GenerateOptions{MaxTokens: 8}
@@ -57,7 +58,7 @@ func TestPrefixCacheResumesConversation(t *testing.T) {
 
 // The cache holds at most its limit, evicting the least recently used state.
 func TestPrefixCacheBounded(t *testing.T) {
-	path := writeModel(t, "tiny", 9, ternary.PQ2_0)
+	path := synthtest.Path(t, "tiny", 9, ternary.PQ2_0)
 	probe := open(t, path, bonsai.WithThreads(2), bonsai.WithPrefixCache(1<<30))
 	generate(t, session(t, probe), bonsai.Chat(bonsai.Message{Role: "system", Content: "A."}, bonsai.Message{Role: "user", Content: "B"}), bonsai.GenerateOptions{MaxTokens: 1})
 	one := probe.Stats().PrefixCache.Bytes / int64(probe.Stats().PrefixCache.Entries) // about one entry's size

@@ -6,6 +6,7 @@ import (
 
 	"github.com/bonsai-go/sdk/bonsai"
 	"github.com/bonsai-go/sdk/gguf"
+	"github.com/bonsai-go/sdk/internal/synth/synthtest"
 	"github.com/bonsai-go/sdk/ternary"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -14,7 +15,7 @@ import (
 // TestOpenProgress checks the stages Open reports, in order, each from 0 to its total
 // without going back, with verification and warm-up on.
 func TestOpenProgress(t *testing.T) {
-	path := writeModel(t, "tiny", 1, ternary.PQ2_0)
+	path := synthtest.Path(t, "tiny", 1, ternary.PQ2_0)
 	f, err := gguf.Open(path)
 	require.NoError(t, err)
 	var tensorBytes int64
@@ -64,7 +65,7 @@ func TestOpenProgress(t *testing.T) {
 
 // TestWarmupCancel: cancelling the load context during the warm-up stops Open.
 func TestWarmupCancel(t *testing.T) {
-	path := writeModel(t, "tiny", 1, ternary.PQ2_0)
+	path := synthtest.Path(t, "tiny", 1, ternary.PQ2_0)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	_, err := bonsai.Open(path, bonsai.WithWarmup(true), bonsai.WithLoadContext(ctx),

@@ -13,6 +13,7 @@ import (
 
 	"github.com/bonsai-go/sdk/bonsai"
 	"github.com/bonsai-go/sdk/gguf"
+	"github.com/bonsai-go/sdk/internal/synth/synthtest"
 	"github.com/bonsai-go/sdk/qwen35"
 	"github.com/bonsai-go/sdk/ternary"
 	"github.com/stretchr/testify/assert"
@@ -30,7 +31,10 @@ import (
 // about 0.27 s per position at these widths, so its 72-position prefill would add about
 // 16 s (measured once: max |Δlogit| 4.2e-5 over 72 positions, argmax equal everywhere).
 func TestRealWidthsMatchesReference(t *testing.T) {
-	path := writeModel(t, "real-widths", 1, ternary.PQ2_0)
+	if testing.Short() {
+		t.Skip("-short: the real widths against the float64 reference (minutes, 6 GB) run in the full go test")
+	}
+	path := synthtest.Path(t, "real-widths", 1, ternary.PQ2_0)
 	ids := tokens(72, 4096, 7) // two prefill chunks: 64 + 8
 	const short = 12           // positions of the float32 checks
 
@@ -85,7 +89,10 @@ func TestRealWidthsMatchesReference(t *testing.T) {
 // Open maps the file and binds views of it: the heap holds the contract's sign vectors
 // and name lists and the bound tensor table, well under 1% of the file.
 func TestOpenHeapRealWidths(t *testing.T) {
-	path := writeModel(t, "real-widths", 1, ternary.PQ2_0)
+	if testing.Short() {
+		t.Skip("-short: Open's heap and a session's memory at the real widths (a 420 MB file) run in the full go test")
+	}
+	path := synthtest.Path(t, "real-widths", 1, ternary.PQ2_0)
 	st, err := os.Stat(path)
 	require.NoError(t, err)
 

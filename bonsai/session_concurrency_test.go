@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/bonsai-go/sdk/bonsai"
+	"github.com/bonsai-go/sdk/internal/synth/synthtest"
 	"github.com/bonsai-go/sdk/ternary"
 	"github.com/stretchr/testify/require"
 )
@@ -15,7 +16,7 @@ import (
 // under the session's lock, so the steps of four goroutines all land, in some order, and
 // the readers never see a state torn between two steps (run under -race in CI).
 func TestSessionConcurrentCalls(t *testing.T) {
-	path := writeModel(t, "tiny", 5, ternary.PQ2_0)
+	path := synthtest.Path(t, "tiny", 5, ternary.PQ2_0)
 	m := open(t, path, bonsai.WithThreads(2))
 	s, err := m.NewSession()
 	require.NoError(t, err)

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/bonsai-go/sdk/bonsai"
+	"github.com/bonsai-go/sdk/internal/synth/synthtest"
 	"github.com/bonsai-go/sdk/ternary"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -28,7 +29,7 @@ func snapshotOf(t *testing.T, m *bonsai.Model) (*bonsai.Session, []byte) {
 
 // A loaded session continues bit-identically to the one saved, at every KV precision.
 func TestSnapshotContinuesIdentically(t *testing.T) {
-	path := writeModel(t, "tiny", 11, ternary.PQ2_0)
+	path := synthtest.Path(t, "tiny", 11, ternary.PQ2_0)
 	ctx := context.Background()
 	for _, kv := range []bonsai.KVPrecision{bonsai.KVFloat16, bonsai.KVFloat32, bonsai.KVInt8, bonsai.KVQ4} {
 		t.Run(kv.String(), func(t *testing.T) {
@@ -63,7 +64,7 @@ func TestSnapshotContinuesIdentically(t *testing.T) {
 // A snapshot loads into a model whose KV cache has another precision (converted), and
 // into an existing session, replacing what it held.
 func TestSnapshotAcrossPrecisionAndIntoSession(t *testing.T) {
-	path := writeModel(t, "tiny", 11, ternary.PQ2_0)
+	path := synthtest.Path(t, "tiny", 11, ternary.PQ2_0)
 	m16 := open(t, path, bonsai.WithThreads(2))
 	s, snap := snapshotOf(t, m16)
 	m32 := open(t, path, bonsai.WithThreads(2), bonsai.WithKVCache(bonsai.KVFloat32))
@@ -106,8 +107,8 @@ func TestSnapshotChatCheckpoint(t *testing.T) {
 }
 
 func TestSnapshotRefusesAnotherModel(t *testing.T) {
-	a := open(t, writeModel(t, "tiny", 11, ternary.PQ2_0), bonsai.WithThreads(2))
-	b := open(t, writeModel(t, "tiny", 12, ternary.PQ2_0), bonsai.WithThreads(2))
+	a := open(t, synthtest.Path(t, "tiny", 11, ternary.PQ2_0), bonsai.WithThreads(2))
+	b := open(t, synthtest.Path(t, "tiny", 12, ternary.PQ2_0), bonsai.WithThreads(2))
 	assert.NotEqual(t, a.Fingerprint(), b.Fingerprint())
 	_, snap := snapshotOf(t, a)
 	_, err := b.LoadSession(bytes.NewReader(snap))
@@ -115,18 +116,18 @@ func TestSnapshotRefusesAnotherModel(t *testing.T) {
 	assert.Contains(t, err.Error(), "saved from another model")
 
 	// The same file opened again has the same fingerprint.
-	path := writeModel(t, "tiny", 13, ternary.PQ2_0)
+	path := synthtest.Path(t, "tiny", 13, ternary.PQ2_0)
 	assert.Equal(t, open(t, path).Fingerprint(), open(t, path, bonsai.WithKVCache(bonsai.KVInt8)).Fingerprint())
 
 	// A smaller context cannot hold the snapshot.
-	small := open(t, writeModel(t, "tiny", 11, ternary.PQ2_0), bonsai.WithContextSize(50))
+	small := open(t, synthtest.Path(t, "tiny", 11, ternary.PQ2_0), bonsai.WithContextSize(50))
 	_, err = small.LoadSession(bytes.NewReader(snap))
 	require.ErrorIs(t, err, bonsai.ErrContextFull)
 }
 
 // Damaged and truncated snapshots are refused with an error, never a panic.
 func TestSnapshotDamage(t *testing.T) {
-	m := open(t, writeModel(t, "tiny", 11, ternary.PQ2_0), bonsai.WithThreads(2))
+	m := open(t, synthtest.Path(t, "tiny", 11, ternary.PQ2_0), bonsai.WithThreads(2))
 	_, snap := snapshotOf(t, m)
 	s := session(t, m)
 	load := func(data []byte) error {
@@ -181,7 +182,7 @@ type errReader struct{}
 func (errReader) Read([]byte) (int, error) { return 0, errors.New("disk on fire") }
 
 func TestSnapshotClosed(t *testing.T) {
-	m := open(t, writeModel(t, "tiny", 11, ternary.PQ2_0))
+	m := open(t, synthtest.Path(t, "tiny", 11, ternary.PQ2_0))
 	s := session(t, m)
 	require.NoError(t, s.Close())
 	require.ErrorIs(t, s.Save(io.Discard), bonsai.ErrClosed)

@@ -9,6 +9,7 @@ import (
 	"github.com/bonsai-go/sdk/bonsai"
 	"github.com/bonsai-go/sdk/bonsai/backend"
 	"github.com/bonsai-go/sdk/bonsai/backend/backendtest"
+	"github.com/bonsai-go/sdk/internal/synth/synthtest"
 	"github.com/bonsai-go/sdk/ternary"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -24,7 +25,7 @@ func fillSynthetic(s *bonsai.Session, m *bonsai.Model, n int) error {
 // logits, its snapshot round-trips, a context too small is refused and leaves the
 // session empty, and another model's session is refused.
 func TestFillSynthetic(t *testing.T) {
-	path := writeModel(t, "tiny", 11, ternary.PQ2_0)
+	path := synthtest.Path(t, "tiny", 11, ternary.PQ2_0)
 	ctx := context.Background()
 	for _, kv := range []bonsai.KVPrecision{bonsai.KVFloat16, bonsai.KVFloat32, bonsai.KVInt8, bonsai.KVQ4} {
 		t.Run(kv.String(), func(t *testing.T) {
@@ -60,7 +61,7 @@ func TestFillSynthetic(t *testing.T) {
 // Load: it returns a clear error or loads, never panics; a session that failed to load
 // is empty.
 func FuzzSnapshotLoad(f *testing.F) {
-	path := writeModel(f, "tiny", 11, ternary.PQ2_0)
+	path := synthtest.Path(f, "tiny", 11, ternary.PQ2_0)
 	m := open(f, path, bonsai.WithKVCache(bonsai.KVQ4), bonsai.WithThreads(1), bonsai.WithContextSize(64))
 	for _, kv := range []bonsai.KVPrecision{bonsai.KVQ4, bonsai.KVInt8} {
 		src := open(f, path, bonsai.WithKVCache(kv), bonsai.WithThreads(1), bonsai.WithContextSize(64))

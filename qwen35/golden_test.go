@@ -2,11 +2,8 @@ package qwen35_test
 
 import (
 	"bufio"
-	"bytes"
-	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"io"
 	"math"
 	"os"
 	"strconv"
@@ -14,7 +11,7 @@ import (
 	"testing"
 
 	"github.com/bonsai-go/sdk/gguf"
-	"github.com/bonsai-go/sdk/internal/synth"
+	"github.com/bonsai-go/sdk/internal/synth/synthtest"
 	"github.com/bonsai-go/sdk/qwen35"
 	"github.com/bonsai-go/sdk/ternary"
 	"github.com/stretchr/testify/assert"
@@ -45,11 +42,9 @@ func TestGoldenLlamaCpp(t *testing.T) {
 	want := goldenLogits(t, "testdata/golden/tiny-seed1.logits")
 	require.Len(t, want, len(tokens), "one line of logits per token")
 
-	cfg, err := synth.Preset("tiny")
-	require.NoError(t, err)
-	opt := synth.Options{Config: cfg, Seed: 1, Format: ternary.PQ2_0}
-	packed := goldenBuild(t, synth.Write, opt)
-	twin := goldenBuild(t, synth.WriteTwin, opt)
+	cfg := synthtest.Config(t, "tiny")
+	packed := synthtest.File(t, "tiny", 1, ternary.PQ2_0)
+	twin := synthtest.Twin(t, "tiny", 1, ternary.PQ2_0)
 	require.Equal(t, goldenTwinWeightsSHA256, goldenWeightsHash(t, twin),
 		"the synthetic tiny seed-1 weights changed: regenerate testdata/golden (see its README.md)")
 
@@ -82,15 +77,6 @@ func TestGoldenLlamaCpp(t *testing.T) {
 	for p := range got {
 		require.Equal(t, got[p], tgot[p], "position %d: reference of the twin differs from that of the packed file", p)
 	}
-}
-
-func goldenBuild(t *testing.T, write func(context.Context, io.Writer, synth.Options, synth.Progress) error, opt synth.Options) *gguf.File {
-	t.Helper()
-	var buf bytes.Buffer
-	require.NoError(t, write(context.Background(), &buf, opt, nil))
-	f, err := gguf.Parse(buf.Bytes())
-	require.NoError(t, err)
-	return f
 }
 
 // goldenWeightsHash hashes every tensor's data, in file order.

@@ -2,7 +2,6 @@ package qwen35_test
 
 import (
 	"bytes"
-	"context"
 	"encoding/binary"
 	"math"
 	"math/bits"
@@ -13,28 +12,12 @@ import (
 	"github.com/bonsai-go/sdk/hadamard"
 	"github.com/bonsai-go/sdk/internal/floatconv"
 	"github.com/bonsai-go/sdk/internal/synth"
+	"github.com/bonsai-go/sdk/internal/synth/synthtest"
 	"github.com/bonsai-go/sdk/qwen35"
 	"github.com/bonsai-go/sdk/ternary"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
-
-// refSynth builds a synthetic packed model in memory.
-func refSynth(t testing.TB, cfg qwen35.Config, format ternary.Format, seed uint64) *gguf.File {
-	t.Helper()
-	var buf bytes.Buffer
-	require.NoError(t, synth.Write(context.Background(), &buf, synth.Options{Config: cfg, Seed: seed, Format: format}, nil))
-	f, err := gguf.Parse(buf.Bytes())
-	require.NoError(t, err)
-	return f
-}
-
-func refTinyConfig(t testing.TB) qwen35.Config {
-	t.Helper()
-	cfg, err := synth.Preset("tiny")
-	require.NoError(t, err)
-	return cfg
-}
 
 // refTokens is a fixed token sequence within the tiny vocabulary.
 func refTokens(n, vocab int) []int {
@@ -101,7 +84,7 @@ func readFileTensor(t testing.TB, f *gguf.File, contract *hadamard.Contract, nam
 		case gguf.TypeBF16:
 			m.w[i] = float64(floatconv.BF16ToFloat32(binary.LittleEndian.Uint16(data[2*i:])))
 		default:
-			t.Fatalf("%s: unexpected type %s", name, info.Type)
+			require.FailNowf(t, "unexpected type", "%s: %s", name, info.Type)
 		}
 	}
 	return m
@@ -113,7 +96,7 @@ func signsOf(t testing.TB, c *hadamard.Contract, width int) []int8 {
 			return c.Signs[i]
 		}
 	}
-	t.Fatalf("contract has no signs for width %d", width)
+	require.FailNowf(t, "no signs", "the contract has no signs for width %d", width)
 	return nil
 }
 
@@ -200,7 +183,7 @@ func checkDenseMatchesFile(t *testing.T, r *qwen35.Reference, f *gguf.File) {
 }
 
 func TestReferenceUnfoldExact(t *testing.T) {
-	f := refSynth(t, refTinyConfig(t), ternary.PQ2_0, 1)
+	f := synthtest.File(t, "tiny", 1, ternary.PQ2_0)
 	r, err := qwen35.NewReference(f)
 	require.NoError(t, err)
 	assert.Zero(t, r.RoundedWeights(), "every unfolded weight fits float32 exactly")
@@ -225,8 +208,8 @@ func TestReferenceUnfoldExact(t *testing.T) {
 }
 
 func TestReferenceUntile(t *testing.T) {
-	cfg := refTinyConfig(t)
-	f := refSynth(t, cfg, ternary.PQ2_0, 2)
+	cfg := synthtest.Config(t, "tiny")
+	f := synthtest.File(t, "tiny", 2, ternary.PQ2_0)
 	r, err := qwen35.NewReference(f)
 	require.NoError(t, err)
 	contract := parseContract(t, f)
@@ -268,8 +251,8 @@ func TestReferenceUntile(t *testing.T) {
 }
 
 func TestReferenceForwardInvariants(t *testing.T) {
-	cfg := refTinyConfig(t)
-	f := refSynth(t, cfg, ternary.PQ2_0, 3)
+	cfg := synthtest.Config(t, "tiny")
+	f := synthtest.File(t, "tiny", 3, ternary.PQ2_0)
 	r, err := qwen35.NewReference(f)
 	require.NoError(t, err)
 	toks := refTokens(16, cfg.Vocab)
@@ -323,10 +306,10 @@ func TestReferenceForwardInvariants(t *testing.T) {
 }
 
 func TestReferencePTQ1_0MatchesPQ2_0(t *testing.T) {
-	cfg := refTinyConfig(t)
-	pq, err := qwen35.NewReference(refSynth(t, cfg, ternary.PQ2_0, 4))
+	cfg := synthtest.Config(t, "tiny")
+	pq, err := qwen35.NewReference(synthtest.File(t, "tiny", 4, ternary.PQ2_0))
 	require.NoError(t, err)
-	ptq, err := qwen35.NewReference(refSynth(t, cfg, ternary.PTQ1_0, 4))
+	ptq, err := qwen35.NewReference(synthtest.File(t, "tiny", 4, ternary.PTQ1_0))
 	require.NoError(t, err)
 	assert.Zero(t, ptq.RoundedWeights())
 	for _, s := range cfg.Tensors() {
@@ -394,8 +377,8 @@ func buildTwin(t testing.TB, packed *gguf.File) *gguf.File {
 }
 
 func TestReferenceTwinMatchesPacked(t *testing.T) {
-	cfg := refTinyConfig(t)
-	packed := refSynth(t, cfg, ternary.PQ2_0, 5)
+	cfg := synthtest.Config(t, "tiny")
+	packed := synthtest.File(t, "tiny", 5, ternary.PQ2_0)
 	twin := buildTwin(t, packed)
 	assert.False(t, twin.Has(hadamard.KeyVersion))
 	rp, err := qwen35.NewReference(packed)
@@ -419,16 +402,11 @@ func TestReferenceTwinMatchesPacked(t *testing.T) {
 // The twin that internal/synth writes for upstream llama.cpp loads to the same dense
 // weights as the packed file, for both ternary formats, and so gives the same logits.
 func TestReferenceSynthTwinMatchesPacked(t *testing.T) {
-	cfg := refTinyConfig(t)
+	cfg := synthtest.Config(t, "tiny")
 	for _, format := range []ternary.Format{ternary.PQ2_0, ternary.PTQ1_0} {
-		opt := synth.Options{Config: cfg, Seed: 8, Format: format}
-		var buf bytes.Buffer
-		require.NoError(t, synth.WriteTwin(context.Background(), &buf, opt, nil))
-		twin, err := gguf.Parse(buf.Bytes())
+		rt, err := qwen35.NewReference(synthtest.Twin(t, "tiny", 8, format))
 		require.NoError(t, err)
-		rt, err := qwen35.NewReference(twin)
-		require.NoError(t, err)
-		rp, err := qwen35.NewReference(refSynth(t, cfg, format, opt.Seed))
+		rp, err := qwen35.NewReference(synthtest.File(t, "tiny", 8, format))
 		require.NoError(t, err)
 		for _, s := range cfg.Tensors() {
 			a, _, _, _ := rp.Dense(s.Name)
@@ -445,7 +423,7 @@ func TestReferenceSynthTwinMatchesPacked(t *testing.T) {
 }
 
 func TestReferenceRefusesUnrotatedTernary(t *testing.T) {
-	packed := refSynth(t, refTinyConfig(t), ternary.PQ2_0, 6)
+	packed := synthtest.File(t, "tiny", 6, ternary.PQ2_0)
 	var kv []gguf.KV
 	for _, e := range packed.KV {
 		if !strings.HasPrefix(e.Key, "prism.hadamard.") {
@@ -714,9 +692,9 @@ func TestReferenceMatchesHandRolled(t *testing.T) {
 		{"gdn", 2},       // layer 0 is Gated DeltaNet
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			cfg := refTinyConfig(t)
+			cfg := synthtest.Config(t, "tiny")
 			cfg.Layers, cfg.FullAttentionInterval = 1, tc.interval
-			f := refSynth(t, cfg, ternary.PQ2_0, 7)
+			f := synthtest.FileOf(t, synth.Options{Config: cfg, Seed: 7, Format: ternary.PQ2_0})
 			r, err := qwen35.NewReference(f)
 			require.NoError(t, err)
 			// The file's config, not the preset: the file stores the epsilon as a float32,
@@ -756,17 +734,13 @@ func TestReferenceMatchesHandRolled(t *testing.T) {
 }
 
 func BenchmarkReferenceTiny(b *testing.B) {
-	cfg := refTinyConfig(b)
-	f := refSynth(b, cfg, ternary.PQ2_0, 1)
-	toks := refTokens(16, cfg.Vocab)
+	f := synthtest.File(b, "tiny", 1, ternary.PQ2_0)
+	toks := refTokens(16, synthtest.Config(b, "tiny").Vocab)
 	b.ReportAllocs()
 	for b.Loop() {
 		r, err := qwen35.NewReference(f)
-		if err != nil {
-			b.Fatal(err)
-		}
-		if _, err := r.Forward(toks); err != nil {
-			b.Fatal(err)
-		}
+		require.NoError(b, err)
+		_, err = r.Forward(toks)
+		require.NoError(b, err)
 	}
 }

@@ -2,7 +2,6 @@ package qwen35_test
 
 import (
 	"bytes"
-	"context"
 	"errors"
 	"fmt"
 	"slices"
@@ -11,27 +10,16 @@ import (
 
 	"github.com/bonsai-go/sdk/gguf"
 	"github.com/bonsai-go/sdk/hadamard"
-	"github.com/bonsai-go/sdk/internal/synth"
+	"github.com/bonsai-go/sdk/internal/synth/synthtest"
 	"github.com/bonsai-go/sdk/qwen35"
 	"github.com/bonsai-go/sdk/ternary"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
 
-func tinyFile(t *testing.T, format ternary.Format) *gguf.File {
-	t.Helper()
-	cfg, err := synth.Preset("tiny")
-	require.NoError(t, err)
-	var buf bytes.Buffer
-	require.NoError(t, synth.Write(context.Background(), &buf, synth.Options{Config: cfg, Seed: 1, Format: format}, nil))
-	f, err := gguf.Parse(buf.Bytes())
-	require.NoError(t, err)
-	return f
-}
-
 func TestBindTiny(t *testing.T) {
 	for _, format := range []ternary.Format{ternary.PQ2_0, ternary.PTQ1_0} {
-		f := tinyFile(t, format)
+		f := synthtest.File(t, "tiny", 1, format)
 		w, err := qwen35.Bind(f)
 		require.NoError(t, err)
 		c := w.Config
@@ -94,14 +82,14 @@ func rewrite(t *testing.T, f *gguf.File, edit func(kv []gguf.KV, infos []gguf.Te
 }
 
 func TestBindRefuses(t *testing.T) {
-	f := tinyFile(t, ternary.PQ2_0)
+	f := synthtest.File(t, "tiny", 1, ternary.PQ2_0)
 	find := func(infos []gguf.TensorInfo, name string) int {
 		for i := range infos {
 			if infos[i].Name == name {
 				return i
 			}
 		}
-		t.Fatalf("no tensor %s", name)
+		require.FailNow(t, "no tensor "+name)
 		return -1
 	}
 	cases := []struct {
@@ -211,8 +199,7 @@ func TestBindRefuses(t *testing.T) {
 }
 
 func TestHeadOrder(t *testing.T) {
-	c, err := synth.Preset("27b")
-	require.NoError(t, err)
+	c := synthtest.Config(t, "27b")
 	// Package doc, § Stored values: grouped position (k, r, d) reads tiled index
 	// d + 128·(k + nk·r).
 	src := make([]float32, c.InnerSize)
@@ -242,7 +229,7 @@ func TestHeadOrder(t *testing.T) {
 // ssm_dt.bias, attn_k and attn_v, ffn_gate and ffn_up) would pass every shape check if
 // they were bound to each other's fields.
 func TestBindFieldsByName(t *testing.T) {
-	f := tinyFile(t, ternary.PQ2_0)
+	f := synthtest.File(t, "tiny", 1, ternary.PQ2_0)
 	w, err := qwen35.Bind(f)
 	require.NoError(t, err)
 	view := func(name string, p unsafe.Pointer, n int) {
@@ -306,7 +293,7 @@ func TestBindFieldsByName(t *testing.T) {
 // every tensor of the model (the tiny model's 4 layers: 3 GDN of 14, 1 attention of 11,
 // and the embedding, the output norm and the head).
 func TestBindProgress(t *testing.T) {
-	f := tinyFile(t, ternary.PQ2_0)
+	f := synthtest.File(t, "tiny", 1, ternary.PQ2_0)
 	const n = 3 + 3*14 + 11
 	var calls [][2]int
 	_, err := qwen35.BindProgress(f, func(done, total int) { calls = append(calls, [2]int{done, total}) })

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"github.com/bonsai-go/sdk/internal/alloctest"
 	"os"
-	"path/filepath"
 	"runtime"
 	"sync"
 	"testing"
@@ -14,15 +13,17 @@ import (
 	"github.com/bonsai-go/sdk/bonsai/backend"
 	"github.com/bonsai-go/sdk/bonsai/cpu"
 	"github.com/bonsai-go/sdk/gguf"
-	"github.com/bonsai-go/sdk/internal/synth"
+	"github.com/bonsai-go/sdk/internal/synth/synthtest"
+	"github.com/bonsai-go/sdk/qwen35"
+	"github.com/bonsai-go/sdk/ternary"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 func load(t testing.TB, m backend.Model, opt backend.LoadOptions) backend.Engine {
 	t.Helper()
 	e, err := cpu.New().Load(context.Background(), m, opt)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	t.Cleanup(func() { e.Close() })
 	return e
 }
@@ -32,9 +33,7 @@ func newStates(t testing.TB, e backend.Engine, n, contextSize int) []backend.Sta
 	sts := make([]backend.State, n)
 	for i := range sts {
 		st, err := e.NewState(backend.StateOptions{ContextSize: contextSize, KVCache: backend.KVFloat16})
-		if err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, err)
 		t.Cleanup(func() { st.Close() })
 		sts[i] = st
 	}
@@ -106,7 +105,7 @@ func newPrefillChunk(e backend.Engine, st backend.State, n, vocab int) *decodeBa
 // its logits buffer, and the steps measured stay within the KV pages already allocated
 // (positions 16–47, checked through the states' Bytes).
 func TestBatchedStepAllocatesNothing(t *testing.T) {
-	m := synthModel(t, "tiny", 5)
+	m := synthtest.Weights(t, "tiny", 5, ternary.PQ2_0)
 	ctx := context.Background()
 	for _, acts := range []backend.Activations{backend.ActivationsInt8, backend.ActivationsFloat32} {
 		t.Run(acts.String(), func(t *testing.T) {
@@ -117,9 +116,7 @@ func TestBatchedStepAllocatesNothing(t *testing.T) {
 			for i, st := range sts {
 				prefill[i] = backend.Sequence{State: st, Tokens: ids(20+2*i, m.Vocab(), i)}
 			}
-			if err := e.Forward(ctx, prefill); err != nil {
-				t.Fatal(err)
-			}
+			require.NoError(t, e.Forward(ctx, prefill))
 			d := newDecodeBatch(e, sts, m.Vocab())
 			var stepErr error
 			step := func() {
@@ -146,23 +143,15 @@ func TestBatchedStepAllocatesNothing(t *testing.T) {
 					counts = append(counts, n)
 				}
 			}
-			if stepErr != nil {
-				t.Fatal(stepErr)
-			}
+			require.NoError(t, stepErr)
 			for i, st := range sts {
-				if st.Bytes() != bytes[i] {
-					t.Fatalf("sequence %d's state grew from %d to %d bytes within the window", i, bytes[i], st.Bytes())
-				}
+				require.Equal(t, bytes[i], st.Bytes(), "sequence %d's state grew within the window", i)
 			}
 			t.Logf("tiny, %s activations: batched decode steps of 3 sequences after a warm-up: allocations %v (%d left out: the runtime started a thread)",
 				acts, counts, steps-len(counts))
-			if len(counts) < steps-2 {
-				t.Fatalf("only %d of %d steps measured", len(counts), steps)
-			}
+			require.GreaterOrEqual(t, len(counts), steps-2, "steps measured, of %d", steps)
 			for _, n := range counts {
-				if n != 0 {
-					t.Fatalf("a batched decode step allocated %d times (steps: %v)", n, counts)
-				}
+				require.Zero(t, n, "allocations of a batched decode step (steps: %v)", counts)
 			}
 		})
 	}
@@ -171,7 +160,7 @@ func TestBatchedStepAllocatesNothing(t *testing.T) {
 // Forward calls with distinct states run at once on one engine, each with its own chunk
 // scratch, and give what the same calls give one after another.
 func TestConcurrentForward(t *testing.T) {
-	m := synthModel(t, "tiny", 6)
+	m := synthtest.Weights(t, "tiny", 6, ternary.PQ2_0)
 	e := load(t, m, backend.LoadOptions{Threads: 2})
 	ctx := context.Background()
 	const callers, perCaller, steps = 4, 2, 4
@@ -180,15 +169,13 @@ func TestConcurrentForward(t *testing.T) {
 		for i, st := range sts {
 			prompt[i] = backend.Sequence{State: st, Tokens: ids(6+3*c+i, m.Vocab(), c*perCaller+i)}
 		}
-		if err := e.Forward(ctx, prompt); err != nil {
-			t.Error(err)
+		if !assert.NoError(t, e.Forward(ctx, prompt)) {
 			return nil
 		}
 		d := newDecodeBatch(e, sts, m.Vocab())
 		var logits [][]float32
 		for range steps {
-			if err := d.step(ctx); err != nil {
-				t.Error(err)
+			if !assert.NoError(t, d.step(ctx)) {
 				return nil
 			}
 			for _, q := range d.batch {
@@ -216,15 +203,9 @@ func TestConcurrentForward(t *testing.T) {
 	}
 	wg.Wait()
 	for c := range callers {
-		if len(got[c]) != len(want[c]) {
-			t.Fatalf("caller %d: %d logit rows, want %d", c, len(got[c]), len(want[c]))
-		}
+		require.Len(t, got[c], len(want[c]), "caller %d's logit rows", c)
 		for r := range want[c] {
-			for j := range want[c][r] {
-				if got[c][r][j] != want[c][r][j] {
-					t.Fatalf("caller %d, row %d, logit %d: %v concurrently, %v alone", c, r, j, got[c][r][j], want[c][r][j])
-				}
-			}
+			require.Equal(t, want[c][r], got[c][r], "caller %d, row %d: concurrently, alone", c, r)
 		}
 	}
 }
@@ -234,7 +215,7 @@ func TestConcurrentForward(t *testing.T) {
 // three times the decode step's share of every kind of operation (to the nanosecond
 // lost in each integer division), and each state its own tokens.
 func TestProfileShared(t *testing.T) {
-	m := synthModel(t, "tiny", 7)
+	m := synthtest.Weights(t, "tiny", 7, ternary.PQ2_0)
 	e := load(t, m, backend.LoadOptions{Threads: 2, Profile: true})
 	sts := newStates(t, e, 2, 64)
 	out := make([]float32, m.Vocab())
@@ -242,30 +223,21 @@ func TestProfileShared(t *testing.T) {
 		{State: sts[0], Tokens: ids(1, m.Vocab(), 1), Logits: backend.LogitsLast, Out: out},
 		{State: sts[1], Tokens: ids(3, m.Vocab(), 2)},
 	}
-	if err := e.Forward(context.Background(), batch); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, e.Forward(context.Background(), batch))
 	a, b := sts[0].(backend.Profiler).Profile(), sts[1].(backend.Profiler).Profile()
-	if a.Tokens != 1 || b.Tokens != 3 {
-		t.Fatalf("tokens accounted: %d and %d, want 1 and 3", a.Tokens, b.Tokens)
-	}
-	if a.Ternary <= 0 || a.GDN <= 0 || a.Attention <= 0 {
-		t.Fatalf("the decode step's share has no time in every kind: %+v", a)
-	}
+	require.Equal(t, [2]int{1, 3}, [2]int{a.Tokens, b.Tokens}, "tokens accounted")
+	require.Truef(t, a.Ternary > 0 && a.GDN > 0 && a.Attention > 0, "the decode step's share has no time in every kind: %+v", a)
 	for _, k := range []struct {
 		name string
 		a, b time.Duration
 	}{{"Ternary", a.Ternary, b.Ternary}, {"Transforms", a.Transforms, b.Transforms}, {"GDN", a.GDN, b.GDN},
 		{"Attention", a.Attention, b.Attention}, {"Other", a.Other, b.Other}} {
 		// ⌊3d/4⌋ − 3⌊d/4⌋ is 0, 1 or 2 nanoseconds.
-		if d := k.b - 3*k.a; d < 0 || d > 2 {
-			t.Errorf("%s: the prompt's share %v is not three times the decode step's %v", k.name, k.b, k.a)
-		}
+		d := k.b - 3*k.a
+		assert.Truef(t, d >= 0 && d <= 2, "%s: the prompt's share %v is not three times the decode step's %v", k.name, k.b, k.a)
 	}
 	sts[0].(backend.Profiler).ResetProfile()
-	if p := sts[0].(backend.Profiler).Profile(); p != (backend.OpProfile{}) {
-		t.Fatalf("after ResetProfile: %+v", p)
-	}
+	require.Zero(t, sts[0].(backend.Profiler).Profile(), "after ResetProfile")
 }
 
 // BenchmarkBatchedDecode measures decode steps of 1, 2, 4 and 8 sequences run as one
@@ -280,27 +252,17 @@ func TestProfileShared(t *testing.T) {
 func BenchmarkBatchedDecode(b *testing.B) {
 	path := os.Getenv("BONSAI_BENCH_MODEL")
 	if path == "" {
-		cfg, err := synth.Preset("real-widths")
-		if err != nil {
-			b.Fatal(err)
-		}
-		path = filepath.Join(b.TempDir(), "real-widths.gguf")
-		if err := synth.WriteFile(context.Background(), path, synth.Options{Config: cfg, Seed: 1}, nil); err != nil {
-			b.Fatal(err)
-		}
+		path = synthtest.Path(b, "real-widths", 1, ternary.PQ2_0)
 	}
 	f, err := gguf.Open(path)
-	if err != nil {
-		b.Fatal(err)
-	}
+	require.NoError(b, err)
 	defer f.Close()
-	m := bind(b, f)
+	m, err := qwen35.Bind(f)
+	require.NoError(b, err)
 	opt := backend.LoadOptions{Threads: runtime.NumCPU(), Profile: true}
 	plain := load(b, m, opt)
 	tiled, err := cpu.New(cpu.WithBatchTiles()).Load(context.Background(), m, opt)
-	if err != nil {
-		b.Fatal(err)
-	}
+	require.NoError(b, err)
 	defer tiled.Close()
 	ctx := context.Background()
 	const contextSize = 512
@@ -328,9 +290,7 @@ func BenchmarkBatchedDecode(b *testing.B) {
 				n = -n
 			}
 			// A step outside the timing: the first one faults the mapped weights in.
-			if err := d.step(ctx); err != nil {
-				b.Fatal(err)
-			}
+			require.NoError(b, d.step(ctx))
 			for _, st := range sts {
 				st.(backend.Profiler).ResetProfile()
 			}
@@ -340,9 +300,7 @@ func BenchmarkBatchedDecode(b *testing.B) {
 						st.Reset()
 					}
 				}
-				if err := d.step(ctx); err != nil {
-					b.Fatal(err)
-				}
+				require.NoError(b, d.step(ctx))
 			}
 			b.ReportMetric(float64(b.N*n)/b.Elapsed().Seconds(), "tok/s")
 			// Where a step's time goes: each state holds its share of the batch's.

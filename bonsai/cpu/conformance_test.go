@@ -7,29 +7,9 @@ import (
 	"github.com/bonsai-go/sdk/bonsai/backend"
 	"github.com/bonsai-go/sdk/bonsai/backend/backendtest"
 	"github.com/bonsai-go/sdk/bonsai/cpu"
-	"github.com/bonsai-go/sdk/gguf"
+	"github.com/bonsai-go/sdk/internal/synth/synthtest"
 	"github.com/bonsai-go/sdk/ternary"
 )
-
-// synthModel binds a synthetic PQ2_0 model of the named preset.
-func synthModel(t testing.TB, preset string, seed uint64) backend.Model {
-	t.Helper()
-	return synthFormat(t, preset, seed, ternary.PQ2_0)
-}
-
-// bind binds f's tensors for the architecture it names.
-func bind(t testing.TB, f *gguf.File) backend.Model {
-	t.Helper()
-	arch, err := backend.Lookup(f.Architecture())
-	if err != nil {
-		t.Fatal(err)
-	}
-	m, err := arch.Bind(f, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return m
-}
 
 // The batches the conformance runs lay out: the suite's default (a decode step, a short
 // prompt, a prompt of more than one chunk), eight decode streams in one chunk, a decode
@@ -46,7 +26,7 @@ var batchLengths = [][]int{nil, {1, 1, 1, 1, 1, 1, 1, 1}, {1, 70, 3}, {64, 1}}
 // the float32 one (ternary.MatMulRange), and the mixers run on each sequence's own rows
 // and state.
 func TestConformance(t *testing.T) {
-	m := synthModel(t, "tiny", 3)
+	m := synthtest.Weights(t, "tiny", 3, ternary.PQ2_0)
 	for _, lengths := range batchLengths {
 		t.Run(fmt.Sprint(lengths), func(t *testing.T) {
 			opt := backendtest.Options{Lengths: lengths}

@@ -12,6 +12,8 @@ import (
 	"github.com/bonsai-go/sdk/bonsai/backend"
 	"github.com/bonsai-go/sdk/bonsai/backend/backendtest"
 	"github.com/bonsai-go/sdk/bonsai/cpu"
+	"github.com/bonsai-go/sdk/internal/synth/synthtest"
+	"github.com/bonsai-go/sdk/ternary"
 )
 
 // Past 512 positions attention splits the positions of a call of at most 4 tokens of a
@@ -21,7 +23,7 @@ import (
 // in the batch 61 rows beside the short prompt, then 7×64 and 8). Float32 activations,
 // which no int8 rounding of the attention's output could mask.
 func TestConformanceLongContext(t *testing.T) {
-	m := synthModel(t, "tiny", 3)
+	m := synthtest.Weights(t, "tiny", 3, ternary.PQ2_0)
 	backendtest.Run(t, cpu.New(), m, backendtest.Options{Lengths: []int{3, 517}, ContextSize: 530,
 		Activations: backend.ActivationsFloat32, Precisions: []backend.KVPrecision{backend.KVQ4}})
 }
@@ -30,7 +32,7 @@ func TestConformanceLongContext(t *testing.T) {
 // rows are narrower than its groups of 8 blocks): still bit-identical to each sequence
 // alone, whose decode steps run the matrix-vector kernel.
 func TestConformanceTiledGEMM(t *testing.T) {
-	m := synthModel(t, "small", 4)
+	m := synthtest.Weights(t, "small", 4, ternary.PQ2_0)
 	// Eight decode streams, and two prompts beside them, the second cut 51 + 9.
 	backendtest.Run(t, cpu.New(), m, backendtest.Options{Lengths: []int{1, 1, 1, 1, 1, 1, 1, 1, 5, 60},
 		Precisions: []backend.KVPrecision{backend.KVFloat16}})
@@ -39,7 +41,7 @@ func TestConformanceTiledGEMM(t *testing.T) {
 // With the batch tiles the same batches run their products over the tiles, and each
 // sequence alone its decode steps over the weights: still bit for bit.
 func TestBatchTilesConformance(t *testing.T) {
-	m := synthModel(t, "small", 4)
+	m := synthtest.Weights(t, "small", 4, ternary.PQ2_0)
 	backendtest.Run(t, cpu.New(cpu.WithBatchTiles()), m, backendtest.Options{Lengths: []int{1, 1, 1, 1, 1, 1, 1, 1, 5, 60},
 		Precisions: []backend.KVPrecision{backend.KVFloat16}})
 }

@@ -1,28 +1,20 @@
 package cpu
 
 import (
-	"bytes"
 	"context"
 	"math"
 	"testing"
 
 	"github.com/bonsai-go/sdk/bonsai/backend"
-	"github.com/bonsai-go/sdk/gguf"
-	"github.com/bonsai-go/sdk/internal/synth"
-	"github.com/bonsai-go/sdk/qwen35"
+	"github.com/bonsai-go/sdk/internal/synth/synthtest"
+	"github.com/bonsai-go/sdk/ternary"
 	"github.com/stretchr/testify/require"
 )
 
 // The engine's prefill with the chunked GDN form agrees with its step walk.
 func TestChunkedGDNPrefill(t *testing.T) {
-	cfg, err := synth.Preset("tiny")
-	require.NoError(t, err)
-	var buf bytes.Buffer
-	require.NoError(t, synth.Write(context.Background(), &buf, synth.Options{Config: cfg, Seed: 8}, nil))
-	f, err := gguf.Parse(buf.Bytes())
-	require.NoError(t, err)
-	w, err := qwen35.Bind(f)
-	require.NoError(t, err)
+	w := synthtest.Weights(t, "tiny", 8, ternary.PQ2_0)
+	cfg := w.Config
 	eng, err := New().Load(context.Background(), w, backend.LoadOptions{Threads: 2, Activations: backend.ActivationsFloat32})
 	require.NoError(t, err)
 	defer eng.Close()

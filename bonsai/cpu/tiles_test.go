@@ -2,14 +2,16 @@ package cpu_test
 
 import (
 	"context"
-	"errors"
 	"math"
 	"testing"
 
 	"github.com/bonsai-go/sdk/bonsai/backend"
 	"github.com/bonsai-go/sdk/bonsai/cpu"
+	"github.com/bonsai-go/sdk/internal/synth/synthtest"
 	"github.com/bonsai-go/sdk/qwen35"
 	"github.com/bonsai-go/sdk/ternary"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 // tiledBytes returns the bytes of m's ternary products wide enough for tiles (what a
@@ -24,13 +26,15 @@ func tiledBytes(m backend.Model) int64 {
 // and the load reports tiling every matrix the kernels take; with float32 activations
 // no tiles are made.
 func TestBatchTilesSameLogits(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: the tiled loads' logits against the plain load's (small model, both formats and precisions) run in the full go test; TestBatchTilesConformance checks the tiles under -short")
+	}
 	tokens := []int32{1, 7, 42, 3, 99, 5, 17, 250, 8, 11, 400, 2, 9, 31}
 	for _, f := range []ternary.Format{ternary.PQ2_0, ternary.PTQ1_0} {
-		m := synthFormat(t, "small", 6, f)
+		m := synthtest.Weights(t, "small", 6, f)
 		work := tiledBytes(m)
-		if work == 0 || work != productBytes(m) {
-			t.Fatalf("%s: %d of the products' %d bytes can be tiled; the test wants them all", f, work, productBytes(m))
-		}
+		require.NotZero(t, work, "%s: bytes that can be tiled", f)
+		require.Equal(t, productBytes(m), work, "%s: the products' bytes that can be tiled; the test wants them all", f)
 		for _, acts := range []backend.Activations{backend.ActivationsInt8, backend.ActivationsFloat32} {
 			want, _, _ := logitsOf(t, cpu.New(), m, acts, tokens)
 			// The load's last report: the tiling's (the PQ2_0 copy's bytes when a PTQ1_0
@@ -53,13 +57,10 @@ func TestBatchTilesSameLogits(t *testing.T) {
 				{"transcoded, tiles", cpu.New(cpu.WithBatchTiles(), cpu.WithWeightFormat(ternary.PQ2_0)), map[bool]int64{true: asPQ2, false: transcoded}[int8]},
 			} {
 				got, done, total := logitsOf(t, c.b, m, acts, tokens)
-				if done != c.work || total != c.work {
-					t.Errorf("%s %s %v: the load's last report %d of %d bytes, want %d", f, c.name, acts, done, total, c.work)
-				}
+				assert.Equal(t, [2]int64{c.work, c.work}, [2]int64{done, total}, "%s %s %v: the load's last report (done, total bytes)", f, c.name, acts)
+				require.Len(t, got, len(want))
 				for i := range got {
-					if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
-						t.Fatalf("%s %s %v: logit %d is %v, without tiles %v", f, c.name, acts, i, got[i], want[i])
-					}
+					require.Equal(t, math.Float32bits(want[i]), math.Float32bits(got[i]), "%s %s %v: logit %d is %v, without tiles %v", f, c.name, acts, i, got[i], want[i])
 				}
 			}
 		}
@@ -70,9 +71,7 @@ func TestBatchTilesSameLogits(t *testing.T) {
 func TestBatchTilesCancelledLoad(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	_, err := cpu.New(cpu.WithBatchTiles()).Load(ctx, synthModel(t, "small", 4), backend.LoadOptions{Threads: 2,
+	_, err := cpu.New(cpu.WithBatchTiles()).Load(ctx, synthtest.Weights(t, "small", 4, ternary.PQ2_0), backend.LoadOptions{Threads: 2,
 		Progress: func(done, total int64) { cancel() }})
-	if !errors.Is(err, context.Canceled) {
-		t.Fatalf("cancelled load: %v, want context.Canceled", err)
-	}
+	require.ErrorIs(t, err, context.Canceled, "cancelled load")
 }

@@ -1,39 +1,19 @@
 package cpu_test
 
 import (
-	"bytes"
 	"context"
-	"errors"
 	"math"
 	"testing"
 
 	"github.com/bonsai-go/sdk/bonsai/backend"
 	"github.com/bonsai-go/sdk/bonsai/backend/backendtest"
 	"github.com/bonsai-go/sdk/bonsai/cpu"
-	"github.com/bonsai-go/sdk/gguf"
-	"github.com/bonsai-go/sdk/internal/synth"
+	"github.com/bonsai-go/sdk/internal/synth/synthtest"
 	"github.com/bonsai-go/sdk/qwen35"
 	"github.com/bonsai-go/sdk/ternary"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
-
-// synthFormat binds a synthetic model of the named preset with its ternary tensors in
-// format f.
-func synthFormat(t testing.TB, preset string, seed uint64, f ternary.Format) backend.Model {
-	t.Helper()
-	cfg, err := synth.Preset(preset)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var buf bytes.Buffer
-	if err := synth.Write(context.Background(), &buf, synth.Options{Config: cfg, Seed: seed, Format: f}, nil); err != nil {
-		t.Fatal(err)
-	}
-	file, err := gguf.Parse(buf.Bytes())
-	if err != nil {
-		t.Fatal(err)
-	}
-	return bind(t, file)
-}
 
 // logitsOf runs tokens through a fresh state of b's engine on m, then decode steps of
 // the first four tokens again, and returns every logit; and the last load progress
@@ -42,24 +22,16 @@ func logitsOf(t *testing.T, b backend.Backend, m backend.Model, acts backend.Act
 	t.Helper()
 	e, err := b.Load(context.Background(), m, backend.LoadOptions{Threads: 2, Activations: acts,
 		Progress: func(d, n int64) { done, total = d, n }})
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	defer e.Close()
 	st, err := e.NewState(backend.StateOptions{ContextSize: 128})
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	defer st.Close()
 	out := make([]float32, len(tokens)*m.Vocab())
-	if err := e.Forward(context.Background(), []backend.Sequence{{State: st, Tokens: tokens, Logits: backend.LogitsAll, Out: out}}); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, e.Forward(context.Background(), []backend.Sequence{{State: st, Tokens: tokens, Logits: backend.LogitsAll, Out: out}}))
 	for _, tok := range tokens[:4] {
 		one := make([]float32, m.Vocab())
-		if err := e.Forward(context.Background(), []backend.Sequence{{State: st, Tokens: []int32{tok}, Logits: backend.LogitsLast, Out: one}}); err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, e.Forward(context.Background(), []backend.Sequence{{State: st, Tokens: []int32{tok}, Logits: backend.LogitsLast, Out: one}}))
 		out = append(out, one...)
 	}
 	return out, done, total
@@ -100,14 +72,12 @@ func layerSites(p *qwen35.Plan) []*qwen35.Site {
 // model run natively and of its PQ2_0 twin, prefill and steps, int8 and float32; and a
 // PQ2_0 model transcoded to PTQ1_0 does too.
 func TestWeightFormatSameLogits(t *testing.T) {
-	tq := synthFormat(t, "tiny", 9, ternary.PTQ1_0)
-	pq := synthFormat(t, "tiny", 9, ternary.PQ2_0)
+	tq := synthtest.Weights(t, "tiny", 9, ternary.PTQ1_0)
+	pq := synthtest.Weights(t, "tiny", 9, ternary.PQ2_0)
 	tokens := []int32{1, 7, 42, 3, 99, 5, 17, 250, 8, 11}
 	for _, acts := range []backend.Activations{backend.ActivationsInt8, backend.ActivationsFloat32} {
 		want, _, native := logitsOf(t, cpu.New(), tq, acts, tokens)
-		if native != 0 {
-			t.Errorf("the native load reported %d bytes of transcoding", native)
-		}
+		assert.Zero(t, native, "bytes of transcoding the native load reported")
 		for _, c := range []struct {
 			name string
 			b    backend.Backend
@@ -120,16 +90,10 @@ func TestWeightFormatSameLogits(t *testing.T) {
 			{"PTQ1_0 as PTQ1_0", cpu.New(cpu.WithWeightFormat(ternary.PTQ1_0)), tq, 0},
 		} {
 			got, done, total := logitsOf(t, c.b, c.m, acts, tokens)
-			if done != c.work || total != c.work {
-				t.Errorf("%s: the load reported %d of %d bytes transcoded, want %d", c.name, done, total, c.work)
-			}
-			if len(got) != len(want) {
-				t.Fatalf("%s: %d logits, want %d", c.name, len(got), len(want))
-			}
+			assert.Equal(t, [2]int64{c.work, c.work}, [2]int64{done, total}, "%s: the load's report of the bytes transcoded (done, total)", c.name)
+			require.Len(t, got, len(want), c.name)
 			for i := range got {
-				if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
-					t.Fatalf("%s (activations %v): logit %d is %v, natively %v", c.name, acts, i, got[i], want[i])
-				}
+				require.Equal(t, math.Float32bits(want[i]), math.Float32bits(got[i]), "%s (activations %v): logit %d is %v, natively %v", c.name, acts, i, got[i], want[i])
 			}
 		}
 	}
@@ -137,15 +101,13 @@ func TestWeightFormatSameLogits(t *testing.T) {
 
 // The transcoded backend passes the conformance suite too.
 func TestWeightFormatConformance(t *testing.T) {
-	backendtest.Run(t, cpu.New(cpu.WithWeightFormat(ternary.PQ2_0)), synthFormat(t, "tiny", 3, ternary.PTQ1_0), backendtest.Options{})
+	backendtest.Run(t, cpu.New(cpu.WithWeightFormat(ternary.PQ2_0)), synthtest.Weights(t, "tiny", 3, ternary.PTQ1_0), backendtest.Options{})
 }
 
 // A cancelled load stops with the context's error.
 func TestWeightFormatCancelledLoad(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	_, err := cpu.New(cpu.WithWeightFormat(ternary.PQ2_0)).Load(ctx, synthFormat(t, "tiny", 3, ternary.PTQ1_0), backend.LoadOptions{Threads: 2})
-	if !errors.Is(err, context.Canceled) {
-		t.Fatalf("Load with a cancelled context: %v, want context.Canceled", err)
-	}
+	_, err := cpu.New(cpu.WithWeightFormat(ternary.PQ2_0)).Load(ctx, synthtest.Weights(t, "tiny", 3, ternary.PTQ1_0), backend.LoadOptions{Threads: 2})
+	require.ErrorIs(t, err, context.Canceled, "Load with a cancelled context")
 }

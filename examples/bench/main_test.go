@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/bonsai-go/sdk/internal/synth"
+	"github.com/bonsai-go/sdk/internal/synth/synthtest"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -33,8 +33,7 @@ func TestContextFlag(t *testing.T) {
 			// 300 positions of a key and a value row per attention layer, at 2, 4,
 			// 1 + 4/32 (int8 codes and a float32 scale per 32) or ½ + 2/32 (4-bit
 			// codes and a half scale per 32) bytes a value.
-			c, err := synth.Preset("tiny")
-			require.NoError(t, err)
+			c := synthtest.Config(t, "tiny")
 			perValue := map[string]float64{"f16": 2, "f32": 4, "int8": 1.125, "q4": 0.5625}[kv]
 			want := float64(c.AttentionLayers()*300*2*c.KVHeads*c.HeadDim) * perValue / 1e6
 			assert.InDelta(t, want, mb, 0.05+want*1e-3)

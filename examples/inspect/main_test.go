@@ -2,7 +2,6 @@ package main
 
 import (
 	"bytes"
-	"context"
 	"errors"
 	"flag"
 	"fmt"
@@ -12,18 +11,14 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/bonsai-go/sdk/gguf"
-	"github.com/bonsai-go/sdk/internal/synth"
+	"github.com/bonsai-go/sdk/internal/synth/synthtest"
 	"github.com/bonsai-go/sdk/ternary"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
 
 func TestInspectSynthetic(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "tiny.gguf")
-	cfg, err := synth.Preset("tiny")
-	require.NoError(t, err)
-	require.NoError(t, synth.WriteFile(context.Background(), path, synth.Options{Config: cfg, Seed: 7}, nil))
+	path := synthtest.Path(t, "tiny", 7, ternary.PQ2_0)
 
 	var out bytes.Buffer
 	require.NoError(t, inspect(&out, path, true, false))
@@ -90,13 +85,7 @@ func TestRunNoFile(t *testing.T) {
 	assert.True(t, os.IsNotExist(err), "temporary directory %s removed: %v", filepath.Dir(path), err)
 
 	// The same model, written here, to compare with.
-	ref := filepath.Join(t.TempDir(), "tiny.gguf")
-	cfg, err := synth.Preset("tiny")
-	require.NoError(t, err)
-	require.NoError(t, synth.WriteFile(context.Background(), ref, synth.Options{Config: cfg, Seed: 1}, nil))
-	f, err := gguf.Open(ref)
-	require.NoError(t, err)
-	defer f.Close()
+	f := synthtest.File(t, "tiny", 1, ternary.PQ2_0)
 	name, err := f.String("general.name")
 	require.NoError(t, err)
 
@@ -159,10 +148,7 @@ func indexOf(lines []string, ok func(string) bool) int {
 // whole arrays, -h prints the usage, and a second argument or an unknown flag is a
 // usage error; a file that cannot be opened is an error naming it.
 func TestRunFlags(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "tiny.gguf")
-	cfg, err := synth.Preset("tiny")
-	require.NoError(t, err)
-	require.NoError(t, synth.WriteFile(context.Background(), path, synth.Options{Config: cfg, Seed: 1}, nil))
+	path := synthtest.Path(t, "tiny", 1, ternary.PQ2_0)
 
 	var out, errOut bytes.Buffer
 	require.NoError(t, run([]string{"-scan=false", path}, &out, &errOut))
@@ -195,7 +181,7 @@ func TestRunFlags(t *testing.T) {
 	}
 
 	missing := filepath.Join(t.TempDir(), "missing.gguf")
-	err = run([]string{missing}, &out, &errOut)
+	err := run([]string{missing}, &out, &errOut)
 	require.Error(t, err)
 	assert.False(t, errors.Is(err, errUsage))
 	assert.Contains(t, err.Error(), "missing.gguf")

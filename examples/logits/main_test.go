@@ -9,12 +9,11 @@ import (
 	"io"
 	"math"
 	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
 
-	"github.com/bonsai-go/sdk/internal/synth"
+	"github.com/bonsai-go/sdk/internal/synth/synthtest"
 	"github.com/bonsai-go/sdk/metal"
 	"github.com/bonsai-go/sdk/ternary"
 	"github.com/stretchr/testify/assert"
@@ -22,10 +21,8 @@ import (
 )
 
 func TestLogitsOutputContract(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "tiny.gguf")
-	c, err := synth.Preset("tiny")
-	require.NoError(t, err)
-	require.NoError(t, synth.WriteFile(context.Background(), path, synth.Options{Config: c, Seed: 1}, nil))
+	c := synthtest.Config(t, "tiny")
+	path := synthtest.Path(t, "tiny", 1, ternary.PQ2_0)
 	ids, err := parseTokens("1, 2,3,495,7")
 	require.NoError(t, err)
 
@@ -162,10 +159,8 @@ func TestLogitsReproducesGolden(t *testing.T) {
 // activations (the precision the Metal kernels keep), in both modes: the printed logits
 // agree to 2e-3 (logits up to about 20).
 func TestLogitsPTQ1MetalEmulator(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "tiny-ptq1.gguf")
-	c, err := synth.Preset("tiny")
-	require.NoError(t, err)
-	require.NoError(t, synth.WriteFile(context.Background(), path, synth.Options{Config: c, Seed: 3, Format: ternary.PTQ1_0}, nil))
+	c := synthtest.Config(t, "tiny")
+	path := synthtest.Path(t, "tiny", 3, ternary.PTQ1_0)
 	for _, tc := range []struct {
 		mode   string
 		tokens int
@@ -201,10 +196,7 @@ func TestLogitsPTQ1MetalEmulator(t *testing.T) {
 // -kv q4 takes effect: its logits differ from an F32 cache's, within the 4-bit cache's
 // drift on the tiny model (bonsai's KV precision tests allow 1 with float32 activations).
 func TestLogitsKVQ4(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "tiny.gguf")
-	c, err := synth.Preset("tiny")
-	require.NoError(t, err)
-	require.NoError(t, synth.WriteFile(context.Background(), path, synth.Options{Config: c, Seed: 1}, nil))
+	path := synthtest.Path(t, "tiny", 1, ternary.PQ2_0)
 	ids := []int32{1, 2, 3, 495, 7, 11, 13, 17}
 	rows := map[string][][]float64{}
 	for _, kv := range []string{"f32", "q4"} {

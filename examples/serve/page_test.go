@@ -7,7 +7,6 @@ import (
 	"net/http/httptest"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -15,7 +14,8 @@ import (
 	"github.com/bonsai-go/sdk/bonsai"
 	"github.com/bonsai-go/sdk/internal/anthropic"
 	"github.com/bonsai-go/sdk/internal/openai"
-	"github.com/bonsai-go/sdk/internal/synth"
+	"github.com/bonsai-go/sdk/internal/synth/synthtest"
+	"github.com/bonsai-go/sdk/ternary"
 	"github.com/chromedp/chromedp"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -39,10 +39,7 @@ const thinkTemplate = `{%- for message in messages -%}
 // thinking template.
 func pageServer(t *testing.T) (*openai.Server, *httptest.Server) {
 	t.Helper()
-	c, _ := synth.Preset("tiny")
-	path := filepath.Join(t.TempDir(), "tiny.gguf")
-	require.NoError(t, synth.WriteFile(context.Background(), path, synth.Options{Config: c, Seed: 1}, nil))
-	m, err := bonsai.Open(path, bonsai.WithThreads(2), bonsai.WithChatTemplate(thinkTemplate))
+	m, err := bonsai.Open(synthtest.Path(t, "tiny", 1, ternary.PQ2_0), bonsai.WithThreads(2), bonsai.WithChatTemplate(thinkTemplate))
 	require.NoError(t, err)
 	t.Cleanup(func() { m.Close() })
 	srv, err := openai.NewServer(m, openai.Config{ModelName: "tiny", Parallel: 1, Queue: 4})

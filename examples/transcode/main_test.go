@@ -10,6 +10,7 @@ import (
 
 	"github.com/bonsai-go/sdk/gguf"
 	"github.com/bonsai-go/sdk/internal/synth"
+	"github.com/bonsai-go/sdk/internal/synth/synthtest"
 	"github.com/bonsai-go/sdk/ternary"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -20,10 +21,7 @@ import (
 func TestTranscodeRoundTrip(t *testing.T) {
 	dir := t.TempDir()
 	ctx := context.Background()
-	cfg, err := synth.Preset("tiny")
-	require.NoError(t, err)
-	pq := filepath.Join(dir, "pq.gguf")
-	require.NoError(t, synth.WriteFile(ctx, pq, synth.Options{Config: cfg, Seed: 3, Format: ternary.PQ2_0}, nil))
+	pq := synthtest.Path(t, "tiny", 3, ternary.PQ2_0)
 
 	ptq := filepath.Join(dir, "ptq.gguf")
 	var calls int
@@ -44,14 +42,10 @@ func TestTranscodeRoundTrip(t *testing.T) {
 	require.NoError(t, err)
 	assert.True(t, bytes.Equal(a, b), "PQ2_0 → PTQ1_0 → PQ2_0 is not byte-identical")
 
-	direct := filepath.Join(dir, "direct.gguf")
-	require.NoError(t, synth.WriteFile(ctx, direct, synth.Options{Config: cfg, Seed: 3, Format: ternary.PTQ1_0}, nil))
 	fa, err := gguf.Open(ptq)
 	require.NoError(t, err)
 	defer fa.Close()
-	fb, err := gguf.Open(direct)
-	require.NoError(t, err)
-	defer fb.Close()
+	fb := synthtest.File(t, "tiny", 3, ternary.PTQ1_0)
 	require.Equal(t, len(fb.Tensors), len(fa.Tensors))
 	for _, ti := range fb.Tensors {
 		got, ok := fa.Tensor(ti.Name)
@@ -72,9 +66,7 @@ func TestTranscodeErrors(t *testing.T) {
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "missing.gguf")
 
-	cfg, _ := synth.Preset("tiny")
-	in := filepath.Join(dir, "in.gguf")
-	require.NoError(t, synth.WriteFile(ctx, in, synth.Options{Config: cfg, Seed: 1}, nil))
+	in := synthtest.Path(t, "tiny", 1, ternary.PQ2_0)
 	_, err = transcodeFile(ctx, in, in, ternary.PTQ1_0, nil)
 	require.ErrorContains(t, err, "same file")
 
@@ -93,12 +85,9 @@ func TestTranscodeErrors(t *testing.T) {
 func TestTranscodeKeepsMetadata(t *testing.T) {
 	dir := t.TempDir()
 	ctx := context.Background()
-	cfg, err := synth.Preset("tiny")
-	require.NoError(t, err)
-	pq := filepath.Join(dir, "pq.gguf")
-	require.NoError(t, synth.WriteFile(ctx, pq, synth.Options{Config: cfg, Seed: 5, Format: ternary.PQ2_0}, nil))
+	pq := synthtest.Path(t, "tiny", 5, ternary.PQ2_0)
 	ptq := filepath.Join(dir, "ptq.gguf")
-	_, err = transcodeFile(ctx, pq, ptq, ternary.PTQ1_0, nil)
+	_, err := transcodeFile(ctx, pq, ptq, ternary.PTQ1_0, nil)
 	require.NoError(t, err)
 
 	in, err := gguf.Open(pq)

@@ -12,7 +12,6 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
-	"path/filepath"
 	"runtime"
 	"runtime/pprof"
 	"strings"
@@ -22,6 +21,7 @@ import (
 
 	"github.com/bonsai-go/sdk/bonsai"
 	"github.com/bonsai-go/sdk/internal/synth"
+	"github.com/bonsai-go/sdk/internal/synth/synthtest"
 	"github.com/bonsai-go/sdk/qwen35"
 	oai "github.com/openai/openai-go/v3"
 	"github.com/stretchr/testify/assert"
@@ -581,8 +581,7 @@ func heapInUse() uint64 {
 func TestLoadChaos(t *testing.T) {
 	const clients, parallel, queue = 64, 4, 8
 	const duration = 2 * time.Second
-	path := filepath.Join(t.TempDir(), "micro.gguf")
-	require.NoError(t, synth.WriteFile(context.Background(), path, synth.Options{Config: microConfig(), Seed: 1}, nil))
+	path := synthtest.PathOf(t, synth.Options{Config: microConfig(), Seed: 1})
 
 	round := func(clients int, d time.Duration, check bool) {
 		m, err := bonsai.Open(path, bonsai.WithThreads(2), bonsai.WithPrefixCache(32<<20))

@@ -12,35 +12,12 @@ import (
 	"github.com/bonsai-go/sdk/bonsai/backend"
 	"github.com/bonsai-go/sdk/bonsai/backend/backendtest"
 	"github.com/bonsai-go/sdk/bonsai/cpu"
-	"github.com/bonsai-go/sdk/gguf"
 	"github.com/bonsai-go/sdk/internal/selfexec"
-	"github.com/bonsai-go/sdk/internal/synth"
+	"github.com/bonsai-go/sdk/internal/synth/synthtest"
+	"github.com/bonsai-go/sdk/ternary"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
-
-func tinyModel(t *testing.T) backend.Model {
-	t.Helper()
-	cfg, err := synth.Preset("tiny")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var buf bytes.Buffer
-	if err := synth.Write(context.Background(), &buf, synth.Options{Config: cfg, Seed: 5}, nil); err != nil {
-		t.Fatal(err)
-	}
-	f, err := gguf.Parse(buf.Bytes())
-	if err != nil {
-		t.Fatal(err)
-	}
-	arch, err := backend.Lookup(f.Architecture())
-	if err != nil {
-		t.Fatal(err)
-	}
-	m, err := arch.Bind(f, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return m
-}
 
 // A fault is what a broken backend gets wrong.
 type fault string
@@ -123,7 +100,7 @@ func (st *faultyState) CopyFrom(src backend.State) error {
 // The suite passes the CPU backend, and the CPU backend wrapped without a fault: the
 // faults below are what makes the suite fail, not the wrapping.
 func TestRunPasses(t *testing.T) {
-	m := tinyModel(t)
+	m := synthtest.Weights(t, "tiny", 5, ternary.PQ2_0)
 	t.Run("cpu", func(t *testing.T) { backendtest.Run(t, cpu.New(), m, backendtest.Options{}) })
 	t.Run("wrapped", func(t *testing.T) { backendtest.Run(t, faulty{cpu.New(), noFault}, m, backendtest.Options{}) })
 }
@@ -138,7 +115,7 @@ func TestHelperBroken(t *testing.T) {
 	if f == noFault {
 		return
 	}
-	backendtest.Run(t, faulty{cpu.New(), f}, tinyModel(t), backendtest.Options{})
+	backendtest.Run(t, faulty{cpu.New(), f}, synthtest.Weights(t, "tiny", 5, ternary.PQ2_0), backendtest.Options{})
 }
 
 // The suite fails a broken backend, in the check that covers what it breaks and in no
@@ -156,21 +133,16 @@ func TestRunFails(t *testing.T) {
 		t.Run(string(c.fault), func(t *testing.T) {
 			out, err := selfexec.CombinedOutput([]string{faultEnv + "=" + string(c.fault)}, "-test.run=^TestHelperBroken$", "-test.count=1", "-test.v")
 			var exit *exec.ExitError
-			if !errors.As(err, &exit) || exit.ExitCode() == 0 {
-				t.Fatalf("the suite on a backend with the %s fault: %v, want a failing exit\n%s", c.fault, err, out)
-			}
+			require.Truef(t, errors.As(err, &exit) && exit.ExitCode() != 0,
+				"the suite on a backend with the %s fault: %v, want a failing exit\n%s", c.fault, err, out)
 			for _, check := range checks {
 				want := "--- PASS: TestHelperBroken/" + check + " "
 				if check == c.check {
 					want = "--- FAIL: TestHelperBroken/" + check + " "
 				}
-				if !bytes.Contains(out, []byte(want)) {
-					t.Errorf("the output does not say %q", strings.TrimSpace(want))
-				}
+				assert.Truef(t, bytes.Contains(out, []byte(want)), "the output does not say %q", strings.TrimSpace(want))
 			}
-			if !bytes.Contains(out, []byte(c.message)) {
-				t.Errorf("the output does not say %q", c.message)
-			}
+			assert.Truef(t, bytes.Contains(out, []byte(c.message)), "the output does not say %q", c.message)
 			if t.Failed() {
 				t.Logf("the child's output:\n%s", out)
 			}

@@ -1,35 +1,21 @@
-// Package clitest writes the model files that the example programs' tests feed them:
-// the synthetic tiny model and files a loader must refuse.
+// Package clitest writes the model files a loader must refuse, for the example programs'
+// tests.
 package clitest
 
 import (
 	"bytes"
-	"context"
 	"os"
 	"path/filepath"
 	"testing"
 
 	"github.com/bonsai-go/sdk/gguf"
-	"github.com/bonsai-go/sdk/internal/synth"
+	"github.com/bonsai-go/sdk/internal/synth/synthtest"
+	"github.com/bonsai-go/sdk/ternary"
 )
 
 // BadModel is a file a loader must refuse, with words its one-line error must contain.
 type BadModel struct {
 	Name, Path, Want string
-}
-
-// TinyModel writes the synthetic tiny model (seed 1) into a temporary directory.
-func TinyModel(t testing.TB) string {
-	t.Helper()
-	c, err := synth.Preset("tiny")
-	if err != nil {
-		t.Fatal(err)
-	}
-	path := filepath.Join(t.TempDir(), "tiny.gguf")
-	if err := synth.WriteFile(context.Background(), path, synth.Options{Config: c, Seed: 1}, nil); err != nil {
-		t.Fatal(err)
-	}
-	return path
 }
 
 // BadModels writes, into a temporary directory, a file that is not GGUF, a GGUF of
@@ -53,7 +39,7 @@ func BadModels(t testing.TB) []BadModel {
 	if err != nil {
 		t.Fatal(err)
 	}
-	good, err := os.ReadFile(TinyModel(t))
+	good, err := os.ReadFile(synthtest.Path(t, "tiny", 1, ternary.PQ2_0))
 	if err != nil {
 		t.Fatal(err)
 	}

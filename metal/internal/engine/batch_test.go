@@ -9,34 +9,10 @@ import (
 	"testing"
 
 	"github.com/bonsai-go/sdk/bonsai/backend"
-	"github.com/bonsai-go/sdk/gguf"
-	"github.com/bonsai-go/sdk/internal/synth"
+	"github.com/bonsai-go/sdk/internal/synth/synthtest"
 	"github.com/bonsai-go/sdk/qwen35"
 	"github.com/bonsai-go/sdk/ternary"
 )
-
-// tinyAs binds the tiny synthetic model (seed 1) stored in format f, mapped from a file.
-func tinyAs(t *testing.T, f ternary.Format) *qwen35.Weights {
-	t.Helper()
-	c, err := synth.Preset("tiny")
-	if err != nil {
-		t.Fatal(err)
-	}
-	path := t.TempDir() + "/tiny.gguf"
-	if err := synth.WriteFile(context.Background(), path, synth.Options{Config: c, Seed: 1, Format: f}, nil); err != nil {
-		t.Fatal(err)
-	}
-	gf, err := gguf.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { gf.Close() })
-	w, err := qwen35.Bind(gf)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return w
-}
 
 // loadEmulated loads w on the emulated backend with opts.
 func loadEmulated(t *testing.T, w *qwen35.Weights, opts ...Option) backend.Greedy {
@@ -219,7 +195,7 @@ func TestBatchMatchesUnfused(t *testing.T) {
 	emulator(t)
 	for _, f := range []ternary.Format{ternary.PQ2_0, ternary.PTQ1_0} {
 		t.Run(f.String(), func(t *testing.T) {
-			w := tinyAs(t, f)
+			w := synthtest.Weights(t, "tiny", 1, f)
 			step := loadEmulated(t, w, stepGDN)
 			stepUnfused := loadEmulated(t, w, stepGDN, unfused)
 			checkBatchBits(t, step, stepUnfused, []int{1, 70, 3})
@@ -251,7 +227,7 @@ func TestBatchMatchesUnfused(t *testing.T) {
 // sequences, the mixers per sequence; the watchdog split; the batch activations
 // allocated once and counted against the working set.
 func TestBatchCommandBuffers(t *testing.T) {
-	path := writeTiny(t)
+	path := synthtest.Path(t, "tiny", 1, ternary.PQ2_0)
 	dev := newCountingDevice(1 << 30)
 	en, err := loadOn(t, path, dev, backend.LoadOptions{})
 	if err != nil {
@@ -388,7 +364,7 @@ func TestBatchCommandBuffers(t *testing.T) {
 // Without room in the working set for the batch activations, a batch runs its sequences
 // one after another.
 func TestBatchWithoutRoom(t *testing.T) {
-	path := writeTiny(t)
+	path := synthtest.Path(t, "tiny", 1, ternary.PQ2_0)
 	dev := newCountingDevice(1 << 30)
 	en, err := loadOn(t, path, dev, backend.LoadOptions{})
 	if err != nil {

@@ -6,7 +6,9 @@ import (
 	"github.com/bonsai-go/sdk/bonsai/backend"
 	"github.com/bonsai-go/sdk/bonsai/backend/backendtest"
 	"github.com/bonsai-go/sdk/gguf"
+	"github.com/bonsai-go/sdk/internal/synth/synthtest"
 	"github.com/bonsai-go/sdk/qwen35"
+	"github.com/bonsai-go/sdk/ternary"
 )
 
 // batchTolerance is the |Δlogit| allowed between a sequence run in a batch and run alone
@@ -34,7 +36,7 @@ const tinyLogitScale = 25
 // tiny model mapped from a file (the weights wrapped in place).
 func TestConformance(t *testing.T) {
 	emulator(t)
-	f, err := gguf.Open(writeTiny(t))
+	f, err := gguf.Open(synthtest.Path(t, "tiny", 1, ternary.PQ2_0))
 	if err != nil {
 		t.Fatal(err)
 	}

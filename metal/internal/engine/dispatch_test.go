@@ -14,6 +14,7 @@ import (
 	"github.com/bonsai-go/sdk/bonsai/backend"
 	"github.com/bonsai-go/sdk/gguf"
 	"github.com/bonsai-go/sdk/internal/synth"
+	"github.com/bonsai-go/sdk/internal/synth/synthtest"
 	"github.com/bonsai-go/sdk/metal/internal/gpu"
 	"github.com/bonsai-go/sdk/qwen35"
 	"github.com/bonsai-go/sdk/ternary"
@@ -210,7 +211,7 @@ func TestDispatchCount27BPTQ1(t *testing.T) {
 // TestDispatchCountTiny checks the same count and the host's argument bindings on the
 // tiny configuration, for the fused and unfused decode paths and a prefill chunk.
 func TestDispatchCountTiny(t *testing.T) {
-	path := writeTiny(t)
+	path := synthtest.Path(t, "tiny", 1, ternary.PQ2_0)
 	e, _, done := loadCounting(t, path, 1<<30)
 	defer done()
 	cb := decodeDispatches(t, e, outArgmax)
@@ -231,7 +232,7 @@ func TestDispatchCountTiny(t *testing.T) {
 // TestViewsSplit wraps the tiny model with a largest buffer of a few pages, so that the
 // file is split into overlapping views, and checks every tensor landed inside one.
 func TestViewsSplit(t *testing.T) {
-	path := writeTiny(t)
+	path := synthtest.Path(t, "tiny", 1, ternary.PQ2_0)
 	e, dev, done := loadCounting(t, path, 8*16384)
 	defer done()
 	if len(dev.wrapped) < 3 {
@@ -315,38 +316,11 @@ func boundTensors(e *engine) []boundTensor {
 	return out
 }
 
-// writeTiny writes the tiny synthetic model (seed 1) into a temporary directory.
-func writeTiny(t testing.TB) string {
-	t.Helper()
-	c, err := synth.Preset("tiny")
-	if err != nil {
-		t.Fatal(err)
-	}
-	path := t.TempDir() + "/tiny.gguf"
-	if err := synth.WriteFile(context.Background(), path, synth.Options{Config: c, Seed: 1}, nil); err != nil {
-		t.Fatal(err)
-	}
-	return path
-}
-
 // TestRefusals: an unknown KV precision is refused with an error that says what to do
 // (package metal's TestNewLoad: New fails where there is no Metal), and a PTQ1_0 file (refused before the PTQ1_0
 // kernels) now loads with every ternary matrix bound to them.
 func TestRefusals(t *testing.T) {
-	c, err := synth.Preset("tiny")
-	if err != nil {
-		t.Fatal(err)
-	}
-	path := t.TempDir() + "/tiny-ptq.gguf"
-	if err := synth.WriteFile(context.Background(), path, synth.Options{Config: c, Seed: 1, Format: ternary.PTQ1_0}, nil); err != nil {
-		t.Fatal(err)
-	}
-	f, err := gguf.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	w, err := qwen35.Bind(f)
+	w, err := qwen35.Bind(synthtest.File(t, "tiny", 1, ternary.PTQ1_0))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -368,7 +342,7 @@ func TestRefusals(t *testing.T) {
 		t.Errorf("PTQ1_0 model: %d matrices bound as PTQ1_0, want %d", n, mats)
 	}
 
-	e, _, done := loadCounting(t, writeTiny(t), 1<<30)
+	e, _, done := loadCounting(t, synthtest.Path(t, "tiny", 1, ternary.PQ2_0), 1<<30)
 	defer done()
 	if _, err := e.NewState(backend.StateOptions{ContextSize: 8, KVCache: backend.KVPrecision(9)}); err == nil || !strings.Contains(err.Error(), "not supported") {
 		t.Errorf("unknown KV precision: %v, want a clear refusal", err)

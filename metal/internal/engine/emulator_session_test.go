@@ -10,7 +10,7 @@ import (
 	"testing"
 
 	"github.com/bonsai-go/sdk/bonsai"
-	"github.com/bonsai-go/sdk/internal/synth"
+	"github.com/bonsai-go/sdk/internal/synth/synthtest"
 	"github.com/bonsai-go/sdk/metal/internal/gpu"
 	"github.com/bonsai-go/sdk/metal/internal/mslemu"
 	"github.com/bonsai-go/sdk/ternary"
@@ -67,7 +67,7 @@ const (
 // and for a step-by-step walk, with the CPU backend.
 func TestParity(t *testing.T) {
 	emulator(t)
-	path := writeTiny(t)
+	path := synthtest.Path(t, "tiny", 1, ternary.PQ2_0)
 	for _, kv := range []bonsai.KVPrecision{bonsai.KVFloat16, bonsai.KVFloat32, bonsai.KVInt8} {
 		cpu := openTiny(t, path, bonsai.CPU(), kv, 96)
 		dev := openTiny(t, path, newEmulator(), kv, 96)
@@ -133,18 +133,11 @@ func TestParity(t *testing.T) {
 // checks that the PQ2_0 file of the same seed (the same values) gives the same logits.
 func TestParityPTQ1(t *testing.T) {
 	emulator(t)
-	c, err := synth.Preset("tiny")
-	if err != nil {
-		t.Fatal(err)
-	}
-	path := t.TempDir() + "/tiny-ptq1.gguf"
-	if err := synth.WriteFile(context.Background(), path, synth.Options{Config: c, Seed: 1, Format: ternary.PTQ1_0}, nil); err != nil {
-		t.Fatal(err)
-	}
+	path := synthtest.Path(t, "tiny", 1, ternary.PTQ1_0)
 	kv := bonsai.KVFloat32
 	cpu := openTiny(t, path, bonsai.CPU(), kv, 96)
 	dev := openTiny(t, path, newEmulator(), kv, 96)
-	pq2 := openTiny(t, writeTiny(t), newEmulator(), kv, 96)
+	pq2 := openTiny(t, synthtest.Path(t, "tiny", 1, ternary.PQ2_0), newEmulator(), kv, 96)
 	ids := promptIDs(70)
 	want, err := newSession(t, cpu).PrefillAll(context.Background(), ids)
 	if err != nil {
@@ -189,7 +182,7 @@ func TestParityPTQ1(t *testing.T) {
 // argmax on the device through bonsai.GreedyEngine): the same tokens.
 func TestGreedyGeneration(t *testing.T) {
 	emulator(t)
-	path := writeTiny(t)
+	path := synthtest.Path(t, "tiny", 1, ternary.PQ2_0)
 	cpu := openTiny(t, path, bonsai.CPU(), bonsai.KVFloat16, 64)
 	dev := openTiny(t, path, newEmulator(), bonsai.KVFloat16, 64)
 	in := bonsai.TokenIDs(promptIDs(9)...)
@@ -216,7 +209,7 @@ func TestGreedyGeneration(t *testing.T) {
 // the next steps' logits agree with the session that was saved.
 func TestSnapshotsAcrossBackends(t *testing.T) {
 	emulator(t)
-	path := writeTiny(t)
+	path := synthtest.Path(t, "tiny", 1, ternary.PQ2_0)
 	for _, kv := range []bonsai.KVPrecision{bonsai.KVFloat16, bonsai.KVFloat32, bonsai.KVInt8} {
 		cpu := openTiny(t, path, bonsai.CPU(), kv, 48)
 		dev := openTiny(t, path, newEmulator(), kv, 48)
@@ -292,7 +285,7 @@ func TestSnapshotsAcrossBackends(t *testing.T) {
 // TestStates covers the state methods: Clone, Reset and the context limit.
 func TestStates(t *testing.T) {
 	emulator(t)
-	path := writeTiny(t)
+	path := synthtest.Path(t, "tiny", 1, ternary.PQ2_0)
 	dev := openTiny(t, path, newEmulator(), bonsai.KVFloat16, 24)
 	s := newSession(t, dev)
 	ids := promptIDs(24)
@@ -365,7 +358,7 @@ func TestStates(t *testing.T) {
 // barrier or a race shows as a difference).
 func TestUnfusedDecode(t *testing.T) {
 	emulator(t)
-	path := writeTiny(t)
+	path := synthtest.Path(t, "tiny", 1, ternary.PQ2_0)
 	ids := promptIDs(8)
 	fused := stepAll(t, newSession(t, openTiny(t, path, newEmulator(), bonsai.KVFloat16, 16)), ids)
 	unfused := stepAll(t, newSession(t, openTiny(t, path, newEmulator(unfused), bonsai.KVFloat16, 16)), ids)
@@ -408,7 +401,7 @@ func (d smallDevice) WrapNoCopy(mem []byte) (gpu.Buffer, error) { return d.Devic
 // TestSplitViews runs the tiny model wrapped as views of 64 KiB.
 func TestSplitViews(t *testing.T) {
 	emulator(t)
-	path := writeTiny(t)
+	path := synthtest.Path(t, "tiny", 1, ternary.PQ2_0)
 	b := newEmulator(onDevice("metal-emulator", func() (gpu.Device, error) {
 		d, err := mslemu.New()
 		if err != nil {
@@ -439,7 +432,7 @@ func TestSplitViews(t *testing.T) {
 // The same logits from a mapped and an in-memory file, on the emulator.
 func TestUnmappedWeightsEmulator(t *testing.T) {
 	emulator(t)
-	path := writeTiny(t)
+	path := synthtest.Path(t, "tiny", 1, ternary.PQ2_0)
 	open := func(mmap bool) *bonsai.Model {
 		m, err := bonsai.Open(path, bonsai.WithBackend(newEmulator()), bonsai.WithThreads(1), bonsai.WithMmap(mmap),
 			bonsai.WithActivations(bonsai.ActivationsFloat32), bonsai.WithKVCache(bonsai.KVFloat16), bonsai.WithContextSize(16))
@@ -469,7 +462,7 @@ func TestUnmappedWeightsEmulator(t *testing.T) {
 // a 1 MiB GPU cannot hold the tiny model.
 func TestWorkingSetEmulator(t *testing.T) {
 	emulator(t)
-	path := writeTiny(t)
+	path := synthtest.Path(t, "tiny", 1, ternary.PQ2_0)
 	b := newEmulator(onDevice("metal-emulator", func() (gpu.Device, error) { return mslemu.New(mslemu.WithWorkingSet(1 << 20)) }))
 	m, err := bonsai.Open(path, bonsai.WithBackend(b), bonsai.WithContextSize(16))
 	if err == nil {

@@ -8,8 +8,10 @@ import (
 	"testing"
 
 	"github.com/bonsai-go/sdk/bonsai/backend"
+	"github.com/bonsai-go/sdk/internal/synth/synthtest"
 	"github.com/bonsai-go/sdk/metal/internal/gpu"
 	"github.com/bonsai-go/sdk/qwen35"
+	"github.com/bonsai-go/sdk/ternary"
 )
 
 // The per-layer views of a state: the GDN states alias the device buffers in
@@ -17,7 +19,7 @@ import (
 // codec, lands in the device layout the attention kernels read ([head][position][dim],
 // read here as the kernel checks read it) and reads back as the same bytes.
 func TestStateViews(t *testing.T) {
-	e, _, done := loadCounting(t, writeTiny(t), 1<<30)
+	e, _, done := loadCounting(t, synthtest.Path(t, "tiny", 1, ternary.PQ2_0), 1<<30)
 	defer done()
 	c := e.cfg
 	gs := qwen35.NewGDN(c).NewState()
@@ -148,7 +150,7 @@ func TestStateViews(t *testing.T) {
 	}
 
 	// A state of another engine is refused, and no error names the package first.
-	e2, _, done2 := loadCounting(t, writeTiny(t), 1<<30)
+	e2, _, done2 := loadCounting(t, synthtest.Path(t, "tiny", 1, ternary.PQ2_0), 1<<30)
 	defer done2()
 	other, err := e2.NewState(backend.StateOptions{ContextSize: 4})
 	if err != nil {

@@ -9,8 +9,10 @@ import (
 
 	"github.com/bonsai-go/sdk/bonsai/backend"
 	"github.com/bonsai-go/sdk/gguf"
+	"github.com/bonsai-go/sdk/internal/synth/synthtest"
 	"github.com/bonsai-go/sdk/metal/internal/gpu"
 	"github.com/bonsai-go/sdk/qwen35"
+	"github.com/bonsai-go/sdk/ternary"
 )
 
 // loadOn binds the model at path and loads it on dev; the model file stays open until
@@ -32,7 +34,7 @@ func loadOn(t *testing.T, path string, dev gpu.Device, opt backend.LoadOptions) 
 
 // Defect 7 of issue 12: a GPU whose SIMD-groups are not 32 wide is refused at compile.
 func TestSIMDWidthChecked(t *testing.T) {
-	path := writeTiny(t)
+	path := synthtest.Path(t, "tiny", 1, ternary.PQ2_0)
 	for _, w := range []int{16, 64} {
 		dev := newCountingDevice(1 << 30)
 		dev.simdWidth = w
@@ -56,7 +58,7 @@ func TestSIMDWidthChecked(t *testing.T) {
 // Defect 3 of issue 12: the working set is checked at Load, before anything is
 // allocated, and at NewState, with the sizes and what would fit in the message.
 func TestWorkingSet(t *testing.T) {
-	path := writeTiny(t)
+	path := synthtest.Path(t, "tiny", 1, ternary.PQ2_0)
 	// The weights' size as Load counts it: load once without a limit.
 	dev := newCountingDevice(1 << 30)
 	en, err := loadOn(t, path, dev, backend.LoadOptions{})

@@ -6,15 +6,17 @@ import (
 
 	"github.com/bonsai-go/sdk/bonsai/backend"
 	"github.com/bonsai-go/sdk/gguf"
+	"github.com/bonsai-go/sdk/internal/synth/synthtest"
 	"github.com/bonsai-go/sdk/metal/internal/gpu"
 	"github.com/bonsai-go/sdk/qwen35"
+	"github.com/bonsai-go/sdk/ternary"
 )
 
 // Defect 6 of issue 12: weights read into memory (WithMmap(false)) are copied tensor by
 // tensor into device buffers, never wrapped page by page around the Go allocation; a
 // mapped file is wrapped without copying.
 func TestUnmappedWeightsAreCopied(t *testing.T) {
-	path := writeTiny(t)
+	path := synthtest.Path(t, "tiny", 1, ternary.PQ2_0)
 	for _, mmap := range []bool{true, false} {
 		f, err := gguf.Open(path, gguf.WithMmap(mmap))
 		if err != nil {

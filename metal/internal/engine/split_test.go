@@ -9,7 +9,9 @@ import (
 	"time"
 
 	"github.com/bonsai-go/sdk/bonsai/backend"
+	"github.com/bonsai-go/sdk/internal/synth/synthtest"
 	"github.com/bonsai-go/sdk/metal/internal/gpu"
+	"github.com/bonsai-go/sdk/ternary"
 )
 
 // The budget: Layers/16 before any measurement, then target / (time per layer·token × T).
@@ -55,7 +57,7 @@ func TestCommandBufferBudget(t *testing.T) {
 // A prefill chunk is split into command buffers of `every` layers; the dispatches are
 // the same in all, and a decode step is one command buffer.
 func TestPrefillSplit(t *testing.T) {
-	path := writeTiny(t)
+	path := synthtest.Path(t, "tiny", 1, ternary.PQ2_0)
 	dev := newCountingDevice(1 << 30)
 	en, err := loadOn(t, path, dev, backend.LoadOptions{})
 	if err != nil {

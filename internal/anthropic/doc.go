@@ -4,8 +4,8 @@
 //	POST /v1/messages                a turn, whole or streamed as server-sent events
 //	POST /v1/messages/count_tokens   the prompt's length in tokens
 //
-// It runs on an openai.Server's engine — the same sessions, queue, limits and prefix
-// reuse as the OpenAI endpoints — and only translates: text and system prompts, tools
+// It runs on a serve.Server — the same sessions, queue, limits and prefix reuse as the
+// OpenAI API beside it — and only translates: text and system prompts, tools
 // with tool_use and tool_result blocks, thinking blocks (thinking {"type": "enabled"}
 // switches the model's think block on; without it the model answers directly, as
 // Anthropic's models do), and the stream's events in Anthropic's shapes: message_start,

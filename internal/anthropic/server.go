@@ -1,81 +1,58 @@
 package anthropic
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/base64"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"math"
 	"math/rand/v2"
 	"net/http"
 	"strings"
-	"time"
 
 	"github.com/bonsai-go/sdk/bonsai"
-	"github.com/bonsai-go/sdk/internal/openai"
+	"github.com/bonsai-go/sdk/internal/serve"
 )
 
-// Config sets up a Handler.
-type Config struct {
-	// ModelName is the id responses carry (required).
-	ModelName string
-	// MaxBodyBytes limits a request body; larger ones get 413 (default 4 MiB).
-	MaxBodyBytes int64
-	// WriteTimeout bounds each write of a streamed response (default 1 minute).
-	WriteTimeout time.Duration
-	// Defaults are the sampling settings of requests that do not give them
-	// (max_tokens is required by the API, so Defaults.MaxTokens is not read).
-	Defaults openai.Defaults
+// handler serves the Messages API on a serve.Server.
+type handler struct {
+	srv *serve.Server
+	cfg serve.Config
 }
 
-// Handler serves the Messages API on an openai.Server's engine.
-type Handler struct {
-	srv *openai.Server
-	cfg Config
+// Register adds the Messages API's routes to srv, and makes the paths under
+// /v1/messages that no route takes answer 404 and 405 in Anthropic's shape. Call it
+// before serving.
+func Register(srv *serve.Server) {
+	h := newHandler(srv)
+	srv.Handle("POST /v1/messages", http.HandlerFunc(h.messages))
+	srv.Handle("POST /v1/messages/count_tokens", http.HandlerFunc(h.countTokens))
+	srv.HandleErrors("/v1/messages", routeError)
 }
 
-// New returns a Handler running its generations on srv. Mount it with
-// srv.Handle("/v1/messages", h) and srv.Handle("/v1/messages/count_tokens", h).
-func New(srv *openai.Server, cfg Config) (*Handler, error) {
-	if cfg.ModelName == "" {
-		return nil, errors.New("anthropic: Config.ModelName is empty")
-	}
-	if cfg.MaxBodyBytes <= 0 {
-		cfg.MaxBodyBytes = 4 << 20
-	}
-	if cfg.WriteTimeout <= 0 {
-		cfg.WriteTimeout = time.Minute
-	}
-	return &Handler{srv: srv, cfg: cfg}, nil
-}
+func newHandler(srv *serve.Server) *handler { return &handler{srv: srv, cfg: srv.Config()} }
 
-// Paths are the paths the Handler serves.
-var Paths = []string{"/v1/messages", "/v1/messages/count_tokens"}
-
-// ServeHTTP serves POST /v1/messages and POST /v1/messages/count_tokens.
-func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if r.Method != http.MethodPost {
-		w.Header().Set("Allow", http.MethodPost)
-		writeError(w, &apiError{status: http.StatusMethodNotAllowed, Type: typeInvalidRequest,
-			Message: fmt.Sprintf("Method %s is not allowed for %s: use POST.", r.Method, r.URL.Path)})
+// routeError answers a request no route takes: 404, or 405 with Allow set.
+func routeError(w http.ResponseWriter, r *http.Request, status int) {
+	if status == http.StatusMethodNotAllowed {
+		writeError(w, &apiError{status: status, Type: typeInvalidRequest,
+			Message: fmt.Sprintf("Method %s is not allowed for %s: use %s.", r.Method, r.URL.Path, w.Header().Get("Allow"))})
 		return
 	}
-	switch r.URL.Path {
-	case "/v1/messages", "/v1/messages/":
-		h.messages(w, r)
-	case "/v1/messages/count_tokens":
-		h.countTokens(w, r)
-	default:
-		writeError(w, &apiError{status: http.StatusNotFound, Type: typeNotFound, Message: "Not found: " + r.URL.Path})
-	}
+	writeError(w, &apiError{status: status, Type: typeNotFound, Message: "Not found: " + r.URL.Path})
+}
+
+// prepared is a request checked and tokenized, ready to run.
+type prepared struct {
+	job serve.Job
+	opt bonsai.GenerateOptions
 }
 
 // readRequest reads and checks a request, and prepares its generation.
-func (h *Handler) readRequest(w http.ResponseWriter, r *http.Request, count bool) (*messagesRequest, *openai.Prepared, *apiError) {
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, h.cfg.MaxBodyBytes))
+func (h *handler) readRequest(w http.ResponseWriter, r *http.Request, count bool) (*messagesRequest, *prepared, *apiError) {
+	body, err := h.srv.ReadBody(w, r)
 	if err != nil {
 		if mbe, ok := errors.AsType[*http.MaxBytesError](err); ok {
 			return nil, nil, &apiError{status: http.StatusRequestEntityTooLarge, Type: typeTooLarge,
@@ -96,7 +73,7 @@ func (h *Handler) readRequest(w http.ResponseWriter, r *http.Request, count bool
 }
 
 // prepare checks a decoded request and prepares its generation.
-func (h *Handler) prepare(req *messagesRequest) (*openai.Prepared, *apiError) {
+func (h *handler) prepare(req *messagesRequest) (*prepared, *apiError) {
 	if req.Model == "" {
 		return nil, invalid("model: Field required")
 	}
@@ -104,36 +81,33 @@ func (h *Handler) prepare(req *messagesRequest) (*openai.Prepared, *apiError) {
 	if e != nil {
 		return nil, e
 	}
-	if i, err := openai.CheckSchemas(opt); err != nil {
-		return nil, invalid("tools.%d.input_schema: the schema is not supported: %s", i, openai.SchemaMessage(err))
+	if i, err := serve.CheckSchemas(opt); err != nil {
+		return nil, invalid("tools.%d.input_schema: the schema is not supported: %s", i, serve.SchemaMessage(err))
 	}
 	msgs, e := req.messages()
 	if e != nil {
 		return nil, e
 	}
-	p, err := h.srv.Prepare("messages", msgs, opt)
+	in := bonsai.Chat(msgs...)
+	ids, checkpoint, err := h.srv.Tokenize(in, opt)
 	if err != nil {
-		return nil, prepareError(err)
+		return nil, invalid("The chat template could not render the messages: %v.", err)
 	}
-	return p, nil
+	if n, limit := len(ids), h.srv.Model().ContextSize(); n > limit {
+		return nil, invalid("The prompt is %d tokens, longer than the model's context of %d.", n, limit)
+	}
+	job := serve.Job{Endpoint: "messages", Tokens: ids, Checkpoint: checkpoint,
+		Generate: func(ctx context.Context, s *bonsai.Session) *bonsai.Generation { return s.Generate(ctx, in, opt) }}
+	return &prepared{job: job, opt: opt}, nil
 }
 
-// prepareError maps Prepare's errors.
-func prepareError(err error) *apiError {
-	switch {
-	case errors.Is(err, openai.ErrPromptTooLong), errors.Is(err, openai.ErrBadPrompt):
-		return invalid("%v", err)
-	}
-	return serverError("%v", err)
-}
-
-func (h *Handler) countTokens(w http.ResponseWriter, r *http.Request) {
+func (h *handler) countTokens(w http.ResponseWriter, r *http.Request) {
 	_, p, e := h.readRequest(w, r, true)
 	if e != nil {
 		writeError(w, e)
 		return
 	}
-	writeJSON(w, http.StatusOK, map[string]int{"input_tokens": p.PromptTokens()})
+	serve.WriteJSON(w, http.StatusOK, map[string]int{"input_tokens": len(p.job.Tokens)})
 }
 
 // Response shapes.
@@ -209,41 +183,33 @@ func usageOf(res bonsai.Result) usage {
 	return usage{InputTokens: u.PromptTokens - u.CachedTokens, CacheReadInputTokens: u.CachedTokens, OutputTokens: u.CompletionTokens}
 }
 
-func newID(prefix string) string {
-	var b [12]byte
-	for i := range b {
-		b[i] = byte(rand.Uint32())
-	}
-	return prefix + hex.EncodeToString(b[:])
-}
-
-// generationError maps Execute's errors.
+// generationError maps Run's errors.
 func generationError(err error) *apiError {
 	switch {
-	case errors.Is(err, openai.ErrQueueFull):
+	case errors.Is(err, serve.ErrQueueFull):
 		return overloaded(fmt.Sprintf("Overloaded: %v. Retry later.", err), 1)
-	case errors.Is(err, openai.ErrShuttingDown):
+	case errors.Is(err, serve.ErrShuttingDown):
 		return overloaded("The server is shutting down.", 0)
 	case errors.Is(err, bonsai.ErrContextFull):
 		return invalid("%v", err)
 	case errors.Is(err, bonsai.ErrInvalidSchema):
-		return invalid("tools: the schemas are not supported: %s", openai.SchemaMessage(err))
+		return invalid("tools: the schemas are not supported: %s", serve.SchemaMessage(err))
 	}
 	return serverError("Generation failed: %v.", err)
 }
 
-func (h *Handler) messages(w http.ResponseWriter, r *http.Request) {
+func (h *handler) messages(w http.ResponseWriter, r *http.Request) {
 	req, p, e := h.readRequest(w, r, false)
 	if e != nil {
 		writeError(w, e)
 		return
 	}
-	id := newID("msg_")
+	id := serve.NewID("msg_")
 	if req.Stream {
-		h.stream(w, r, id, p, openai.TrimsAnswer(p.Options()))
+		h.stream(w, r, id, p)
 		return
 	}
-	res, err := h.srv.Execute(r.Context(), p, nil, func(bonsai.Token) bool { return true })
+	res, err := h.srv.Run(r.Context(), p.job, nil, func(bonsai.Token) bool { return true })
 	if err != nil {
 		writeError(w, generationError(err))
 		return
@@ -251,7 +217,7 @@ func (h *Handler) messages(w http.ResponseWriter, r *http.Request) {
 	if res.FinishReason == bonsai.FinishCancelled {
 		return // the client is gone
 	}
-	out := messageOut{ID: id, Type: "message", Role: "assistant", Model: h.cfg.ModelName, Content: []contentBlock{}, Usage: usageOf(res)}
+	out := messageOut{ID: id, Type: "message", Role: "assistant", Model: h.cfg.ModelName, Content: []contentBlock{}, Usage: usageOf(res.Result)}
 	if res.Thinking != "" {
 		out.Content = append(out.Content, thinkBlock(res.Thinking, signature(res.Thinking)))
 	}
@@ -261,7 +227,7 @@ func (h *Handler) messages(w http.ResponseWriter, r *http.Request) {
 	for _, c := range res.ToolCalls {
 		out.Content = append(out.Content, toolUseBlock(toolUseID(c.ID), c.Name, c.Arguments))
 	}
-	reason, seq := stopReason(res)
+	reason, seq := stopReason(res.Result)
 	out.StopReason, out.StopSequence = &reason, seq
-	writeJSON(w, http.StatusOK, out)
+	serve.WriteJSON(w, http.StatusOK, out)
 }

@@ -5,7 +5,7 @@ import (
 	"net/http"
 
 	"github.com/bonsai-go/sdk/bonsai"
-	"github.com/bonsai-go/sdk/internal/openai"
+	"github.com/bonsai-go/sdk/internal/serve"
 	"github.com/bonsai-go/sdk/internal/sse"
 )
 
@@ -58,10 +58,10 @@ type typeOnly struct {
 // kind of output changes (thinking, text, a tool call) and closes before the next one.
 type blocks struct {
 	sse      *sse.Writer
-	open     string               // the type of the open block, or ""
-	index    int                  // the open block's index; the next one's when none is open
-	thinking []byte               // the open thinking block's text, for its signature
-	trim     *openai.SpaceTrimmer // the answer's whitespace, trimmed as Result.Text is; nil: kept
+	open     string              // the type of the open block, or ""
+	index    int                 // the open block's index; the next one's when none is open
+	thinking []byte              // the open thinking block's text, for its signature
+	trim     *serve.SpaceTrimmer // the answer's whitespace, trimmed as Result.Text is; nil: kept
 }
 
 func (b *blocks) start(cb contentBlock) bool {
@@ -137,22 +137,22 @@ func (b *blocks) token(t bonsai.Token, thinkOpen int32) bool {
 }
 
 // stream serves a request with "stream": true.
-func (h *Handler) stream(w http.ResponseWriter, r *http.Request, id string, p *openai.Prepared, trim bool) {
+func (h *handler) stream(w http.ResponseWriter, r *http.Request, id string, p *prepared) {
 	var ev *sse.Writer
 	var b *blocks
 	thinkOpen := h.srv.ThinkOpen()
 	start := func() {
 		ev = sse.New(w, h.cfg.WriteTimeout)
 		b = &blocks{sse: ev}
-		if trim {
-			b.trim = &openai.SpaceTrimmer{}
+		if serve.TrimsAnswer(p.opt) {
+			b.trim = &serve.SpaceTrimmer{}
 		}
 		msg := messageOut{ID: id, Type: "message", Role: "assistant", Model: h.cfg.ModelName, Content: []contentBlock{},
-			Usage: usage{InputTokens: p.PromptTokens(), OutputTokens: 1}}
+			Usage: usage{InputTokens: len(p.job.Tokens), OutputTokens: 1}}
 		ev.Send("message_start", messageStart{Type: "message_start", Message: msg})
 		ev.Send("ping", typeOnly{Type: "ping"})
 	}
-	res, err := h.srv.Execute(r.Context(), p, start, func(t bonsai.Token) bool { return b.token(t, thinkOpen) })
+	res, err := h.srv.Run(r.Context(), p.job, start, func(t bonsai.Token) bool { return b.token(t, thinkOpen) })
 	if ev == nil { // refused before a session was free
 		if err != nil {
 			writeError(w, generationError(err))
@@ -168,8 +168,8 @@ func (h *Handler) stream(w http.ResponseWriter, r *http.Request, id string, p *o
 		return // the client is gone
 	}
 	b.stop()
-	md := messageDelta{Type: "message_delta", Usage: usageOf(res)}
-	reason, seq := stopReason(res)
+	md := messageDelta{Type: "message_delta", Usage: usageOf(res.Result)}
+	reason, seq := stopReason(res.Result)
 	md.Delta.StopReason, md.Delta.StopSequence = &reason, seq
 	ev.Send("message_delta", md)
 	ev.Send("message_stop", typeOnly{Type: "message_stop"})

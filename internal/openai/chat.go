@@ -7,13 +7,14 @@ import (
 	"time"
 
 	"github.com/bonsai-go/sdk/bonsai"
+	"github.com/bonsai-go/sdk/internal/serve"
 )
 
 // maxTopLogprobs bounds top_logprobs, as OpenAI does.
 const maxTopLogprobs = 20
 
 // chatCompletions serves POST /v1/chat/completions.
-func (s *Server) chatCompletions(w http.ResponseWriter, r *http.Request) {
+func (s *api) chatCompletions(w http.ResponseWriter, r *http.Request) {
 	var req chatRequest
 	if e := s.readBody(w, r, &req); e != nil {
 		writeError(w, e)
@@ -24,16 +25,16 @@ func (s *Server) chatCompletions(w http.ResponseWriter, r *http.Request) {
 		writeError(w, e)
 		return
 	}
-	out := &chatResponder{id: newID("chatcmpl-"), created: time.Now().Unix(), model: s.cfg.ModelName,
+	out := &chatResponder{id: serve.NewID("chatcmpl-"), created: time.Now().Unix(), model: s.cfg.ModelName,
 		logprobs: j.opt.LogProbs, includeUsage: j.includeUsage}
-	if TrimsAnswer(j.opt) {
-		out.trim = &SpaceTrimmer{}
+	if serve.TrimsAnswer(j.opt) {
+		out.trim = &serve.SpaceTrimmer{}
 	}
 	s.run(w, r, j, out)
 }
 
 // chatJob validates a chat request.
-func (s *Server) chatJob(req *chatRequest) (*job, *apiError) {
+func (s *api) chatJob(req *chatRequest) (*job, *apiError) {
 	opt, e := req.options(s.cfg.Defaults, rand.Uint64)
 	if e != nil {
 		return nil, e
@@ -41,7 +42,7 @@ func (s *Server) chatJob(req *chatRequest) (*job, *apiError) {
 	if e := req.toolOptions(&opt); e != nil {
 		return nil, e
 	}
-	if i, err := CheckSchemas(opt); err != nil {
+	if i, err := serve.CheckSchemas(opt); err != nil {
 		return nil, schemaError(i, err)
 	}
 	if req.Logprobs != nil && *req.Logprobs {
@@ -72,7 +73,7 @@ func (s *Server) chatJob(req *chatRequest) (*job, *apiError) {
 	j := &job{endpoint: endpointChat, promptParam: "messages", in: bonsai.Chat(msgs...), opt: opt, stream: req.Stream,
 		includeUsage: req.Stream && req.StreamOptions != nil && req.StreamOptions.IncludeUsage}
 	var err error
-	if j.prompt, j.boundary, err = s.tokenize(j.in, opt); err != nil {
+	if j.prompt, j.boundary, err = s.srv.Tokenize(j.in, opt); err != nil {
 		return nil, invalid("messages", "The chat template could not render the messages: %v.", err)
 	}
 	if e := s.checkPrompt(j); e != nil {
@@ -88,7 +89,7 @@ type chatResponder struct {
 	model        string
 	logprobs     bool
 	includeUsage bool
-	trim         *SpaceTrimmer // the answer's whitespace, trimmed as Result.Text is; nil: kept
+	trim         *serve.SpaceTrimmer // the answer's whitespace, trimmed as Result.Text is; nil: kept
 }
 
 type chatDelta struct {

@@ -8,6 +8,7 @@ import (
 	"regexp"
 
 	"github.com/bonsai-go/sdk/bonsai"
+	"github.com/bonsai-go/sdk/internal/serve"
 )
 
 // Tools, tool_choice, parallel_tool_calls and response_format: OpenAI's shapes read
@@ -176,7 +177,7 @@ func schemaError(tool int, err error) *apiError {
 	if tool >= 0 {
 		param = fmt.Sprintf("tools[%d].function.parameters", tool)
 	}
-	return invalid(param, "Invalid '%s': the schema is not supported: %s.", param, SchemaMessage(err)).withCode("invalid_schema")
+	return invalid(param, "Invalid '%s': the schema is not supported: %s.", param, serve.SchemaMessage(err)).withCode("invalid_schema")
 }
 
 // generationSchemaError is schemaError for a refusal that came from the generation
@@ -185,7 +186,7 @@ func generationSchemaError(opt bonsai.GenerateOptions, err error) *apiError {
 	if opt.ResponseFormat != nil && opt.ResponseFormat.Type == "json_schema" {
 		return schemaError(-1, err)
 	}
-	return invalid("tools", "Invalid 'tools': %s.", SchemaMessage(err)).withCode("invalid_schema")
+	return invalid("tools", "Invalid 'tools': %s.", serve.SchemaMessage(err)).withCode("invalid_schema")
 }
 
 // toolCallsOf converts an assistant message's tool calls.

@@ -43,8 +43,8 @@
 //
 //	m, err := bonsai.Open("Ternary-Bonsai-2-27B-PQ2_0.gguf") // or add bonsai.WithBackend(metal.New())
 //	s, err := m.NewSession()
-//	g := s.Generate(ctx, bonsai.Text("The capital of France is"), bonsai.GenerateOptions{MaxTokens: 32})
-//	for tok, err := range g.Tokens() { fmt.Print(tok.Text) }
+//	p, err := m.Prepare(bonsai.Text("The capital of France is"), bonsai.GenerateOptions{MaxTokens: 32})
+//	for tok, err := range s.Generate(ctx, p).Tokens() { fmt.Print(tok.Text) }
 //
 // The examples directory holds the command-line programs: generate and chat (text in,
 // text out), serve (an OpenAI-compatible HTTP server), inspect (the model card of a

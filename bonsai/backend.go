@@ -37,6 +37,5 @@ const (
 	KVQ4      = backend.KVQ4      // 4-bit blocks (q4_0): about 28% of fp16's memory, at the most drift
 )
 
-// OpProfile is the time a session's forward passes spent in each kind of operation,
-// accounted when the model was opened WithProfiling on a backend that accounts it.
+// OpProfile is the time forward passes spent in each kind of operation (Stats.Profile).
 type OpProfile = backend.OpProfile

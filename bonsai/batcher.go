@@ -55,6 +55,7 @@ type batcher struct {
 
 	statsMu sync.Mutex
 	stats   BatchStats
+	profile backend.OpProfile // the states' profiles, gathered after each step
 }
 
 // request is one Session call's forward pass, owned by the session and reused.
@@ -304,6 +305,7 @@ func (b *batcher) step(leader *request) {
 	elapsed := time.Since(start)
 	b.lastStep = elapsed
 	b.learn(taken, promptRows, elapsed)
+	b.gatherProfiles()
 	tokens := 0
 	for i, r := range b.owners {
 		n := len(b.batch[i].Tokens)
@@ -439,7 +441,7 @@ func (b *batcher) forward() error {
 	}
 	for i, r := range b.owners {
 		if r.greedy && r.off+len(b.batch[i].Tokens) == len(r.seq.Tokens) {
-			r.next = argmax(r.logits)
+			r.next = int32(argmax(r.logits))
 		}
 	}
 	return nil
@@ -455,20 +457,28 @@ func (b *batcher) allGreedy() bool {
 	return true
 }
 
-// argmax returns the index of the largest value, the lowest among equals, NaN never.
-func argmax(x []float32) int32 {
-	best := -1
-	for i, v := range x {
-		if v == v && (best < 0 || v > x[best]) {
-			best = i
+// gatherProfiles moves the profile each state of the step's batch accounted into the
+// model's, so that the model's counts every pass, including those of states since
+// closed. Read and reset after every pass, a state's holds only the last pass's.
+func (b *batcher) gatherProfiles() {
+	if !b.m.opts.profile {
+		return
+	}
+	var sum backend.OpProfile
+	for _, seq := range b.batch {
+		if p, ok := seq.State.(backend.Profiler); ok {
+			sum = sum.Add(p.Profile())
+			p.ResetProfile()
 		}
 	}
-	return int32(max(best, 0))
+	b.statsMu.Lock()
+	b.profile = b.profile.Add(sum)
+	b.statsMu.Unlock()
 }
 
-// BatchStats returns the batcher's counters.
-func (m *Model) BatchStats() BatchStats {
-	m.batch.statsMu.Lock()
-	defer m.batch.statsMu.Unlock()
-	return m.batch.stats
+// snapshot returns the batcher's counters and the profile gathered.
+func (b *batcher) snapshot() (BatchStats, backend.OpProfile) {
+	b.statsMu.Lock()
+	defer b.statsMu.Unlock()
+	return b.stats, b.profile
 }

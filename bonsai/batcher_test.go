@@ -20,12 +20,12 @@ func TestConcurrentSessionsBatch(t *testing.T) {
 	path := writeModel(t, "tiny", 7, ternary.PQ2_0)
 	m := open(t, path, bonsai.WithThreads(2))
 	prompts := []string{"The quick brown fox", "Once upon a time", "In the beginning the", "Colourless green ideas"}
-	opt := bonsai.GenerateOptions{MaxTokens: 24, Seed: 5, Temperature: 0.8, TopK: 20}
+	opt := bonsai.GenerateOptions{MaxTokens: 24, SamplerOptions: bonsai.SamplerOptions{Seed: 5, Temperature: 0.8, TopK: 20}}
 	alone := make([]bonsai.Result, len(prompts))
 	for i, p := range prompts {
 		alone[i] = generate(t, session(t, m), bonsai.Text(p), opt)
 	}
-	before := m.BatchStats()
+	before := m.Stats().Batch
 	got := make([]bonsai.Result, len(prompts))
 	var wg sync.WaitGroup
 	start := make(chan struct{})
@@ -42,7 +42,7 @@ func TestConcurrentSessionsBatch(t *testing.T) {
 		require.Equal(t, alone[i].Tokens, got[i].Tokens, "prompt %d: tokens generated concurrently", i)
 		require.Equal(t, alone[i].Text, got[i].Text)
 	}
-	after := m.BatchStats()
+	after := m.Stats().Batch
 	steps, seqs := after.Steps-before.Steps, after.Sequences-before.Sequences
 	t.Logf("4 concurrent generations: %d forward passes for %d sequence-steps (%.2f per pass), at most %d at once",
 		steps, seqs, float64(seqs)/float64(steps), after.MaxBatch)
@@ -169,7 +169,7 @@ func TestBatcherChurn(t *testing.T) {
 		})
 	}
 	wg.Wait()
-	require.Zero(t, m.BatchStats().Active)
+	require.Zero(t, m.Stats().Batch.Active)
 }
 
 // A prompt is fed even when the running streams alone would fill every pass: a step
@@ -222,9 +222,9 @@ func TestStreamsShareEveryPass(t *testing.T) {
 		ss[i] = session(t, m)
 		require.NoError(t, ss[i].Prefill(ctx, tokens(5, m.Vocab(), i)))
 	}
-	before := m.BatchStats()
+	before := m.Stats().Batch
 	stepTogether(t, ss, steps)
-	after := m.BatchStats()
+	after := m.Stats().Batch
 	passes, seqs := after.Steps-before.Steps, after.Sequences-before.Sequences
 	per := float64(seqs) / float64(passes)
 	t.Logf("%d streams × %d steps: %d passes, %.2f sequences a pass", streams, steps, passes, per)
@@ -250,9 +250,9 @@ func TestBurstSharesFirstPass(t *testing.T) {
 	for burst := range bursts {
 		// One lone step first, so that the burst's leader finds only itself answered.
 		require.NoError(t, ss[0].Step(ctx, int32(burst)))
-		before := m.BatchStats()
+		before := m.Stats().Batch
 		stepTogether(t, ss, steps)
-		after := m.BatchStats()
+		after := m.Stats().Batch
 		require.EqualValues(t, streams*steps, after.Sequences-before.Sequences)
 		passes += after.Steps - before.Steps
 	}
@@ -282,4 +282,49 @@ func stepTogether(t *testing.T, ss []*bonsai.Session, steps int) {
 	}
 	close(start)
 	wg.Wait()
+}
+
+// Stats.Profile counts every forward pass of the model opened WithProfiling, those of
+// concurrent sessions and of sessions since closed among them: one token each time a
+// token runs, and no more time than the passes took. A phase's is the difference of two
+// readings. Without WithProfiling it stays zero.
+func TestStatsProfile(t *testing.T) {
+	path := writeModel(t, "tiny", 7, ternary.PQ2_0)
+	ctx := context.Background()
+	m := open(t, path, bonsai.WithThreads(2), bonsai.WithProfiling(true))
+	prompts := [][]int32{tokens(20, m.Vocab(), 1), tokens(9, m.Vocab(), 2), tokens(70, m.Vocab(), 3)}
+	var wg sync.WaitGroup
+	for _, p := range prompts {
+		s := session(t, m)
+		wg.Go(func() {
+			defer s.Close()
+			assert.NoError(t, s.Prefill(ctx, p))
+			assert.NoError(t, s.Step(ctx, 1))
+		})
+	}
+	wg.Wait()
+	prefill := m.Stats()
+	p := prefill.Profile
+	assert.Equal(t, 20+9+70+3, p.Tokens)
+	assert.Equal(t, prefill.Batch.Tokens, int64(p.Tokens))
+	assert.Positive(t, p.Ternary)
+	assert.Positive(t, p.GDN)
+	assert.Positive(t, p.Attention)
+	assert.LessOrEqual(t, p.Total(), prefill.Batch.StepTime, "the passes' time, shared out")
+
+	s := session(t, m)
+	require.NoError(t, s.Prefill(ctx, []int32{1}))
+	for range 5 {
+		require.NoError(t, s.Step(ctx, 2))
+	}
+	after := m.Stats()
+	decode := after.Profile.Sub(prefill.Profile)
+	assert.Equal(t, 6, decode.Tokens)
+	assert.Positive(t, decode.Ternary)
+	assert.LessOrEqual(t, decode.Total(), after.Batch.StepTime-prefill.Batch.StepTime)
+
+	plain := open(t, path, bonsai.WithThreads(2))
+	require.NoError(t, session(t, plain).Prefill(ctx, prompts[0]))
+	assert.Equal(t, bonsai.OpProfile{}, plain.Stats().Profile)
+	assert.Equal(t, int64(20), plain.Stats().Batch.Tokens)
 }

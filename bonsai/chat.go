@@ -3,8 +3,10 @@ package bonsai
 import (
 	"errors"
 	"fmt"
+	"sync/atomic"
 
 	"github.com/ardanlabs/jinja"
+	"github.com/bonsai-go/sdk/internal/prepcount"
 )
 
 // Message is one turn of a conversation.
@@ -70,7 +72,7 @@ func (m *Model) loadChatTemplate(override string) {
 	m.tmplSource = src
 	t, err := jinja.Compile(src)
 	if err != nil {
-		m.tmplErr = fmt.Errorf("bonsai: chat template: %w", err)
+		m.tmplErr = fmt.Errorf("chat template: %w", err)
 		return
 	}
 	m.tmpl = t
@@ -87,20 +89,31 @@ func (m *Model) ChatTemplate() string { return m.tmplSource }
 // {"type": "function", "function": {...}} for each of opt.Tools, or none), and bos_token and
 // eos_token (the text of the tokenizer's BOS and EOS tokens, as llama.cpp passes them).
 func (m *Model) RenderChat(msgs []Message, opt ChatOptions) (string, error) {
+	out, err := m.renderChat(msgs, opt, &prepcount.Renders)
+	if err != nil {
+		return "", fmt.Errorf("bonsai: %w", err)
+	}
+	return out, nil
+}
+
+// renderChat is RenderChat, counted by counter; its errors are not yet prefixed with
+// the package's name.
+func (m *Model) renderChat(msgs []Message, opt ChatOptions, counter *atomic.Int64) (string, error) {
+	counter.Add(1)
 	if m.tmplErr != nil {
 		return "", m.tmplErr
 	}
 	if len(msgs) == 0 {
-		return "", errors.New("bonsai: chat: no messages")
+		return "", errors.New("chat: no messages")
 	}
 	list := make([]jinja.Value, len(msgs))
 	for i, msg := range msgs {
 		if msg.Role == "" {
-			return "", fmt.Errorf("bonsai: chat: message %d has no role", i)
+			return "", fmt.Errorf("chat: message %d has no role", i)
 		}
 		mm, err := messageValue(msg)
 		if err != nil {
-			return "", fmt.Errorf("bonsai: chat: message %d: %w", i, err)
+			return "", fmt.Errorf("chat: message %d: %w", i, err)
 		}
 		list[i] = mm
 	}
@@ -108,7 +121,7 @@ func (m *Model) RenderChat(msgs []Message, opt ChatOptions) (string, error) {
 	if len(opt.Tools) > 0 {
 		tv, err := toolsValue(opt.Tools)
 		if err != nil {
-			return "", fmt.Errorf("bonsai: chat: %w", err)
+			return "", fmt.Errorf("chat: %w", err)
 		}
 		tools = tv
 	}
@@ -130,7 +143,7 @@ func (m *Model) RenderChat(msgs []Message, opt ChatOptions) (string, error) {
 	}
 	out, err := m.tmpl.Render(data)
 	if err != nil {
-		return "", fmt.Errorf("bonsai: chat template: %w", err)
+		return "", fmt.Errorf("chat template: %w", err)
 	}
 	return out, nil
 }

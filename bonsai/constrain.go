@@ -24,102 +24,22 @@ type constraint struct {
 // think block.
 func (c *constraint) active(thinking bool) bool { return c != nil && c.g != nil && !thinking }
 
-// prepareTools checks the tool options and compiles the grammar they ask for. Nothing
-// runs before it: a bad schema is the generation's first and only report.
-func (g *Generation) prepareTools() (*constraint, error) {
-	opt := &g.opt
-	c := &constraint{}
-	names := make(map[string]bool, len(opt.Tools))
-	for i, t := range opt.Tools {
-		if t.Name == "" {
-			return nil, fmt.Errorf("%w: tool %d has no name", errToolChoice, i)
-		}
-		if names[t.Name] {
-			return nil, fmt.Errorf("%w: tool %q defined twice", errToolChoice, t.Name)
-		}
-		names[t.Name] = true
-	}
-	mode := opt.ToolChoice.Mode
-	switch mode {
-	case "", ToolChoiceAuto, ToolChoiceNone:
-	case ToolChoiceRequired:
-		if len(opt.Tools) == 0 {
-			return nil, fmt.Errorf("%w: required, but no tools are given", errToolChoice)
-		}
-	case ToolChoiceFunction:
-		if !names[opt.ToolChoice.Name] {
-			return nil, fmt.Errorf("%w: function %q is not among the tools", errToolChoice, opt.ToolChoice.Name)
-		}
-	default:
-		return nil, fmt.Errorf("%w: unknown mode %q", errToolChoice, mode)
-	}
-	enforced := mode == ToolChoiceRequired || mode == ToolChoiceFunction
-	set := 0
-	if enforced {
-		set++
-	}
-	if opt.Grammar != "" {
-		set++
-	}
-	if rf := opt.ResponseFormat; rf != nil {
-		switch rf.Type {
-		case "", "text":
-		case "json_object", "json_schema":
-			set++
-			if rf.Type == "json_schema" && len(rf.Schema) == 0 {
-				return nil, fmt.Errorf("bonsai: response_format json_schema: %w", &grammar.SchemaError{Keyword: "schema", Reason: "no schema given"})
-			}
-		default:
-			return nil, fmt.Errorf("bonsai: response_format: unknown type %q", rf.Type)
-		}
-	}
-	if set > 1 {
-		return nil, fmt.Errorf("bonsai: generate: set at most one of Grammar, a JSON ResponseFormat and a required tool choice")
-	}
-	if len(opt.Tools) > 0 && mode != ToolChoiceNone {
-		c.stream = newToolStream(opt.Tools, enforced)
-	}
-	var err error
-	switch {
-	case enforced:
-		c.g, err = toolGrammar(opt)
-	case opt.Grammar != "":
-		c.g, err = grammar.ParseGBNF(opt.Grammar)
-	case opt.ResponseFormat != nil && opt.ResponseFormat.Type == "json_object":
-		c.g, err = grammar.CompileJSONSchema([]byte(`{"type":"object"}`), grammar.SchemaOptions{})
-	case opt.ResponseFormat != nil && opt.ResponseFormat.Type == "json_schema":
-		c.g, err = grammar.CompileJSONSchema(opt.ResponseFormat.Schema, grammar.SchemaOptions{Strict: opt.ResponseFormat.Strict})
-	}
-	if err != nil {
-		return nil, fmt.Errorf("bonsai: %w", err)
+// newConstraint makes a generation's reading of calls and its matcher from p's
+// immutable parts; Prepare checked and compiled them.
+func newConstraint(p *Prompt) *constraint {
+	c := &constraint{g: p.grammar}
+	if p.toolSchemas != nil {
+		c.stream = newToolStream(p.toolSchemas, p.enforced)
 	}
 	if c.g != nil {
-		m := g.s.m
+		m := p.m
 		c.v = m.grammarVocab()
 		c.m = grammar.NewMatcher(c.g)
-		for id := range int32(m.tok.Len()) {
-			if m.tok.IsEndOfGeneration(id) {
-				c.eos = append(c.eos, id)
-			}
-		}
+		c.eos = m.eogTokens()
 		c.mask = make([]uint64, (m.weights.Vocab()+63)/64)
 		c.masked = make([]float32, m.weights.Vocab())
 	}
-	return c, nil
-}
-
-// toolGrammar is the grammar of a required or named tool choice: one or more calls in
-// Qwen3.5's markup, each function's parameters constrained by its schema.
-func toolGrammar(opt *GenerateOptions) (*grammar.Grammar, error) {
-	var fns []grammar.Function
-	for _, t := range opt.Tools {
-		if opt.ToolChoice.Mode == ToolChoiceFunction && t.Name != opt.ToolChoice.Name {
-			continue
-		}
-		fns = append(fns, grammar.Function{Name: t.Name, Parameters: t.Parameters})
-	}
-	parallel := opt.ParallelToolCalls == nil || *opt.ParallelToolCalls
-	return grammar.ToolCalls(fns, parallel)
+	return c
 }
 
 // sample draws the next token from the logits masked by the grammar, with the
@@ -175,4 +95,16 @@ func (m *Model) grammarVocab() *grammar.Vocab {
 		})
 	})
 	return m.vocab
+}
+
+// eogTokens returns the tokenizer's end-of-generation tokens, which a grammar allows
+// where it is complete.
+func (m *Model) eogTokens() []int32 {
+	var eos []int32
+	for id := range int32(m.tok.Len()) {
+		if m.tok.IsEndOfGeneration(id) {
+			eos = append(eos, id)
+		}
+	}
+	return eos
 }

@@ -3,25 +3,29 @@
 // Open maps a model file, checks it and reads its tokenizer and chat template; a Model
 // is shared by any number of Sessions, each one conversation whose state (the attention
 // layers' KV cache, the Gated DeltaNet layers' recurrent state) lives on the model's
-// Backend. Generate streams text:
+// Backend. Prepare checks a request and makes its prompt once (rendering, tokens,
+// grammar), failing at once on a bad input or option; Generate runs it on a session and
+// streams text:
 //
 //	m, err := bonsai.Open("Ternary-Bonsai-2-27B-PQ2_0.gguf")
 //	if err != nil { ... }
 //	defer m.Close()
 //	s, err := m.NewSession()
-//	g := s.Generate(ctx, bonsai.Chat(bonsai.Message{Role: "user", Content: "Hello"}),
-//		bonsai.GenerateOptions{MaxTokens: 512, Temperature: 0.7, TopP: 0.8, TopK: 20})
+//	p, err := m.Prepare(bonsai.Chat(bonsai.Message{Role: "user", Content: "Hello"}),
+//		bonsai.GenerateOptions{MaxTokens: 512, SamplerOptions: bonsai.SamplerOptions{Temperature: 0.7, TopP: 0.8, TopK: 20}})
+//	if err != nil { ... } // ErrInvalidInput, ErrInvalidOptions, ErrContextFull
+//	g := s.Generate(ctx, p)
 //	for tok, err := range g.Tokens() {
 //		if err != nil { ... }
-//		fmt.Print(tok.Text)
+//		fmt.Print(tok.Thinking, tok.Text)
 //	}
 //	res, err := g.Result() // the answer, the thinking, the finish reason, the usage
 //
 // Sessions of one model running at once are batched: their decode steps share forward
 // passes, which read the weights (what bounds a decode step) once for all of them, and a
-// long prompt is fed a chunk per pass between the others' steps (WithBatchTokens,
-// Model.BatchStats). With WithPrefixCache the model keeps the states at the ends of
-// system prompts and turns for every session to start from (Model.PrefixCacheStats).
+// long prompt is fed a chunk per pass between the others' steps (WithBatchTokens). With
+// WithPrefixCache the model keeps the states at the ends of system prompts and turns for
+// every session to start from. Model.Stats counts both.
 //
 // A session remembers its tokens, so the next turn of a conversation prefills only the
 // new messages; Save and LoadSession keep a conversation across runs. Below Generate,
@@ -30,7 +34,7 @@
 //
 // Agents: a generation takes tools (GenerateOptions.Tools) and a tool choice; what the
 // model writes in Qwen's tool-call markup is parsed (package bonsai/toolcall) into
-// Result.ToolCalls and streamed as Token.ToolCallFragment and Token.ToolCall. With a
+// Result.ToolCalls and streamed as Token.ToolCallFragments and Token.ToolCalls. With a
 // required or named tool choice, a JSON ResponseFormat or a GBNF Grammar, the output is
 // constrained (package bonsai/grammar): the vocabulary is masked each step to the
 // tokens that keep it valid, so that even a weak model writes well-formed calls and

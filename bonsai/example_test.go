@@ -38,16 +38,21 @@ func Example() {
 	defer s.Close()
 
 	think := false
-	g := s.Generate(context.Background(),
-		bonsai.Chat(bonsai.Message{Role: "user", Content: "Name three colours."}),
-		bonsai.GenerateOptions{MaxTokens: 16, Temperature: 0.7, TopP: 0.8, Seed: 42, Thinking: &think})
+	p, err := m.Prepare(bonsai.Chat(bonsai.Message{Role: "user", Content: "Name three colours."}),
+		bonsai.GenerateOptions{MaxTokens: 16, Thinking: &think, SamplerOptions: bonsai.SamplerOptions{Temperature: 0.7, TopP: 0.8, Seed: 42}})
+	if err != nil {
+		log.Fatal(err) // a bad input or option: nothing has run
+	}
+	g := s.Generate(context.Background(), p)
 	streamed := 0
 	for tok, err := range g.Tokens() {
 		if err != nil {
 			log.Fatal(err)
 		}
 		_ = tok.Text // a program would print it: fmt.Print(tok.Text)
-		streamed++
+		if tok.ID != bonsai.NoToken {
+			streamed++
+		}
 	}
 	res, err := g.Result()
 	if err != nil {
@@ -55,9 +60,9 @@ func Example() {
 	}
 	fmt.Println("finish:", res.FinishReason)
 	fmt.Println("tokens:", res.Usage.CompletionTokens, "streamed:", streamed)
-	fmt.Println("prompt tokens:", res.Usage.PromptTokens)
+	fmt.Println("prompt tokens:", res.Usage.PromptTokens, p.Len())
 	// Output:
 	// finish: length
 	// tokens: 16 streamed: 16
-	// prompt tokens: 27
+	// prompt tokens: 27 27
 }

@@ -3,7 +3,6 @@ package bonsai
 import (
 	"context"
 	"errors"
-	"fmt"
 	"iter"
 	"slices"
 	"strings"
@@ -45,15 +44,8 @@ type GenerateOptions struct {
 	// full).
 	MaxTokens int
 
-	// The sampling options, as SamplerOptions documents them.
-	Temperature                       float32
-	TopK                              int
-	TopP, MinP                        float32
-	RepeatPenalty                     float32
-	RepeatLastN                       int
-	PresencePenalty, FrequencyPenalty float32
-	Seed                              uint64
-	Greedy                            bool
+	// SamplerOptions choose how each token is drawn.
+	SamplerOptions
 
 	// Stop ends the generation when the answer text contains one of these strings,
 	// which is left out of the text. They are not searched for in the thinking.
@@ -91,38 +83,45 @@ type GenerateOptions struct {
 	Grammar string
 }
 
-func (o *GenerateOptions) sampler() SamplerOptions {
-	return SamplerOptions{
-		Temperature: o.Temperature, TopK: o.TopK, TopP: o.TopP, MinP: o.MinP,
-		RepeatPenalty: o.RepeatPenalty, RepeatLastN: o.RepeatLastN,
-		PresencePenalty: o.PresencePenalty, FrequencyPenalty: o.FrequencyPenalty,
-		Seed: o.Seed, Greedy: o.Greedy,
-	}
-}
+// NoToken is the ID of a report that carries no token: one that releases answer text
+// held back (see Token).
+const NoToken int32 = -1
 
-// Token is one generated token as a stream reports it.
+// Token is one report of a generation's stream: a generated token, with the text it
+// completes. What the reports say adds up to the Result: the concatenation of their
+// Text is Result.Text, of their Thinking Result.Thinking, of their ToolCalls
+// Result.ToolCalls.
 type Token struct {
-	// ID is the token's id, or −1 in a report that carries no token: the last one of
-	// a generation when it only carries text held back until the end (the start of a
-	// stop string that did not follow, an incomplete character), or one that carries
-	// a second tool-call report of the token before it.
+	// ID is the generated token's id, or NoToken in a report that releases answer text
+	// held back by earlier tokens — a suffix that might have begun a stop string, an
+	// incomplete character, whitespace that more text had to follow — which goes out
+	// on its own before a <think> token's report and at the end of the generation.
+	// Every other report is one generated token, and every generated token but a final
+	// stop token has one.
 	ID int32
-	// Text is the text this token completes: empty while a multi-byte character is
-	// incomplete or while the text might begin a stop string, and for the <think> and
-	// </think> markers; later tokens then carry it.
+	// Text is the answer text this report adds: empty while a multi-byte character is
+	// incomplete, while the text might begin a stop string, inside a tool-call block.
 	Text string
-	// Thinking marks the tokens of a think block, the markers included.
-	Thinking bool
-	// ToolCall is set, with Text empty, on the token that completes a tool call.
-	ToolCall *ToolCall
-	// ToolCallFragment is set while a tool call is read (ToolCallFragment documents
-	// the pieces).
-	ToolCallFragment *ToolCallFragment
+	// Thinking is the think-block text this report adds.
+	Thinking string
+	// Reasoning marks the tokens of a think block, its <think> and </think> markers
+	// included: what a server counts as reasoning tokens.
+	Reasoning bool
+	// ToolCalls are the calls this report completes, in order.
+	ToolCalls []ToolCall
+	// ToolCallFragments are the pieces of calls being read that this report adds, in
+	// order (ToolCallFragment documents them).
+	ToolCallFragments []ToolCallFragment
 	// LogProb is the token's log-probability under the model (GenerateOptions.LogProbs).
 	LogProb float32
 	// TopLogProbs are the most likely tokens at this position, best first
 	// (GenerateOptions.TopLogProbs).
 	TopLogProbs []TokenLogProb
+}
+
+// empty reports whether a NoToken report would say nothing.
+func (t *Token) empty() bool {
+	return t.Text == "" && t.Thinking == "" && len(t.ToolCalls) == 0 && len(t.ToolCallFragments) == 0
 }
 
 // FinishReason says why a generation ended.
@@ -152,14 +151,16 @@ type Usage struct {
 	// generated token but the last, with its sampling.
 	DecodeTokensPerSecond float64
 	// TimeToFirstToken runs from the start of the generation to the first token drawn:
-	// rendering, tokenizing and prefilling.
+	// restoring cached state and prefilling.
 	TimeToFirstToken time.Duration
 }
 
 // Result is a finished generation.
 type Result struct {
-	// Text is the answer: what the model wrote outside its think block, without the
-	// whitespace after </think> and without a stop string.
+	// Text is the answer: what the model wrote outside its think block and its tool
+	// calls, without the whitespace after </think> and without a stop string; trimmed
+	// of surrounding whitespace when tool calls are read. It is what the stream's
+	// reports said.
 	Text string
 	// Thinking is the text of the think block, trimmed of surrounding whitespace.
 	Thinking string
@@ -181,37 +182,39 @@ type Result struct {
 type Generation struct {
 	s   *Session
 	ctx context.Context
-	in  Input
-	opt GenerateOptions
+	p   *Prompt
 
 	started, finished bool
 	res               Result
 	err               error
+	// text and thought are what the reports said: Result.Text and Result.Thinking.
+	text, thought strings.Builder
 }
 
-// Generate prepares a generation that continues in from the session's state.
+// Generate starts a generation of p, which continues from the session's state; p must
+// have been prepared by the session's model.
 //
 // The session remembers the tokens it holds. When they are a prefix of the new prompt
 // (the conversation so far, rendered again with a new user message, say), only the rest
 // is prefilled; otherwise the session resets and prefills the whole prompt, since the
 // recurrent layers' state cannot be rewound. For a chat, the session also keeps a copy of
-// its state at the end of the conversation before the assistant's reply, because the
-// Qwen templates render an earlier reply without its think block, so that the next turn
-// resumes from there: this costs a second copy of the state's memory. The generated
-// tokens join the session's history, all but the last one fed to the model.
+// its state at the end of the conversation before the assistant's reply
+// (Prompt.Checkpoint), because the Qwen templates render an earlier reply without its
+// think block, so that the next turn resumes from there: this costs a second copy of the
+// state's memory. The generated tokens join the session's history, all but the last one
+// fed to the model.
 //
 // Cancelling ctx ends the generation within one decode step with FinishCancelled and
-// what was produced so far: cancellation is a way to finish, not an error. A prompt
-// longer than the context is an error (wrapping ErrContextFull) before any work;
-// reaching the context size while generating finishes with FinishContextFull.
-func (s *Session) Generate(ctx context.Context, in Input, opt GenerateOptions) *Generation {
-	return &Generation{s: s, ctx: ctx, in: in, opt: opt}
+// what was produced so far: cancellation is a way to finish, not an error. Reaching the
+// context size while generating finishes with FinishContextFull.
+func (s *Session) Generate(ctx context.Context, p *Prompt) *Generation {
+	return &Generation{s: s, ctx: ctx, p: p}
 }
 
-// Tokens returns an iterator over the generated tokens, which runs the generation as it
-// is ranged over. Stop tokens are not yielded. An error is yielded once, as the last
-// pair. Leaving the loop early ends the generation with FinishCancelled. It can be
-// ranged over once.
+// Tokens returns an iterator over the generation's reports (see Token), which runs the
+// generation as it is ranged over. Stop tokens are not reported. An error is yielded
+// once, as the last pair. Leaving the loop early ends the generation with
+// FinishCancelled. It can be ranged over once.
 func (g *Generation) Tokens() iter.Seq2[Token, error] {
 	return func(yield func(Token, error) bool) {
 		if g.started {
@@ -247,97 +250,6 @@ func (g *Generation) Result() (Result, error) {
 	return g.res, g.err
 }
 
-// prompt is a generation's tokenized input.
-type prompt struct {
-	ids []int32
-	// boundary, when positive, is the length of the prompt without the chat
-	// template's generation prompt: where the session keeps a checkpoint.
-	boundary int
-	// boundaries are the lengths, ascending, at which the prompt's conversation ends a
-	// message (the system prompt, each turn; boundary the last): where the model's
-	// prefix cache keeps states.
-	boundaries []int
-}
-
-// tokenize turns the input into prompt tokens.
-func (g *Generation) tokenize() (prompt, error) {
-	m := g.s.m
-	tok := m.tok
-	in := g.in
-	n := 0
-	for _, set := range []bool{in.Text != "", len(in.Messages) > 0, len(in.Tokens) > 0} {
-		if set {
-			n++
-		}
-	}
-	if n > 1 {
-		return prompt{}, errors.New("bonsai: input: set one of Text, Messages and Tokens")
-	}
-	var p prompt
-	bos := func(text string, ids []int32) []int32 {
-		if id, ok := tok.BOS(); ok && tok.AddBOS() && !strings.HasPrefix(text, tok.Piece(id)) {
-			return append([]int32{id}, ids...)
-		}
-		return ids
-	}
-	switch {
-	case len(in.Tokens) > 0:
-		p.ids = slices.Clone(in.Tokens)
-	case len(in.Messages) > 0:
-		copt := ChatOptions{AddGenerationPrompt: true, EnableThinking: g.opt.Thinking, Tools: g.opt.Tools}
-		text, err := m.RenderChat(in.Messages, copt)
-		if err != nil {
-			return prompt{}, err
-		}
-		p.ids = bos(text, tok.Encode(text, true))
-		copt.AddGenerationPrompt = false
-		// The conversation's first k messages, for each k, are a boundary where their
-		// rendering is a prefix of the prompt's, in tokens too (a template may render
-		// an earlier turn differently once later ones follow; then it is none). Only the
-		// whole conversation is rendered without a prefix cache to fill.
-		first := len(in.Messages)
-		if m.prefix != nil {
-			first = 1
-		}
-		for k := first; k <= len(in.Messages); k++ {
-			head, err := m.RenderChat(in.Messages[:k], copt)
-			if err != nil || len(head) >= len(text) || !strings.HasPrefix(text, head) {
-				continue
-			}
-			ids := bos(head, tok.Encode(head, true))
-			if len(ids) < len(p.ids) && slices.Equal(ids, p.ids[:len(ids)]) &&
-				(len(p.boundaries) == 0 || len(ids) > p.boundaries[len(p.boundaries)-1]) {
-				p.boundaries = append(p.boundaries, len(ids))
-				if k == len(in.Messages) {
-					p.boundary = len(ids)
-				}
-			}
-		}
-	default:
-		p.ids = bos(in.Text, tok.Encode(in.Text, g.opt.ParseSpecial))
-		// As llama.cpp tokenizes a prompt with its special tokens added: EOS last when
-		// the vocabulary asks for it (tokenizer.ggml.add_eos_token), unless the text
-		// already ends with it. A chat rendering gets none: the template writes every
-		// end-of-turn marker itself, and the generation prompt must end open.
-		if id, ok := tok.EOS(); ok && tok.AddEOS() && (len(p.ids) == 0 || p.ids[len(p.ids)-1] != id) {
-			p.ids = append(p.ids, id)
-		}
-	}
-	if len(p.ids) == 0 {
-		return prompt{}, errors.New("bonsai: empty prompt")
-	}
-	vocab := int32(m.weights.Vocab())
-	for i, id := range p.ids {
-		if id < 0 || id >= vocab {
-			return prompt{}, fmt.Errorf("bonsai: prompt token %d at index %d out of range [0, %d)", id, i, vocab)
-		}
-	}
-	if ctxSize := m.opts.ctxSize; len(p.ids) > ctxSize {
-		return prompt{}, fmt.Errorf("bonsai: %w: the prompt has %d tokens, the context holds %d", ErrContextFull, len(p.ids), ctxSize)
-	}
-	return p, nil
-}
-
 func (g *Generation) finish(r FinishReason) {
 	g.res.FinishReason = r
 	g.finished = true
@@ -345,34 +257,22 @@ func (g *Generation) finish(r FinishReason) {
 
 // run performs the generation, reporting each token to yield when it is not nil.
 func (g *Generation) run(yield func(Token, error) bool) {
-	s, ctx, opt := g.s, g.ctx, &g.opt
+	s, ctx, p := g.s, g.ctx, g.p
 	start := time.Now()
 	if ctx == nil {
 		ctx = context.Background()
 	}
-	if s.m.tok == nil {
-		g.err = errors.New("bonsai: the model has no tokenizer")
+	switch {
+	case p == nil:
+		g.err = errors.New("bonsai: generate: no prompt")
+		return
+	case p.m != s.m:
+		g.err = errors.New("bonsai: generate: the prompt was prepared by another model")
 		return
 	}
-	smp, err := s.sampler(opt.sampler())
-	if err != nil {
-		g.err = err
-		return
-	}
-	if opt.MaxTokens < 0 || opt.TopLogProbs < 0 {
-		g.err = fmt.Errorf("bonsai: generate: MaxTokens %d and TopLogProbs %d must not be negative", opt.MaxTokens, opt.TopLogProbs)
-		return
-	}
-	cons, err := g.prepareTools()
-	if err != nil {
-		g.err = err
-		return
-	}
-	p, err := g.tokenize()
-	if err != nil {
-		g.err = err
-		return
-	}
+	opt := &p.opt
+	smp := s.sampler(opt.SamplerOptions)
+	cons := newConstraint(p)
 	g.res.Usage.PromptTokens = len(p.ids)
 
 	prefillStart := time.Now()
@@ -391,11 +291,11 @@ func (g *Generation) run(yield func(Token, error) bool) {
 	}
 	smp.Observe(p.ids...)
 
-	t := g.s.m.tok
+	t := s.m.tok
 	f := newTextFilter(opt.Stop)
-	f.thinking = s.m.promptOpensThinking(p.ids)
+	f.thinking = p.opensThinking
 	f.thinkHead = f.thinking
-	f.answerHead = !f.thinking && s.m.promptClosesThinking(p.ids)
+	f.answerHead = p.closesThinking
 	dec := t.NewStreamDecoder()
 	stops := opt.StopTokens
 	thinkOpen, thinkClose := s.m.thinkIDs()
@@ -406,37 +306,34 @@ func (g *Generation) run(yield func(Token, error) bool) {
 	var decodeTime time.Duration
 	steps := 0
 	ts := cons.stream
-	// answer passes answer text through the tool-call parser, when there is one, and
-	// returns the content text and the tool-call reports.
-	answer := func(text string) (string, []Token) {
-		if ts == nil || text == "" {
-			return text, nil
+	// answer adds answer text to a report: through the tool-call parser and the
+	// trimmer, when calls are read.
+	answer := func(tk *Token, text string) {
+		if ts == nil {
+			tk.Text += text
+		} else if text != "" {
+			tk.Text += ts.trim.next(ts.feed(text, tk))
 		}
-		return ts.feed(text)
+	}
+	// emit sends a report, and records what it says for the Result.
+	emit := func(tk Token) bool {
+		g.text.WriteString(tk.Text)
+		g.thought.WriteString(tk.Thinking)
+		return yield == nil || yield(tk, nil)
 	}
 	defer func() {
-		thinking := f.thinking
-		text, extra := answer(f.finish(dec.Flush()))
+		// Text still held back goes out with a last, token-less report.
+		text, thinking := f.finish(dec.Flush())
+		last := Token{ID: NoToken, Thinking: thinking}
+		answer(&last, text)
 		if ts != nil {
-			t2, e2 := ts.flush()
-			text, extra = text+t2, append(extra, e2...)
+			last.Text += ts.trim.next(ts.flush(&last))
 		}
-		if yield != nil {
-			// Text the filter held back (a partial stop string that never completed,
-			// an incomplete character) goes out with a last, token-less report.
-			if text != "" {
-				yield(Token{ID: -1, Text: text, Thinking: thinking}, nil)
-			}
-			for _, e := range extra {
-				e.ID = -1
-				if !yield(e, nil) {
-					break
-				}
-			}
+		if !last.empty() {
+			emit(last)
 		}
-		g.res.Text, g.res.Thinking, g.res.StopSequence = f.answer.String(), f.thought.String(), f.stopSeq
+		g.res.Text, g.res.Thinking, g.res.StopSequence = g.text.String(), g.thought.String(), f.stopSeq
 		if ts != nil {
-			g.res.Text = strings.TrimSpace(ts.content.String())
 			g.res.ToolCalls, g.res.MalformedToolCalls = ts.calls, ts.malformed
 			if len(ts.calls) > 0 && g.res.FinishReason == FinishStop {
 				g.res.FinishReason = FinishToolCalls
@@ -496,29 +393,29 @@ func (g *Generation) run(yield func(Token, error) bool) {
 			}
 		}
 		isStop := t.IsEndOfGeneration(id) || slices.Contains(stops, id)
-		var extra []Token
 		wasThinking := f.thinking
+		released := Token{ID: NoToken} // text held back, let out before this token
 		switch {
 		case isStop:
 		case id == thinkOpen:
-			tk.Text = f.open(dec.Flush())
-			tk.Thinking = true
-			if !wasThinking {
-				tk.Text, extra = answer(tk.Text)
-			}
+			text, thinking := f.open(dec.Flush())
+			released.Thinking = thinking
+			answer(&released, text)
+			tk.Reasoning = true
 		case id == thinkClose:
-			tk.Text = f.close(dec.Flush())
-			tk.Thinking = true
+			text, thinking := f.close(dec.Flush())
+			tk.Thinking = thinking
+			answer(&tk, text)
+			tk.Reasoning = true
 		case t.IsSpecial(id) && t.Type(id) != tokenizer.UserDefined:
 			// A control token (<|im_start|>, say) is markup, not text, as llama.cpp
 			// renders it by default.
-			tk.Thinking = f.thinking
+			tk.Reasoning = f.thinking
 		default:
-			tk.Thinking = f.thinking
-			tk.Text = f.add(dec.Add(id))
-			if !tk.Thinking {
-				tk.Text, extra = answer(tk.Text)
-			}
+			tk.Reasoning = f.thinking
+			text, thinking := f.add(dec.Add(id))
+			tk.Thinking = thinking
+			answer(&tk, text)
 		}
 		if !isStop {
 			if err := cons.accept(id, wasThinking); err != nil {
@@ -526,23 +423,14 @@ func (g *Generation) run(yield func(Token, error) bool) {
 				return
 			}
 		}
-		if len(extra) > 0 {
-			// The first report rides on the token; a token that completes more than one
-			// (rare: the end of a call and the start of the next) adds reports with ID −1.
-			tk.ToolCall, tk.ToolCallFragment = extra[0].ToolCall, extra[0].ToolCallFragment
-			extra = extra[1:]
-		}
 		sampling := time.Since(sampleStart)
-		if !isStop && yield != nil && !yield(tk, nil) {
+		if !released.empty() && !emit(released) {
 			g.finish(FinishCancelled)
 			return
 		}
-		for _, e := range extra {
-			e.ID = -1
-			if yield != nil && !yield(e, nil) {
-				g.finish(FinishCancelled)
-				return
-			}
+		if !isStop && !emit(tk) {
+			g.finish(FinishCancelled)
+			return
 		}
 		switch {
 		case isStop || f.stopped:
@@ -587,7 +475,8 @@ func (g *Generation) run(yield func(Token, error) bool) {
 // thinking, trimmed of the whitespace around it, and the answer, without its leading
 // whitespace after </think> and cut at the first stop string. A suffix of the answer
 // that might begin a stop string is held back until the next text settles it, so that a
-// stop string split across tokens is never shown.
+// stop string split across tokens is never shown. Its methods return the answer text and
+// the thinking text they let out.
 type textFilter struct {
 	stops []string
 
@@ -599,8 +488,6 @@ type textFilter struct {
 
 	stopped bool
 	stopSeq string
-
-	answer, thought strings.Builder
 }
 
 func newTextFilter(stops []string) *textFilter {
@@ -613,15 +500,15 @@ func newTextFilter(stops []string) *textFilter {
 	return f
 }
 
-// add takes the text of the next token and returns what may be shown now.
-func (f *textFilter) add(s string) string {
+// add takes the text of the next token.
+func (f *textFilter) add(s string) (text, thinking string) {
 	if f.stopped || s == "" {
-		return ""
+		return "", ""
 	}
 	if f.thinking {
-		return f.addThinking(s)
+		return "", f.addThinking(s)
 	}
-	return f.addAnswer(s)
+	return f.addAnswer(s), ""
 }
 
 func (f *textFilter) addThinking(s string) string {
@@ -635,7 +522,6 @@ func (f *textFilter) addThinking(s string) string {
 	s = f.thinkWS + s
 	body := strings.TrimRightFunc(s, unicode.IsSpace)
 	f.thinkWS = s[len(body):]
-	f.thought.WriteString(body)
 	return body
 }
 
@@ -656,7 +542,6 @@ func (f *textFilter) addAnswer(s string) string {
 	}
 	if at >= 0 {
 		f.held, f.stopped, f.stopSeq = "", true, which
-		f.answer.WriteString(buf[:at])
 		return buf[:at]
 	}
 	hold := 0
@@ -664,9 +549,7 @@ func (f *textFilter) addAnswer(s string) string {
 		hold = max(hold, prefixOverlap(buf, stop))
 	}
 	f.held = buf[len(buf)-hold:]
-	out := buf[:len(buf)-hold]
-	f.answer.WriteString(out)
-	return out
+	return buf[:len(buf)-hold]
 }
 
 // prefixOverlap returns the length of the longest suffix of s that is a proper prefix of
@@ -683,42 +566,65 @@ func prefixOverlap(s, stop string) int {
 // open enters a think block (the model wrote <think>). pending is text the decoder still
 // held; the answer held back so far is let out, since a stop string does not run on into
 // the thinking.
-func (f *textFilter) open(pending string) string {
-	out := f.add(pending)
+func (f *textFilter) open(pending string) (text, thinking string) {
+	text, thinking = f.add(pending)
 	if !f.thinking {
-		out += f.release()
+		text += f.release()
 	}
 	f.thinking, f.thinkHead, f.thinkWS = true, true, ""
-	return out
+	return text, thinking
 }
 
 // close leaves a think block (the model wrote </think>).
-func (f *textFilter) close(pending string) string {
-	out := f.add(pending)
+func (f *textFilter) close(pending string) (text, thinking string) {
+	text, thinking = f.add(pending)
 	if f.thinking {
 		f.thinking, f.thinkWS, f.answerHead = false, "", true
 	}
-	return out
+	return text, thinking
 }
 
 // release lets out the answer text held back.
 func (f *textFilter) release() string {
 	out := f.held
 	f.held = ""
-	f.answer.WriteString(out)
 	return out
 }
 
-// finish ends the stream: pending is the decoder's remainder. It returns the text still
-// to be shown. The thinking's trailing whitespace is dropped.
-func (f *textFilter) finish(pending string) string {
-	out := f.add(pending)
-	if f.stopped {
-		return out
+// finish ends the stream: pending is the decoder's remainder. The thinking's trailing
+// whitespace is dropped.
+func (f *textFilter) finish(pending string) (text, thinking string) {
+	text, thinking = f.add(pending)
+	if !f.stopped && !f.thinking {
+		text += f.release()
 	}
-	if !f.thinking {
-		out += f.release()
+	return text, thinking
+}
+
+// spaceTrimmer trims a streamed text as strings.TrimSpace trims the whole: it drops the
+// leading whitespace, and holds whitespace back until more text follows (so that
+// trailing whitespace never goes out).
+type spaceTrimmer struct {
+	started bool
+	pending string
+}
+
+// next returns what to let out of the text's next piece s.
+func (t *spaceTrimmer) next(s string) string {
+	if !t.started {
+		s = strings.TrimLeftFunc(s, unicode.IsSpace)
+		if s == "" {
+			return ""
+		}
+		t.started = true
 	}
+	body := strings.TrimRightFunc(s, unicode.IsSpace)
+	if body == "" {
+		t.pending += s
+		return ""
+	}
+	out := t.pending + body
+	t.pending = s[len(body):]
 	return out
 }
 

@@ -8,91 +8,101 @@ import (
 	"github.com/stretchr/testify/assert"
 )
 
+// filtered is what a filter let out, by kind.
+type filtered struct{ answer, thought strings.Builder }
+
 // feed runs pieces through a filter: "<think>" and "</think>" stand for the marker
-// tokens. It returns what each piece let out, and the filter's final remainder.
-func feed(f *textFilter, pieces ...string) (outs []string, rest string) {
+// tokens. It returns what each piece let out (answer and thinking text together), the
+// filter's final remainder, and everything let out by kind.
+func feed(f *textFilter, pieces ...string) (outs []string, rest string, got *filtered) {
+	got = &filtered{}
+	out := func(text, thinking string) string {
+		got.answer.WriteString(text)
+		got.thought.WriteString(thinking)
+		return text + thinking
+	}
 	for _, p := range pieces {
 		switch p {
 		case thinkOpen:
-			outs = append(outs, f.open(""))
+			outs = append(outs, out(f.open("")))
 		case thinkClose:
-			outs = append(outs, f.close(""))
+			outs = append(outs, out(f.close("")))
 		default:
-			outs = append(outs, f.add(p))
+			outs = append(outs, out(f.add(p)))
 		}
 		if f.stopped {
 			break
 		}
 	}
-	return outs, f.finish("")
+	return outs, out(f.finish("")), got
 }
 
 func TestStopStringAcrossTokens(t *testing.T) {
 	f := newTextFilter([]string{"STOP"})
-	outs, rest := feed(f, "Hel", "lo S", "T", "OP and more")
+	outs, rest, got := feed(f, "Hel", "lo S", "T", "OP and more")
 	assert.Equal(t, []string{"Hel", "lo ", "", ""}, outs, "the S and T are held back, then dropped")
 	assert.Empty(t, rest)
 	assert.True(t, f.stopped)
 	assert.Equal(t, "STOP", f.stopSeq)
-	assert.Equal(t, "Hello ", f.answer.String())
+	assert.Equal(t, "Hello ", got.answer.String())
 
 	// A false start is let out once it cannot be a stop string any more.
 	f = newTextFilter([]string{"STOP"})
-	outs, rest = feed(f, "a", "S", "T", "x", "ST")
+	outs, rest, got = feed(f, "a", "S", "T", "x", "ST")
 	assert.Equal(t, []string{"a", "", "", "STx", ""}, outs)
 	assert.Equal(t, "ST", rest, "held text is let out at the end")
 	assert.False(t, f.stopped)
-	assert.Equal(t, "aSTxST", f.answer.String())
+	assert.Equal(t, "aSTxST", got.answer.String())
 
 	// The earliest of several stop strings wins, even one that ends later.
 	f = newTextFilter([]string{"world", "lo w", ""})
-	outs, _ = feed(f, "hello world")
+	outs, _, got = feed(f, "hello world")
 	assert.Equal(t, []string{"hel"}, outs)
 	assert.Equal(t, "lo w", f.stopSeq)
 
 	// A stop string inside one token, and one that is the whole of a token.
 	f = newTextFilter([]string{"\n\n"})
-	outs, _ = feed(f, "line", "\n", "\n", "next")
+	outs, _, got = feed(f, "line", "\n", "\n", "next")
 	assert.Equal(t, []string{"line", "", ""}, outs)
-	assert.Equal(t, "line", f.answer.String())
+	assert.Equal(t, "line", got.answer.String())
 }
 
 func TestThinkingSeparation(t *testing.T) {
 	// The prompt left the model inside <think> (Qwen's "<think>\n" generation prompt).
 	f := newTextFilter(nil)
 	f.thinking, f.thinkHead = true, true
-	outs, rest := feed(f, "\n", "Let me", " think.", "\n\n", "More.", "\n", thinkClose, "\n\n", "The", " answer.")
+	outs, rest, got := feed(f, "\n", "Let me", " think.", "\n\n", "More.", "\n", thinkClose, "\n\n", "The", " answer.")
 	assert.Equal(t, []string{"", "Let me", " think.", "", "\n\nMore.", "", "", "", "The", " answer."}, outs)
 	assert.Empty(t, rest)
-	assert.Equal(t, "Let me think.\n\nMore.", f.thought.String())
-	assert.Equal(t, "The answer.", f.answer.String())
+	assert.Equal(t, "Let me think.\n\nMore.", got.thought.String())
+	assert.Equal(t, "The answer.", got.answer.String())
 
 	// The model opens the block itself; stop strings do not apply inside it.
 	f = newTextFilter([]string{"STOP"})
-	outs, _ = feed(f, thinkOpen, "\n", "no STOP here", thinkClose, " ", "\n", "done ST", "OP!")
+	outs, _, got = feed(f, thinkOpen, "\n", "no STOP here", thinkClose, " ", "\n", "done ST", "OP!")
 	assert.Equal(t, []string{"", "", "no STOP here", "", "", "", "done ", ""}, outs)
-	assert.Equal(t, "no STOP here", f.thought.String())
-	assert.Equal(t, "done ", f.answer.String())
+	assert.Equal(t, "no STOP here", got.thought.String())
+	assert.Equal(t, "done ", got.answer.String())
 	assert.True(t, f.stopped)
 
 	// Text held back for a stop string is let out when a think block opens.
 	f = newTextFilter([]string{"STOP"})
-	outs, _ = feed(f, "ab S", thinkOpen, "x")
+	outs, _, got = feed(f, "ab S", thinkOpen, "x")
 	assert.Equal(t, []string{"ab ", "S", "x"}, outs)
 
 	// Generation ending inside the block keeps the thinking, trimmed.
 	f = newTextFilter(nil)
 	f.thinking, f.thinkHead = true, true
-	_, rest = feed(f, "  partial", " \n")
+	_, rest, got = feed(f, "  partial", " \n")
 	assert.Empty(t, rest)
-	assert.Equal(t, "partial", f.thought.String())
-	assert.Empty(t, f.answer.String())
+	assert.Equal(t, "partial", got.thought.String())
+	assert.Empty(t, got.answer.String())
 
 	// After a prompt that closed the block ("<think>\n\n</think>\n\n"), the answer's
 	// leading white space goes, and only that.
 	f = newTextFilter(nil)
 	f.answerHead = true
-	outs, _ = feed(f, "\n", " Hi", "  there\n")
+	outs, _, got = feed(f, "\n", " Hi", "  there\n")
 	assert.Equal(t, "Hi  there\n", strings.Join(outs, ""))
 }
 

@@ -2,6 +2,8 @@ package bonsai_test
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
 	"math"
 	"os"
 	"path/filepath"
@@ -46,9 +48,23 @@ func collect(t testing.TB, g *bonsai.Generation) ([]bonsai.Token, bonsai.Result)
 	return toks, res
 }
 
+// prepare prepares a generation on m.
+func prepare(t testing.TB, m *bonsai.Model, in bonsai.Input, opt bonsai.GenerateOptions) *bonsai.Prompt {
+	t.Helper()
+	p, err := m.Prepare(in, opt)
+	require.NoError(t, err)
+	return p
+}
+
+// start prepares a generation on the session's model and starts it on s.
+func start(t testing.TB, ctx context.Context, s *bonsai.Session, in bonsai.Input, opt bonsai.GenerateOptions) *bonsai.Generation {
+	t.Helper()
+	return s.Generate(ctx, prepare(t, bonsai.ModelOf(s), in, opt))
+}
+
 func generate(t testing.TB, s *bonsai.Session, in bonsai.Input, opt bonsai.GenerateOptions) bonsai.Result {
 	t.Helper()
-	res, err := s.Generate(context.Background(), in, opt).Result()
+	res, err := start(t, context.Background(), s, in, opt).Result()
 	require.NoError(t, err)
 	return res
 }
@@ -77,7 +93,7 @@ func TestGenerateGreedyIsArgmax(t *testing.T) {
 	if len(want) == n {
 		assert.Equal(t, bonsai.FinishLength, res.FinishReason)
 	}
-	greedy := generate(t, session(t, m), bonsai.Text("The quick brown fox"), bonsai.GenerateOptions{MaxTokens: n, Temperature: 1.5, TopK: 3, Greedy: true})
+	greedy := generate(t, session(t, m), bonsai.Text("The quick brown fox"), bonsai.GenerateOptions{MaxTokens: n, SamplerOptions: bonsai.SamplerOptions{Temperature: 1.5, TopK: 3, Greedy: true}})
 	assert.Equal(t, want, greedy.Tokens)
 
 	u := res.Usage
@@ -93,7 +109,7 @@ func TestGenerateGreedyIsArgmax(t *testing.T) {
 // The same seed gives the same text; another seed another.
 func TestGenerateSeed(t *testing.T) {
 	m := tiny(t)
-	opt := bonsai.GenerateOptions{MaxTokens: 30, Temperature: 1, TopP: 0.95, Seed: 7}
+	opt := bonsai.GenerateOptions{MaxTokens: 30, SamplerOptions: bonsai.SamplerOptions{Temperature: 1, TopP: 0.95, Seed: 7}}
 	a := generate(t, session(t, m), bonsai.Text("Hello"), opt)
 	b := generate(t, session(t, m), bonsai.Text("Hello"), opt)
 	assert.Equal(t, a.Tokens, b.Tokens)
@@ -107,8 +123,8 @@ func TestGenerateSeed(t *testing.T) {
 // generation without being shown.
 func TestGenerateStopStrings(t *testing.T) {
 	m := tiny(t)
-	opt := bonsai.GenerateOptions{MaxTokens: 40, Temperature: 0.9, Seed: 3, StopTokens: nil}
-	toks, res := collect(t, session(t, m).Generate(context.Background(), bonsai.Text("Once upon"), opt))
+	opt := bonsai.GenerateOptions{MaxTokens: 40, StopTokens: nil, SamplerOptions: bonsai.SamplerOptions{Temperature: 0.9, Seed: 3}}
+	toks, res := collect(t, session(t, m).Generate(context.Background(), prepare(t, m, bonsai.Text("Once upon"), opt)))
 	var streamed strings.Builder
 	for _, tok := range toks {
 		streamed.WriteString(tok.Text)
@@ -134,7 +150,7 @@ func TestGenerateStopStrings(t *testing.T) {
 	require.Greater(t, cut, 0)
 
 	opt.Stop = []string{"never appears \x00", stop}
-	toks2, res2 := collect(t, session(t, m).Generate(context.Background(), bonsai.Text("Once upon"), opt))
+	toks2, res2 := collect(t, session(t, m).Generate(context.Background(), prepare(t, m, bonsai.Text("Once upon"), opt)))
 	assert.Equal(t, bonsai.FinishStop, res2.FinishReason)
 	assert.Equal(t, stop, res2.StopSequence)
 	assert.Equal(t, res.Text[:cut], res2.Text)
@@ -151,7 +167,7 @@ func TestGenerateStopStrings(t *testing.T) {
 	require.NotEmpty(t, last)
 	_, n := utf8.DecodeLastRuneInString(last)
 	opt.Stop = []string{last[len(last)-n:] + "\x00never"}
-	toks3, res3 := collect(t, session(t, m).Generate(context.Background(), bonsai.Text("Once upon"), opt))
+	toks3, res3 := collect(t, session(t, m).Generate(context.Background(), prepare(t, m, bonsai.Text("Once upon"), opt)))
 	assert.Equal(t, res.Text, res3.Text)
 	assert.Equal(t, res.FinishReason, res3.FinishReason)
 	require.Len(t, toks3, len(toks)+1)
@@ -165,7 +181,7 @@ func TestGenerateStopStrings(t *testing.T) {
 
 func TestGenerateStopTokens(t *testing.T) {
 	m := tiny(t)
-	opt := bonsai.GenerateOptions{MaxTokens: 30, Temperature: 1, Seed: 4}
+	opt := bonsai.GenerateOptions{MaxTokens: 30, SamplerOptions: bonsai.SamplerOptions{Temperature: 1, Seed: 4}}
 	res := generate(t, session(t, m), bonsai.Text("abc"), opt)
 	require.Greater(t, len(res.Tokens), 6)
 	stopID := res.Tokens[5]
@@ -174,7 +190,7 @@ func TestGenerateStopTokens(t *testing.T) {
 		first++
 	}
 	opt.StopTokens = []int32{stopID}
-	toks, res2 := collect(t, session(t, m).Generate(context.Background(), bonsai.Text("abc"), opt))
+	toks, res2 := collect(t, session(t, m).Generate(context.Background(), prepare(t, m, bonsai.Text("abc"), opt)))
 	assert.Equal(t, bonsai.FinishStop, res2.FinishReason)
 	assert.Equal(t, res.Tokens[:first+1], res2.Tokens, "the stop token ends the result's tokens")
 	assert.Len(t, toks, first, "the stop token is not streamed")
@@ -187,7 +203,7 @@ func TestGenerateCancel(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	prompt := tokens(10, 512, 1)
-	g := s.Generate(ctx, bonsai.TokenIDs(prompt...), bonsai.GenerateOptions{MaxTokens: 100, StopTokens: nil})
+	g := s.Generate(ctx, prepare(t, m, bonsai.TokenIDs(prompt...), bonsai.GenerateOptions{MaxTokens: 100, StopTokens: nil}))
 	n := 0
 	for _, err := range g.Tokens() {
 		require.NoError(t, err)
@@ -205,14 +221,14 @@ func TestGenerateCancel(t *testing.T) {
 
 	// Cancelled before it starts: nothing is prefilled.
 	s2 := session(t, m)
-	res, err = s2.Generate(ctx, bonsai.TokenIDs(prompt...), bonsai.GenerateOptions{}).Result()
+	res, err = s2.Generate(ctx, prepare(t, m, bonsai.TokenIDs(prompt...), bonsai.GenerateOptions{})).Result()
 	require.NoError(t, err)
 	assert.Equal(t, bonsai.FinishCancelled, res.FinishReason)
 	assert.Empty(t, res.Tokens)
 	assert.Zero(t, s2.Len())
 
 	// Leaving the loop early also ends it.
-	g = session(t, m).Generate(context.Background(), bonsai.TokenIDs(prompt...), bonsai.GenerateOptions{MaxTokens: 100})
+	g = session(t, m).Generate(context.Background(), prepare(t, m, bonsai.TokenIDs(prompt...), bonsai.GenerateOptions{MaxTokens: 100}))
 	for range g.Tokens() {
 		break
 	}
@@ -257,7 +273,7 @@ func TestGenerateCancelDuringPrefill(t *testing.T) {
 	prompt := tokens(4000, 512, 8) // 63 chunks of 64: seconds of work on the tiny model
 	start := time.Now()
 	var toks []bonsai.Token
-	g := s.Generate(ctx, bonsai.TokenIDs(prompt...), bonsai.GenerateOptions{MaxTokens: 10})
+	g := s.Generate(ctx, prepare(t, m, bonsai.TokenIDs(prompt...), bonsai.GenerateOptions{MaxTokens: 10}))
 	for tok, err := range g.Tokens() {
 		require.NoError(t, err)
 		toks = append(toks, tok)
@@ -290,12 +306,13 @@ func TestGenerateCancelDuringDecode(t *testing.T) {
 	defer cancel()
 	var done atomic.Bool
 	var at atomic.Int64
+	stored := make(chan struct{}) // the goroutine has recorded the cancel
 	prompt := tokens(10, 512, 9)
-	g := s.Generate(ctx, bonsai.TokenIDs(prompt...), bonsai.GenerateOptions{MaxTokens: 2000, Temperature: 1, Seed: 3})
+	g := s.Generate(ctx, prepare(t, m, bonsai.TokenIDs(prompt...), bonsai.GenerateOptions{MaxTokens: 2000, SamplerOptions: bonsai.SamplerOptions{Temperature: 1, Seed: 3}}))
 	n, after := 0, 0
 	for tok, err := range g.Tokens() {
 		require.NoError(t, err)
-		if tok.ID < 0 {
+		if tok.ID == bonsai.NoToken {
 			continue // the last report, of text held back
 		}
 		n++
@@ -307,6 +324,7 @@ func TestGenerateCancelDuringDecode(t *testing.T) {
 				cancel()
 				at.Store(time.Now().UnixNano())
 				done.Store(true)
+				close(stored)
 			}()
 		}
 	}
@@ -321,7 +339,7 @@ func TestGenerateCancelDuringDecode(t *testing.T) {
 	// The step under way when the cancel came either completed, feeding the last token
 	// drawn, or stopped before its work.
 	assert.Contains(t, []int{len(prompt) + n - 1, len(prompt) + n}, s.Len())
-	require.True(t, done.Load())
+	<-stored // the generation may end before the goroutine records its cancel
 	t.Logf("cancelled after token 20; %d tokens in all, the generation ended %v after the cancel", n, end.Sub(time.Unix(0, at.Load())))
 }
 
@@ -335,7 +353,7 @@ func TestGenerateContextFull(t *testing.T) {
 			eog = append(eog, id)
 		}
 	}
-	res := generate(t, s, bonsai.TokenIDs(prompt...), bonsai.GenerateOptions{Temperature: 1, Seed: 1})
+	res := generate(t, s, bonsai.TokenIDs(prompt...), bonsai.GenerateOptions{SamplerOptions: bonsai.SamplerOptions{Temperature: 1, Seed: 1}})
 	// The draw is deterministic (seed 1); the seed was chosen so that no end-of-generation
 	// token comes first.
 	require.NotEqual(t, bonsai.FinishStop, res.FinishReason, "the random model drew an end-of-generation token %v", eog)
@@ -343,12 +361,10 @@ func TestGenerateContextFull(t *testing.T) {
 	assert.Len(t, res.Tokens, 24-16+1, "every position filled, and one more token drawn from the last logits")
 	assert.Equal(t, 24, s.Len())
 
-	// A prompt longer than the context is an error before any work.
-	before := s.Tokens()
-	_, err := s.Generate(context.Background(), bonsai.TokenIDs(tokens(25, 512, 3)...), bonsai.GenerateOptions{}).Result()
+	// A prompt longer than the context is Prepare's error.
+	_, err := m.Prepare(bonsai.TokenIDs(tokens(25, 512, 3)...), bonsai.GenerateOptions{})
 	require.ErrorIs(t, err, bonsai.ErrContextFull)
 	assert.Contains(t, err.Error(), "the prompt has 25 tokens, the context holds 24")
-	assert.Equal(t, before, s.Tokens(), "the session is untouched")
 
 	// A prompt that fills the context exactly still gets one token.
 	res = generate(t, session(t, m), bonsai.TokenIDs(tokens(24, 512, 3)...), bonsai.GenerateOptions{})
@@ -408,8 +424,8 @@ func TestGenerateChatReuse(t *testing.T) {
 func TestGenerateLogProbs(t *testing.T) {
 	m := tiny(t)
 	ctx := context.Background()
-	opt := bonsai.GenerateOptions{MaxTokens: 8, Temperature: 0.8, TopK: 10, RepeatPenalty: 1.3, Seed: 2, TopLogProbs: 5}
-	toks, res := collect(t, session(t, m).Generate(ctx, bonsai.Text("log probs"), opt))
+	opt := bonsai.GenerateOptions{MaxTokens: 8, TopLogProbs: 5, SamplerOptions: bonsai.SamplerOptions{Temperature: 0.8, TopK: 10, RepeatPenalty: 1.3, Seed: 2}}
+	toks, res := collect(t, session(t, m).Generate(ctx, prepare(t, m, bonsai.Text("log probs"), opt)))
 
 	s := session(t, m)
 	require.NoError(t, s.Prefill(ctx, m.Tokenizer().Encode("log probs", false)))
@@ -448,22 +464,27 @@ const thinkTemplate = `{%- for message in messages -%}
 // </think>; the result separates the two.
 func TestGenerateThinkingPrompt(t *testing.T) {
 	m := tiny(t, bonsai.WithChatTemplate(thinkTemplate))
-	toks, res := collect(t, session(t, m).Generate(context.Background(), bonsai.Chat(bonsai.Message{Role: "user", Content: "Why?"}),
-		bonsai.GenerateOptions{MaxTokens: 30, Temperature: 1, Seed: 9}))
+	toks, res := collect(t, session(t, m).Generate(context.Background(), prepare(t, m, bonsai.Chat(bonsai.Message{Role: "user", Content: "Why?"}), bonsai.GenerateOptions{MaxTokens: 30, SamplerOptions: bonsai.SamplerOptions{Temperature: 1, Seed: 9}})))
 	closeID, _ := m.Tokenizer().Lookup("</think>")
 	var thought, answer strings.Builder
 	inside := true
 	for _, tok := range toks {
+		thought.WriteString(tok.Thinking)
+		answer.WriteString(tok.Text)
+		if tok.ID == bonsai.NoToken {
+			assert.False(t, tok.Reasoning, "a release of held text is no token")
+			continue
+		}
 		if tok.ID == closeID {
-			assert.True(t, tok.Thinking)
+			assert.True(t, tok.Reasoning)
 			inside = false
 			continue
 		}
-		assert.Equal(t, inside, tok.Thinking)
-		if tok.Thinking {
-			thought.WriteString(tok.Text)
+		assert.Equal(t, inside, tok.Reasoning)
+		if inside {
+			assert.Empty(t, tok.Text, "no answer text inside the block")
 		} else {
-			answer.WriteString(tok.Text)
+			assert.Empty(t, tok.Thinking, "no thinking text after it")
 		}
 	}
 	assert.Equal(t, res.Thinking, thought.String())
@@ -472,43 +493,90 @@ func TestGenerateThinkingPrompt(t *testing.T) {
 	assert.Equal(t, strings.TrimSpace(res.Thinking), res.Thinking)
 }
 
+// Prepare refuses a bad input or option at once, with the sentinel a caller tests; the
+// generation is never started.
+func TestPrepareErrors(t *testing.T) {
+	m := tiny(t)
+	weather := []bonsai.Tool{{Name: "f"}, {Name: "g", Parameters: json.RawMessage(`{"type":"object","properties":{"x":{"not":{}}}}`)}}
+	required := bonsai.ToolChoice{Mode: bonsai.ToolChoiceRequired}
+	for _, c := range []struct {
+		in     bonsai.Input
+		opt    bonsai.GenerateOptions
+		is     error
+		option string // the *OptionError's, when it is one
+		tool   int
+		want   string
+	}{
+		{bonsai.Input{Text: "a", Tokens: []int32{1}}, bonsai.GenerateOptions{}, bonsai.ErrInvalidInput, "", 0, "set one of Text, Messages and Tokens"},
+		{bonsai.Input{}, bonsai.GenerateOptions{}, bonsai.ErrInvalidInput, "", 0, "empty prompt"},
+		{bonsai.TokenIDs(1, 512), bonsai.GenerateOptions{}, bonsai.ErrInvalidInput, "", 0, "prompt token 512 at index 1 out of range"},
+		{bonsai.Chat(bonsai.Message{Content: "no role"}), bonsai.GenerateOptions{}, bonsai.ErrInvalidInput, "", 0, "message 0 has no role"},
+		{bonsai.TokenIDs(tokens(4097, 512, 3)...), bonsai.GenerateOptions{}, bonsai.ErrContextFull, "", 0, "the prompt has 4097 tokens, the context holds 4096"},
+		{bonsai.Text("a"), bonsai.GenerateOptions{SamplerOptions: bonsai.SamplerOptions{TopK: -1}}, bonsai.ErrInvalidOptions, "TopK", -1, "option TopK: -1 is negative"},
+		{bonsai.Text("a"), bonsai.GenerateOptions{SamplerOptions: bonsai.SamplerOptions{Temperature: float32(math.NaN())}}, bonsai.ErrInvalidOptions, "Temperature", -1, "NaN"},
+		{bonsai.Text("a"), bonsai.GenerateOptions{MaxTokens: -1}, bonsai.ErrInvalidOptions, "MaxTokens", -1, "-1 is negative"},
+		{bonsai.Text("a"), bonsai.GenerateOptions{TopLogProbs: -2}, bonsai.ErrInvalidOptions, "TopLogProbs", -1, "-2 is negative"},
+		{bonsai.Text("a"), bonsai.GenerateOptions{Tools: []bonsai.Tool{{Name: "f"}, {}}}, bonsai.ErrInvalidOptions, "Tools", 1, "no name"},
+		{bonsai.Text("a"), bonsai.GenerateOptions{Tools: []bonsai.Tool{{Name: "f"}, {Name: "g"}, {Name: "f"}}}, bonsai.ErrInvalidOptions, "Tools", 2, `"f" is defined twice`},
+		{bonsai.Text("a"), bonsai.GenerateOptions{ToolChoice: required}, bonsai.ErrInvalidOptions, "ToolChoice", -1, "no tools"},
+		{bonsai.Text("a"), bonsai.GenerateOptions{Tools: weather, ToolChoice: bonsai.ToolChoice{Mode: "sometimes"}}, bonsai.ErrInvalidOptions, "ToolChoice", -1, `unknown mode "sometimes"`},
+		{bonsai.Text("a"), bonsai.GenerateOptions{Tools: weather, ToolChoice: bonsai.ToolChoice{Mode: bonsai.ToolChoiceFunction, Name: "h"}}, bonsai.ErrInvalidOptions, "ToolChoice", -1, `function "h" is not among the tools`},
+		{bonsai.Text("a"), bonsai.GenerateOptions{ResponseFormat: &bonsai.ResponseFormat{Type: "yaml"}}, bonsai.ErrInvalidOptions, "ResponseFormat", -1, `unknown type "yaml"`},
+		{bonsai.Text("a"), bonsai.GenerateOptions{Grammar: `root ::= "x"`, ResponseFormat: &bonsai.ResponseFormat{Type: "json_object"}}, bonsai.ErrInvalidOptions, "Grammar", -1, "at most one"},
+		{bonsai.Text("a"), bonsai.GenerateOptions{ResponseFormat: &bonsai.ResponseFormat{Type: "json_schema"}}, bonsai.ErrInvalidSchema, "ResponseFormat", -1, "no schema given"},
+		{bonsai.Text("a"), bonsai.GenerateOptions{ResponseFormat: &bonsai.ResponseFormat{Type: "json_schema", Schema: json.RawMessage(`{"type":"number","minimum":1}`)}}, bonsai.ErrInvalidSchema, "ResponseFormat", -1, "minimum at /minimum"},
+		{bonsai.Text("a"), bonsai.GenerateOptions{Grammar: `root ::= missing`}, bonsai.ErrInvalidSchema, "Grammar", -1, "missing"},
+		// The tool at fault in a required choice's grammar, and the path within its schema.
+		{bonsai.Text("a"), bonsai.GenerateOptions{Tools: weather, ToolChoice: required}, bonsai.ErrInvalidSchema, "Tools", 1, "not at /properties/x/not"},
+	} {
+		p, err := m.Prepare(c.in, c.opt)
+		require.Error(t, err, c.want)
+		assert.Nil(t, p)
+		assert.ErrorIs(t, err, c.is, c.want)
+		assert.ErrorContains(t, err, c.want)
+		assert.True(t, strings.HasPrefix(err.Error(), "bonsai: "), err.Error())
+		oe, ok := errors.AsType[*bonsai.OptionError](err)
+		assert.Equal(t, c.option != "", ok, "%v", err)
+		if ok {
+			assert.ErrorIs(t, err, bonsai.ErrInvalidOptions)
+			assert.Equal(t, c.option, oe.Option, "%v", err)
+			assert.Equal(t, c.tool, oe.Tool, "%v", err)
+		}
+	}
+	// A schema error within a tool says where in that tool's schema, as the tool's own.
+	_, err := m.Prepare(bonsai.Text("a"), bonsai.GenerateOptions{Tools: weather, ToolChoice: required})
+	se, ok := errors.AsType[*bonsai.SchemaError](err)
+	require.True(t, ok)
+	assert.Equal(t, bonsai.SchemaError{Keyword: "not", Path: "/properties/x/not", Reason: se.Reason}, *se)
+}
+
 func TestGenerateErrors(t *testing.T) {
 	m := tiny(t)
 	s := session(t, m)
 	ctx := context.Background()
-	for _, c := range []struct {
-		in   bonsai.Input
-		opt  bonsai.GenerateOptions
-		want string
-	}{
-		{bonsai.Input{Text: "a", Tokens: []int32{1}}, bonsai.GenerateOptions{}, "set one of Text, Messages and Tokens"},
-		{bonsai.Input{}, bonsai.GenerateOptions{}, "empty prompt"},
-		{bonsai.TokenIDs(1, 512), bonsai.GenerateOptions{}, "prompt token 512 at index 1 out of range"},
-		{bonsai.Text("a"), bonsai.GenerateOptions{TopK: -1}, "top-k -1 is negative"},
-		{bonsai.Text("a"), bonsai.GenerateOptions{MaxTokens: -1}, "must not be negative"},
-		{bonsai.Chat(bonsai.Message{Content: "no role"}), bonsai.GenerateOptions{}, "message 0 has no role"},
-	} {
-		g := s.Generate(ctx, c.in, c.opt)
-		var errs []error
-		for _, err := range g.Tokens() {
-			errs = append(errs, err)
-		}
-		require.Len(t, errs, 1, c.want)
-		require.ErrorContains(t, errs[0], c.want)
-		assert.True(t, strings.HasPrefix(errs[0].Error(), "bonsai: "), errs[0].Error())
-		_, err := g.Result()
-		require.ErrorContains(t, err, c.want)
-	}
-
-	g := s.Generate(ctx, bonsai.Text("x"), bonsai.GenerateOptions{MaxTokens: 2})
+	g := s.Generate(ctx, prepare(t, m, bonsai.Text("x"), bonsai.GenerateOptions{MaxTokens: 2}))
 	_, err := g.Result()
 	require.NoError(t, err)
 	for _, err := range g.Tokens() {
 		require.ErrorContains(t, err, "already run")
 	}
 
+	// A prompt prepared by another model is refused, before any work.
+	other := tiny(t)
+	before := s.Tokens()
+	var errs []error
+	for _, err := range s.Generate(ctx, prepare(t, other, bonsai.Text("x"), bonsai.GenerateOptions{})).Tokens() {
+		errs = append(errs, err)
+	}
+	require.Len(t, errs, 1)
+	assert.ErrorContains(t, errs[0], "prepared by another model")
+	assert.Equal(t, before, s.Tokens())
+	_, err = s.Generate(ctx, nil).Result()
+	assert.ErrorContains(t, err, "no prompt")
+
+	p := prepare(t, m, bonsai.Text("x"), bonsai.GenerateOptions{})
 	require.NoError(t, m.Close())
-	_, err = s.Generate(ctx, bonsai.Text("x"), bonsai.GenerateOptions{}).Result()
+	_, err = s.Generate(ctx, p).Result()
 	require.ErrorIs(t, err, bonsai.ErrClosed)
 }
 
@@ -518,12 +586,13 @@ func BenchmarkGenerate(b *testing.B) {
 	m := tiny(b)
 	s := session(b, m)
 	prompt := tokens(32, 512, 1)
-	opt := bonsai.GenerateOptions{MaxTokens: 64, Temperature: 0.7, TopK: 20, TopP: 0.8, RepeatPenalty: 1.1, Seed: 1, StopTokens: nil}
+	opt := bonsai.GenerateOptions{MaxTokens: 64, StopTokens: nil, SamplerOptions: bonsai.SamplerOptions{Temperature: 0.7, TopK: 20, TopP: 0.8, RepeatPenalty: 1.1, Seed: 1}}
 	var generated int
 	var decode float64
+	p := prepare(b, m, bonsai.TokenIDs(prompt...), opt)
 	for b.Loop() {
 		s.Reset()
-		res, err := s.Generate(context.Background(), bonsai.TokenIDs(prompt...), opt).Result()
+		res, err := s.Generate(context.Background(), p).Result()
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -610,10 +679,10 @@ func TestGenerateEndOfGeneration(t *testing.T) {
 		opt   bonsai.GenerateOptions
 	}{
 		{"EOS greedy", eos, 1e4, bonsai.GenerateOptions{MaxTokens: 50}},
-		{"EOS sampled", eos, 1e4, bonsai.GenerateOptions{MaxTokens: 50, Temperature: 1.2, TopK: 40, TopP: 0.95, MinP: 0.01, Seed: 5}},
-		{"EOS +Inf with log-probabilities", eos, float32(math.Inf(1)), bonsai.GenerateOptions{MaxTokens: 50, Temperature: 1, TopP: 0.9, Seed: 6, TopLogProbs: 3}},
-		{"<|endoftext|>", endOfText, 1e4, bonsai.GenerateOptions{MaxTokens: 50, Temperature: 0.8, Seed: 7}},
-		{"<|im_end|> in a chat", eos, 1e4, bonsai.GenerateOptions{MaxTokens: 50, Temperature: 0.7, Seed: 8}},
+		{"EOS sampled", eos, 1e4, bonsai.GenerateOptions{MaxTokens: 50, SamplerOptions: bonsai.SamplerOptions{Temperature: 1.2, TopK: 40, TopP: 0.95, MinP: 0.01, Seed: 5}}},
+		{"EOS +Inf with log-probabilities", eos, float32(math.Inf(1)), bonsai.GenerateOptions{MaxTokens: 50, TopLogProbs: 3, SamplerOptions: bonsai.SamplerOptions{Temperature: 1, TopP: 0.9, Seed: 6}}},
+		{"<|endoftext|>", endOfText, 1e4, bonsai.GenerateOptions{MaxTokens: 50, SamplerOptions: bonsai.SamplerOptions{Temperature: 0.8, Seed: 7}}},
+		{"<|im_end|> in a chat", eos, 1e4, bonsai.GenerateOptions{MaxTokens: 50, SamplerOptions: bonsai.SamplerOptions{Temperature: 0.7, Seed: 8}}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			in, promptLen := bonsai.TokenIDs(prompt...), len(prompt)
@@ -627,7 +696,7 @@ func TestGenerateEndOfGeneration(t *testing.T) {
 			// Token k (from 1) is drawn from the logits of the sequence of promptLen+k−1.
 			m := open(t, path, bonsai.WithThreads(2), bonsai.WithBackend(forceBackend{Backend: bonsai.CPU(), id: c.id, at: promptLen + n, value: c.value, eog: eog}))
 			s := session(t, m)
-			toks, res := collect(t, s.Generate(context.Background(), in, c.opt))
+			toks, res := collect(t, s.Generate(context.Background(), prepare(t, m, in, c.opt)))
 			assert.Equal(t, bonsai.FinishStop, res.FinishReason)
 			assert.Empty(t, res.StopSequence)
 			require.Len(t, res.Tokens, n+1)
@@ -639,7 +708,7 @@ func TestGenerateEndOfGeneration(t *testing.T) {
 			for _, tok := range toks {
 				assert.NotEqual(t, c.id, tok.ID, "the end token is not streamed")
 				streamed.WriteString(tok.Text)
-				if tok.ID >= 0 { // not the last report of held-back text
+				if tok.ID != bonsai.NoToken { // not the last report of held-back text
 					reported++
 				}
 			}

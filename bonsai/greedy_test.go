@@ -76,7 +76,7 @@ func TestGenerateGreedyEngine(t *testing.T) {
 	lp := generate(t, session(t, dev), in, bonsai.GenerateOptions{MaxTokens: 6, LogProbs: true})
 	assert.Equal(t, want.Tokens[:len(lp.Tokens)], lp.Tokens)
 	assert.Zero(t, calls, "log-probabilities need the logits")
-	rp := generate(t, session(t, dev), in, bonsai.GenerateOptions{MaxTokens: 6, RepeatPenalty: 1.3, RepeatLastN: 8})
+	rp := generate(t, session(t, dev), in, bonsai.GenerateOptions{MaxTokens: 6, SamplerOptions: bonsai.SamplerOptions{RepeatPenalty: 1.3, RepeatLastN: 8}})
 	assert.NotEmpty(t, rp.Tokens)
 	assert.Zero(t, calls, "penalties need the logits")
 }

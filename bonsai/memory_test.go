@@ -19,7 +19,7 @@ func TestVerifyRefusesDamage(t *testing.T) {
 
 	// Overwrite the first scale of output.weight with an fp16 NaN.
 	mm := open(t, path)
-	f := mm.File()
+	f := mm.Driver().File()
 	ti, ok := f.Tensor("output.weight")
 	require.True(t, ok)
 	off := f.DataOffset + int64(ti.Offset)
@@ -49,7 +49,7 @@ func BenchmarkDecodeStep(b *testing.B) {
 			ctx := context.Background()
 			require.NoError(b, s.Prefill(ctx, tokens(4, m.Vocab(), 1)))
 			tok := int32(1)
-			b.SetBytes(m.Weights().(*qwen35.Weights).TernaryBytes())
+			b.SetBytes(m.Driver().Weights().(*qwen35.Weights).TernaryBytes())
 			for b.Loop() {
 				if err := s.Step(ctx, tok); err != nil {
 					b.Fatal(err)

@@ -112,7 +112,7 @@ func WithWarmup(on bool) Option { return func(o *options) { o.warmup = on } }
 func WithActivations(a Activations) Option { return func(o *options) { o.acts = a } }
 
 // WithProfiling makes the backend account the time of each kind of operation; read it
-// with Session.Profile.
+// in Model.Stats.
 func WithProfiling(on bool) Option { return func(o *options) { o.profile = on } }
 
 // WithMmap chooses between memory-mapping the file (the default, where the platform
@@ -132,7 +132,7 @@ func WithBatchTokens(n int) Option { return func(o *options) { o.rows = n } }
 // conversation begins like an earlier one — the same long system prompt, a conversation
 // resumed on another session — starts from the longest cached prefix instead of
 // prefilling it (default 0: none). A 27B state costs about 115 MiB of recurrent state
-// plus 64 KiB per token of fp16 KV cache. Model.PrefixCacheStats reports its use.
+// plus 64 KiB per token of fp16 KV cache. Model.Stats reports its use.
 func WithPrefixCache(limit int64) Option { return func(o *options) { o.prefix = limit } }
 
 // WithChatTemplate replaces the model file's chat template with the Jinja source src.
@@ -370,14 +370,6 @@ func (m *Model) Vocab() int { return m.weights.Vocab() }
 // Architecture returns the model's general.architecture ("qwen35").
 func (m *Model) Architecture() string { return m.weights.Architecture() }
 
-// File returns the model file, for its metadata (the tokenizer, the chat template).
-func (m *Model) File() *gguf.File { return m.file }
-
-// Weights returns the bound weights of the model's architecture: for a qwen35 model a
-// *qwen35.Weights, whose Config holds the hyperparameters. Its String describes the
-// model in a line.
-func (m *Model) Weights() backend.Model { return m.weights }
-
 // Tokenizer returns the model's tokenizer, read from the file at Open.
 func (m *Model) Tokenizer() *tokenizer.Tokenizer { return m.tok }
 
@@ -389,6 +381,24 @@ func (m *Model) Threads() int { return m.opts.threads }
 
 // ContextSize returns the most tokens a session may hold.
 func (m *Model) ContextSize() int { return m.opts.ctxSize }
+
+// Stats counts a model's work since it was opened; a phase's is the difference of two
+// readings (OpProfile.Sub).
+type Stats struct {
+	Batch       BatchStats       // the forward passes of all the model's sessions
+	PrefixCache PrefixCacheStats // zero without WithPrefixCache
+	Profile     OpProfile        // the passes' time per kind of operation; zero without WithProfiling
+}
+
+// Stats returns the model's counters.
+func (m *Model) Stats() Stats {
+	var s Stats
+	s.Batch, s.Profile = m.batch.snapshot()
+	if m.prefix != nil {
+		s.PrefixCache = m.prefix.snapshot()
+	}
+	return s
+}
 
 // Close releases the model after the forward passes in progress have finished. Sessions
 // of a closed model return ErrClosed.

@@ -177,7 +177,7 @@ func TestKVPrecisionDrift(t *testing.T) {
 	path := writeModel(t, "tiny", 2, ternary.PQ2_0)
 	ids := tokens(80, 512, 2)
 	want := reference(t, path, ids)
-	run := func(kv qwen35.KVPrecision, acts bonsai.Activations) [][]float32 {
+	run := func(kv bonsai.KVPrecision, acts bonsai.Activations) [][]float32 {
 		m := open(t, path, bonsai.WithKVCache(kv), bonsai.WithActivations(acts))
 		s, err := m.NewSession()
 		require.NoError(t, err)
@@ -187,7 +187,7 @@ func TestKVPrecisionDrift(t *testing.T) {
 	}
 	f16 := run(bonsai.KVFloat16, bonsai.ActivationsFloat32)
 	for _, c := range []struct {
-		kv    qwen35.KVPrecision
+		kv    bonsai.KVPrecision
 		got   [][]float32
 		bound float64
 	}{{bonsai.KVFloat16, f16, 2e-2}, {bonsai.KVInt8, run(bonsai.KVInt8, bonsai.ActivationsFloat32), 1e-1},
@@ -202,7 +202,7 @@ func TestKVPrecisionDrift(t *testing.T) {
 	// quantisation steps); 4-bit 0.489 and 0.629, with one and two argmax changes at
 	// near ties (16 levels a block instead of 255: the drift is about 18× 8-bit's).
 	for _, c := range []struct {
-		kv    qwen35.KVPrecision
+		kv    bonsai.KVPrecision
 		acts  bonsai.Activations
 		bound float64
 	}{
@@ -324,7 +324,7 @@ func TestStepAllocatesNothing(t *testing.T) {
 	ctx := context.Background()
 	for _, acts := range []bonsai.Activations{bonsai.ActivationsInt8, bonsai.ActivationsFloat32} {
 		m := open(t, path, bonsai.WithThreads(2), bonsai.WithActivations(acts))
-		cfg := m.Weights().(*qwen35.Weights).Config
+		cfg := m.Driver().Weights().(*qwen35.Weights).Config
 		attention := 0
 		for i := 0; i < cfg.Layers; i++ {
 			if cfg.IsAttention(i) {

@@ -153,11 +153,3 @@ func (c *prefixCache) snapshot() PrefixCacheStats {
 	s.Limit = c.limit
 	return s
 }
-
-// PrefixCacheStats returns the prefix cache's counters (zero without WithPrefixCache).
-func (m *Model) PrefixCacheStats() PrefixCacheStats {
-	if m.prefix == nil {
-		return PrefixCacheStats{}
-	}
-	return m.prefix.snapshot()
-}

@@ -22,14 +22,14 @@ func TestPrefixCacheSharesSystemPrompt(t *testing.T) {
 	second := bonsai.Chat(system, bonsai.Message{Role: "user", Content: "Name a fruit."})
 
 	generate(t, session(t, cached), first, opt)
-	st := cached.PrefixCacheStats()
+	st := cached.Stats().PrefixCache
 	require.GreaterOrEqual(t, st.Entries, 1, "the first request's boundaries are cached")
 	require.Zero(t, st.Hits)
 
 	got := generate(t, session(t, cached), second, opt) // a different, fresh session
 	want := generate(t, session(t, plain), second, opt)
 	require.Equal(t, want.Tokens, got.Tokens, "a cached prefix changes nothing in what is generated")
-	st = cached.PrefixCacheStats()
+	st = cached.Stats().PrefixCache
 	require.EqualValues(t, 1, st.Hits)
 	sysTokens := len(tokensOf(t, cached, bonsai.Chat(system))) // the system prompt alone, rendered
 	assert.GreaterOrEqual(t, got.Usage.CachedTokens, sysTokens-2, "the system prompt came from the cache")
@@ -60,17 +60,17 @@ func TestPrefixCacheBounded(t *testing.T) {
 	path := writeModel(t, "tiny", 9, ternary.PQ2_0)
 	probe := open(t, path, bonsai.WithThreads(2), bonsai.WithPrefixCache(1<<30))
 	generate(t, session(t, probe), bonsai.Chat(bonsai.Message{Role: "system", Content: "A."}, bonsai.Message{Role: "user", Content: "B"}), bonsai.GenerateOptions{MaxTokens: 1})
-	one := probe.PrefixCacheStats().Bytes / int64(probe.PrefixCacheStats().Entries) // about one entry's size
+	one := probe.Stats().PrefixCache.Bytes / int64(probe.Stats().PrefixCache.Entries) // about one entry's size
 
 	limit := 3*one + one/2
 	m := open(t, path, bonsai.WithThreads(2), bonsai.WithPrefixCache(limit))
 	for i := range 8 {
 		sys := bonsai.Message{Role: "system", Content: strings.Repeat("x", i+1)}
 		generate(t, session(t, m), bonsai.Chat(sys, bonsai.Message{Role: "user", Content: "hi"}), bonsai.GenerateOptions{MaxTokens: 1})
-		st := m.PrefixCacheStats()
+		st := m.Stats().PrefixCache
 		require.LessOrEqual(t, st.Bytes, st.Limit, "after request %d", i)
 	}
-	st := m.PrefixCacheStats()
+	st := m.Stats().PrefixCache
 	t.Logf("limit %d bytes (~%d per entry): %d entries, %d inserts, %d evictions", limit, one, st.Entries, st.Inserts, st.Evictions)
 	require.Positive(t, st.Evictions)
 	require.EqualValues(t, st.Inserts-st.Evictions, st.Entries)

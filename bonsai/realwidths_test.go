@@ -115,7 +115,7 @@ func TestOpenHeapRealWidths(t *testing.T) {
 	before0 := s.MemoryBytes()
 	require.NoError(t, s.Prefill(context.Background(), tokens(3, m.Vocab(), 1)))
 	assert.Less(t, s.MemoryBytes()-before0, int64(64<<20))
-	c := m.Weights().(*qwen35.Weights).Config
+	c := m.Driver().Weights().(*qwen35.Weights).Config
 	kvMax := int64(2*c.KVHeads*c.HeadDim*2) * int64(m.ContextSize())
 	assert.Less(t, before0, kvMax, "memory must not be reserved for the whole context")
 }

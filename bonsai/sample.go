@@ -93,6 +93,11 @@ func NewSampler(vocab int, opt SamplerOptions) (*Sampler, error) {
 	if err := checkSamplerOptions(opt); err != nil {
 		return nil, err
 	}
+	return newSampler(vocab, opt), nil
+}
+
+// newSampler is NewSampler for options already checked.
+func newSampler(vocab int, opt SamplerOptions) *Sampler {
 	s := &Sampler{
 		vocab:  vocab,
 		work:   make([]float32, vocab),
@@ -103,30 +108,33 @@ func NewSampler(vocab int, opt SamplerOptions) (*Sampler, error) {
 		seen:   make([]uint32, vocab),
 	}
 	s.start(opt)
-	return s, nil
+	return s
 }
 
-// checkSamplerOptions reports options out of range.
+// checkSamplerOptions reports options out of range, as an *OptionError.
 func checkSamplerOptions(opt SamplerOptions) error {
+	bad := func(option, format string, args ...any) error {
+		return &OptionError{Option: option, Tool: -1, Err: fmt.Errorf(format, args...)}
+	}
 	for _, f := range []struct {
 		name string
 		v    float32
-	}{{"temperature", opt.Temperature}, {"top-p", opt.TopP}, {"min-p", opt.MinP}, {"repeat penalty", opt.RepeatPenalty}, {"presence penalty", opt.PresencePenalty}, {"frequency penalty", opt.FrequencyPenalty}} {
+	}{{"Temperature", opt.Temperature}, {"TopP", opt.TopP}, {"MinP", opt.MinP}, {"RepeatPenalty", opt.RepeatPenalty}, {"PresencePenalty", opt.PresencePenalty}, {"FrequencyPenalty", opt.FrequencyPenalty}} {
 		if math.IsNaN(float64(f.v)) || math.IsInf(float64(f.v), 0) {
-			return fmt.Errorf("bonsai: sampler: %s is %v", f.name, f.v)
+			return bad(f.name, "%v is not a number", f.v)
 		}
 	}
 	switch {
 	case opt.TopK < 0:
-		return fmt.Errorf("bonsai: sampler: top-k %d is negative", opt.TopK)
+		return bad("TopK", "%d is negative", opt.TopK)
 	case opt.TopP < 0:
-		return fmt.Errorf("bonsai: sampler: top-p %v is negative", opt.TopP)
+		return bad("TopP", "%v is negative", opt.TopP)
 	case opt.MinP < 0 || opt.MinP > 1:
-		return fmt.Errorf("bonsai: sampler: min-p %v is outside [0, 1]", opt.MinP)
+		return bad("MinP", "%v is outside [0, 1]", opt.MinP)
 	case opt.RepeatPenalty < 0:
-		return fmt.Errorf("bonsai: sampler: repeat penalty %v is negative", opt.RepeatPenalty)
+		return bad("RepeatPenalty", "%v is negative", opt.RepeatPenalty)
 	case opt.RepeatLastN < -1:
-		return fmt.Errorf("bonsai: sampler: repeat window %d (want −1, 0 or more)", opt.RepeatLastN)
+		return bad("RepeatLastN", "%d (want −1, 0 or more)", opt.RepeatLastN)
 	}
 	return nil
 }
@@ -137,11 +145,16 @@ func (s *Sampler) Reset(opt SamplerOptions) error {
 	if err := checkSamplerOptions(opt); err != nil {
 		return err
 	}
+	s.reset(opt)
+	return nil
+}
+
+// reset is Reset for options already checked.
+func (s *Sampler) reset(opt SamplerOptions) {
 	for _, t := range s.gen {
 		s.counts[t] = 0
 	}
 	s.start(opt)
-	return nil
 }
 
 // start sets the options and empties the penalty state; the counts must be zero.
@@ -269,7 +282,7 @@ func (s *Sampler) Sample(logits []float32) int32 {
 		l = s.Penalize(s.work, logits)
 	}
 	if s.greedy() {
-		return int32(argmax32(l))
+		return int32(argmax(l))
 	}
 	c := s.candidates(l)
 	return s.draw(c)
@@ -285,7 +298,7 @@ func (s *Sampler) Candidates(logits []float32) []TokenLogProb {
 	}
 	var out []TokenLogProb
 	if s.greedy() {
-		i := argmax32(l)
+		i := argmax(l)
 		return append(out, TokenLogProb{ID: int32(i), LogProb: 0})
 	}
 	c := s.candidates(l)
@@ -318,7 +331,7 @@ func (s *Sampler) candidates(l []float32) []candidate {
 	}
 	switch {
 	case best < 0: // every logit −∞ or NaN: nothing to prefer
-		c = append(c[:0], candidate{int32(argmax32(l)), 0})
+		c = append(c[:0], candidate{int32(argmax(l)), 0})
 	case math.IsInf(float64(hi), 1):
 		c = append(c[:0], candidate{int32(best), 0})
 	}
@@ -542,18 +555,17 @@ func softmaxTemp(c []candidate, t float32) []float64 {
 	return out
 }
 
-// argmax32 returns the index of the largest value, the first of equal ones (the first
+// argmax returns the index of the largest value, the first of equal ones (the first
 // +∞ one, or the first −∞ one when there is nothing larger), skipping NaNs (0 if all
-// are).
-func argmax32(v []float32) int {
-	best, bv := 0, float32(math.Inf(-1))
-	found := false
+// are): the rule of backend.Greedy's choice.
+func argmax(v []float32) int {
+	best := -1
 	for i, x := range v {
-		if x > bv || !found && x == bv {
-			best, bv, found = i, x, true
+		if x == x && (best < 0 || x > v[best]) {
+			best = i
 		}
 	}
-	return best
+	return max(best, 0)
 }
 
 // logSoftmax is the log-softmax of a vector of raw logits, NaN counting as −∞. When

@@ -2,6 +2,7 @@ package bonsai_test
 
 import (
 	"cmp"
+	"errors"
 	"math"
 	"math/rand/v2"
 	"slices"
@@ -87,13 +88,22 @@ func TestSamplerReset(t *testing.T) {
 }
 
 func TestSamplerOptionErrors(t *testing.T) {
-	for _, opt := range []bonsai.SamplerOptions{
-		{TopK: -1}, {TopP: -0.5}, {MinP: 2}, {RepeatPenalty: -1}, {RepeatLastN: -2},
-		{Temperature: float32(math.NaN())}, {PresencePenalty: float32(math.Inf(1))},
+	for _, c := range []struct {
+		opt    bonsai.SamplerOptions
+		option string
+	}{
+		{bonsai.SamplerOptions{TopK: -1}, "TopK"}, {bonsai.SamplerOptions{TopP: -0.5}, "TopP"}, {bonsai.SamplerOptions{MinP: 2}, "MinP"},
+		{bonsai.SamplerOptions{RepeatPenalty: -1}, "RepeatPenalty"}, {bonsai.SamplerOptions{RepeatLastN: -2}, "RepeatLastN"},
+		{bonsai.SamplerOptions{Temperature: float32(math.NaN())}, "Temperature"}, {bonsai.SamplerOptions{PresencePenalty: float32(math.Inf(1))}, "PresencePenalty"},
 	} {
-		_, err := bonsai.NewSampler(10, opt)
-		require.Error(t, err, "%+v", opt)
-		assert.Contains(t, err.Error(), "bonsai: sampler:")
+		_, err := bonsai.NewSampler(10, c.opt)
+		require.Error(t, err, "%+v", c.opt)
+		assert.ErrorIs(t, err, bonsai.ErrInvalidOptions)
+		oe, ok := errors.AsType[*bonsai.OptionError](err)
+		require.True(t, ok)
+		assert.Equal(t, c.option, oe.Option)
+		assert.Equal(t, -1, oe.Tool)
+		assert.Contains(t, err.Error(), "bonsai: option "+c.option+": ")
 	}
 }
 

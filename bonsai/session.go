@@ -255,7 +255,7 @@ func (s *Session) Close() error {
 // state when its tokens are a prefix of the prompt, else its checkpoint when that is one,
 // else nothing (a reset). It returns the number of prompt tokens reused. When p has a
 // boundary beyond the reused part, the state there is saved as the new checkpoint.
-func (s *Session) prefillPrompt(ctx context.Context, p prompt) (int, error) {
+func (s *Session) prefillPrompt(ctx context.Context, p *Prompt) (int, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.st == nil {
@@ -316,7 +316,7 @@ func (s *Session) prefillPrompt(ctx context.Context, p prompt) (int, error) {
 		if b <= cached || b >= len(ids) {
 			continue
 		}
-		if s.m.prefix == nil && b != p.boundary {
+		if s.m.prefix == nil && b != p.checkpoint {
 			continue
 		}
 		if err := s.forward(ctx, ids[cached:b], backend.LogitsLast, s.logits); err != nil {
@@ -328,7 +328,7 @@ func (s *Session) prefillPrompt(ctx context.Context, p prompt) (int, error) {
 				return reused, err
 			}
 		}
-		if b == p.boundary {
+		if b == p.checkpoint {
 			if err := s.checkpoint(); err != nil {
 				return reused, err
 			}
@@ -442,35 +442,12 @@ func (s *Session) checkpoint() error {
 	return nil
 }
 
-// sampler returns the session's sampler, reset to opt.
-func (s *Session) sampler(opt SamplerOptions) (*Sampler, error) {
+// sampler returns the session's sampler, reset to opt, which Prepare checked.
+func (s *Session) sampler(opt SamplerOptions) *Sampler {
 	if s.smp == nil {
-		smp, err := NewSampler(s.m.weights.Vocab(), opt)
-		if err != nil {
-			return nil, err
-		}
-		s.smp = smp
-		return smp, nil
+		s.smp = newSampler(s.m.weights.Vocab(), opt)
+	} else {
+		s.smp.reset(opt)
 	}
-	return s.smp, s.smp.Reset(opt)
-}
-
-// Profile returns the time this session's forward passes spent per kind of operation,
-// when the model was opened WithProfiling and its backend accounts it (zero otherwise).
-func (s *Session) Profile() OpProfile {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if p, ok := s.st.(backend.Profiler); ok {
-		return p.Profile()
-	}
-	return backend.OpProfile{}
-}
-
-// ResetProfile zeroes the session's accounting.
-func (s *Session) ResetProfile() {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if p, ok := s.st.(backend.Profiler); ok {
-		p.ResetProfile()
-	}
+	return s.smp
 }

@@ -9,7 +9,6 @@ import (
 	"testing"
 
 	"github.com/bonsai-go/sdk/bonsai"
-	"github.com/bonsai-go/sdk/qwen35"
 	"github.com/bonsai-go/sdk/ternary"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -20,7 +19,7 @@ func snapshotOf(t *testing.T, m *bonsai.Model) (*bonsai.Session, []byte) {
 	t.Helper()
 	s := session(t, m)
 	// Longer than a prefill chunk and than the KV cache's first pages.
-	res := generate(t, s, bonsai.TokenIDs(tokens(70, 512, 21)...), bonsai.GenerateOptions{MaxTokens: 12, Temperature: 1, Seed: 5})
+	res := generate(t, s, bonsai.TokenIDs(tokens(70, 512, 21)...), bonsai.GenerateOptions{MaxTokens: 12, SamplerOptions: bonsai.SamplerOptions{Temperature: 1, Seed: 5}})
 	require.NotEmpty(t, res.Tokens)
 	var buf bytes.Buffer
 	require.NoError(t, s.Save(&buf))
@@ -31,7 +30,7 @@ func snapshotOf(t *testing.T, m *bonsai.Model) (*bonsai.Session, []byte) {
 func TestSnapshotContinuesIdentically(t *testing.T) {
 	path := writeModel(t, "tiny", 11, ternary.PQ2_0)
 	ctx := context.Background()
-	for _, kv := range []qwen35.KVPrecision{bonsai.KVFloat16, bonsai.KVFloat32, bonsai.KVInt8, bonsai.KVQ4} {
+	for _, kv := range []bonsai.KVPrecision{bonsai.KVFloat16, bonsai.KVFloat32, bonsai.KVInt8, bonsai.KVQ4} {
 		t.Run(kv.String(), func(t *testing.T) {
 			m := open(t, path, bonsai.WithKVCache(kv), bonsai.WithThreads(2))
 			s, snap := snapshotOf(t, m)
@@ -51,7 +50,7 @@ func TestSnapshotContinuesIdentically(t *testing.T) {
 			}
 			// And a sampled generation extending the history is the same.
 			next := append(s.Tokens(), tokens(5, 512, 23)...)
-			opt := bonsai.GenerateOptions{MaxTokens: 15, Temperature: 0.9, TopP: 0.9, Seed: 77}
+			opt := bonsai.GenerateOptions{MaxTokens: 15, SamplerOptions: bonsai.SamplerOptions{Temperature: 0.9, TopP: 0.9, Seed: 77}}
 			a := generate(t, s, bonsai.TokenIDs(next...), opt)
 			b := generate(t, l, bonsai.TokenIDs(next...), opt)
 			assert.Equal(t, a.Tokens, b.Tokens)
@@ -89,7 +88,7 @@ func TestSnapshotChatCheckpoint(t *testing.T) {
 	m := tiny(t)
 	s := session(t, m)
 	off := false
-	opt := bonsai.GenerateOptions{MaxTokens: 6, Thinking: &off, Temperature: 1, Seed: 3}
+	opt := bonsai.GenerateOptions{MaxTokens: 6, Thinking: &off, SamplerOptions: bonsai.SamplerOptions{Temperature: 1, Seed: 3}}
 	msgs := []bonsai.Message{{Role: "user", Content: "First question"}}
 	res := generate(t, s, bonsai.Chat(msgs...), opt)
 	var buf bytes.Buffer

@@ -19,9 +19,10 @@ package bonsai
 //
 // or Qwen3's JSON object inside <tool_call> — is parsed (package bonsai/toolcall) into
 // ToolCalls, parameter values converted by the function's schema. The text of a block is
-// not answer text: Token.Text is empty inside it, the block yields ToolCallFragments as
-// it is read and a Token with ToolCall set once it is complete, and Result.ToolCalls
-// lists the calls. A generation that ends with calls finishes with FinishToolCalls.
+// not answer text: Token.Text is empty inside it, the block is reported in
+// Token.ToolCallFragments as it is read and in Token.ToolCalls once it is complete, and
+// Result.ToolCalls lists the calls. The answer text is then trimmed of surrounding
+// whitespace, in the stream as in Result.Text. A generation that ends with calls finishes with FinishToolCalls.
 // A block that cannot be parsed in free (ToolChoiceAuto) generation is not dropped: its
 // text is let out as answer text and Result.MalformedToolCalls says what was wrong.
 //
@@ -32,14 +33,13 @@ package bonsai
 // (json_object, json_schema) and Grammar (GBNF) constrain the answer the same way. The
 // mask applies to the answer, not to a think block: thinking stays free.
 //
-// Options are checked before any work: Generate's first (and only) yield is then an
-// error wrapping ErrInvalidSchema for a schema or grammar the engine does not accept,
-// which names the keyword and the JSON path (a *SchemaError underneath, from the grammar
-// package, for callers that want the parts).
+// Options are checked, and the grammar compiled, by Model.Prepare: a schema or grammar
+// the engine does not accept is its error, an *OptionError (naming the option, and the
+// tool) wrapping ErrInvalidSchema, which names the keyword and the JSON path (a
+// *SchemaError underneath, from the grammar package, for callers that want the parts).
 
 import (
 	"encoding/json"
-	"errors"
 
 	"github.com/bonsai-go/sdk/bonsai/grammar"
 )
@@ -130,6 +130,3 @@ var ErrInvalidSchema = grammar.ErrInvalidSchema
 
 // SchemaError is the error for a schema the grammar engine does not accept.
 type SchemaError = grammar.SchemaError
-
-// errToolChoice reports a tool choice the options cannot satisfy.
-var errToolChoice = errors.New("bonsai: tool_choice")

@@ -56,8 +56,7 @@ func TestStructuredOutputValid(t *testing.T) {
 		for seed := range uint64(4) {
 			s := session(t, m)
 			res := generate(t, s, bonsai.Text("Answer in JSON:"), bonsai.GenerateOptions{
-				MaxTokens: 500, Temperature: 1, TopK: 40, Seed: seed,
-				ResponseFormat: &bonsai.ResponseFormat{Type: "json_schema", Schema: json.RawMessage(schema)},
+				MaxTokens: 500, ResponseFormat: &bonsai.ResponseFormat{Type: "json_schema", Schema: json.RawMessage(schema)}, SamplerOptions: bonsai.SamplerOptions{Temperature: 1, TopK: 40, Seed: seed},
 			})
 			require.Equal(t, bonsai.FinishStop, res.FinishReason, "schema %d seed %d: %q", i, seed, res.Text)
 			assert.NoError(t, validate(t, v, res.Text), "schema %d seed %d: %q", i, seed, res.Text)
@@ -71,7 +70,7 @@ func TestStructuredOutputJSONObject(t *testing.T) {
 	for seed := range uint64(3) {
 		s := session(t, m)
 		res := generate(t, s, bonsai.Text("{"), bonsai.GenerateOptions{
-			MaxTokens: 400, Temperature: 0.8, Seed: seed, ResponseFormat: &bonsai.ResponseFormat{Type: "json_object"},
+			MaxTokens: 400, ResponseFormat: &bonsai.ResponseFormat{Type: "json_object"}, SamplerOptions: bonsai.SamplerOptions{Temperature: 0.8, Seed: seed},
 		})
 		if res.FinishReason == bonsai.FinishStop {
 			assert.NoError(t, validate(t, v, res.Text), "seed %d: %q", seed, res.Text)
@@ -100,10 +99,9 @@ func TestToolChoiceRequired(t *testing.T) {
 		for _, choice := range []bonsai.ToolChoice{{Mode: bonsai.ToolChoiceRequired}, {Mode: bonsai.ToolChoiceFunction, Name: "add"}} {
 			s := session(t, m)
 			no := false
-			g := s.Generate(context.Background(), bonsai.Text("Call a tool:"), bonsai.GenerateOptions{
-				MaxTokens: 400, Temperature: 1, TopK: 40, Seed: seed,
-				Tools: weatherTools, ToolChoice: choice, ParallelToolCalls: &no,
-			})
+			g := s.Generate(context.Background(), prepare(t, m, bonsai.Text("Call a tool:"), bonsai.GenerateOptions{
+				MaxTokens: 400, Tools: weatherTools, ToolChoice: choice, ParallelToolCalls: &no, SamplerOptions: bonsai.SamplerOptions{Temperature: 1, TopK: 40, Seed: seed},
+			}))
 			toks, res := collect(t, g)
 			require.Equal(t, bonsai.FinishToolCalls, res.FinishReason, "seed %d %v: %q", seed, choice, res.Text)
 			require.Len(t, res.ToolCalls, 1)
@@ -116,15 +114,16 @@ func TestToolChoiceRequired(t *testing.T) {
 			var args, name, id string
 			var completed *bonsai.ToolCall
 			for _, tk := range toks {
-				if f := tk.ToolCallFragment; f != nil {
+				for _, f := range tk.ToolCallFragments {
 					assert.Equal(t, 0, f.Index)
 					if f.ID != "" {
 						id, name = f.ID, f.Name
 					}
 					args += f.Arguments
 				}
-				if tk.ToolCall != nil {
-					completed = tk.ToolCall
+				for _, c := range tk.ToolCalls {
+					assert.Nil(t, completed, "one call")
+					completed = &c
 				}
 				assert.Empty(t, tk.Text, "enforced calls: no content text")
 			}
@@ -137,37 +136,28 @@ func TestToolChoiceRequired(t *testing.T) {
 	}
 }
 
-// Options are checked before any work: the first report is the error.
+// Options are checked before any work: Prepare's error.
 func TestToolOptionsInvalid(t *testing.T) {
 	m := tiny(t)
-	s := session(t, m)
 	cases := []struct {
 		opt  bonsai.GenerateOptions
 		want string
 	}{
 		{bonsai.GenerateOptions{ResponseFormat: &bonsai.ResponseFormat{Type: "json_schema", Schema: json.RawMessage(`{"type":"number","minimum":1}`)}}, "minimum at /minimum"},
-		{bonsai.GenerateOptions{Tools: weatherTools, ToolChoice: bonsai.ToolChoice{Mode: bonsai.ToolChoiceRequired}}, ""},
 		{bonsai.GenerateOptions{Tools: []bonsai.Tool{{Name: "f", Parameters: json.RawMessage(`{"type":"object","properties":{"x":{"not":{}}}}`)}}, ToolChoice: bonsai.ToolChoice{Mode: bonsai.ToolChoiceRequired}}, "not at /properties/x/not"},
 		{bonsai.GenerateOptions{Tools: weatherTools, ToolChoice: bonsai.ToolChoice{Mode: bonsai.ToolChoiceFunction, Name: "nope"}}, `function "nope" is not among the tools`},
 	}
 	for _, c := range cases {
-		if c.want == "" {
-			continue
-		}
 		c.opt.MaxTokens = 3
-		n := 0
-		for tok, err := range s.Generate(context.Background(), bonsai.Text("x"), c.opt).Tokens() {
-			n++
-			require.Error(t, err)
-			assert.Equal(t, bonsai.Token{}, tok)
-			assert.Contains(t, err.Error(), c.want)
-		}
-		assert.Equal(t, 1, n)
-		if strings.Contains(c.want, " at ") {
-			_, err := s.Generate(context.Background(), bonsai.Text("x"), c.opt).Result()
-			assert.True(t, errors.Is(err, bonsai.ErrInvalidSchema), err)
-		}
+		p, err := m.Prepare(bonsai.Text("x"), c.opt)
+		assert.Nil(t, p)
+		require.ErrorContains(t, err, c.want)
+		assert.ErrorIs(t, err, bonsai.ErrInvalidOptions)
+		assert.Equal(t, strings.Contains(c.want, " at "), errors.Is(err, bonsai.ErrInvalidSchema), err)
 	}
+	// Valid tools with a required choice compile.
+	_, err := m.Prepare(bonsai.Text("x"), bonsai.GenerateOptions{Tools: weatherTools, ToolChoice: bonsai.ToolChoice{Mode: bonsai.ToolChoiceRequired}})
+	require.NoError(t, err)
 }
 
 // A GBNF grammar constrains the answer: the random model's output matches it (checked
@@ -178,8 +168,7 @@ func TestGrammarGBNF(t *testing.T) {
 	for seed := range uint64(6) {
 		s := session(t, m)
 		res := generate(t, s, bonsai.Text("Say:"), bonsai.GenerateOptions{
-			MaxTokens: 100, Temperature: 1, Seed: seed,
-			Grammar: `root ::= ("yes" | "no" | "maybe: " [a-z]{1,6}) (" " [0-9] [0-9]?){0,3} "."`,
+			MaxTokens: 100, Grammar: `root ::= ("yes" | "no" | "maybe: " [a-z]{1,6}) (" " [0-9] [0-9]?){0,3} "."`, SamplerOptions: bonsai.SamplerOptions{Temperature: 1, Seed: seed},
 		})
 		require.Equal(t, bonsai.FinishStop, res.FinishReason, res.Text)
 		assert.Regexp(t, re, res.Text)
@@ -192,10 +181,9 @@ func TestGrammarGBNF(t *testing.T) {
 func TestToolCallsAuto(t *testing.T) {
 	m := tiny(t)
 	s := session(t, m)
-	g := s.Generate(context.Background(), bonsai.Text("x"), bonsai.GenerateOptions{
-		MaxTokens: 300, Temperature: 1, Seed: 3, Tools: weatherTools,
-		Grammar: `root ::= "Checking." "\n<tool_call>\n<function=get_weather>\n<parameter=city>\nNew York\n</parameter>\n<parameter=days>\n" [1-9] "\n</parameter>\n</function>\n</tool_call>\n<tool_call>\n{\"name\": \"add\", \"arguments\": {\"a\": 1, \"b\": 2.5}}\n</tool_call>\n<tool_call>\n<function=nope>\n</function>\n</tool_call>"`,
-	})
+	g := s.Generate(context.Background(), prepare(t, m, bonsai.Text("x"), bonsai.GenerateOptions{
+		MaxTokens: 300, Tools: weatherTools, Grammar: `root ::= "Checking." "\n<tool_call>\n<function=get_weather>\n<parameter=city>\nNew York\n</parameter>\n<parameter=days>\n" [1-9] "\n</parameter>\n</function>\n</tool_call>\n<tool_call>\n{\"name\": \"add\", \"arguments\": {\"a\": 1, \"b\": 2.5}}\n</tool_call>\n<tool_call>\n<function=nope>\n</function>\n</tool_call>"`, SamplerOptions: bonsai.SamplerOptions{Temperature: 1, Seed: 3},
+	}))
 	toks, res := collect(t, g)
 	assert.Equal(t, bonsai.FinishToolCalls, res.FinishReason)
 	require.Len(t, res.ToolCalls, 2)
@@ -216,16 +204,14 @@ func TestToolCallsAuto(t *testing.T) {
 	frags := map[int]string{}
 	for _, tk := range toks {
 		text.WriteString(tk.Text)
-		if f := tk.ToolCallFragment; f != nil {
+		for _, f := range tk.ToolCallFragments {
 			frags[f.Index] += f.Arguments
-			require.NotNil(t, tk.ToolCall, "auto mode: a fragment comes with its call")
 		}
-		if tk.ToolCall != nil {
-			calls = append(calls, *tk.ToolCall)
-		}
+		assert.Len(t, tk.ToolCallFragments, len(tk.ToolCalls), "auto mode: a fragment comes with its call")
+		calls = append(calls, tk.ToolCalls...)
 	}
 	assert.Equal(t, res.ToolCalls, calls)
-	assert.Equal(t, "Checking.\n\n\n"+bad, strings.TrimSpace(text.String()))
+	assert.Equal(t, "Checking.\n\n\n"+bad, text.String(), "the stream is trimmed as the result is")
 	for i, c := range calls {
 		assert.Equal(t, string(c.Arguments), frags[i])
 	}

@@ -16,38 +16,36 @@ type toolStream struct {
 	// call's fragments go out together when it completes, so that a block that turns
 	// out malformed has streamed nothing.
 	eager bool
+	// trim trims the content text, as Result.Text is trimmed when calls are read.
+	trim spaceTrimmer
 
-	content   strings.Builder
 	calls     []ToolCall
 	malformed []MalformedToolCall
 	pending   *ToolCallFragment
 }
 
-func newToolStream(tools []Tool, eager bool) *toolStream {
-	schemas := make(map[string]json.RawMessage, len(tools))
-	for _, t := range tools {
-		schemas[t.Name] = t.Parameters
-	}
+func newToolStream(schemas map[string]json.RawMessage, eager bool) *toolStream {
 	return &toolStream{p: toolcall.NewParser(schemas), eager: eager}
 }
 
-// feed reads answer text and returns the text that is content and the tool-call reports
-// it completes (Tokens with only ToolCallFragment and ToolCall set).
-func (ts *toolStream) feed(s string) (string, []Token) {
-	return ts.events(ts.p.Feed(s))
+// feed reads answer text: it adds the calls and fragments the text completes to tk, and
+// returns the text that is content, untrimmed.
+func (ts *toolStream) feed(s string, tk *Token) string {
+	return ts.events(ts.p.Feed(s), tk)
 }
 
-func (ts *toolStream) flush() (string, []Token) { return ts.events(ts.p.Flush()) }
+// flush is feed at the end of the text.
+func (ts *toolStream) flush(tk *Token) string { return ts.events(ts.p.Flush(), tk) }
 
-func (ts *toolStream) events(evs []toolcall.Event) (string, []Token) {
+func (ts *toolStream) events(evs []toolcall.Event, tk *Token) string {
 	var text strings.Builder
-	var out []Token
+	// A call's consecutive pieces in one report are one fragment.
 	frag := func(f ToolCallFragment) {
-		if n := len(out); n > 0 && out[n-1].ToolCall == nil && out[n-1].ToolCallFragment != nil && out[n-1].ToolCallFragment.Index == f.Index {
-			out[n-1].ToolCallFragment.Arguments += f.Arguments
+		if n := len(tk.ToolCallFragments); n > 0 && tk.ToolCallFragments[n-1].Index == f.Index {
+			tk.ToolCallFragments[n-1].Arguments += f.Arguments
 			return
 		}
-		out = append(out, Token{ToolCallFragment: &f})
+		tk.ToolCallFragments = append(tk.ToolCallFragments, f)
 	}
 	for _, e := range evs {
 		switch e.Kind {
@@ -57,7 +55,6 @@ func (ts *toolStream) events(evs []toolcall.Event) (string, []Token) {
 				continue
 			}
 			text.WriteString(e.Text)
-			ts.content.WriteString(e.Text)
 		case toolcall.Start:
 			f := ToolCallFragment{Index: e.Index, ID: newCallID(), Name: e.Text}
 			ts.pending = &f
@@ -80,17 +77,13 @@ func (ts *toolStream) events(evs []toolcall.Event) (string, []Token) {
 			if !ts.eager {
 				frag(*f)
 			}
-			if n := len(out); n > 0 && out[n-1].ToolCall == nil && out[n-1].ToolCallFragment != nil && out[n-1].ToolCallFragment.Index == e.Index {
-				out[n-1].ToolCall = &call
-			} else {
-				out = append(out, Token{ToolCall: &call})
-			}
+			tk.ToolCalls = append(tk.ToolCalls, call)
 		case toolcall.Malformed:
 			ts.pending = nil
 			ts.malformed = append(ts.malformed, MalformedToolCall{Text: e.Raw, Err: e.Err})
 		}
 	}
-	return text.String(), out
+	return text.String()
 }
 
 // newCallID returns a fresh call id: "call_" and 24 random hex digits.

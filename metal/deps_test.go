@@ -2,16 +2,21 @@ package metal
 
 import (
 	"errors"
+	"go/ast"
+	"go/parser"
+	"go/token"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 )
 
-// Metal programs do not carry the emulator or the kernel checks: package metal's
-// dependencies, as the go tool lists them for darwin/arm64 and linux/amd64, hold neither
-// (they live in metal/emulator and metal/kernelcheck, which import metal). Nor does it
-// import bonsai, the package above the seam: only bonsai/backend.
+// Metal programs do not carry the emulator: package metal's dependencies, as the go tool
+// lists them for darwin/arm64 and linux/amd64, hold neither it nor metal/kernelcheck
+// (metal/emulator imports metal, kernelcheck the engine; TestKernelChecksUncalled says
+// why the checks in the engine stay out of a program too). Nor does it import bonsai,
+// the package above the seam: only bonsai/backend.
 func TestDepsLeaveOutEmulator(t *testing.T) {
 	goTool, err := exec.LookPath("go")
 	if err != nil {
@@ -73,5 +78,48 @@ func TestBannedDeps(t *testing.T) {
 	want := []string{"example.com/m/metal/internal/mslemu", "example.com/m/metal/emulator/sub"}
 	if strings.Join(got, " ") != strings.Join(want, " ") {
 		t.Errorf("bannedDeps = %q, want %q", got, want)
+	}
+}
+
+// The kernel checks live in the engine, beside the dispatch helpers they drive, and a
+// program links them only if it calls them (through metal/kernelcheck): no init function
+// of package metal or the engine registers them, and no code of either but the checks'
+// own files names them.
+func TestKernelChecksUncalled(t *testing.T) {
+	own := map[string]bool{"kernels_check.go": true, "kernels_bench.go": true}
+	entry := map[string]bool{"RunChecks": true, "Bench": true}
+	files := 0
+	for _, dir := range []string{".", "internal/engine"} {
+		paths, err := filepath.Glob(filepath.Join(dir, "*.go"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, path := range paths {
+			if strings.HasSuffix(path, "_test.go") {
+				continue
+			}
+			f, err := parser.ParseFile(token.NewFileSet(), path, nil, parser.SkipObjectResolution)
+			if err != nil {
+				t.Fatal(err)
+			}
+			files++
+			for _, d := range f.Decls {
+				if fn, ok := d.(*ast.FuncDecl); ok && fn.Recv == nil && fn.Name.Name == "init" {
+					t.Errorf("%s has an init function", path)
+				}
+			}
+			if own[filepath.Base(path)] {
+				continue
+			}
+			ast.Inspect(f, func(n ast.Node) bool {
+				if id, ok := n.(*ast.Ident); ok && entry[id.Name] {
+					t.Errorf("%s names the kernel checks' %s", path, id.Name)
+				}
+				return true
+			})
+		}
+	}
+	if files < 10 {
+		t.Fatalf("parsed %d files of package metal and the engine; the test no longer sees them", files)
 	}
 }

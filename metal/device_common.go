@@ -122,11 +122,7 @@ const (
 	nsUTF8StringEncoding                 = 4         // NSUTF8StringEncoding
 	mtlMinMacOSMajor                     = 14        // MSL 3.1 needs macOS 14 (Sonoma)
 
-	mtlMaxArgIndex            = 31        // argument table entries: [[buffer(0..30)]], [[threadgroup(0..30)]]
-	mtlMaxSetBytes            = 4096      // setBytes:length:atIndex: is for at most 4 KiB
-	mtlThreadgroupMemoryAlign = 16        // setThreadgroupMemoryLength: lengths are multiples of 16
-	mtlEmptyBufferLength      = 16        // NewBuffer(0) allocates this much and reports Len 0
-	mtlMaxGridDim             = 1<<32 - 1 // threadgroups per grid dimension
+	mtlEmptyBufferLength = 16 // NewBuffer(0) allocates this much and reports Len 0
 )
 
 // mtlJoinSources concatenates MSL sources (file name → text) into the one program that
@@ -258,83 +254,6 @@ func mtlCheckKernels(kernels []string) ([]string, error) {
 		}
 	}
 	return out, nil
-}
-
-// mtlCheckNoCopy checks memory for newBufferWithBytesNoCopy: its start address and
-// length must be multiples of the VM page size (16 KiB on Apple silicon, not 4 KiB),
-// and the length must fit the device's largest buffer.
-func mtlCheckNoCopy(addr uintptr, n, pageSize, maxLen int) error {
-	switch {
-	case n == 0:
-		return errors.New("WrapNoCopy: empty memory")
-	case addr%uintptr(pageSize) != 0:
-		return fmt.Errorf("WrapNoCopy: memory at %#x is not aligned to the %d-byte page size (off by %d bytes); map it with mmap or round the start down to a page", addr, pageSize, addr%uintptr(pageSize))
-	case n%pageSize != 0:
-		return fmt.Errorf("WrapNoCopy: length %d is not a multiple of the %d-byte page size; round it up to %d", n, pageSize, (n+pageSize-1)/pageSize*pageSize)
-	case n > maxLen:
-		return fmt.Errorf("WrapNoCopy: length %d exceeds the device's maximum buffer length %d; wrap it in parts", n, maxLen)
-	}
-	return nil
-}
-
-// mtlCheckSizes checks a dispatch's threadgroup grid and threadgroup size against the
-// pipeline's limit on threads per threadgroup.
-func mtlCheckSizes(name string, grid, threads gpu.Size, maxThreads int) error {
-	for i := range 3 {
-		if grid[i] < 1 || int64(grid[i]) > mtlMaxGridDim {
-			return fmt.Errorf("dispatch %s: grid %v: every dimension must be in [1, 2^32-1]", name, grid)
-		}
-		if threads[i] < 1 {
-			return fmt.Errorf("dispatch %s: threadgroup %v: every dimension must be at least 1", name, threads)
-		}
-	}
-	if n := threads[0] * threads[1] * threads[2]; n > maxThreads {
-		return fmt.Errorf("dispatch %s: threadgroup %v has %d threads, more than the pipeline's %d", name, threads, n, maxThreads)
-	}
-	return nil
-}
-
-// mtlCheckArg checks one kernel argument: exactly one of a buffer, inline bytes (1 to
-// 4096 of them) and a threadgroup memory length; an index below 31; a buffer offset
-// within the buffer. It returns the threadgroup memory length rounded up to Metal's
-// 16-byte granularity (0 for other arguments). Whether the buffer belongs to the
-// device is the device's own check.
-func mtlCheckArg(name string, a gpu.Arg) (tg int, err error) {
-	if a.Index < 0 || a.Index >= mtlMaxArgIndex {
-		return 0, fmt.Errorf("dispatch %s: argument index %d out of range [0, %d)", name, a.Index, mtlMaxArgIndex)
-	}
-	kinds := 0
-	if a.Buf != nil {
-		kinds++
-	}
-	if a.Bytes != nil {
-		kinds++
-	}
-	if a.Threadgroup != 0 {
-		kinds++
-	}
-	if kinds != 1 {
-		return 0, fmt.Errorf("dispatch %s: argument %d must set exactly one of Buf, Bytes and Threadgroup", name, a.Index)
-	}
-	switch {
-	case a.Buf != nil:
-		if a.Offset < 0 || a.Offset > a.Buf.Len() {
-			return 0, fmt.Errorf("dispatch %s: argument %d: offset %d outside the %d-byte buffer", name, a.Index, a.Offset, a.Buf.Len())
-		}
-	case a.Bytes != nil:
-		if a.Offset != 0 {
-			return 0, fmt.Errorf("dispatch %s: argument %d: Offset is for buffers, not Bytes", name, a.Index)
-		}
-		if len(a.Bytes) == 0 || len(a.Bytes) > mtlMaxSetBytes {
-			return 0, fmt.Errorf("dispatch %s: argument %d: %d inline bytes; setBytes takes 1 to %d", name, a.Index, len(a.Bytes), mtlMaxSetBytes)
-		}
-	default:
-		if a.Offset != 0 || a.Threadgroup < 0 {
-			return 0, fmt.Errorf("dispatch %s: argument %d: threadgroup memory length %d (offset %d)", name, a.Index, a.Threadgroup, a.Offset)
-		}
-		return (a.Threadgroup + mtlThreadgroupMemoryAlign - 1) &^ (mtlThreadgroupMemoryAlign - 1), nil
-	}
-	return 0, nil
 }
 
 // MTLCommandBufferError codes (MTLCommandBuffer.h) the device maps to gpu errors.

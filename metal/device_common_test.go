@@ -1,6 +1,7 @@
 package metal
 
 import (
+	"errors"
 	"strings"
 	"testing"
 
@@ -71,85 +72,26 @@ func TestDeviceCheckMacrosAndKernels(t *testing.T) {
 	}
 }
 
-func TestDeviceCheckNoCopy(t *testing.T) {
-	const page, max = 16384, 1 << 29
-	if err := mtlCheckNoCopy(4*page, 2*page, page, max); err != nil {
-		t.Error(err)
-	}
+// The darwin device's mapping of a failed command buffer's NSError.
+func TestCommandBufferFailure(t *testing.T) {
 	for _, c := range []struct {
-		addr uintptr
-		n    int
-		want string
+		code int64
+		desc string
+		want error
 	}{
-		{4 * page, 0, "empty"},
-		{4*page + 4096, page, "not aligned"},
-		{4 * page, page + 1, "not a multiple"},
-		{4 * page, 2 * max, "maximum"},
+		{2, "Caused GPU Timeout Error (00000002:kIOGPUCommandBufferCallbackErrorTimeout)", gpu.ErrTimeout},
+		{1, "Internal Error (0000000e:kIOGPUCommandBufferCallbackErrorImpactingInteractivity)", gpu.ErrTimeout},
+		{8, "Insufficient Memory (00000008:kIOGPUCommandBufferCallbackErrorOutOfMemory)", gpu.ErrOutOfMemory},
+		{3, "Caused GPU Address Fault Error (0000000b:kIOGPUCommandBufferCallbackErrorPageFault)", nil},
 	} {
-		err := mtlCheckNoCopy(c.addr, c.n, page, max)
-		if err == nil || !strings.Contains(err.Error(), c.want) {
-			t.Errorf("mtlCheckNoCopy(%#x, %d) = %v; want %q", c.addr, c.n, err, c.want)
+		err := mtlCommandBufferFailure(c.code, c.desc)
+		if !strings.Contains(err.Error(), c.desc) {
+			t.Errorf("%d: %v lacks the description", c.code, err)
 		}
-	}
-}
-
-func TestDeviceCheckSizes(t *testing.T) {
-	if err := mtlCheckSizes("k", gpu.Size{4, 1, 1}, gpu.Size{32, 4, 2}, 256); err != nil {
-		t.Error(err)
-	}
-	for _, c := range [][2]gpu.Size{
-		{{0, 1, 1}, {1, 1, 1}},
-		{{1, -1, 1}, {1, 1, 1}},
-		{{1, 1, 1}, {1, 0, 1}},
-		{{1, 1, 1}, {64, 4, 2}},
-		{{1 << 32, 1, 1}, {1, 1, 1}},
-	} {
-		if err := mtlCheckSizes("k", c[0], c[1], 256); err == nil {
-			t.Errorf("mtlCheckSizes(%v, %v) accepted", c[0], c[1])
-		}
-	}
-}
-
-type devFakeBuffer int
-
-func (b devFakeBuffer) Len() int         { return int(b) }
-func (b devFakeBuffer) Contents() []byte { return make([]byte, b) }
-func (b devFakeBuffer) Release()         {}
-
-func TestDeviceCheckArg(t *testing.T) {
-	good := []struct {
-		a  gpu.Arg
-		tg int
-	}{
-		{gpu.Arg{Index: 0, Buf: devFakeBuffer(64)}, 0},
-		{gpu.Arg{Index: 30, Buf: devFakeBuffer(64), Offset: 64}, 0},
-		{gpu.Arg{Index: 3, Bytes: make([]byte, 4096)}, 0},
-		{gpu.Arg{Index: 0, Threadgroup: 1}, 16},
-		{gpu.Arg{Index: 1, Threadgroup: 4096}, 4096},
-		{gpu.Arg{Index: 1, Threadgroup: 4100}, 4112},
-	}
-	for _, c := range good {
-		tg, err := mtlCheckArg("k", c.a)
-		if err != nil || tg != c.tg {
-			t.Errorf("mtlCheckArg(%+v) = %d, %v; want %d", c.a, tg, err, c.tg)
-		}
-	}
-	for _, a := range []gpu.Arg{
-		{Index: -1, Buf: devFakeBuffer(4)},
-		{Index: 31, Buf: devFakeBuffer(4)},
-		{Index: 0},
-		{Index: 0, Buf: devFakeBuffer(4), Bytes: []byte{1}},
-		{Index: 0, Buf: devFakeBuffer(4), Threadgroup: 16},
-		{Index: 0, Buf: devFakeBuffer(4), Offset: 5},
-		{Index: 0, Buf: devFakeBuffer(4), Offset: -1},
-		{Index: 0, Bytes: []byte{}},
-		{Index: 0, Bytes: make([]byte, 4097)},
-		{Index: 0, Bytes: []byte{1}, Offset: 1},
-		{Index: 0, Threadgroup: -16},
-		{Index: 0, Threadgroup: 16, Offset: 4},
-	} {
-		if _, err := mtlCheckArg("k", a); err == nil {
-			t.Errorf("mtlCheckArg(%+v) accepted", a)
+		for _, s := range []error{gpu.ErrTimeout, gpu.ErrOutOfMemory} {
+			if errors.Is(err, s) != (s == c.want) {
+				t.Errorf("%d %q: errors.Is(%v) = %v", c.code, c.desc, s, !(s == c.want))
+			}
 		}
 	}
 }

@@ -529,7 +529,7 @@ func (d *mtlDevice) NewBuffer(size int) (gpu.Buffer, error) {
 
 func (d *mtlDevice) WrapNoCopy(mem []byte) (gpu.Buffer, error) {
 	p := unsafe.Pointer(unsafe.SliceData(mem))
-	if err := mtlCheckNoCopy(uintptr(p), len(mem), d.page, d.maxBuf); err != nil {
+	if err := gpu.CheckNoCopy(uintptr(p), len(mem), d.page, d.maxBuf); err != nil {
 		return nil, err
 	}
 	if err := d.usable(); err != nil {
@@ -898,8 +898,8 @@ type mtlCommandBuffer struct {
 	sent    bool // committed to the GPU
 	err     error
 	n       int
-	pipe    uintptr                    // pipeline state set on the encoder
-	bound   [mtlMaxArgIndex]mtlBinding // buffers set on the encoder, to skip repeats
+	pipe    uintptr                 // pipeline state set on the encoder
+	bound   [gpu.MaxArgs]mtlBinding // buffers set on the encoder, to skip repeats
 }
 
 func (b *mtlCommandBuffer) fail(err error) {
@@ -923,7 +923,7 @@ func (b *mtlCommandBuffer) Dispatch(p gpu.Pipeline, grid, threads gpu.Size, args
 		b.fail(fmt.Errorf("Dispatch: pipeline %T is not a live pipeline of this device", p))
 		return
 	}
-	if err := mtlCheckSizes(pl.name, grid, threads, pl.maxThreads); err != nil {
+	if err := gpu.CheckSizes(pl.name, grid, threads, pl.maxThreads); err != nil {
 		b.fail(err)
 		return
 	}
@@ -945,7 +945,7 @@ func (b *mtlCommandBuffer) Dispatch(p gpu.Pipeline, grid, threads gpu.Size, args
 				b.objs.held = append(b.objs.held, mb)
 			}
 		}
-		n, err := mtlCheckArg(pl.name, *a)
+		n, err := gpu.CheckArg(pl.name, *a)
 		if err != nil {
 			b.fail(err)
 			return
@@ -984,7 +984,7 @@ func (b *mtlCommandBuffer) Dispatch(p gpu.Pipeline, grid, threads gpu.Size, args
 			c.msgPtr3(enc, selSetBytes, unsafe.Pointer(unsafe.SliceData(a.Bytes)), uintptr(len(a.Bytes)), uintptr(a.Index))
 			b.bound[a.Index] = mtlBinding{} // setBytes replaces the buffer at that index
 		default:
-			n := (a.Threadgroup + mtlThreadgroupMemoryAlign - 1) &^ (mtlThreadgroupMemoryAlign - 1)
+			n := (a.Threadgroup + gpu.ThreadgroupMemoryAlign - 1) &^ (gpu.ThreadgroupMemoryAlign - 1)
 			c.msg2(enc, selSetThreadgroupMemLength, uintptr(n), uintptr(a.Index))
 		}
 	}
@@ -1044,6 +1044,6 @@ func (b *mtlCommandBuffer) Wait() error {
 	c.release(b.objs.enc)
 	c.release(b.objs.cb)
 	b.objs.enc, b.objs.cb = 0, 0
-	b.bound = [mtlMaxArgIndex]mtlBinding{}
+	b.bound = [gpu.MaxArgs]mtlBinding{}
 	return b.err
 }

@@ -1,6 +1,8 @@
 // Package metal runs Ternary Bonsai models on Apple GPUs: a backend.Backend (the seam of
 // package bonsai/backend) whose forward passes are Metal compute kernels, written in MSL
-// (shaders/*.metal, embedded) and driven by host code in Go without cgo.
+// (metal/internal/engine/shaders/*.metal, embedded) and driven by host code in Go
+// without cgo. The host code is the engine, metal/internal/engine; this package is its
+// public face: New, the options, the errors, and the system's Metal device.
 //
 //	m, err := bonsai.Open(path, bonsai.WithBackend(metal.New()))
 //
@@ -9,8 +11,10 @@
 // Package metal/emulator is the same backend over an MSL-on-CPU emulator
 // (metal/internal/mslemu): the same kernels and host logic, run by the CPU on Linux, for
 // tests; it is a package of its own so that Metal programs do not carry the emulator.
-// Package metal/kernelcheck runs every kernel against the Go code that owns its math.
-// Both import this package; it imports neither, nor bonsai: only the seam below it.
+// Package metal/kernelcheck runs every kernel against the Go code that owns its math,
+// through the engine's own dispatch helpers. The emulator imports this package and
+// kernelcheck the engine; this package imports neither, nor bonsai: only the seam below
+// it, and the engine, which holds the kernel checks but runs them only for kernelcheck.
 //
 // # The seam
 //

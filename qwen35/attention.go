@@ -5,6 +5,8 @@ import (
 	"math"
 	"runtime"
 	"sync"
+
+	"github.com/bonsai-go/sdk/bonsai/backend"
 )
 
 // Attention works on tiles: attnBlock cache positions are decoded at a time and used by
@@ -62,7 +64,7 @@ func NewAttention(c *Config) *Attention {
 }
 
 // NewKVCache returns an empty cache shaped for this attention.
-func (a *Attention) NewKVCache(p KVPrecision, maxLen int) *KVCache {
+func (a *Attention) NewKVCache(p backend.KVPrecision, maxLen int) *KVCache {
 	return NewKVCache(a.kvHeads, a.dim, p, maxLen)
 }
 
@@ -349,7 +351,7 @@ func (a *Attention) rope(x []float32, sc *AttentionScratch) {
 func (a *Attention) attendRange(w *attnWork, q []float32, g, t0, t1, pos0, lo, hi int, cache *KVCache,
 	m, sum, acc []float32, base, stride int, decode bool) {
 	D, rep := a.dim, a.rep
-	fused := decode && cache.prec == KVFloat16 && a.six() && kern.dot6F16 != nil
+	fused := decode && cache.prec == backend.KVFloat16 && a.six() && kern.dot6F16 != nil
 	for t := t0; t < t1; t++ {
 		j := base + t*stride
 		for r := 0; r < rep; r++ {

@@ -5,6 +5,7 @@ import (
 	"math/rand/v2"
 	"testing"
 
+	"github.com/bonsai-go/sdk/bonsai/backend"
 	"github.com/bonsai-go/sdk/internal/parallel"
 	"github.com/bonsai-go/sdk/qwen35"
 	"github.com/stretchr/testify/assert"
@@ -140,7 +141,7 @@ func TestAttentionMatchesReference(t *testing.T) {
 			const N = 300
 			in := newAttnInputs(rng, c, N)
 			want := refAttention(c, l, in)
-			cache := a.NewKVCache(qwen35.KVFloat32, 1000)
+			cache := a.NewKVCache(backend.KVFloat32, 1000)
 			sc := a.NewScratch(8)
 			row := c.Heads * c.HeadDim
 			worst := 0.0
@@ -199,7 +200,7 @@ func TestAttentionCachePrecision(t *testing.T) {
 	a := qwen35.NewAttention(c)
 	in := newAttnInputs(rng, c, 260)
 	sc := a.NewScratch(64)
-	run := func(p qwen35.KVPrecision) []float32 {
+	run := func(p backend.KVPrecision) []float32 {
 		cache := a.NewKVCache(p, 260)
 		var out []float32
 		for i := 0; i < 260; i += 65 {
@@ -207,15 +208,15 @@ func TestAttentionCachePrecision(t *testing.T) {
 		}
 		return out
 	}
-	exact := run(qwen35.KVFloat32)
+	exact := run(backend.KVFloat32)
 	ref := make([]float64, len(exact))
 	for i, x := range exact {
 		ref[i] = float64(x)
 	}
 	for _, tc := range []struct {
-		p     qwen35.KVPrecision
+		p     backend.KVPrecision
 		bound float64
-	}{{qwen35.KVFloat16, 1e-3}, {qwen35.KVInt8, 2e-2}, {qwen35.KVQ4, 1.5e-1}} {
+	}{{backend.KVFloat16, 1e-3}, {backend.KVInt8, 2e-2}, {backend.KVQ4, 1.5e-1}} {
 		e := relErr(run(tc.p), ref, 1)
 		assert.Less(t, e, tc.bound, tc.p.String())
 		assert.Greater(t, e, 0.0, "%v should differ from f32 at all", tc.p)
@@ -230,7 +231,7 @@ func TestAttentionErrors(t *testing.T) {
 	a := qwen35.NewAttention(c)
 	in := newAttnInputs(rng, c, 12)
 	sc := a.NewScratch(4)
-	cache := a.NewKVCache(qwen35.KVFloat16, 10)
+	cache := a.NewKVCache(backend.KVFloat16, 10)
 	out := make([]float32, 12*c.Heads*c.HeadDim)
 	// Position must match the cache length.
 	err := a.Forward(out, in.qg, in.k, in.v, 1, 3, l, cache, sc)
@@ -246,7 +247,7 @@ func TestAttentionErrors(t *testing.T) {
 	err = a.Forward(out, in.qg, in.k, in.v, 1, 10, l, cache, sc)
 	require.ErrorIs(t, err, qwen35.ErrContextFull)
 	// A cache of the wrong shape.
-	err = a.Forward(out, in.qg, in.k, in.v, 1, 0, l, qwen35.NewKVCache(3, 16, qwen35.KVFloat16, 10), sc)
+	err = a.Forward(out, in.qg, in.k, in.v, 1, 0, l, qwen35.NewKVCache(3, 16, backend.KVFloat16, 10), sc)
 	require.Error(t, err)
 }
 
@@ -277,9 +278,9 @@ func TestAttentionCacheFork(t *testing.T) {
 	a := qwen35.NewAttention(c)
 	in := newAttnInputs(rng, c, 60)
 	sc := a.NewScratch(40)
-	base := a.NewKVCache(qwen35.KVInt8, 100)
+	base := a.NewKVCache(backend.KVInt8, 100)
 	runAttn(t, a, c, in.slice(c, 0, 40), 0, l, base, sc)
-	fork := a.NewKVCache(qwen35.KVInt8, 100)
+	fork := a.NewKVCache(backend.KVInt8, 100)
 	fork.CopyFrom(base)
 	// Both continue with the same tokens: same outputs.
 	x := runAttn(t, a, c, in.slice(c, 40, 50), 40, l, base, sc)
@@ -297,7 +298,7 @@ func TestAttentionRunnerAndTruncate(t *testing.T) {
 	pool := parallel.NewPool(4)
 	defer pool.Close()
 	in := newAttnInputs(rng, c, 120)
-	seq, par := a.NewKVCache(qwen35.KVFloat16, 200), a.NewKVCache(qwen35.KVFloat16, 200)
+	seq, par := a.NewKVCache(backend.KVFloat16, 200), a.NewKVCache(backend.KVFloat16, 200)
 	seqSc, parSc := a.NewScratch(100), a.NewScratch(100)
 	parSc.Runner = pool
 	for _, span := range [][2]int{{0, 100}, {100, 101}, {101, 120}} {
@@ -440,4 +441,4 @@ func TestAttentionLongContext(t *testing.T) {
 	}
 }
 
-var kvPrecisions = []qwen35.KVPrecision{qwen35.KVFloat32, qwen35.KVFloat16, qwen35.KVInt8, qwen35.KVQ4}
+var kvPrecisions = []backend.KVPrecision{backend.KVFloat32, backend.KVFloat16, backend.KVInt8, backend.KVQ4}

@@ -6,6 +6,7 @@ import (
 	"runtime"
 	"testing"
 
+	"github.com/bonsai-go/sdk/bonsai/backend"
 	"github.com/bonsai-go/sdk/internal/parallel"
 	"github.com/bonsai-go/sdk/qwen35"
 )
@@ -60,7 +61,7 @@ func BenchmarkAttention27B(b *testing.B) {
 	pool := parallel.NewPool(runtime.GOMAXPROCS(0))
 	defer pool.Close()
 	for _, workers := range []int{1, pool.Workers()} {
-		for _, p := range []qwen35.KVPrecision{qwen35.KVFloat16, qwen35.KVFloat32, qwen35.KVInt8, qwen35.KVQ4} {
+		for _, p := range []backend.KVPrecision{backend.KVFloat16, backend.KVFloat32, backend.KVInt8, backend.KVQ4} {
 			for _, ctx := range []int{1024, 8192} {
 				b.Run(fmt.Sprintf("workers=%d/%v/ctx=%d", workers, p, ctx), func(b *testing.B) {
 					cache := a.NewKVCache(p, ctx+1)

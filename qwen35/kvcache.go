@@ -9,18 +9,6 @@ import (
 	"github.com/x448/float16"
 )
 
-// KVPrecision is how a KVCache stores keys and values: the seam's type, so that a
-// precision chosen in bonsai reaches the cache unchanged.
-type KVPrecision = backend.KVPrecision
-
-// The precisions (backend.KVPrecision documents each).
-const (
-	KVFloat16 = backend.KVFloat16
-	KVFloat32 = backend.KVFloat32
-	KVInt8    = backend.KVInt8
-	KVQ4      = backend.KVQ4
-)
-
 // ErrContextFull is returned (wrapped, with the size) when a sequence would grow past the
 // cache's maximum length.
 var ErrContextFull = backend.ErrContextFull
@@ -55,7 +43,7 @@ type kvPage struct {
 // every other Append allocates nothing.
 type KVCache struct {
 	heads, dim, blocks int
-	prec               KVPrecision
+	prec               backend.KVPrecision
 	maxLen             int
 	n                  int
 	pages              []kvPage // capacity pageCount(maxLen): appending never moves it
@@ -75,11 +63,11 @@ func pageCount(maxLen int) int {
 
 // NewKVCache returns an empty cache of kvHeads heads of headDim values per position
 // holding at most maxLen positions.
-func NewKVCache(kvHeads, headDim int, p KVPrecision, maxLen int) *KVCache {
+func NewKVCache(kvHeads, headDim int, p backend.KVPrecision, maxLen int) *KVCache {
 	if kvHeads <= 0 || headDim <= 0 || maxLen <= 0 {
 		panic(fmt.Sprintf("qwen35: NewKVCache(%d, %d, %v, %d): sizes must be positive", kvHeads, headDim, p, maxLen))
 	}
-	if p > KVQ4 {
+	if p > backend.KVQ4 {
 		panic(fmt.Sprintf("qwen35: NewKVCache: unknown precision %v", p))
 	}
 	return &KVCache{heads: kvHeads, dim: headDim, blocks: (headDim + kvBlock - 1) / kvBlock, prec: p, maxLen: maxLen,
@@ -93,7 +81,7 @@ func (c *KVCache) Len() int { return c.n }
 func (c *KVCache) MaxLen() int { return c.maxLen }
 
 // Precision returns how the cache stores values.
-func (c *KVCache) Precision() KVPrecision { return c.prec }
+func (c *KVCache) Precision() backend.KVPrecision { return c.prec }
 
 // Cap returns the positions the allocated pages can hold.
 func (c *KVCache) Cap() int { return c.capacity }
@@ -142,19 +130,19 @@ func (c *KVCache) CopyFrom(o *KVCache) {
 		for h := 0; h < c.heads; h++ {
 			a, b := h*op.n*c.dim, (h*op.n+used)*c.dim
 			switch c.prec {
-			case KVFloat32:
+			case backend.KVFloat32:
 				copy(cp.k32[a:b], op.k32[a:b])
 				copy(cp.v32[a:b], op.v32[a:b])
-			case KVFloat16:
+			case backend.KVFloat16:
 				copy(cp.k16[a:b], op.k16[a:b])
 				copy(cp.v16[a:b], op.v16[a:b])
-			case KVInt8:
+			case backend.KVInt8:
 				copy(cp.k8[a:b], op.k8[a:b])
 				copy(cp.v8[a:b], op.v8[a:b])
 				a, b = h*op.n*c.blocks, (h*op.n+used)*c.blocks
 				copy(cp.ks[a:b], op.ks[a:b])
 				copy(cp.vs[a:b], op.vs[a:b])
-			case KVQ4:
+			case backend.KVQ4:
 				a, b := h*op.n*c.blocks, (h*op.n+used)*c.blocks
 				copy(cp.k4[16*a:16*b], op.k4[16*a:16*b])
 				copy(cp.v4[16*a:16*b], op.v4[16*a:16*b])
@@ -172,19 +160,19 @@ func (c *KVCache) newPage(start, n int) kvPage {
 	p := kvPage{start: start, n: n}
 	size := c.heads * n * c.dim
 	switch c.prec {
-	case KVFloat32:
+	case backend.KVFloat32:
 		b := make([]float32, 2*size)
 		p.k32, p.v32 = b[:size:size], b[size:]
-	case KVFloat16:
+	case backend.KVFloat16:
 		b := make([]uint16, 2*size)
 		p.k16, p.v16 = b[:size:size], b[size:]
-	case KVInt8:
+	case backend.KVInt8:
 		b := make([]int8, 2*size)
 		p.k8, p.v8 = b[:size:size], b[size:]
 		ns := c.heads * n * c.blocks
 		s := make([]float32, 2*ns)
 		p.ks, p.vs = s[:ns:ns], s[ns:]
-	case KVQ4:
+	case backend.KVQ4:
 		ns := c.heads * n * c.blocks
 		b := make([]byte, 2*16*ns)
 		p.k4, p.v4 = b[:16*ns:16*ns], b[16*ns:]
@@ -240,17 +228,17 @@ func (c *KVCache) Append(k, v []float32) error {
 		src := h * d
 		dst := (h*p.n + i) * d
 		switch c.prec {
-		case KVFloat32:
+		case backend.KVFloat32:
 			copy(p.k32[dst:dst+d], k[src:src+d])
 			copy(p.v32[dst:dst+d], v[src:src+d])
-		case KVFloat16:
+		case backend.KVFloat16:
 			encodeF16(p.k16[dst:dst+d], k[src:src+d])
 			encodeF16(p.v16[dst:dst+d], v[src:src+d])
-		case KVInt8:
+		case backend.KVInt8:
 			sc := (h*p.n + i) * c.blocks
 			quantizeInt8(p.k8[dst:dst+d], p.ks[sc:sc+c.blocks], k[src:src+d])
 			quantizeInt8(p.v8[dst:dst+d], p.vs[sc:sc+c.blocks], v[src:src+d])
-		case KVQ4:
+		case backend.KVQ4:
 			sc := (h*p.n + i) * c.blocks
 			quantizeQ4(p.k4[16*sc:16*(sc+c.blocks)], p.k4s[sc:sc+c.blocks], k[src:src+d])
 			quantizeQ4(p.v4[16*sc:16*(sc+c.blocks)], p.v4s[sc:sc+c.blocks], v[src:src+d])
@@ -275,7 +263,7 @@ func (c *KVCache) Row(pos int, k, v []float32) {
 // of the page for a float32 cache, or decoded into kbuf/vbuf otherwise.
 func (c *KVCache) block(p *kvPage, h, i, n int, kbuf, vbuf []float32) (k, v []float32) {
 	a, b := (h*p.n+i)*c.dim, (h*p.n+i+n)*c.dim
-	if c.prec == KVFloat32 {
+	if c.prec == backend.KVFloat32 {
 		return p.k32[a:b], p.v32[a:b]
 	}
 	k, v = kbuf[:n*c.dim], vbuf[:n*c.dim]
@@ -294,19 +282,19 @@ func (c *KVCache) rows16(p *kvPage, h, i, n int) (k, v []uint16) {
 func (c *KVCache) decode(p *kvPage, h, i, n int, k, v []float32) {
 	a, b := (h*p.n+i)*c.dim, (h*p.n+i+n)*c.dim
 	switch c.prec {
-	case KVFloat32:
+	case backend.KVFloat32:
 		copy(k, p.k32[a:b])
 		copy(v, p.v32[a:b])
-	case KVFloat16:
+	case backend.KVFloat16:
 		decodeF16(k, p.k16[a:b])
 		decodeF16(v, p.v16[a:b])
-	case KVInt8:
+	case backend.KVInt8:
 		// The n rows' codes and scales lie one after another: one call each for the
 		// whole tile, whose kernel streams (and prefetches) them in order.
 		s, e := (h*p.n+i)*c.blocks, (h*p.n+i+n)*c.blocks
 		dequantizeInt8(k[:n*c.dim], p.k8[a:b], p.ks[s:e])
 		dequantizeInt8(v[:n*c.dim], p.v8[a:b], p.vs[s:e])
-	case KVQ4:
+	case backend.KVQ4:
 		s, e := (h*p.n+i)*c.blocks, (h*p.n+i+n)*c.blocks
 		dequantQ4(k[:n*c.dim], p.k4[16*s:16*e], p.k4s[s:e])
 		dequantQ4(v[:n*c.dim], p.v4[16*s:16*e], p.v4s[s:e])
@@ -394,21 +382,21 @@ func (c *KVCache) rowBytes(p *kvPage, i int, k, v []byte, in bool) {
 		for j := 0; j < d; j++ {
 			e := h*d + j // the value's index in the row
 			switch c.prec {
-			case KVFloat32:
+			case backend.KVFloat32:
 				if in {
 					p.k32[at+j], p.v32[at+j] = math.Float32frombits(le.Uint32(k[4*e:])), math.Float32frombits(le.Uint32(v[4*e:]))
 				} else {
 					le.PutUint32(k[4*e:], math.Float32bits(p.k32[at+j]))
 					le.PutUint32(v[4*e:], math.Float32bits(p.v32[at+j]))
 				}
-			case KVFloat16:
+			case backend.KVFloat16:
 				if in {
 					p.k16[at+j], p.v16[at+j] = le.Uint16(k[2*e:]), le.Uint16(v[2*e:])
 				} else {
 					le.PutUint16(k[2*e:], p.k16[at+j])
 					le.PutUint16(v[2*e:], p.v16[at+j])
 				}
-			case KVInt8:
+			case backend.KVInt8:
 				if in {
 					p.k8[at+j], p.v8[at+j] = int8(k[e]), int8(v[e])
 				} else {
@@ -419,14 +407,14 @@ func (c *KVCache) rowBytes(p *kvPage, i int, k, v []byte, in bool) {
 		for b := 0; b < nb; b++ {
 			e := h*nb + b // the block's index in the row
 			switch c.prec {
-			case KVInt8:
+			case backend.KVInt8:
 				if in {
 					p.ks[sc+b], p.vs[sc+b] = math.Float32frombits(le.Uint32(k[n+4*e:])), math.Float32frombits(le.Uint32(v[n+4*e:]))
 				} else {
 					le.PutUint32(k[n+4*e:], math.Float32bits(p.ks[sc+b]))
 					le.PutUint32(v[n+4*e:], math.Float32bits(p.vs[sc+b]))
 				}
-			case KVQ4:
+			case backend.KVQ4:
 				codes := 16 * c.heads * nb
 				if in {
 					copy(p.k4[16*(sc+b):16*(sc+b+1)], k[16*e:16*(e+1)])

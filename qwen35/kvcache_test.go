@@ -8,27 +8,19 @@ import (
 	"runtime/pprof"
 	"testing"
 
+	"github.com/bonsai-go/sdk/bonsai/backend"
 	"github.com/bonsai-go/sdk/qwen35"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"github.com/x448/float16"
 )
 
-func TestKVPrecisionString(t *testing.T) {
-	assert.Equal(t, "f16", qwen35.KVFloat16.String())
-	assert.Equal(t, "f32", qwen35.KVFloat32.String())
-	assert.Equal(t, "int8", qwen35.KVInt8.String())
-	assert.Equal(t, "q4", qwen35.KVQ4.String())
-	assert.Equal(t, "KVPrecision(9)", qwen35.KVPrecision(9).String())
-	assert.Equal(t, qwen35.KVFloat16, qwen35.KVPrecision(0), "fp16 is the default")
-}
-
 // TestKVCacheFloat16Exhaustive stores every finite half value and reads it back: the
 // encoder must keep representable values and the decoder must widen them exactly (NaNs
 // stay NaN).
 func TestKVCacheFloat16Exhaustive(t *testing.T) {
 	const dim = 256
-	c := qwen35.NewKVCache(1, dim, qwen35.KVFloat16, 256)
+	c := qwen35.NewKVCache(1, dim, backend.KVFloat16, 256)
 	want := make([]float32, 1<<16)
 	for b := range want {
 		want[b] = float16.Frombits(uint16(b)).Float32()
@@ -65,7 +57,7 @@ func TestKVCacheInt8(t *testing.T) {
 	rng := rand.New(rand.NewPCG(31, 1))
 	for _, dim := range []int{64, 40, 7} {
 		heads := 3
-		c := qwen35.NewKVCache(heads, dim, qwen35.KVInt8, 50)
+		c := qwen35.NewKVCache(heads, dim, backend.KVInt8, 50)
 		rows := make([][]float32, 20)
 		for p := range rows {
 			rows[p] = randVec(rng, heads*dim, 2)
@@ -100,7 +92,7 @@ func TestKVCacheInt8(t *testing.T) {
 }
 
 func TestKVCacheFull(t *testing.T) {
-	for _, p := range []qwen35.KVPrecision{qwen35.KVFloat16, qwen35.KVFloat32, qwen35.KVInt8, qwen35.KVQ4} {
+	for _, p := range []backend.KVPrecision{backend.KVFloat16, backend.KVFloat32, backend.KVInt8, backend.KVQ4} {
 		c := qwen35.NewKVCache(2, 8, p, 37)
 		row := make([]float32, 16)
 		for i := 0; i < 37; i++ {
@@ -120,9 +112,9 @@ func TestKVCacheFull(t *testing.T) {
 func TestKVCacheGrowsWithUse(t *testing.T) {
 	const heads, dim, maxLen = 4, 256, 262144
 	for _, tc := range []struct {
-		p       qwen35.KVPrecision
+		p       backend.KVPrecision
 		perSlot float64 // bytes per stored value
-	}{{qwen35.KVFloat16, 2}, {qwen35.KVFloat32, 4}, {qwen35.KVInt8, 1.125}, {qwen35.KVQ4, 0.5625}} {
+	}{{backend.KVFloat16, 2}, {backend.KVFloat32, 4}, {backend.KVInt8, 1.125}, {backend.KVQ4, 0.5625}} {
 		c := qwen35.NewKVCache(heads, dim, tc.p, maxLen)
 		assert.Zero(t, c.Bytes(), "nothing allocated up front")
 		row := make([]float32, heads*dim)
@@ -146,7 +138,7 @@ func TestKVCacheGrowsWithUse(t *testing.T) {
 }
 
 func TestKVCacheReserveAppendNoAllocs(t *testing.T) {
-	for _, p := range []qwen35.KVPrecision{qwen35.KVFloat16, qwen35.KVFloat32, qwen35.KVInt8, qwen35.KVQ4} {
+	for _, p := range []backend.KVPrecision{backend.KVFloat16, backend.KVFloat32, backend.KVInt8, backend.KVQ4} {
 		c := qwen35.NewKVCache(4, 64, p, 10000)
 		c.Reserve(3000)
 		assert.GreaterOrEqual(t, c.Cap(), 3000)
@@ -179,9 +171,9 @@ func TestKVCacheGrowthAllocations(t *testing.T) {
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
 	tc := pprof.Lookup("threadcreate")
 	for _, tc2 := range []struct {
-		p         qwen35.KVPrecision
+		p         backend.KVPrecision
 		perGrowth uint64
-	}{{qwen35.KVFloat16, 1}, {qwen35.KVFloat32, 1}, {qwen35.KVInt8, 2}, {qwen35.KVQ4, 2}} {
+	}{{backend.KVFloat16, 1}, {backend.KVFloat32, 1}, {backend.KVInt8, 2}, {backend.KVQ4, 2}} {
 		const maxLen = 3000 // pages of 16, 32, …, 1024, 1024, 952 (the last cut at MaxLen)
 		c := qwen35.NewKVCache(2, 64, tc2.p, maxLen)
 		row := make([]float32, 2*64)
@@ -222,7 +214,7 @@ func TestKVCacheGrowthAllocations(t *testing.T) {
 
 func TestKVCacheCopyFrom(t *testing.T) {
 	rng := rand.New(rand.NewPCG(32, 1))
-	for _, p := range []qwen35.KVPrecision{qwen35.KVFloat16, qwen35.KVFloat32, qwen35.KVInt8, qwen35.KVQ4} {
+	for _, p := range []backend.KVPrecision{backend.KVFloat16, backend.KVFloat32, backend.KVInt8, backend.KVQ4} {
 		t.Run(p.String(), func(t *testing.T) {
 			const heads, dim = 2, 40
 			a := qwen35.NewKVCache(heads, dim, p, 500)
@@ -235,7 +227,7 @@ func TestKVCacheCopyFrom(t *testing.T) {
 			}
 			// Copy into a cache of another shape and one with stale longer contents.
 			for _, b := range []*qwen35.KVCache{
-				qwen35.NewKVCache(1, 8, qwen35.KVFloat32, 7),
+				qwen35.NewKVCache(1, 8, backend.KVFloat32, 7),
 				func() *qwen35.KVCache {
 					b := qwen35.NewKVCache(heads, dim, p, 500)
 					for i := 0; i < 250; i++ {
@@ -283,7 +275,7 @@ func TestKVCacheQ4(t *testing.T) {
 	rng := rand.New(rand.NewPCG(32, 1))
 	for _, dim := range []int{64, 40, 7} {
 		heads := 3
-		c := qwen35.NewKVCache(heads, dim, qwen35.KVQ4, 50)
+		c := qwen35.NewKVCache(heads, dim, backend.KVQ4, 50)
 		rows := make([][]float32, 20)
 		for p := range rows {
 			rows[p] = randVec(rng, heads*dim, 2)

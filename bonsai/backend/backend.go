@@ -213,7 +213,8 @@ type Greedy interface {
 }
 
 // Profiler is a State that accounts the time its forward passes spend in each kind of
-// operation, when the model was loaded with LoadOptions.Profile.
+// operation, when the model was loaded with LoadOptions.Profile. bonsai reads and resets
+// it after every pass, into the model's total.
 type Profiler interface {
 	State
 	Profile() OpProfile
@@ -233,6 +234,31 @@ type OpProfile struct {
 // Total returns the sum of the durations.
 func (p OpProfile) Total() time.Duration {
 	return p.Ternary + p.Transforms + p.GDN + p.Attention + p.Other
+}
+
+// Add returns p and q summed, field by field.
+func (p OpProfile) Add(q OpProfile) OpProfile {
+	return OpProfile{
+		Ternary:    p.Ternary + q.Ternary,
+		Transforms: p.Transforms + q.Transforms,
+		GDN:        p.GDN + q.GDN,
+		Attention:  p.Attention + q.Attention,
+		Other:      p.Other + q.Other,
+		Tokens:     p.Tokens + q.Tokens,
+	}
+}
+
+// Sub returns p less q, field by field: the profile of what ran between two readings q
+// and p of a running total.
+func (p OpProfile) Sub(q OpProfile) OpProfile {
+	return OpProfile{
+		Ternary:    p.Ternary - q.Ternary,
+		Transforms: p.Transforms - q.Transforms,
+		GDN:        p.GDN - q.GDN,
+		Attention:  p.Attention - q.Attention,
+		Other:      p.Other - q.Other,
+		Tokens:     p.Tokens - q.Tokens,
+	}
 }
 
 // Check verifies a batch for a model of vocab logits, as bonsai does before every

@@ -377,3 +377,16 @@ func TestKVRowCodecDecodeRefuses(t *testing.T) {
 		t.Errorf("Decode of an unknown precision: %v, want ErrKVRow", err)
 	}
 }
+
+func TestKVPrecisionString(t *testing.T) {
+	for p, want := range map[backend.KVPrecision]string{
+		backend.KVFloat16: "f16", backend.KVFloat32: "f32", backend.KVInt8: "int8", backend.KVQ4: "q4", backend.KVPrecision(9): "KVPrecision(9)",
+	} {
+		if got := p.String(); got != want {
+			t.Errorf("KVPrecision(%d).String() = %q, want %q", uint8(p), got, want)
+		}
+	}
+	if backend.KVPrecision(0) != backend.KVFloat16 {
+		t.Error("the zero KVPrecision is not KVFloat16: fp16 is the default")
+	}
+}

@@ -8,9 +8,9 @@
 // layout (ternary.Tiles), for servers whose batches of a few sequences are bound by
 // arithmetic rather than by memory: a batched pass then skips repacking the weights.
 //
-// A forward pass follows qwen35's plan (qwen35.Weights.Plan) a chunk of up to 64 rows
-// at a time, and a batch of sequences runs together: their tokens are laid out one
-// sequence after another and cut into chunks, so that the decode steps of many
+// A forward pass follows qwen35's plan (qwen35.Weights.Plan) a chunk of up to
+// backend.ChunkRows rows at a time, and a batch of sequences runs together: their
+// tokens are laid out one sequence after another and cut into chunks (backend.Chunks), so that the decode steps of many
 // sequences, and part of a prompt beside them, share one chunk. In a chunk each
 // activation site is normalised, rotated and quantised to int8 once per row, and all
 // the products that read it run as one parallel loop over their concatenated rows, a

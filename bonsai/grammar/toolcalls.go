@@ -74,6 +74,14 @@ func (c *schemaCompiler) function(f Function, path string) (int32, error) {
 	}
 	c.doc = doc
 	c.refs = map[string]int32{}
+	if doc.kind == 'o' {
+		// A keyword the parameters' grammar would ignore changes what is valid.
+		for _, k := range doc.keys {
+			if !known[k] && !annotations[k] {
+				return 0, schemaErr(k, pathJoin("", k), "keyword not supported")
+			}
+		}
+	}
 	props := doc.get("properties")
 	if doc.kind != 'o' || (props == nil && doc.get("additionalProperties") == nil) {
 		if doc.kind == 'o' && props == nil {

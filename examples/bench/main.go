@@ -9,7 +9,7 @@
 //	      [-context N] [-kv f16|int8|q4|f32]
 //
 // With -context N it then decodes at position N: the KV caches and GDN states are filled
-// with synthetic values (Session.FillSynthetic; their content does not change the speed),
+// with synthetic values (backendtest.FillSynthetic; their content does not change the speed),
 // so a 32k or 128k context takes seconds to measure instead of a long prefill. The report
 // gives the decode speed against the short-context one of the same run, and the
 // attention time per token next to the time to read the KV cache once at the bandwidth
@@ -34,6 +34,8 @@ import (
 	"time"
 
 	"github.com/bonsai-go/sdk/bonsai"
+	"github.com/bonsai-go/sdk/bonsai/backend"
+	"github.com/bonsai-go/sdk/bonsai/backend/backendtest"
 	"github.com/bonsai-go/sdk/bonsai/cpu"
 	"github.com/bonsai-go/sdk/internal/cli"
 	"github.com/bonsai-go/sdk/internal/synth"
@@ -154,7 +156,7 @@ func run(ctx context.Context, out, stderr io.Writer, cfg config) error {
 	}
 	defer l.Close()
 	m := l.Model
-	w, ok := m.Weights().(*qwen35.Weights)
+	w, ok := m.Driver().Weights().(*qwen35.Weights)
 	if !ok {
 		return fmt.Errorf("%s: bench measures qwen35 models, not %s", path, m.Architecture())
 	}
@@ -184,6 +186,7 @@ func run(ctx context.Context, out, stderr io.Writer, cfg config) error {
 		prompt[i] = int32((i*7919 + 13) % c.Vocab)
 	}
 	if cfg.prompt > 0 {
+		before := m.Stats().Profile
 		start := time.Now()
 		if err := s.Prefill(ctx, prompt); err != nil {
 			return err
@@ -192,12 +195,11 @@ func run(ctx context.Context, out, stderr io.Writer, cfg config) error {
 		tps := float64(cfg.prompt) / el.Seconds()
 		fmt.Fprintf(out, "prefill     %d tokens in %.2f s: %.2f tok/s, %.3g G int8 multiply-adds/s\n",
 			cfg.prompt, el.Seconds(), tps, tps*float64(macs)/1e9)
-		printProfile(out, "  ", s.Profile())
+		printProfile(out, "  ", m.Stats().Profile.Sub(before))
 	} else if err := s.Prefill(ctx, []int32{1}); err != nil {
 		return err
 	}
 
-	s.ResetProfile()
 	if cfg.cpuprofile != "" {
 		f, err := os.Create(cfg.cpuprofile)
 		if err != nil {
@@ -209,7 +211,7 @@ func run(ctx context.Context, out, stderr io.Writer, cfg config) error {
 		}
 		defer pprof.StopCPUProfile()
 	}
-	short, err := decode(ctx, out, s, cfg.gen, perToken, bw)
+	short, _, err := decode(ctx, out, m, s, cfg.gen, perToken, bw)
 	if err != nil {
 		return err
 	}
@@ -217,17 +219,16 @@ func run(ctx context.Context, out, stderr io.Writer, cfg config) error {
 		return nil
 	}
 	start := time.Now()
-	if err := s.FillSynthetic(cfg.context, 1); err != nil {
+	fill := func(st backend.State) error { return backendtest.FillSynthetic(st, cfg.context, 1) }
+	if err := m.Driver().Fill(s, fill); err != nil {
 		return err
 	}
 	fmt.Fprintf(out, "context     %d positions of synthetic state written in %.1f s\n", cfg.context, time.Since(start).Seconds())
-	s.ResetProfile()
-	long, err := decode(ctx, out, s, cfg.gen, perToken, bw)
+	long, p, err := decode(ctx, out, m, s, cfg.gen, perToken, bw)
 	if err != nil {
 		return err
 	}
 	kvBytes := int64(c.AttentionLayers()) * int64(cfg.context) * kvBytesPerPosition(&c, kv)
-	p := s.Profile()
 	attn := p.Attention.Seconds() / float64(p.Tokens)
 	read := float64(kvBytes) / bw
 	fmt.Fprintf(out, "long ctx    decode at %d ÷ decode at %d = %.1f%%\n", cfg.context, max(cfg.prompt, 1), 100*long/short)
@@ -238,11 +239,11 @@ func run(ctx context.Context, out, stderr io.Writer, cfg config) error {
 	// bandwidth pass right after it makes the ratio steadier than either.
 	var ratios, attns, bws []float64
 	for range min(cfg.gen, 8) {
-		before := s.Profile().Attention
+		before := m.Stats().Profile.Attention
 		if err := s.Step(ctx, 1); err != nil {
 			return err
 		}
-		a := (s.Profile().Attention - before).Seconds()
+		a := (m.Stats().Profile.Attention - before).Seconds()
 		b := ternary.ReadBandwidth(cfg.threads, cfg.pairedBytes, 0)
 		attns, bws = append(attns, a), append(bws, b)
 		ratios = append(ratios, a/(float64(kvBytes)/b))
@@ -258,17 +259,18 @@ func medianF(x []float64) float64 {
 	return s[len(s)/2]
 }
 
-// decode runs gen decode steps from the session's position and prints their speed and
-// profile; it returns the tokens per second.
-func decode(ctx context.Context, out io.Writer, s *bonsai.Session, gen int, perToken int64, bw float64) (float64, error) {
+// decode runs gen decode steps of s, m's only session, from its position and prints
+// their speed and profile; it returns the tokens per second and the profile.
+func decode(ctx context.Context, out io.Writer, m *bonsai.Model, s *bonsai.Session, gen int, perToken int64, bw float64) (float64, bonsai.OpProfile, error) {
 	pos := s.Len()
+	before := m.Stats().Profile
 	tok := int32(1)
 	start := time.Now()
 	var lat []time.Duration
 	for range gen {
 		t0 := time.Now()
 		if err := s.Step(ctx, tok); err != nil {
-			return 0, err
+			return 0, bonsai.OpProfile{}, err
 		}
 		lat = append(lat, time.Since(t0))
 		tok = argmax(s.Logits())
@@ -278,12 +280,13 @@ func decode(ctx context.Context, out io.Writer, s *bonsai.Session, gen int, perT
 	fmt.Fprintf(out, "decode      %d tokens at position %d in %.2f s: %.3f tok/s (median step %.1f ms), %.2f GB/s of weights\n",
 		gen, pos, el.Seconds(), tps, float64(median(lat).Microseconds())/1000, tps*float64(perToken)/1e9)
 	fmt.Fprintf(out, "ratio       decode ÷ bandwidth ceiling = %.1f%%\n", 100*tps*float64(perToken)/bw)
-	printProfile(out, "  ", s.Profile())
-	return tps, nil
+	p := m.Stats().Profile.Sub(before)
+	printProfile(out, "  ", p)
+	return tps, p, nil
 }
 
-func parseKV(name string) (qwen35.KVPrecision, error) {
-	for _, p := range []qwen35.KVPrecision{qwen35.KVFloat16, qwen35.KVInt8, qwen35.KVQ4, qwen35.KVFloat32} {
+func parseKV(name string) (bonsai.KVPrecision, error) {
+	for _, p := range []bonsai.KVPrecision{bonsai.KVFloat16, bonsai.KVInt8, bonsai.KVQ4, bonsai.KVFloat32} {
 		if p.String() == name {
 			return p, nil
 		}
@@ -293,15 +296,15 @@ func parseKV(name string) (qwen35.KVPrecision, error) {
 
 // kvBytesPerPosition is what one attention layer's cache holds per position: a key and
 // a value row at precision p (codes and scales for the blocked ones).
-func kvBytesPerPosition(c *qwen35.Config, p qwen35.KVPrecision) int64 {
+func kvBytesPerPosition(c *qwen35.Config, p bonsai.KVPrecision) int64 {
 	n := int64(c.KVHeads * c.HeadDim)
 	blocks := int64(c.KVHeads * ((c.HeadDim + 31) / 32))
 	switch p {
-	case qwen35.KVFloat32:
+	case bonsai.KVFloat32:
 		return 2 * 4 * n
-	case qwen35.KVInt8:
+	case bonsai.KVInt8:
 		return 2 * (n + 4*blocks)
-	case qwen35.KVQ4:
+	case bonsai.KVQ4:
 		return 2 * (16 + 2) * blocks
 	}
 	return 2 * 2 * n

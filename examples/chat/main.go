@@ -259,21 +259,30 @@ func (c *chat) turn(ctx context.Context, text string) error {
 
 // reply streams one reply to the conversation.
 func (c *chat) reply(ctx context.Context, opt bonsai.GenerateOptions) (bonsai.Result, error) {
-	g := c.s.Generate(ctx, bonsai.Chat(c.history...), opt)
+	p, err := c.m.Prepare(bonsai.Chat(c.history...), opt)
+	if err != nil {
+		return bonsai.Result{}, err
+	}
+	g := c.s.Generate(ctx, p)
 	thinking := false
 	for tok, err := range g.Tokens() {
 		if err != nil {
 			return bonsai.Result{}, err
 		}
-		if tok.Thinking && !thinking && tok.Text != "" {
-			fmt.Fprint(c.out, "[thinking] ")
-			thinking = true
+		if tok.Thinking != "" {
+			if !thinking {
+				fmt.Fprint(c.out, "[thinking] ")
+				thinking = true
+			}
+			fmt.Fprint(c.out, tok.Thinking)
 		}
-		if !tok.Thinking && thinking && tok.Text != "" {
-			fmt.Fprint(c.out, "\n[answer] ")
-			thinking = false
+		if tok.Text != "" {
+			if thinking {
+				fmt.Fprint(c.out, "\n[answer] ")
+				thinking = false
+			}
+			fmt.Fprint(c.out, tok.Text)
 		}
-		fmt.Fprint(c.out, tok.Text)
 	}
 	res, err := g.Result()
 	if err != nil {

@@ -128,17 +128,21 @@ func run(ctx context.Context, stdout, stderr io.Writer, cfg config) error {
 		in = bonsai.Chat(bonsai.Message{Role: "user", Content: cfg.prompt})
 		cfg.opt.Thinking = &cfg.think
 	}
-	g := s.Generate(ctx, in, cfg.opt)
+	p, err := l.Model.Prepare(in, cfg.opt)
+	if err != nil {
+		return err
+	}
+	g := s.Generate(ctx, p)
 	thinking := false
 	for tok, err := range g.Tokens() {
 		if err != nil {
 			return err
 		}
-		switch {
-		case tok.Thinking:
+		if tok.Thinking != "" {
 			thinking = true
-			io.WriteString(stderr, tok.Text)
-		default:
+			io.WriteString(stderr, tok.Thinking)
+		}
+		if tok.Text != "" {
 			if thinking {
 				io.WriteString(stderr, "\n")
 				thinking = false

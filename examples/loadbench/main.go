@@ -414,14 +414,14 @@ func (b *bench) streams(ctx context.Context, n, gen int) (streamRun, error) {
 			}
 		})
 	}
-	before := b.m.BatchStats()
+	before := b.m.Stats().Batch
 	t0 := time.Now()
 	close(start)
 	wg.Wait()
 	if err := errors.Join(errs...); err != nil {
 		return streamRun{}, err
 	}
-	r := streamRun{tokens: n * gen, batch: perPass(before, b.m.BatchStats())}
+	r := streamRun{tokens: n * gen, batch: perPass(before, b.m.Stats().Batch)}
 	for _, d := range done {
 		r.elapsed = max(r.elapsed, d[len(d)-1].Sub(t0))
 		r.gaps = append(r.gaps, intervals(t0, d))
@@ -548,8 +548,12 @@ func (b *bench) cachedFirstToken(ctx context.Context) (cached, uncached time.Dur
 			return bonsai.Usage{}, err
 		}
 		defer s.Close()
-		res, err := s.Generate(ctx, bonsai.Chat(bonsai.Message{Role: "system", Content: system}, bonsai.Message{Role: "user", Content: user}),
-			bonsai.GenerateOptions{MaxTokens: 1, Greedy: true}).Result()
+		p, err := b.m.Prepare(bonsai.Chat(bonsai.Message{Role: "system", Content: system}, bonsai.Message{Role: "user", Content: user}),
+			bonsai.GenerateOptions{MaxTokens: 1, SamplerOptions: bonsai.SamplerOptions{Greedy: true}})
+		if err != nil {
+			return bonsai.Usage{}, err
+		}
+		res, err := s.Generate(ctx, p).Result()
 		return res.Usage, err
 	}
 	u, err := first("What is the capital of France?")

@@ -39,7 +39,6 @@ import (
 	"github.com/bonsai-go/sdk/internal/cli"
 	"github.com/bonsai-go/sdk/metal"
 	"github.com/bonsai-go/sdk/metal/emulator"
-	"github.com/bonsai-go/sdk/qwen35"
 )
 
 func main() {
@@ -118,7 +117,7 @@ func backendByName(name string) (bonsai.Backend, error) {
 	return nil, fmt.Errorf("-backend %q: unknown (have: cpu, metal, metal-emulator)", name)
 }
 
-func kvByName(name string) (qwen35.KVPrecision, error) {
+func kvByName(name string) (bonsai.KVPrecision, error) {
 	switch name {
 	case "f16":
 		return bonsai.KVFloat16, nil

@@ -373,7 +373,7 @@ func promptIDs(cfg config, vocab int) []int32 {
 // format (the same values), or cfg.ptq1Model — through the Metal backend: its parity
 // with the CPU backend on the same file and its speed, the decode rated against the
 // PQ2_0 model's (pq2Decode tok/s, when measured; the target is ≥ 90%).
-func ptq1Check(ctx context.Context, w io.Writer, cfg config, rep *Report, newB func(...metal.Option) bonsai.Backend, kv qwen35.KVPrecision, pq2Decode float64) (bool, error) {
+func ptq1Check(ctx context.Context, w io.Writer, cfg config, rep *Report, newB func(...metal.Option) bonsai.Backend, kv bonsai.KVPrecision, pq2Decode float64) (bool, error) {
 	path := cfg.ptq1Model
 	if path == "" {
 		if cfg.model != "" {
@@ -492,7 +492,11 @@ func speed(ctx context.Context, m *bonsai.Model, prompt []int32, gen int) (bonsa
 		return bonsai.Usage{}, err
 	}
 	s.Reset()
-	res, err := s.Generate(ctx, bonsai.TokenIDs(prompt...), bonsai.GenerateOptions{MaxTokens: gen, Greedy: true}).Result()
+	p, err := m.Prepare(bonsai.TokenIDs(prompt...), bonsai.GenerateOptions{MaxTokens: gen, SamplerOptions: bonsai.SamplerOptions{Greedy: true}})
+	if err != nil {
+		return bonsai.Usage{}, err
+	}
+	res, err := s.Generate(ctx, p).Result()
 	return res.Usage, err
 }
 
@@ -586,7 +590,11 @@ func parity(ctx context.Context, w io.Writer, cpu, dev *bonsai.Model, prompt []i
 				return nil, err
 			}
 			defer s.Close()
-			r, err := s.Generate(ctx, bonsai.TokenIDs(prompt...), bonsai.GenerateOptions{MaxTokens: min(gen, 16), Greedy: true}).Result()
+			p, err := m.Prepare(bonsai.TokenIDs(prompt...), bonsai.GenerateOptions{MaxTokens: min(gen, 16), SamplerOptions: bonsai.SamplerOptions{Greedy: true}})
+			if err != nil {
+				return nil, err
+			}
+			r, err := s.Generate(ctx, p).Result()
 			return r.Tokens, err
 		}
 		a, err := g(cpu)

@@ -37,8 +37,8 @@ func FuzzMessagesRequest(f *testing.F) {
 			checkError(t, e)
 			return
 		}
-		if n := len(p.job.Tokens); n == 0 || n > tinyModel.ContextSize() {
-			t.Fatalf("a prompt of %d tokens accepted", n)
+		if p.Len() == 0 || p.Len() > tinyModel.ContextSize() {
+			t.Fatalf("a prompt of %d tokens accepted", p.Len())
 		}
 		msgs, e := req.messages()
 		if e != nil {

@@ -92,7 +92,7 @@ const (
 // server's defaults for what the request leaves out.
 func (r *messagesRequest) options(h *handler, seed func() uint64) (bonsai.GenerateOptions, *apiError) {
 	d := h.cfg.Defaults
-	opt := bonsai.GenerateOptions{Temperature: d.Temperature, TopP: d.TopP, TopK: d.TopK, MinP: d.MinP, Seed: seed()}
+	opt := bonsai.GenerateOptions{SamplerOptions: bonsai.SamplerOptions{Temperature: d.Temperature, TopP: d.TopP, TopK: d.TopK, MinP: d.MinP, Seed: seed()}}
 	if r.MaxTokens == nil {
 		return opt, invalid("max_tokens: Field required")
 	}
@@ -158,12 +158,11 @@ func (r *messagesRequest) options(h *handler, seed func() uint64) (bonsai.Genera
 	return opt, nil
 }
 
-// tools reads tools and tool_choice.
+// tools reads tools and tool_choice; Prepare checks the names and the choice.
 func (r *messagesRequest) tools(opt *bonsai.GenerateOptions) *apiError {
 	if len(r.Tools) > maxTools {
 		return invalid("tools: %d tools, at most %d", len(r.Tools), maxTools)
 	}
-	names := map[string]bool{}
 	for i, t := range r.Tools {
 		if t.Type != "" && t.Type != "custom" {
 			return invalid("tools.%d.type: %q is one of Anthropic's server tools, which this server does not run; define a custom tool with an input_schema", i, t.Type)
@@ -171,10 +170,6 @@ func (r *messagesRequest) tools(opt *bonsai.GenerateOptions) *apiError {
 		if t.Name == "" {
 			return invalid("tools.%d.name: Field required", i)
 		}
-		if names[t.Name] {
-			return invalid("tools.%d.name: %q is defined twice", i, t.Name)
-		}
-		names[t.Name] = true
 		schema := bytes.TrimSpace(t.InputSchema)
 		if len(schema) == 0 || schema[0] != '{' {
 			return invalid("tools.%d.input_schema: Field required (a JSON Schema object)", i)
@@ -191,17 +186,11 @@ func (r *messagesRequest) tools(opt *bonsai.GenerateOptions) *apiError {
 	case "any":
 		opt.ToolChoice.Mode = bonsai.ToolChoiceRequired
 	case "tool":
-		if !names[c.Name] {
-			return invalid("tool_choice.name: %q is not among the tools", c.Name)
-		}
 		opt.ToolChoice = bonsai.ToolChoice{Mode: bonsai.ToolChoiceFunction, Name: c.Name}
 	case "none":
 		opt.ToolChoice.Mode = bonsai.ToolChoiceNone
 	default:
 		return invalid("tool_choice.type: %q (want auto, any, tool or none)", c.Type)
-	}
-	if len(r.Tools) == 0 && (c.Type == "any" || c.Type == "tool") {
-		return invalid("tool_choice: %q needs tools", c.Type)
 	}
 	if c.DisableParallelToolUse {
 		no := false

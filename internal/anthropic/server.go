@@ -1,7 +1,6 @@
 package anthropic
 
 import (
-	"context"
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/json"
@@ -34,6 +33,9 @@ func Register(srv *serve.Server) {
 
 func newHandler(srv *serve.Server) *handler { return &handler{srv: srv, cfg: srv.Config()} }
 
+// endpoint names the handler's generations in serve's GenerationEnd and its metrics.
+const endpoint = "messages"
+
 // routeError answers a request no route takes: 404, or 405 with Allow set.
 func routeError(w http.ResponseWriter, r *http.Request, status int) {
 	if status == http.StatusMethodNotAllowed {
@@ -44,14 +46,8 @@ func routeError(w http.ResponseWriter, r *http.Request, status int) {
 	writeError(w, &apiError{status: status, Type: typeNotFound, Message: "Not found: " + r.URL.Path})
 }
 
-// prepared is a request checked and tokenized, ready to run.
-type prepared struct {
-	job serve.Job
-	opt bonsai.GenerateOptions
-}
-
 // readRequest reads and checks a request, and prepares its generation.
-func (h *handler) readRequest(w http.ResponseWriter, r *http.Request, count bool) (*messagesRequest, *prepared, *apiError) {
+func (h *handler) readRequest(w http.ResponseWriter, r *http.Request, count bool) (*messagesRequest, *bonsai.Prompt, *apiError) {
 	body, err := h.srv.ReadBody(w, r)
 	if err != nil {
 		if mbe, ok := errors.AsType[*http.MaxBytesError](err); ok {
@@ -73,7 +69,7 @@ func (h *handler) readRequest(w http.ResponseWriter, r *http.Request, count bool
 }
 
 // prepare checks a decoded request and prepares its generation.
-func (h *handler) prepare(req *messagesRequest) (*prepared, *apiError) {
+func (h *handler) prepare(req *messagesRequest) (*bonsai.Prompt, *apiError) {
 	if req.Model == "" {
 		return nil, invalid("model: Field required")
 	}
@@ -81,24 +77,42 @@ func (h *handler) prepare(req *messagesRequest) (*prepared, *apiError) {
 	if e != nil {
 		return nil, e
 	}
-	if i, err := serve.CheckSchemas(opt); err != nil {
-		return nil, invalid("tools.%d.input_schema: the schema is not supported: %s", i, serve.SchemaMessage(err))
-	}
 	msgs, e := req.messages()
 	if e != nil {
 		return nil, e
 	}
-	in := bonsai.Chat(msgs...)
-	ids, checkpoint, err := h.srv.Tokenize(in, opt)
+	p, err := h.srv.Model().Prepare(bonsai.Chat(msgs...), opt)
 	if err != nil {
-		return nil, invalid("The chat template could not render the messages: %v.", err)
+		return nil, prepareError(err, opt)
 	}
-	if n, limit := len(ids), h.srv.Model().ContextSize(); n > limit {
-		return nil, invalid("The prompt is %d tokens, longer than the model's context of %d.", n, limit)
+	return p, nil
+}
+
+// optionFields are the request fields of the GenerateOptions fields Prepare may refuse.
+var optionFields = map[string]string{
+	"MaxTokens": "max_tokens", "Temperature": "temperature", "TopK": "top_k", "TopP": "top_p",
+	"ToolChoice": "tool_choice", "Tools": "tools",
+}
+
+// prepareError maps Prepare's errors for options opt.
+func prepareError(err error, opt bonsai.GenerateOptions) *apiError {
+	if oe, ok := errors.AsType[*bonsai.OptionError](err); ok {
+		field := optionFields[oe.Option]
+		switch {
+		case oe.Option == "Tools" && oe.Tool >= 0 && errors.Is(err, bonsai.ErrInvalidSchema):
+			field = fmt.Sprintf("tools.%d.input_schema", oe.Tool)
+		case oe.Option == "Tools" && oe.Tool >= 0:
+			field = fmt.Sprintf("tools.%d.name", oe.Tool)
+		case oe.Option == "ToolChoice" && opt.ToolChoice.Mode == bonsai.ToolChoiceFunction:
+			field = "tool_choice.name"
+		}
+		return invalid("%s: %v", field, oe.Err)
 	}
-	job := serve.Job{Endpoint: "messages", Tokens: ids, Checkpoint: checkpoint,
-		Generate: func(ctx context.Context, s *bonsai.Session) *bonsai.Generation { return s.Generate(ctx, in, opt) }}
-	return &prepared{job: job, opt: opt}, nil
+	switch {
+	case errors.Is(err, bonsai.ErrContextFull), errors.Is(err, bonsai.ErrInvalidInput):
+		return invalid("messages: %v", err)
+	}
+	return serverError("%v", err)
 }
 
 func (h *handler) countTokens(w http.ResponseWriter, r *http.Request) {
@@ -107,7 +121,7 @@ func (h *handler) countTokens(w http.ResponseWriter, r *http.Request) {
 		writeError(w, e)
 		return
 	}
-	serve.WriteJSON(w, http.StatusOK, map[string]int{"input_tokens": len(p.job.Tokens)})
+	serve.WriteJSON(w, http.StatusOK, map[string]int{"input_tokens": p.Len()})
 }
 
 // Response shapes.
@@ -190,10 +204,6 @@ func generationError(err error) *apiError {
 		return overloaded(fmt.Sprintf("Overloaded: %v. Retry later.", err), 1)
 	case errors.Is(err, serve.ErrShuttingDown):
 		return overloaded("The server is shutting down.", 0)
-	case errors.Is(err, bonsai.ErrContextFull):
-		return invalid("%v", err)
-	case errors.Is(err, bonsai.ErrInvalidSchema):
-		return invalid("tools: the schemas are not supported: %s", serve.SchemaMessage(err))
 	}
 	return serverError("Generation failed: %v.", err)
 }
@@ -209,7 +219,7 @@ func (h *handler) messages(w http.ResponseWriter, r *http.Request) {
 		h.stream(w, r, id, p)
 		return
 	}
-	res, err := h.srv.Run(r.Context(), p.job, nil, func(bonsai.Token) bool { return true })
+	res, err := h.srv.Run(r.Context(), serve.Job{Endpoint: endpoint, Prompt: p}, nil, func(bonsai.Token) bool { return true })
 	if err != nil {
 		writeError(w, generationError(err))
 		return

@@ -58,10 +58,11 @@ type typeOnly struct {
 // kind of output changes (thinking, text, a tool call) and closes before the next one.
 type blocks struct {
 	sse      *sse.Writer
-	open     string              // the type of the open block, or ""
-	index    int                 // the open block's index; the next one's when none is open
-	thinking []byte              // the open thinking block's text, for its signature
-	trim     *serve.SpaceTrimmer // the answer's whitespace, trimmed as Result.Text is; nil: kept
+	open     string // the type of the open block, or ""
+	index    int    // the open block's index; the next one's when none is open
+	thinking []byte // the open thinking block's text, for its signature
+	call     int    // the index of the call of the open tool_use block
+	done     int    // the calls completed
 }
 
 func (b *blocks) start(cb contentBlock) bool {
@@ -89,70 +90,72 @@ func (b *blocks) stop() {
 	b.index++
 }
 
-// token sends a token's events; false when the client is gone.
-func (b *blocks) token(t bonsai.Token, thinkOpen int32) bool {
-	switch {
-	case t.ToolCallFragment != nil:
-		f := t.ToolCallFragment
-		if f.Name != "" || f.ID != "" || b.open != "tool_use" {
-			if !b.start(toolUseBlock(toolUseID(f.ID), f.Name, json.RawMessage("{}"))) {
-				return false
-			}
-		}
-		if f.Arguments != "" {
-			args := f.Arguments
-			return b.delta(delta{Type: "input_json_delta", PartialJSON: &args})
-		}
-	case t.ToolCall != nil:
-		if b.open == "tool_use" {
-			b.stop()
-		}
-	case t.Text == "":
-	case t.Thinking && t.ID != thinkOpen:
+// token sends a report's events, in the order a report's parts come: thinking, text,
+// then the calls; false when the client is gone.
+func (b *blocks) token(t bonsai.Token) bool {
+	if t.Thinking != "" {
 		if b.open != "thinking" {
 			empty := ""
 			if !b.start(contentBlock{Type: "thinking", Thinking: &empty, Signature: &empty}) {
 				return false
 			}
 		}
-		b.thinking = append(b.thinking, t.Text...)
-		text := t.Text
-		return b.delta(delta{Type: "thinking_delta", Thinking: &text})
-	default:
-		text := t.Text
-		if b.trim != nil {
-			if text = b.trim.Next(text); text == "" {
-				return true
-			}
+		b.thinking = append(b.thinking, t.Thinking...)
+		text := t.Thinking
+		if !b.delta(delta{Type: "thinking_delta", Thinking: &text}) {
+			return false
 		}
+	}
+	if t.Text != "" {
 		if b.open != "text" {
 			empty := ""
 			if !b.start(textBlock(empty)) {
 				return false
 			}
 		}
-		return b.delta(delta{Type: "text_delta", Text: &text})
+		text := t.Text
+		if !b.delta(delta{Type: "text_delta", Text: &text}) {
+			return false
+		}
+	}
+	// A call's block opens with its first fragment and closes once the call is
+	// complete; the fragments of a report come before the calls it completes.
+	for _, f := range t.ToolCallFragments {
+		if f.Name != "" || f.ID != "" || b.open != "tool_use" || b.call != f.Index {
+			if !b.start(toolUseBlock(toolUseID(f.ID), f.Name, json.RawMessage("{}"))) {
+				return false
+			}
+			b.call = f.Index
+		}
+		if f.Arguments != "" {
+			args := f.Arguments
+			if !b.delta(delta{Type: "input_json_delta", PartialJSON: &args}) {
+				return false
+			}
+		}
+	}
+	for range t.ToolCalls {
+		if b.open == "tool_use" && b.call == b.done {
+			b.stop()
+		}
+		b.done++
 	}
 	return b.sse.Err() == nil
 }
 
 // stream serves a request with "stream": true.
-func (h *handler) stream(w http.ResponseWriter, r *http.Request, id string, p *prepared) {
+func (h *handler) stream(w http.ResponseWriter, r *http.Request, id string, p *bonsai.Prompt) {
 	var ev *sse.Writer
 	var b *blocks
-	thinkOpen := h.srv.ThinkOpen()
 	start := func() {
 		ev = sse.New(w, h.cfg.WriteTimeout)
 		b = &blocks{sse: ev}
-		if serve.TrimsAnswer(p.opt) {
-			b.trim = &serve.SpaceTrimmer{}
-		}
 		msg := messageOut{ID: id, Type: "message", Role: "assistant", Model: h.cfg.ModelName, Content: []contentBlock{},
-			Usage: usage{InputTokens: len(p.job.Tokens), OutputTokens: 1}}
+			Usage: usage{InputTokens: p.Len(), OutputTokens: 1}}
 		ev.Send("message_start", messageStart{Type: "message_start", Message: msg})
 		ev.Send("ping", typeOnly{Type: "ping"})
 	}
-	res, err := h.srv.Run(r.Context(), p.job, start, func(t bonsai.Token) bool { return b.token(t, thinkOpen) })
+	res, err := h.srv.Run(r.Context(), serve.Job{Endpoint: endpoint, Prompt: p}, start, func(t bonsai.Token) bool { return b.token(t) })
 	if ev == nil { // refused before a session was free
 		if err != nil {
 			writeError(w, generationError(err))

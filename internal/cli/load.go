@@ -112,7 +112,7 @@ func Load(ctx context.Context, stderr io.Writer, prog string, f ModelFlags, opts
 		size = st.Size()
 	}
 	fmt.Fprintf(stderr, "%s: model %s: %v, %s; loaded in %.2f s\n",
-		prog, filepath.Base(l.Path), m.Weights(), Bytes(size), time.Since(start).Seconds())
+		prog, filepath.Base(l.Path), m.Driver().Weights(), Bytes(size), time.Since(start).Seconds())
 	tiles := ""
 	if f.BatchTiles {
 		tiles = ", batch tiles"

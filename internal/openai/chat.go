@@ -26,10 +26,7 @@ func (s *api) chatCompletions(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	out := &chatResponder{id: serve.NewID("chatcmpl-"), created: time.Now().Unix(), model: s.cfg.ModelName,
-		logprobs: j.opt.LogProbs, includeUsage: j.includeUsage}
-	if serve.TrimsAnswer(j.opt) {
-		out.trim = &serve.SpaceTrimmer{}
-	}
+		logprobs: j.p.Options().LogProbs, includeUsage: j.includeUsage}
 	s.run(w, r, j, out)
 }
 
@@ -41,9 +38,6 @@ func (s *api) chatJob(req *chatRequest) (*job, *apiError) {
 	}
 	if e := req.toolOptions(&opt); e != nil {
 		return nil, e
-	}
-	if i, err := serve.CheckSchemas(opt); err != nil {
-		return nil, schemaError(i, err)
 	}
 	if req.Logprobs != nil && *req.Logprobs {
 		opt.LogProbs = true
@@ -70,13 +64,9 @@ func (s *api) chatJob(req *chatRequest) (*job, *apiError) {
 	if e := s.checkModel(req.Model); e != nil {
 		return nil, e
 	}
-	j := &job{endpoint: endpointChat, promptParam: "messages", in: bonsai.Chat(msgs...), opt: opt, stream: req.Stream,
+	j := &job{endpoint: endpointChat, promptParam: "messages", stream: req.Stream,
 		includeUsage: req.Stream && req.StreamOptions != nil && req.StreamOptions.IncludeUsage}
-	var err error
-	if j.prompt, j.boundary, err = s.srv.Tokenize(j.in, opt); err != nil {
-		return nil, invalid("messages", "The chat template could not render the messages: %v.", err)
-	}
-	if e := s.checkPrompt(j); e != nil {
+	if e := s.prepare(j, bonsai.Chat(msgs...), opt); e != nil {
 		return nil, e
 	}
 	return j, nil
@@ -89,7 +79,6 @@ type chatResponder struct {
 	model        string
 	logprobs     bool
 	includeUsage bool
-	trim         *serve.SpaceTrimmer // the answer's whitespace, trimmed as Result.Text is; nil: kept
 }
 
 type chatDelta struct {
@@ -174,34 +163,27 @@ func (c *chatResponder) head() any {
 }
 
 func (c *chatResponder) chunk(p piece) any {
-	text := p.text
 	var d chatDelta
-	var lps *chatLogprobs
-	switch {
-	case p.frag != nil:
-		f := p.frag
-		d := toolCallDelta{Index: f.Index, ID: f.ID}
+	for _, f := range p.frags {
+		td := toolCallDelta{Index: f.Index, ID: f.ID}
 		if f.ID != "" || f.Name != "" {
-			d.Type = "function"
+			td.Type = "function"
 		}
-		d.Function.Name, d.Function.Arguments = f.Name, f.Arguments
-		return c.chunkOf([]chunkChoice{{Delta: chatDelta{ToolCalls: []toolCallDelta{d}}}})
-	case p.reasoning:
-		if text == "" {
-			return nil
-		}
-		d.ReasoningContent = &text
-	default:
-		if c.trim != nil {
-			text = c.trim.Next(text)
-		}
-		if text == "" && (p.lp == nil || !c.logprobs) {
-			return nil
-		}
-		d.Content = &text
-		if c.logprobs && p.lp != nil {
-			lps = &chatLogprobs{Content: []chatLogprob{chatLP(p.lp)}}
-		}
+		td.Function.Name, td.Function.Arguments = f.Name, f.Arguments
+		d.ToolCalls = append(d.ToolCalls, td)
+	}
+	if p.thinking != "" {
+		d.ReasoningContent = &p.thinking
+	}
+	var lps *chatLogprobs
+	if c.logprobs && p.lp != nil && !p.reasoning {
+		lps = &chatLogprobs{Content: []chatLogprob{chatLP(p.lp)}}
+	}
+	if p.text != "" || lps != nil {
+		d.Content = &p.text
+	}
+	if d.Content == nil && d.ReasoningContent == nil && d.ToolCalls == nil {
+		return nil
 	}
 	return c.chunkOf([]chunkChoice{{Delta: d, Logprobs: lps}})
 }

@@ -27,7 +27,7 @@ func (s *api) completions(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.run(w, r, j, &completionResponder{id: serve.NewID("cmpl-"), created: time.Now().Unix(), model: s.cfg.ModelName,
-		logprobs: j.opt.LogProbs, includeUsage: j.includeUsage})
+		logprobs: j.p.Options().LogProbs, includeUsage: j.includeUsage})
 }
 
 func (s *api) completionJob(req *completionRequest) (*job, *apiError) {
@@ -57,13 +57,9 @@ func (s *api) completionJob(req *completionRequest) (*job, *apiError) {
 	if e := s.checkModel(req.Model); e != nil {
 		return nil, e
 	}
-	j := &job{endpoint: endpointCompletions, promptParam: "prompt", in: in, opt: opt, stream: req.Stream,
+	j := &job{endpoint: endpointCompletions, promptParam: "prompt", stream: req.Stream,
 		includeUsage: req.Stream && req.StreamOptions != nil && req.StreamOptions.IncludeUsage}
-	var err error
-	if j.prompt, j.boundary, err = s.srv.Tokenize(in, opt); err != nil {
-		return nil, invalid("prompt", "%v", err)
-	}
-	if e := s.checkPrompt(j); e != nil {
+	if e := s.prepare(j, in, opt); e != nil {
 		return nil, e
 	}
 	return j, nil
@@ -125,15 +121,16 @@ func (c *completionResponder) of(choices []completionChoice) completion {
 func (c *completionResponder) head() any { return nil }
 
 func (c *completionResponder) chunk(p piece) any {
-	if p.text == "" && (p.lp == nil || !c.logprobs) {
+	text := p.thinking + p.text
+	if text == "" && (p.lp == nil || !c.logprobs) {
 		return nil
 	}
-	choice := completionChoice{Text: p.text}
+	choice := completionChoice{Text: text}
 	if c.logprobs && p.lp != nil {
 		choice.Logprobs = &completionLogprobs{}
 		choice.Logprobs.add(p.lp, c.offset)
 	}
-	c.offset += len(p.text)
+	c.offset += len(text)
 	return c.of([]completionChoice{choice})
 }
 
@@ -157,7 +154,7 @@ func (c *completionResponder) whole(_ bonsai.Result, pieces []piece, finish stri
 		if c.logprobs && p.lp != nil {
 			choice.Logprobs.add(p.lp, text.Len())
 		}
-		text.WriteString(p.text)
+		text.WriteString(p.thinking + p.text)
 	}
 	choice.Text = text.String()
 	o := c.of([]completionChoice{choice})

@@ -44,17 +44,18 @@ func FuzzChatRequest(f *testing.F) {
 			checkAPIError(t, e)
 			return
 		}
-		if len(j.prompt) == 0 || len(j.prompt) > tinyModel.ContextSize() {
-			t.Fatalf("prompt of %d tokens accepted", len(j.prompt))
+		if j.p.Len() == 0 || j.p.Len() > tinyModel.ContextSize() {
+			t.Fatalf("prompt of %d tokens accepted", j.p.Len())
 		}
+		opt := j.p.Options()
 		names := map[string]bool{}
-		for _, tool := range j.opt.Tools {
+		for _, tool := range opt.Tools {
 			if !toolName.MatchString(tool.Name) || names[tool.Name] {
 				t.Fatalf("tool %q accepted", tool.Name)
 			}
 			names[tool.Name] = true
 		}
-		switch tc := j.opt.ToolChoice; tc.Mode {
+		switch tc := opt.ToolChoice; tc.Mode {
 		case bonsai.ToolChoiceFunction:
 			if !names[tc.Name] {
 				t.Fatalf("tool_choice names %q, not a tool", tc.Name)
@@ -64,10 +65,14 @@ func FuzzChatRequest(f *testing.F) {
 				t.Fatal("tool_choice required without tools accepted")
 			}
 		}
-		if rf := j.opt.ResponseFormat; rf != nil && rf.Type == "json_schema" && len(rf.Schema) == 0 {
+		if rf := opt.ResponseFormat; rf != nil && rf.Type == "json_schema" && len(rf.Schema) == 0 {
 			t.Fatal("json_schema without a schema accepted")
 		}
-		for _, m := range j.in.Messages {
+		msgs, e := req.messages()
+		if e != nil {
+			t.Fatalf("prepared, but the messages are refused: %v", e)
+		}
+		for _, m := range msgs {
 			if m.Role == "tool" && m.ToolCallID == "" {
 				t.Fatal("a tool message without tool_call_id accepted")
 			}

@@ -1,7 +1,6 @@
 package openai
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"net/http"
@@ -14,27 +13,18 @@ import (
 // job is one validated generation request.
 type job struct {
 	endpoint     string
-	promptParam  string // the parameter the prompt came in, for errors
-	in           bonsai.Input
-	opt          bonsai.GenerateOptions
-	prompt       []int32 // the prompt's tokens, for the length check and the session choice
-	boundary     int     // where Generate keeps a chat checkpoint in prompt, or 0
+	promptParam  string         // the parameter the prompt came in, for errors
+	p            *bonsai.Prompt // the prepared generation
 	stream       bool
 	includeUsage bool
 }
 
-// serveJob is the job as serve runs it.
-func (j *job) serveJob() serve.Job {
-	return serve.Job{Endpoint: j.endpoint, Tokens: j.prompt, Checkpoint: j.boundary,
-		Generate: func(ctx context.Context, s *bonsai.Session) *bonsai.Generation { return s.Generate(ctx, j.in, j.opt) }}
-}
-
-// piece is one token's output.
+// piece is one report's output.
 type piece struct {
-	text      string
-	frag      *bonsai.ToolCallFragment // a piece of a tool call, or nil
-	reasoning bool                     // part of the thinking
-	lp        *tokenLP                 // its log-probabilities, when asked for
+	text, thinking string
+	frags          []bonsai.ToolCallFragment // pieces of tool calls
+	reasoning      bool                      // a token of the think block
+	lp             *tokenLP                  // its log-probabilities, when asked for
 }
 
 type tokenLP struct {
@@ -71,24 +61,6 @@ type responder interface {
 	whole(res bonsai.Result, pieces []piece, finish string, u usage) any
 }
 
-// checkPrompt checks the prompt's tokens against the vocabulary and the context.
-func (s *api) checkPrompt(j *job) *apiError {
-	if len(j.prompt) == 0 {
-		return invalid(j.promptParam, "The prompt is empty.")
-	}
-	vocab := int32(s.m.Vocab())
-	for i, id := range j.prompt {
-		if id < 0 || id >= vocab {
-			return invalid(j.promptParam, "Invalid '%s': token id %d at index %d is outside the vocabulary [0, %d).", j.promptParam, id, i, vocab)
-		}
-	}
-	if n, limit := len(j.prompt), s.m.ContextSize(); n > limit {
-		return invalid(j.promptParam, "This model's maximum context length is %d tokens. However, your %s resulted in %d tokens.",
-			limit, j.promptParam, n).withCode("context_length_exceeded")
-	}
-	return nil
-}
-
 // run queues a job for a session, runs it and writes the response.
 func (s *api) run(w http.ResponseWriter, r *http.Request, j *job, out responder) {
 	var ev *sse.Writer
@@ -101,8 +73,8 @@ func (s *api) run(w http.ResponseWriter, r *http.Request, j *job, out responder)
 		}
 	}
 	var pieces []piece
-	res, genErr := s.srv.Run(r.Context(), j.serveJob(), start, func(tok bonsai.Token) bool {
-		p := s.piece(tok, j.opt.LogProbs)
+	res, genErr := s.srv.Run(r.Context(), serve.Job{Endpoint: j.endpoint, Prompt: j.p}, start, func(tok bonsai.Token) bool {
+		p := s.piece(tok, j.p.Options().LogProbs)
 		if ev == nil {
 			pieces = append(pieces, p)
 			return true
@@ -131,12 +103,6 @@ func (s *api) run(w http.ResponseWriter, r *http.Request, j *job, out responder)
 			msg = "The server is shutting down: the generation was stopped."
 		}
 		fail(overloaded(msg, "shutting_down", 0))
-		return
-	case isSchemaError(genErr):
-		fail(generationSchemaError(j.opt, genErr))
-		return
-	case genErr != nil && errors.Is(genErr, bonsai.ErrContextFull):
-		fail(invalid(j.promptParam, "%v", genErr).withCode("context_length_exceeded"))
 		return
 	case genErr != nil:
 		fail(serverError("Generation failed: %v.", genErr))
@@ -167,11 +133,10 @@ func (s *api) run(w http.ResponseWriter, r *http.Request, j *job, out responder)
 	ev.Write([]byte("data: [DONE]\n\n"))
 }
 
-// piece turns a token into its output.
+// piece turns a report into its output.
 func (s *api) piece(tok bonsai.Token, logprobs bool) piece {
-	// <think>'s report carries the answer text held back before the block opened.
-	p := piece{text: tok.Text, reasoning: tok.Thinking && tok.ID != s.thinkOpen, frag: tok.ToolCallFragment}
-	if logprobs && tok.ID >= 0 {
+	p := piece{text: tok.Text, thinking: tok.Thinking, reasoning: tok.Reasoning, frags: tok.ToolCallFragments}
+	if logprobs && tok.ID != bonsai.NoToken {
 		p.lp = &tokenLP{id: tok.ID, token: s.m.Tokenizer().Piece(tok.ID), logprob: tok.LogProb, top: tok.TopLogProbs}
 	}
 	return p

@@ -111,7 +111,7 @@ func typeName(kind string) string {
 // options turns the shared parameters into GenerateOptions, checking their ranges as
 // OpenAI does.
 func (r *commonRequest) options(d serve.Defaults, seed func() uint64) (bonsai.GenerateOptions, *apiError) {
-	opt := bonsai.GenerateOptions{Temperature: d.Temperature, TopP: d.TopP, TopK: d.TopK, MinP: d.MinP, MaxTokens: d.MaxTokens}
+	opt := bonsai.GenerateOptions{MaxTokens: d.MaxTokens, SamplerOptions: bonsai.SamplerOptions{Temperature: d.Temperature, TopP: d.TopP, TopK: d.TopK, MinP: d.MinP}}
 	inRange := func(name string, v *float64, lo, hi float64) (float32, bool, *apiError) {
 		if v == nil {
 			return 0, false, nil

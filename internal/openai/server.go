@@ -23,8 +23,6 @@ type api struct {
 	cfg     serve.Config
 	ownedBy string
 	created int64
-
-	thinkOpen int32 // the id of <think>, or −1
 }
 
 // The endpoint names of the OpenAI generations, in GenerationEnd and the metrics.
@@ -54,7 +52,7 @@ func newAPI(srv *serve.Server, cfg Config) *api {
 	if cfg.OwnedBy == "" {
 		cfg.OwnedBy = "prismml"
 	}
-	return &api{srv: srv, m: srv.Model(), cfg: srv.Config(), ownedBy: cfg.OwnedBy, created: time.Now().Unix(), thinkOpen: srv.ThinkOpen()}
+	return &api{srv: srv, m: srv.Model(), cfg: srv.Config(), ownedBy: cfg.OwnedBy, created: time.Now().Unix()}
 }
 
 // routeError answers a request no route takes: 404, or 405 with Allow set.

@@ -3,12 +3,10 @@ package openai
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"regexp"
 
 	"github.com/bonsai-go/sdk/bonsai"
-	"github.com/bonsai-go/sdk/internal/serve"
 )
 
 // Tools, tool_choice, parallel_tool_calls and response_format: OpenAI's shapes read
@@ -64,7 +62,6 @@ func (r *chatRequest) toolOptions(opt *bonsai.GenerateOptions) *apiError {
 	if len(tools) > maxTools {
 		return invalid("tools", "Invalid 'tools': %d tools, at most %d.", len(tools), maxTools)
 	}
-	names := map[string]bool{}
 	for i, t := range tools {
 		at := fmt.Sprintf("tools[%d]", i)
 		if t.Type != "function" {
@@ -77,10 +74,6 @@ func (r *chatRequest) toolOptions(opt *bonsai.GenerateOptions) *apiError {
 		if !toolName.MatchString(f.Name) {
 			return invalid(at+".function.name", "Invalid '%s.function.name': %q (want 1 to 64 letters, digits, _ or -).", at, f.Name)
 		}
-		if names[f.Name] {
-			return invalid(at+".function.name", "Invalid '%s.function.name': %q is defined twice.", at, f.Name)
-		}
-		names[f.Name] = true
 		params := bytes.TrimSpace(f.Parameters)
 		if string(params) == "null" {
 			params = nil
@@ -90,7 +83,7 @@ func (r *chatRequest) toolOptions(opt *bonsai.GenerateOptions) *apiError {
 		}
 		opt.Tools = append(opt.Tools, bonsai.Tool{Name: f.Name, Description: f.Description, Parameters: params})
 	}
-	if e := r.toolChoice(opt, names); e != nil {
+	if e := r.toolChoice(opt); e != nil {
 		return e
 	}
 	if r.ParallelToolCalls != nil {
@@ -99,7 +92,8 @@ func (r *chatRequest) toolOptions(opt *bonsai.GenerateOptions) *apiError {
 	return r.responseFormat(opt)
 }
 
-func (r *chatRequest) toolChoice(opt *bonsai.GenerateOptions, names map[string]bool) *apiError {
+// toolChoice reads tool_choice; Prepare checks it against the tools.
+func (r *chatRequest) toolChoice(opt *bonsai.GenerateOptions) *apiError {
 	raw := bytes.TrimSpace(r.ToolChoice)
 	if len(raw) == 0 || string(raw) == "null" {
 		return nil
@@ -112,9 +106,6 @@ func (r *chatRequest) toolChoice(opt *bonsai.GenerateOptions, names map[string]b
 		case "none":
 			opt.ToolChoice.Mode = bonsai.ToolChoiceNone
 		case "required":
-			if len(names) == 0 {
-				return invalid("tool_choice", "Invalid 'tool_choice': \"required\" needs 'tools'.")
-			}
 			opt.ToolChoice.Mode = bonsai.ToolChoiceRequired
 		default:
 			return invalid("tool_choice", "Invalid 'tool_choice': %q (want \"none\", \"auto\", \"required\" or a function).", mode)
@@ -129,9 +120,6 @@ func (r *chatRequest) toolChoice(opt *bonsai.GenerateOptions, names map[string]b
 	}
 	if err := json.Unmarshal(raw, &named); err != nil || named.Type != "function" {
 		return invalid("tool_choice", "Invalid 'tool_choice': expected \"none\", \"auto\", \"required\" or {\"type\": \"function\", \"function\": {\"name\": ...}}.")
-	}
-	if !names[named.Function.Name] {
-		return invalid("tool_choice.function.name", "Invalid 'tool_choice.function.name': %q is not among the tools.", named.Function.Name)
 	}
 	opt.ToolChoice = bonsai.ToolChoice{Mode: bonsai.ToolChoiceFunction, Name: named.Function.Name}
 	return nil
@@ -167,26 +155,6 @@ func (r *chatRequest) responseFormat(opt *bonsai.GenerateOptions) *apiError {
 		return invalid("response_format", "'response_format' %q cannot be combined with a required 'tool_choice': the answer is either calls or JSON.", f.Type)
 	}
 	return nil
-}
-
-// schemaError turns the engine's refusal of a schema or grammar into a 400 that names
-// the parameter, and the keyword and path the engine found at fault; tool is the index
-// of the tool at fault, or −1 for the response format.
-func schemaError(tool int, err error) *apiError {
-	param := "response_format.json_schema.schema"
-	if tool >= 0 {
-		param = fmt.Sprintf("tools[%d].function.parameters", tool)
-	}
-	return invalid(param, "Invalid '%s': the schema is not supported: %s.", param, serve.SchemaMessage(err)).withCode("invalid_schema")
-}
-
-// generationSchemaError is schemaError for a refusal that came from the generation
-// itself, past CheckSchemas (a tool-call grammar as a whole).
-func generationSchemaError(opt bonsai.GenerateOptions, err error) *apiError {
-	if opt.ResponseFormat != nil && opt.ResponseFormat.Type == "json_schema" {
-		return schemaError(-1, err)
-	}
-	return invalid("tools", "Invalid 'tools': %s.", serve.SchemaMessage(err)).withCode("invalid_schema")
 }
 
 // toolCallsOf converts an assistant message's tool calls.
@@ -225,6 +193,3 @@ func toolCallsOut(calls []bonsai.ToolCall) []toolCallParam {
 	}
 	return out
 }
-
-// isSchemaError reports whether err is the engine's refusal of a schema or grammar.
-func isSchemaError(err error) bool { return errors.Is(err, bonsai.ErrInvalidSchema) }

@@ -636,11 +636,12 @@ func TestLoadChaos(t *testing.T) {
 			assert.LessOrEqual(t, outcomes[serve.OutcomeCompleted]+outcomes[serve.OutcomeRejected]+outcomes[serve.OutcomeCancelled], float64(sent))
 			assert.Positive(t, completed)
 			assert.Positive(t, cut)
-			assert.Positive(t, m.PrefixCacheStats().Hits, "a shared system prompt started from the cache")
-			b := m.BatchStats()
+			st := m.Stats()
+			assert.Positive(t, st.PrefixCache.Hits, "a shared system prompt started from the cache")
+			b := st.Batch
 			assert.Greater(t, b.MaxBatch, 1, "sessions shared forward passes")
 			t.Logf("batcher: %d steps, %.2f sequences a step, at most %d; prefix cache: %+v",
-				b.Steps, float64(b.Sequences)/float64(b.Steps), b.MaxBatch, m.PrefixCacheStats())
+				b.Steps, float64(b.Sequences)/float64(b.Steps), b.MaxBatch, st.PrefixCache)
 		}
 		tr.CloseIdleConnections()
 		ts.Close()

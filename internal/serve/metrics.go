@@ -155,7 +155,8 @@ func (s *Server) WriteMetrics(w io.Writer) error {
 	e.histogram("bonsai_time_to_first_token_seconds", "Time from a request's arrival in the queue to its first token, the wait included.",
 		&s.metrics.firstToken)
 
-	b := s.m.BatchStats()
+	st := s.m.Stats()
+	b := st.Batch
 	e.counter("bonsai_batch_steps_total", "Forward passes the model's batcher ran.", b.Steps)
 	e.summary("bonsai_batch_size", "Sequences per forward pass (sum: sequence-steps; count: passes).", float64(b.Sequences), b.Steps)
 	e.summary("bonsai_batch_step_seconds", "Time of the forward passes.", b.StepTime.Seconds(), b.Steps)
@@ -164,7 +165,7 @@ func (s *Server) WriteMetrics(w io.Writer) error {
 	e.gauge("bonsai_batch_active", "Sequences in the last forward pass or waiting for the next.", float64(b.Active))
 	e.gauge("bonsai_batch_last_step_seconds", "Time of the last forward pass.", b.LastStepTime.Seconds())
 
-	p := s.m.PrefixCacheStats()
+	p := st.PrefixCache
 	e.gauge("bonsai_prefix_cache_entries", "Sequence states the prefix cache holds.", float64(p.Entries))
 	e.gauge("bonsai_prefix_cache_bytes", "Bytes the prefix cache's states hold.", float64(p.Bytes))
 	e.gauge("bonsai_prefix_cache_limit_bytes", "The prefix cache's bound in bytes (0: no cache).", float64(p.Limit))

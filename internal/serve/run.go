@@ -9,16 +9,12 @@ import (
 	"github.com/bonsai-go/sdk/bonsai"
 )
 
-// Job is one generation for Run, checked and tokenized by its dialect.
+// Job is one generation for Run, prepared by its dialect.
 type Job struct {
 	Endpoint string // names the generation in GenerationEnd
-	// Tokens are the prompt's tokens, as Generate will feed them: the pool gives the job
-	// the idle session holding the longest prefix of them.
-	Tokens []int32
-	// Checkpoint is where Generate keeps a chat checkpoint in Tokens, or 0.
-	Checkpoint int
-	// Generate starts the generation on the session s.
-	Generate func(ctx context.Context, s *bonsai.Session) *bonsai.Generation
+	// Prompt is the generation, a prompt of the server's model: the pool gives the job
+	// the idle session holding the longest prefix of its tokens.
+	Prompt *bonsai.Prompt
 }
 
 // Result is a generation's result and what Run counted of it.
@@ -63,7 +59,7 @@ func (s *Server) run(ctx context.Context, j Job, start func(), tok func(bonsai.T
 	defer context.AfterFunc(s.hard, cancel)()
 
 	arrived := time.Now()
-	sl, err := s.pool.acquire(ctx, j.Tokens)
+	sl, err := s.pool.acquire(ctx, j.Prompt.Tokens())
 	if err != nil {
 		switch {
 		case errors.Is(err, ErrQueueFull):
@@ -96,17 +92,17 @@ func (s *Server) run(ctx context.Context, j Job, start func(), tok func(bonsai.T
 	}
 
 	t0 := time.Now()
-	g := j.Generate(ctx, sl.s)
+	g := sl.s.Generate(ctx, j.Prompt)
 	reasoning, first := 0, true
 	for t, err := range g.Tokens() {
 		if err != nil {
 			break // Result returns it
 		}
-		if first && t.ID >= 0 {
+		if first && t.ID != bonsai.NoToken {
 			first = false
 			s.metrics.firstToken.observe(since(arrived))
 		}
-		if t.Thinking && t.ID >= 0 {
+		if t.Reasoning {
 			reasoning++
 		}
 		begin()
@@ -121,7 +117,7 @@ func (s *Server) run(ctx context.Context, j Job, start func(), tok func(bonsai.T
 	if genErr != nil {
 		sl.s.Reset() // start the next request afresh
 	}
-	sl.finished(j.Tokens, j.Checkpoint, res.Usage.CachedTokens, genErr != nil)
+	sl.finished(j.Prompt.Tokens(), j.Prompt.Checkpoint(), res.Usage.CachedTokens, genErr != nil)
 	release()
 	s.generations.Add(1)
 	if genErr == nil && res.FinishReason == bonsai.FinishCancelled {

@@ -87,8 +87,6 @@ type Server struct {
 	cancelAll context.CancelFunc
 	draining  atomic.Bool
 
-	thinkOpen int32 // the id of <think>, or −1
-
 	mux       *http.ServeMux
 	endpoints map[string]string // the endpoint label of each pattern
 	errors    []errorRoute      // how 404 and 405 are written, by path prefix
@@ -115,12 +113,9 @@ func New(m *bonsai.Model, cfg Config) (*Server, error) {
 	if cfg.WriteTimeout <= 0 {
 		cfg.WriteTimeout = time.Minute
 	}
-	s := &Server{m: m, cfg: cfg, pool: newPool(m, cfg.Parallel, cfg.Queue), thinkOpen: -1, metrics: newMetrics(),
+	s := &Server{m: m, cfg: cfg, pool: newPool(m, cfg.Parallel, cfg.Queue), metrics: newMetrics(),
 		mux: http.NewServeMux(), endpoints: map[string]string{}}
 	s.hard, s.cancelAll = context.WithCancel(context.Background())
-	if id, ok := m.Tokenizer().Lookup("<think>"); ok {
-		s.thinkOpen = id
-	}
 	for _, p := range []string{"GET /health", "GET /v1/health"} {
 		s.Handle(p, http.HandlerFunc(s.health))
 	}

@@ -7,16 +7,15 @@
 //	fmt.Print(kernelcheck.Format(checks))
 //
 // The checks drive the backend's own dispatch helpers, so they exercise the host's
-// argument layouts too; package metal runs them for this package, which only presents
-// them.
+// argument layouts too; they live beside them in the backend's engine, which Metal
+// programs link without them, and this package presents them.
 package kernelcheck
 
 import (
 	"strings"
 
 	"github.com/bonsai-go/sdk/bonsai/backend"
-	_ "github.com/bonsai-go/sdk/metal" // runs the checks: it sets kcheck.Run
-	"github.com/bonsai-go/sdk/metal/internal/kcheck"
+	"github.com/bonsai-go/sdk/metal/internal/engine"
 )
 
 // Check is one kernel run on the device and compared with its Go reference, on random
@@ -24,13 +23,13 @@ import (
 // Tol, as Metric says), the command buffer's wall time and any failure of the run
 // itself. OK reports whether the kernel ran and agreed within the tolerance; String
 // renders it as one line.
-type Check = kcheck.Check
+type Check = engine.Check
 
 // Options choose the shapes Run runs: Real adds the 27B model's shapes (inputs of 5120,
 // 6144 and 17408, a 17408-row product, the GDN group at d = 128, the attention at 24 ×
 // 256 heads; seconds on the emulator), Seed seeds the random inputs, and Log, when set,
 // receives each check as it completes.
-type Options = kcheck.Options
+type Options = engine.Options
 
 // Run opens the backend's device (b must be one of package metal's backends, such as
 // metal.New() or emulator.New()), compiles the library and runs every kernel against
@@ -43,7 +42,7 @@ type Options = kcheck.Options
 // attention cores are compared elementwise relative to their outputs' largest value
 // (allowed 1e-4; 3e-3 for an fp16 KV cache, where a key may round to the other
 // neighbouring half; 2e-2 for an int8 cache, where a code may round the other way).
-func Run(b backend.Backend, opt Options) ([]Check, error) { return kcheck.Run(b, opt) }
+func Run(b backend.Backend, opt Options) ([]Check, error) { return engine.RunChecks(b, opt) }
 
 // Format renders checks one per line.
 func Format(cs []Check) string {
@@ -56,16 +55,16 @@ func Format(cs []Check) string {
 }
 
 // Shape is one matrix-vector product: K inputs (5120, 6144 or 17408), N rows.
-type Shape = kcheck.Shape
+type Shape = engine.Shape
 
 // Rate is one shape's weight bandwidth against the streaming read of the same bytes on
 // the same device (the stream_read kernel), both the median wall time of Reps command
 // buffers after a warm-up; String renders it as one line.
-type Rate = kcheck.Rate
+type Rate = engine.Rate
 
 // BenchOptions choose the shapes Bench times, the repetitions (default 5) and the seed
 // of the random weights; Log, when set, receives each rate as it completes.
-type BenchOptions = kcheck.BenchOptions
+type BenchOptions = engine.BenchOptions
 
 // ProductShapes are the 27B model's matrix-vector products, K × N.
 var ProductShapes = []Shape{
@@ -76,4 +75,4 @@ var ProductShapes = []Shape{
 // Bench times each shape's product (PQ2_0 weights, in the decode's kernel for its input
 // width) and a streaming read of as many bytes on the backend's device. A shape's
 // failure is in its Rate; the error is one that stopped them all.
-func Bench(b backend.Backend, opt BenchOptions) ([]Rate, error) { return kcheck.Bench(b, opt) }
+func Bench(b backend.Backend, opt BenchOptions) ([]Rate, error) { return engine.Bench(b, opt) }

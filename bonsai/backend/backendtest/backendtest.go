@@ -3,7 +3,8 @@
 // that a batch of sequences gives each the logits it would get alone, that states
 // survive the shared snapshot codec and copies, that Reset empties, that cancellation
 // leaves consistent states, that closed and foreign states are refused, and that a
-// Greedy engine's choice is the argmax of its logits.
+// Greedy engine's choice is the argmax of its logits. FillSynthetic writes a long
+// context's state in seconds, for benchmarks of the decode speed there.
 package backendtest
 
 import (

@@ -1,0 +1,163 @@
+package cpu
+
+import (
+	"context"
+	"fmt"
+	"sync"
+
+	"github.com/bonsai-go/sdk/bonsai/backend"
+	"github.com/bonsai-go/sdk/hadamard"
+	"github.com/bonsai-go/sdk/internal/parallel"
+	"github.com/bonsai-go/sdk/qwen35"
+	"github.com/bonsai-go/sdk/ternary"
+)
+
+// New returns the pure-Go backend.
+func New(opts ...Option) backend.Backend {
+	var b cpuBackend
+	for _, o := range opts {
+		o(&b)
+	}
+	return b
+}
+
+// An Option configures the backend New returns.
+type Option func(*cpuBackend)
+
+// WithWeightFormat stores the model's ternary matrices in format f: those the file holds
+// in the other format are transcoded at Load (losslessly; a PQ2_0 matrix holding code 3
+// cannot become PTQ1_0, and Load then fails naming it) into memory of the backend's own.
+//
+// On a machine whose cores cannot decode PTQ1_0's base-3 bytes as fast as memory
+// delivers them (few cores, or a fast memory system), a PTQ1_0 file decodes faster as
+// PQ2_0: its rows are read 18% larger but with fewer instructions. The file then still
+// takes its own memory, mapped or read, beside the transcoded copy; on this project's
+// 2-core test machine the 27B's PTQ1_0 file decodes at 0.6–0.8 of its PQ2_0 twin's rate
+// natively and at PQ2_0's rate transcoded (README, performance). The results are the
+// same bits either way.
+func WithWeightFormat(f ternary.Format) Option {
+	return func(b *cpuBackend) { b.format, b.transcode = f, true }
+}
+
+// WithBatchTiles keeps, beside the weights, a copy of every ternary matrix in the layout
+// of the batched kernels ([ternary.Tiles]), made at Load: the forward passes of several
+// sequences at once (a batched decode step, a prefill chunk) then skip repacking the
+// weights on every pass. It pays where a batch is small: on the 2-core Zen 3 test VM a
+// 5120×17408 product of 2 vectors ran 1.5–1.9× and of 4 vectors 1.4–1.5× as fast, of 8
+// the same (BenchmarkMatMulQ8Batch, mode=tiles). The copy takes 576 bytes for every 544
+// of the weights (7.3 GB for the 27B model), and it is made only with int8 activations;
+// one sequence's step reads the weights as ever. The results are the same bits.
+func WithBatchTiles() Option {
+	return func(b *cpuBackend) { b.tiles = true }
+}
+
+type cpuBackend struct {
+	format    ternary.Format
+	transcode bool
+	tiles     bool
+}
+
+func (cpuBackend) Name() string { return "cpu" }
+
+func (b cpuBackend) Load(ctx context.Context, m backend.Model, opt backend.LoadOptions) (backend.Engine, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	w, ok := m.(*qwen35.Weights)
+	if !ok {
+		return nil, fmt.Errorf("the cpu backend runs %s models, not %s", qwen35.Architecture, m.Architecture())
+	}
+	c := &w.Config
+	e := &cpuEngine{
+		w:       w,
+		cfg:     c,
+		plan:    w.Plan(),
+		pool:    parallel.NewPool(max(opt.Threads, 1)),
+		gdn:     qwen35.NewGDN(c),
+		attn:    qwen35.NewAttention(c),
+		int8:    opt.Activations == backend.ActivationsInt8,
+		profile: opt.Profile,
+		rot:     map[int]*hadamard.Rotation{},
+	}
+	sites := []*qwen35.Site{&e.plan.Head}
+	for i := range e.plan.Layers {
+		lp := &e.plan.Layers[i]
+		sites = append(sites, &lp.In, &lp.Out, &lp.FFNIn, &lp.FFNOut)
+	}
+	for _, width := range append([]int{e.plan.EmbeddingWidth}, siteWidths(sites)...) {
+		r := w.Rotation(width)
+		if r == nil {
+			e.pool.Close()
+			return nil, fmt.Errorf("the model has no rotation of width %d", width)
+		}
+		e.rot[width] = r
+	}
+	if b.transcode {
+		subst, err := transcodeMatrices(ctx, sites, b.format, max(opt.Threads, 1), opt.Progress)
+		if err != nil {
+			e.pool.Close()
+			return nil, err
+		}
+		e.subst = subst
+	}
+	if b.tiles && e.int8 {
+		tiles, err := tileMatrices(ctx, sites, e.mat, max(opt.Threads, 1), opt.Progress)
+		if err != nil {
+			e.pool.Close()
+			return nil, err
+		}
+		e.tiles = tiles
+	}
+	return e, nil
+}
+
+func siteWidths(sites []*qwen35.Site) []int {
+	var ws []int
+	for _, s := range sites {
+		ws = append(ws, s.Width)
+	}
+	return ws
+}
+
+type cpuEngine struct {
+	w    *qwen35.Weights
+	cfg  *qwen35.Config
+	plan *qwen35.Plan
+	pool *parallel.Pool
+	gdn  *qwen35.GDN
+	attn *qwen35.Attention
+
+	rot map[int]*hadamard.Rotation // by width, every width of the plan
+
+	// subst holds the matrices transcoded at Load (WithWeightFormat), by the plan's
+	// matrix they stand for; nil when none were.
+	subst map[*qwen35.Matrix]*qwen35.Matrix
+	// tiles holds the batched kernels' copies of the matrices (WithBatchTiles), by the
+	// matrix the products read; nil without it.
+	tiles map[*qwen35.Matrix]*ternary.Tiles
+
+	// chunkedGDN selects the chunked GDN form for prefill. The chunked form agrees with
+	// the step form but does more scalar arithmetic per token, so on the CPU prefill
+	// walks the steps unless a test asks otherwise.
+	chunkedGDN bool
+
+	// int8 quantises each activation site once to int8 and runs the integer kernels
+	// (the default); otherwise the products run in float32.
+	int8 bool
+	// profile accounts the time of each kind of operation (a few clock reads per op).
+	profile bool
+
+	// free holds the chunk scratches no Forward is using: one is taken per call, so
+	// there are as many as calls have ever run at once, and a steady stream of calls
+	// allocates none.
+	mu   sync.Mutex
+	free []*scratch
+}
+
+func (e *cpuEngine) Close() error {
+	e.pool.Close()
+	e.mu.Lock()
+	e.free = nil
+	e.mu.Unlock()
+	return nil
+}

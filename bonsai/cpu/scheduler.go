@@ -1,0 +1,134 @@
+package cpu
+
+import (
+	"sync/atomic"
+
+	"github.com/bonsai-go/sdk/hadamard"
+	"github.com/bonsai-go/sdk/qwen35"
+	"github.com/bonsai-go/sdk/ternary"
+)
+
+// rotateRows rotates each of the T rows of x in place, in parallel over the rows.
+func (e *cpuEngine) rotateRows(s *scratch, x []float32, T int, r *hadamard.Rotation) {
+	if T == 1 {
+		r.Forward(x)
+	} else {
+		s.rotate = rotateJob{x: x, width: r.Width(), r: r}
+		e.pool.For(T, 1, &s.rotate)
+	}
+	e.lap(s, &s.prof.Transforms)
+}
+
+type rotateJob struct {
+	x     []float32
+	width int
+	r     *hadamard.Rotation
+}
+
+func (j *rotateJob) Run(lo, hi int) {
+	for t := lo; t < hi; t++ {
+		j.r.Forward(j.x[t*j.width : (t+1)*j.width])
+	}
+}
+
+func (e *cpuEngine) run(s *scratch, j *productJob) {
+	// A grain of 16 rows keeps a chunk's weights (≥ 16 × 1.3 KB) worth a claim.
+	e.pool.For(j.total, 16, j)
+	e.lap(s, &s.prof.Ternary)
+}
+
+// productJob is the set of matrix products that read one activation site, run as one
+// parallel loop over the concatenated rows of every matrix: one barrier per site, and
+// the workers stream each matrix's rows in order.
+type productJob struct {
+	t     int
+	n     int
+	total int
+	ps    [4]product
+	rows  *rowScratch                       // decoded rows for the float32 matrix-matrix products
+	tiles map[*qwen35.Matrix]*ternary.Tiles // the engine's tiles, if it made them
+}
+
+// rowScratch is a set of K-wide rows, one per goroutine that may run a productJob's
+// chunks at once: a pool's For runs a loop on at most Workers goroutines (the helpers it
+// hands the loop to and the caller), so a free row is always found.
+type rowScratch struct {
+	busy []atomic.Bool
+	rows [][]float32
+}
+
+func newRowScratch(n, k int) rowScratch {
+	r := rowScratch{busy: make([]atomic.Bool, n), rows: make([][]float32, n)}
+	for i := range r.rows {
+		r.rows[i] = make([]float32, k)
+	}
+	return r
+}
+
+// get claims a free row, or returns −1 and nil when none is (MatMulRange then allocates
+// its own: correct, only slower).
+func (r *rowScratch) get() (int, []float32) {
+	for i := range r.busy {
+		if r.busy[i].CompareAndSwap(false, true) {
+			return i, r.rows[i]
+		}
+	}
+	return -1, nil
+}
+
+func (r *rowScratch) put(i int) {
+	if i >= 0 {
+		r.busy[i].Store(false)
+	}
+}
+
+type product struct {
+	tern  *qwen35.Matrix
+	bf    *qwen35.BF16Matrix
+	q8    *ternary.Q8Batch // the int8 site, or nil for the float32 kernels
+	tiles *ternary.Tiles   // tern's tiles, or nil
+	x, y  []float32
+	first int // global index of the product's first row
+	rows  int
+}
+
+func (j *productJob) reset(t int) { j.t, j.n, j.total = t, 0, 0 }
+
+func (j *productJob) ternary(m *qwen35.Matrix, x []float32, q8 *ternary.Q8Batch, y []float32) {
+	j.ps[j.n] = product{tern: m, tiles: j.tiles[m], x: x, q8: q8, y: y, first: j.total, rows: m.N}
+	j.n++
+	j.total += m.N
+}
+
+func (j *productJob) bf16(m *qwen35.BF16Matrix, x, y []float32) {
+	j.ps[j.n] = product{bf: m, x: x, y: y, first: j.total, rows: m.N}
+	j.n++
+	j.total += m.N
+}
+
+func (j *productJob) Run(lo, hi int) {
+	for i := 0; i < j.n; i++ {
+		p := &j.ps[i]
+		a, b := max(lo, p.first)-p.first, min(hi, p.first+p.rows)-p.first
+		if a >= b {
+			continue
+		}
+		switch {
+		case p.q8 != nil && j.t == 1:
+			ternary.MatVecQ8Range(p.tern.Format, p.tern.Data, p.tern.K, p.q8.Row(0), p.y, a, b)
+		case p.q8 != nil:
+			ternary.MatMulQ8TilesRange(p.tern.Format, p.tern.Data, p.tiles, p.tern.K, p.tern.N, p.q8, j.t, p.y, a, b)
+		case p.tern != nil && j.t == 1:
+			ternary.MatVecRange(p.tern.Format, p.tern.Data, p.tern.K, p.x, p.y, a, b)
+		case p.tern != nil:
+			ri, row := j.rows.get()
+			ternary.MatMulRange(p.tern.Format, p.tern.Data, p.tern.K, p.tern.N, p.x, j.t, p.y, a, b, row)
+			j.rows.put(ri)
+		default:
+			k, n := p.bf.K, p.bf.N
+			for t := 0; t < j.t; t++ {
+				p.bf.MulVecRange(p.y[t*n:(t+1)*n], p.x[t*k:(t+1)*k], a, b)
+			}
+		}
+	}
+}

@@ -1,0 +1,170 @@
+package cpu
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/bonsai-go/sdk/bonsai/backend"
+	"github.com/bonsai-go/sdk/qwen35"
+)
+
+// cpuState is one sequence: its position and recurrent state. The activations of a
+// forward pass live in the engine's chunk scratches, shared by all its sequences.
+type cpuState struct {
+	e      *cpuEngine
+	opt    backend.StateOptions
+	pos    int
+	closed bool
+
+	gdn []*qwen35.GDNState // per layer; nil for attention layers
+	kv  []*qwen35.KVCache  // per layer; nil for GDN layers
+
+	prof backend.OpProfile
+}
+
+func (e *cpuEngine) NewState(opt backend.StateOptions) (backend.State, error) {
+	c := e.cfg
+	if opt.ContextSize <= 0 {
+		return nil, fmt.Errorf("context size %d must be positive", opt.ContextSize)
+	}
+	if !opt.KVCache.Valid() {
+		return nil, fmt.Errorf("unknown KV precision %v", opt.KVCache)
+	}
+	st := &cpuState{e: e, opt: opt, gdn: make([]*qwen35.GDNState, c.Layers), kv: make([]*qwen35.KVCache, c.Layers)}
+	for i := 0; i < c.Layers; i++ {
+		if c.IsAttention(i) {
+			st.kv[i] = qwen35.NewKVCache(c.KVHeads, c.HeadDim, opt.KVCache, opt.ContextSize)
+		} else {
+			st.gdn[i] = e.gdn.NewState()
+		}
+	}
+	return st, nil
+}
+
+func (st *cpuState) Len() int { return st.pos }
+
+func (st *cpuState) Reset() {
+	st.pos = 0
+	for i := range st.gdn {
+		if st.gdn[i] != nil {
+			st.gdn[i].Reset()
+		}
+		if st.kv[i] != nil {
+			st.kv[i].Reset()
+		}
+	}
+}
+
+// Layers returns the number of decoder layers (backend.State).
+func (st *cpuState) Layers() int { return len(st.gdn) }
+
+// Layer returns the view of layer i's state: a GDN layer's convolution and recurrent
+// states, or an attention layer's KV cache.
+func (st *cpuState) Layer(i int) backend.Layer {
+	if st.kv[i] != nil {
+		return backend.Layer{KV: st.kv[i]}
+	}
+	return backend.Layer{Recurrent: [][]float32{st.gdn[i].Conv, st.gdn[i].S}}
+}
+
+// SetLen sets the tokens held, after a load wrote every layer.
+func (st *cpuState) SetLen(n int) error {
+	if n < 0 || n > st.opt.ContextSize {
+		return fmt.Errorf("%w: %d tokens, the context holds %d", backend.ErrContextFull, n, st.opt.ContextSize)
+	}
+	st.pos = n
+	return nil
+}
+
+// CopyFrom makes st a copy of o, a state of the same engine, reusing st's memory.
+func (st *cpuState) CopyFrom(o backend.State) error {
+	src, ok := o.(*cpuState)
+	if !ok || src.e != st.e {
+		return backend.ErrForeignState
+	}
+	if st.closed || src.closed {
+		return backend.ErrClosed
+	}
+	if src.opt != st.opt {
+		return errors.New("states of different sizes")
+	}
+	st.pos = src.pos
+	for i := range src.gdn {
+		if src.gdn[i] != nil {
+			st.gdn[i].CopyFrom(src.gdn[i])
+		}
+		if src.kv[i] != nil {
+			st.kv[i].CopyFrom(src.kv[i])
+		}
+	}
+	return nil
+}
+
+// Bytes returns the memory of the sequence's recurrent states and KV cache. The chunk
+// scratches a forward pass works in belong to the engine, not to any one state.
+func (st *cpuState) Bytes() int64 {
+	var n int64
+	for i := range st.gdn {
+		if g := st.gdn[i]; g != nil {
+			n += 4 * int64(len(g.Conv)+len(g.S))
+		}
+		if kv := st.kv[i]; kv != nil {
+			n += kv.Bytes()
+		}
+	}
+	return n
+}
+
+func (st *cpuState) Close() error {
+	st.gdn, st.kv, st.closed = nil, nil, true
+	return nil
+}
+
+// shareProfile accounts a chunk's time to its states in proportion to their rows (a
+// decode step of four sequences is a quarter of the chunk's time each), and its rows to
+// their Tokens.
+func (e *cpuEngine) shareProfile(s *scratch, T int) {
+	if !e.profile {
+		return
+	}
+	share := func(d time.Duration, n int) time.Duration { return time.Duration(int64(d) * int64(n) / int64(T)) }
+	for i := range s.segs {
+		g := &s.segs[i]
+		p := &g.st.prof
+		p.Ternary += share(s.prof.Ternary, g.N)
+		p.Transforms += share(s.prof.Transforms, g.N)
+		p.GDN += share(s.prof.GDN, g.N)
+		p.Attention += share(s.prof.Attention, g.N)
+		p.Other += share(s.prof.Other, g.N)
+		p.Tokens += g.N
+	}
+	s.prof = backend.OpProfile{}
+}
+
+// Profile returns the time the state's forward passes spent per kind of operation:
+// each chunk's time shared among its sequences in proportion to their rows in it.
+func (st *cpuState) Profile() backend.OpProfile {
+	if st.closed {
+		return backend.OpProfile{}
+	}
+	return st.prof
+}
+
+// ResetProfile zeroes the accounting.
+func (st *cpuState) ResetProfile() { st.prof = backend.OpProfile{} }
+
+// begin and lap account the time since the previous mark to one kind of operation.
+func (e *cpuEngine) begin(s *scratch) {
+	if e.profile {
+		s.opStart = time.Now()
+	}
+}
+
+func (e *cpuEngine) lap(s *scratch, into *time.Duration) {
+	if e.profile {
+		now := time.Now()
+		*into += now.Sub(s.opStart)
+		s.opStart = now
+	}
+}

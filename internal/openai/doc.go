@@ -5,8 +5,12 @@
 //	POST /v1/completions        a plain-text continuation, whole or streamed
 //	GET  /v1/models             the one model served; GET /v1/models/{id} likewise
 //
-// The server's sessions, queue, limits, /health and /metrics are serve's; a request
-// refused because the queue is full gets 503 and Retry-After.
+// Register mounts the routes on a serve.Server, whose sessions, queue, limits, /health
+// and /metrics they share with the other dialects; a request refused because the queue
+// is full gets 503 and Retry-After. A request is validated and prepared once, with
+// bonsai.Model.Prepare, before it queues: what Prepare refuses (the prompt's length, a
+// tool defined twice, a schema) is a 400 naming the OpenAI parameter at fault. The
+// prepared prompt is what serve.Server.Run generates.
 //
 // Beyond OpenAI's parameters the server accepts those of vLLM and llama.cpp's server
 // that Bonsai models need: top_k, min_p, repetition_penalty, and thinking switched on or
@@ -21,5 +25,5 @@
 // With a required or named tool choice the calls' syntax and argument schemas are
 // enforced by the SDK's constrained decoding, as response_format json_object and
 // json_schema are. A schema the engine refuses is answered with a 400 naming the
-// parameter, the keyword and its JSON path, before the request waits for a session.
+// parameter, the keyword and its JSON path (code invalid_schema).
 package openai

@@ -2,6 +2,10 @@
 // to it (internal/openai, internal/anthropic): it owns what they share and nothing of
 // their shapes.
 //
+// A dialect validates a request, prepares it with Model().Prepare (rendered,
+// tokenized, its options checked and its grammar compiled, once) and hands Run a Job
+// carrying the *bonsai.Prompt; it turns the token reports into its own stream.
+//
 // A Server holds a pool of Config.Parallel sessions, kept between requests so that a
 // conversation's next turn, when it lands on the session that holds its start,
 // prefills only what is new (an idle session holding the longest prefix of the prompt

@@ -9,7 +9,8 @@ import (
 	"github.com/bonsai-go/sdk/bonsai"
 )
 
-// Job is one generation for Run, prepared by its dialect.
+// Job is one generation for Run, validated by its dialect and prepared with the
+// server's Model().Prepare, so that a bad request is answered before it queues.
 type Job struct {
 	Endpoint string // names the generation in GenerationEnd
 	// Prompt is the generation, a prompt of the server's model: the pool gives the job
@@ -20,14 +21,14 @@ type Job struct {
 // Result is a generation's result and what Run counted of it.
 type Result struct {
 	bonsai.Result
-	ReasoningTokens int // tokens of the thinking
+	ReasoningTokens int // tokens of the think block (Token.Reasoning)
 }
 
-// Run waits for a session and runs j on it: start is called before the first token, or
-// at the end of a generation that yielded none (a stream's head goes out then, so that
-// a refusal can still be a status; not at all when the generation fails first), tok
-// with each token (false stops the generation). A generation cut short because the
-// client left (ctx ended) has FinishCancelled and no error; the errors are
+// Run waits for a session and runs j's prompt on it: start is called before the first
+// report, or at the end of a generation that yielded none (a stream's head goes out
+// then, so that a refusal can still be a status; not at all when the generation fails
+// first), tok with each report (false stops the generation). A generation cut short
+// because the client left (ctx ended) has FinishCancelled and no error; the errors are
 // ErrQueueFull, ErrShuttingDown (the server stopped it, or stops) and the
 // generation's own.
 func (s *Server) Run(ctx context.Context, j Job, start func(), tok func(bonsai.Token) bool) (Result, error) {
@@ -81,8 +82,8 @@ func (s *Server) run(ctx context.Context, j Job, start func(), tok func(bonsai.T
 		}
 	}
 	defer release()
-	// start waits for the first token: options the engine refuses (a hostile schema)
-	// fail before any, and still get a status of their own.
+	// start waits for the first token: a generation that fails before any still gets a
+	// status of its own.
 	started := false
 	begin := func() {
 		if !started && start != nil {

@@ -64,6 +64,7 @@ import (
 	"github.com/bonsai-go/sdk/internal/anthropic"
 	"github.com/bonsai-go/sdk/internal/cli"
 	"github.com/bonsai-go/sdk/internal/openai"
+	"github.com/bonsai-go/sdk/internal/serve"
 )
 
 type config struct {
@@ -77,7 +78,7 @@ type config struct {
 	maxBody  int64
 	grace    time.Duration
 	quiet    bool
-	defaults openai.Defaults
+	defaults serve.Defaults
 	onListen func(addr string) // tests: called with the address once listening
 }
 
@@ -152,12 +153,11 @@ func parseFlags(fs *flag.FlagSet, args []string) (config, error) {
 	return cfg, nil
 }
 
-// mount adds the Messages API and the chat page to the OpenAI server's routes.
-func mount(srv *openai.Server, msgs *anthropic.Handler) {
-	for _, p := range anthropic.Paths {
-		srv.Handle(p, msgs)
-	}
-	srv.Handle("/", http.HandlerFunc(servePage))
+// mount adds the OpenAI API, the Messages API and the chat page to srv's routes.
+func mount(srv *serve.Server) {
+	openai.Register(srv, openai.Config{})
+	anthropic.Register(srv)
+	srv.Handle("GET /{$}", http.HandlerFunc(servePage))
 }
 
 func run(ctx context.Context, stderr io.Writer, cfg config) error {
@@ -174,20 +174,16 @@ func run(ctx context.Context, stderr io.Writer, cfg config) error {
 		}
 	}
 	logger := log.New(stderr, "serve: ", log.LstdFlags)
-	sc := openai.Config{ModelName: name, Parallel: cfg.parallel, Queue: cfg.queue, MaxBodyBytes: cfg.maxBody, Defaults: cfg.defaults}
+	sc := serve.Config{ModelName: name, Parallel: cfg.parallel, Queue: cfg.queue, MaxBodyBytes: cfg.maxBody, Defaults: cfg.defaults}
 	if !cfg.quiet {
 		sc.Log = logger.Printf
 	}
-	srv, err := openai.NewServer(l.Model, sc)
+	srv, err := serve.New(l.Model, sc)
 	if err != nil {
 		return err
 	}
 	defer srv.Close()
-	msgs, err := anthropic.New(srv, anthropic.Config{ModelName: name, MaxBodyBytes: cfg.maxBody, Defaults: cfg.defaults})
-	if err != nil {
-		return err
-	}
-	mount(srv, msgs)
+	mount(srv)
 	ln, err := net.Listen("tcp", cfg.addr)
 	if err != nil {
 		return err
@@ -201,7 +197,7 @@ func run(ctx context.Context, stderr io.Writer, cfg config) error {
 	if cfg.onListen != nil {
 		cfg.onListen(ln.Addr().String())
 	}
-	err = openai.Serve(ctx, ln, srv, cfg.grace)
+	err = serve.Serve(ctx, ln, srv, cfg.grace)
 	st := srv.Stats()
 	fmt.Fprintf(stderr, "serve: stopped after %d requests, %d generations (%d cancelled), %d refused\n", st.Requests, st.Generations, st.Cancelled, st.Rejected)
 	return err

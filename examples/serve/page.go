@@ -12,12 +12,7 @@ import (
 //go:embed page.html
 var page []byte
 
-func servePage(w http.ResponseWriter, r *http.Request) {
-	if r.Method != http.MethodGet && r.Method != http.MethodHead {
-		w.Header().Set("Allow", "GET, HEAD")
-		http.Error(w, "use GET", http.StatusMethodNotAllowed)
-		return
-	}
+func servePage(w http.ResponseWriter, _ *http.Request) {
 	h := w.Header()
 	h.Set("Content-Type", "text/html; charset=utf-8")
 	// Nothing from elsewhere, enforced: the page may only reach this server.

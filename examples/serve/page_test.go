@@ -12,8 +12,7 @@ import (
 	"time"
 
 	"github.com/bonsai-go/sdk/bonsai"
-	"github.com/bonsai-go/sdk/internal/anthropic"
-	"github.com/bonsai-go/sdk/internal/openai"
+	"github.com/bonsai-go/sdk/internal/serve"
 	"github.com/bonsai-go/sdk/internal/synth/synthtest"
 	"github.com/bonsai-go/sdk/ternary"
 	"github.com/chromedp/chromedp"
@@ -37,16 +36,14 @@ const thinkTemplate = `{%- for message in messages -%}
 
 // pageServer serves the page and the APIs as run does, on the synthetic model with a
 // thinking template.
-func pageServer(t *testing.T) (*openai.Server, *httptest.Server) {
+func pageServer(t *testing.T) (*serve.Server, *httptest.Server) {
 	t.Helper()
 	m, err := bonsai.Open(synthtest.Path(t, "tiny", 1, ternary.PQ2_0), bonsai.WithThreads(2), bonsai.WithChatTemplate(thinkTemplate))
 	require.NoError(t, err)
 	t.Cleanup(func() { m.Close() })
-	srv, err := openai.NewServer(m, openai.Config{ModelName: "tiny", Parallel: 1, Queue: 4})
+	srv, err := serve.New(m, serve.Config{ModelName: "tiny", Parallel: 1, Queue: 4})
 	require.NoError(t, err)
-	msgs, err := anthropic.New(srv, anthropic.Config{ModelName: "tiny"})
-	require.NoError(t, err)
-	mount(srv, msgs)
+	mount(srv)
 	ts := httptest.NewServer(srv)
 	t.Cleanup(func() {
 		ts.Close()

@@ -4,14 +4,17 @@
 //	POST /v1/messages                a turn, whole or streamed as server-sent events
 //	POST /v1/messages/count_tokens   the prompt's length in tokens
 //
-// It runs on an openai.Server's engine — the same sessions, queue, limits and prefix
-// reuse as the OpenAI endpoints — and only translates: text and system prompts, tools
-// with tool_use and tool_result blocks, thinking blocks (thinking {"type": "enabled"}
-// switches the model's think block on; without it the model answers directly, as
-// Anthropic's models do), and the stream's events in Anthropic's shapes: message_start,
-// content_block_start, content_block_delta (text_delta, thinking_delta,
-// signature_delta, input_json_delta), content_block_stop, message_delta, message_stop,
-// ping and error.
+// Register mounts the routes on a serve.Server — the same sessions, queue, limits and
+// prefix reuse as the OpenAI API beside it, which this package does not import. A
+// request is validated and prepared once with bonsai.Model.Prepare before it queues
+// (count_tokens answers the prepared prompt's length); what Prepare refuses is a 400
+// naming Anthropic's field at fault ("tools.1.input_schema"). The package only
+// translates: text and system prompts, tools with tool_use and tool_result blocks,
+// thinking blocks (thinking {"type": "enabled"} switches the model's think block on;
+// without it the model answers directly, as Anthropic's models do), and the stream's
+// events in Anthropic's shapes: message_start, content_block_start,
+// content_block_delta (text_delta, thinking_delta, signature_delta, input_json_delta),
+// content_block_stop, message_delta, message_stop, ping and error.
 //
 // The model a request names is not checked: agents name their own models, and the one
 // model served answers every name; responses carry the served model's id.

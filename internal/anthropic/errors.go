@@ -57,11 +57,3 @@ func writeError(w http.ResponseWriter, e *apiError) {
 	b, _ := json.Marshal(errorBody{Type: "error", Error: e})
 	w.Write(append(b, '\n'))
 }
-
-func writeJSON(w http.ResponseWriter, status int, v any) {
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(status)
-	enc := json.NewEncoder(w)
-	enc.SetEscapeHTML(false)
-	enc.Encode(v)
-}

@@ -3,7 +3,7 @@ package anthropic
 import (
 	"testing"
 
-	"github.com/bonsai-go/sdk/internal/openai"
+	"github.com/bonsai-go/sdk/internal/serve"
 )
 
 var messageSeeds = []string{
@@ -20,15 +20,12 @@ func FuzzMessagesRequest(f *testing.F) {
 	for _, s := range messageSeeds {
 		f.Add([]byte(s))
 	}
-	srv, err := openai.NewServer(tinyModel, openai.Config{ModelName: modelName})
+	srv, err := serve.New(tinyModel, serve.Config{ModelName: modelName})
 	if err != nil {
 		f.Fatal(err)
 	}
 	f.Cleanup(func() { srv.Close() })
-	h, err := New(srv, Config{ModelName: modelName})
-	if err != nil {
-		f.Fatal(err)
-	}
+	h := newHandler(srv)
 	f.Fuzz(func(t *testing.T, body []byte) {
 		var req messagesRequest
 		if e := decode(body, &req); e != nil {

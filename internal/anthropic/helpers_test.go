@@ -17,6 +17,7 @@ import (
 	"github.com/anthropics/anthropic-sdk-go/option"
 	"github.com/bonsai-go/sdk/bonsai"
 	"github.com/bonsai-go/sdk/internal/openai"
+	"github.com/bonsai-go/sdk/internal/serve"
 	"github.com/bonsai-go/sdk/internal/synth"
 	"github.com/stretchr/testify/require"
 )
@@ -67,17 +68,15 @@ func TestMain(m *testing.M) {
 
 const modelName = "tiny"
 
-// newTestServer serves the Messages API and the OpenAI API on one engine.
-func newTestServer(t *testing.T, cfg openai.Config) (*openai.Server, *httptest.Server) {
+// newTestServer serves the Messages API and, to compare with, the OpenAI API on one
+// server.
+func newTestServer(t *testing.T, cfg serve.Config) (*serve.Server, *httptest.Server) {
 	t.Helper()
 	cfg.ModelName = modelName
-	s, err := openai.NewServer(tinyModel, cfg)
+	s, err := serve.New(tinyModel, cfg)
 	require.NoError(t, err)
-	h, err := New(s, Config{ModelName: modelName, MaxBodyBytes: cfg.MaxBodyBytes})
-	require.NoError(t, err)
-	for _, p := range Paths {
-		s.Handle(p, h)
-	}
+	openai.Register(s, openai.Config{})
+	Register(s)
 	ts := httptest.NewServer(s)
 	t.Cleanup(func() {
 		ts.Close()

@@ -3,8 +3,8 @@ package anthropic
 import (
 	"testing"
 
-	"github.com/bonsai-go/sdk/internal/openai"
 	"github.com/bonsai-go/sdk/internal/prepcount"
+	"github.com/bonsai-go/sdk/internal/serve"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -12,7 +12,7 @@ import (
 // TestOnePreparation: a Messages request, and a count_tokens one, are rendered,
 // tokenized and their grammar compiled once.
 func TestOnePreparation(t *testing.T) {
-	_, ts := newTestServer(t, openai.Config{})
+	_, ts := newTestServer(t, serve.Config{})
 	const body = `{"model": "m", "max_tokens": 40, "system": "Add.", "tool_choice": {"type": "any"},
 		"tools": [{"name": "add", "input_schema": {"type": "object", "properties": {"a": {"type": "number"}}}}],
 		"messages": [{"role": "user", "content": "1 + 2?"}]`

@@ -90,7 +90,7 @@ const (
 
 // options checks the sampling parameters and turns them into GenerateOptions: the
 // server's defaults for what the request leaves out.
-func (r *messagesRequest) options(h *Handler, seed func() uint64) (bonsai.GenerateOptions, *apiError) {
+func (r *messagesRequest) options(h *handler, seed func() uint64) (bonsai.GenerateOptions, *apiError) {
 	d := h.cfg.Defaults
 	opt := bonsai.GenerateOptions{SamplerOptions: bonsai.SamplerOptions{Temperature: d.Temperature, TopP: d.TopP, TopK: d.TopK, MinP: d.MinP, Seed: seed()}}
 	if r.MaxTokens == nil {

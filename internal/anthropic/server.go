@@ -3,82 +3,52 @@ package anthropic
 import (
 	"crypto/sha256"
 	"encoding/base64"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"math"
 	"math/rand/v2"
 	"net/http"
 	"strings"
-	"time"
 
 	"github.com/bonsai-go/sdk/bonsai"
-	"github.com/bonsai-go/sdk/internal/openai"
+	"github.com/bonsai-go/sdk/internal/serve"
 )
 
-// Config sets up a Handler.
-type Config struct {
-	// ModelName is the id responses carry (required).
-	ModelName string
-	// MaxBodyBytes limits a request body; larger ones get 413 (default 4 MiB).
-	MaxBodyBytes int64
-	// WriteTimeout bounds each write of a streamed response (default 1 minute).
-	WriteTimeout time.Duration
-	// Defaults are the sampling settings of requests that do not give them
-	// (max_tokens is required by the API, so Defaults.MaxTokens is not read).
-	Defaults openai.Defaults
+// handler serves the Messages API on a serve.Server.
+type handler struct {
+	srv *serve.Server
+	cfg serve.Config
 }
 
-// Handler serves the Messages API on an openai.Server's engine.
-type Handler struct {
-	srv *openai.Server
-	cfg Config
+// Register adds the Messages API's routes to srv, and makes the paths under
+// /v1/messages that no route takes answer 404 and 405 in Anthropic's shape. Call it
+// before serving.
+func Register(srv *serve.Server) {
+	h := newHandler(srv)
+	srv.Handle("POST /v1/messages", http.HandlerFunc(h.messages))
+	srv.Handle("POST /v1/messages/count_tokens", http.HandlerFunc(h.countTokens))
+	srv.HandleErrors("/v1/messages", routeError)
 }
 
-// New returns a Handler running its generations on srv. Mount it with
-// srv.Handle("/v1/messages", h) and srv.Handle("/v1/messages/count_tokens", h).
-func New(srv *openai.Server, cfg Config) (*Handler, error) {
-	if cfg.ModelName == "" {
-		return nil, errors.New("anthropic: Config.ModelName is empty")
-	}
-	if cfg.MaxBodyBytes <= 0 {
-		cfg.MaxBodyBytes = 4 << 20
-	}
-	if cfg.WriteTimeout <= 0 {
-		cfg.WriteTimeout = time.Minute
-	}
-	return &Handler{srv: srv, cfg: cfg}, nil
-}
+func newHandler(srv *serve.Server) *handler { return &handler{srv: srv, cfg: srv.Config()} }
 
-// endpoint names the Handler's generations in openai's GenerationEnd.
+// endpoint names the handler's generations in serve's GenerationEnd and its metrics.
 const endpoint = "messages"
 
-// Paths are the paths the Handler serves.
-var Paths = []string{"/v1/messages", "/v1/messages/count_tokens"}
-
-// ServeHTTP serves POST /v1/messages and POST /v1/messages/count_tokens.
-func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if r.Method != http.MethodPost {
-		w.Header().Set("Allow", http.MethodPost)
-		writeError(w, &apiError{status: http.StatusMethodNotAllowed, Type: typeInvalidRequest,
-			Message: fmt.Sprintf("Method %s is not allowed for %s: use POST.", r.Method, r.URL.Path)})
+// routeError answers a request no route takes: 404, or 405 with Allow set.
+func routeError(w http.ResponseWriter, r *http.Request, status int) {
+	if status == http.StatusMethodNotAllowed {
+		writeError(w, &apiError{status: status, Type: typeInvalidRequest,
+			Message: fmt.Sprintf("Method %s is not allowed for %s: use %s.", r.Method, r.URL.Path, w.Header().Get("Allow"))})
 		return
 	}
-	switch r.URL.Path {
-	case "/v1/messages", "/v1/messages/":
-		h.messages(w, r)
-	case "/v1/messages/count_tokens":
-		h.countTokens(w, r)
-	default:
-		writeError(w, &apiError{status: http.StatusNotFound, Type: typeNotFound, Message: "Not found: " + r.URL.Path})
-	}
+	writeError(w, &apiError{status: status, Type: typeNotFound, Message: "Not found: " + r.URL.Path})
 }
 
 // readRequest reads and checks a request, and prepares its generation.
-func (h *Handler) readRequest(w http.ResponseWriter, r *http.Request, count bool) (*messagesRequest, *bonsai.Prompt, *apiError) {
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, h.cfg.MaxBodyBytes))
+func (h *handler) readRequest(w http.ResponseWriter, r *http.Request, count bool) (*messagesRequest, *bonsai.Prompt, *apiError) {
+	body, err := h.srv.ReadBody(w, r)
 	if err != nil {
 		if mbe, ok := errors.AsType[*http.MaxBytesError](err); ok {
 			return nil, nil, &apiError{status: http.StatusRequestEntityTooLarge, Type: typeTooLarge,
@@ -99,7 +69,7 @@ func (h *Handler) readRequest(w http.ResponseWriter, r *http.Request, count bool
 }
 
 // prepare checks a decoded request and prepares its generation.
-func (h *Handler) prepare(req *messagesRequest) (*bonsai.Prompt, *apiError) {
+func (h *handler) prepare(req *messagesRequest) (*bonsai.Prompt, *apiError) {
 	if req.Model == "" {
 		return nil, invalid("model: Field required")
 	}
@@ -145,13 +115,13 @@ func prepareError(err error, opt bonsai.GenerateOptions) *apiError {
 	return serverError("%v", err)
 }
 
-func (h *Handler) countTokens(w http.ResponseWriter, r *http.Request) {
+func (h *handler) countTokens(w http.ResponseWriter, r *http.Request) {
 	_, p, e := h.readRequest(w, r, true)
 	if e != nil {
 		writeError(w, e)
 		return
 	}
-	writeJSON(w, http.StatusOK, map[string]int{"input_tokens": p.Len()})
+	serve.WriteJSON(w, http.StatusOK, map[string]int{"input_tokens": p.Len()})
 }
 
 // Response shapes.
@@ -227,37 +197,29 @@ func usageOf(res bonsai.Result) usage {
 	return usage{InputTokens: u.PromptTokens - u.CachedTokens, CacheReadInputTokens: u.CachedTokens, OutputTokens: u.CompletionTokens}
 }
 
-func newID(prefix string) string {
-	var b [12]byte
-	for i := range b {
-		b[i] = byte(rand.Uint32())
-	}
-	return prefix + hex.EncodeToString(b[:])
-}
-
-// generationError maps Execute's errors.
+// generationError maps Run's errors.
 func generationError(err error) *apiError {
 	switch {
-	case errors.Is(err, openai.ErrQueueFull):
+	case errors.Is(err, serve.ErrQueueFull):
 		return overloaded(fmt.Sprintf("Overloaded: %v. Retry later.", err), 1)
-	case errors.Is(err, openai.ErrShuttingDown):
+	case errors.Is(err, serve.ErrShuttingDown):
 		return overloaded("The server is shutting down.", 0)
 	}
 	return serverError("Generation failed: %v.", err)
 }
 
-func (h *Handler) messages(w http.ResponseWriter, r *http.Request) {
+func (h *handler) messages(w http.ResponseWriter, r *http.Request) {
 	req, p, e := h.readRequest(w, r, false)
 	if e != nil {
 		writeError(w, e)
 		return
 	}
-	id := newID("msg_")
+	id := serve.NewID("msg_")
 	if req.Stream {
 		h.stream(w, r, id, p)
 		return
 	}
-	res, err := h.srv.Execute(r.Context(), endpoint, p, nil, func(bonsai.Token) bool { return true })
+	res, err := h.srv.Run(r.Context(), serve.Job{Endpoint: endpoint, Prompt: p}, nil, func(bonsai.Token) bool { return true })
 	if err != nil {
 		writeError(w, generationError(err))
 		return
@@ -265,7 +227,7 @@ func (h *Handler) messages(w http.ResponseWriter, r *http.Request) {
 	if res.FinishReason == bonsai.FinishCancelled {
 		return // the client is gone
 	}
-	out := messageOut{ID: id, Type: "message", Role: "assistant", Model: h.cfg.ModelName, Content: []contentBlock{}, Usage: usageOf(res)}
+	out := messageOut{ID: id, Type: "message", Role: "assistant", Model: h.cfg.ModelName, Content: []contentBlock{}, Usage: usageOf(res.Result)}
 	if res.Thinking != "" {
 		out.Content = append(out.Content, thinkBlock(res.Thinking, signature(res.Thinking)))
 	}
@@ -275,7 +237,7 @@ func (h *Handler) messages(w http.ResponseWriter, r *http.Request) {
 	for _, c := range res.ToolCalls {
 		out.Content = append(out.Content, toolUseBlock(toolUseID(c.ID), c.Name, c.Arguments))
 	}
-	reason, seq := stopReason(res)
+	reason, seq := stopReason(res.Result)
 	out.StopReason, out.StopSequence = &reason, seq
-	writeJSON(w, http.StatusOK, out)
+	serve.WriteJSON(w, http.StatusOK, out)
 }

@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/anthropics/anthropic-sdk-go"
-	"github.com/bonsai-go/sdk/internal/openai"
+	"github.com/bonsai-go/sdk/internal/serve"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -43,7 +43,7 @@ func streamed(t *testing.T, c anthropic.Client, p anthropic.MessageNewParams) an
 // TestMessages: a turn whole and streamed through Anthropic's client, greedy, gives the
 // same answer; its usage counts the prompt as the OpenAI endpoint and count_tokens do.
 func TestMessages(t *testing.T) {
-	_, ts := newTestServer(t, openai.Config{Parallel: 2})
+	_, ts := newTestServer(t, serve.Config{Parallel: 2})
 	c := client(ts)
 	ctx := context.Background()
 
@@ -92,7 +92,7 @@ func TestMessages(t *testing.T) {
 // TestStreamEvents checks the raw event sequence of a stream, thinking on, against
 // Anthropic's order, and that it says what the whole response says.
 func TestStreamEvents(t *testing.T) {
-	_, ts := newTestServer(t, openai.Config{})
+	_, ts := newTestServer(t, serve.Config{})
 	body := `{"model": "m", "max_tokens": 30, "thinking": {"type": "enabled", "budget_tokens": 20},
 		"messages": [{"role": "user", "content": "Think about it"}]}`
 	code, _, whole := post(t, ts.URL+"/v1/messages", body)
@@ -142,7 +142,7 @@ func TestStreamEvents(t *testing.T) {
 // TestErrors: each bad request gets Anthropic's error shape, the right status, and a
 // message naming the field at fault.
 func TestErrors(t *testing.T) {
-	_, ts := newTestServer(t, openai.Config{MaxBodyBytes: 64 << 10})
+	_, ts := newTestServer(t, serve.Config{MaxBodyBytes: 64 << 10})
 	const user = `"messages": [{"role": "user", "content": "Hi"}]`
 	long := strings.Repeat("hello world ", 3000)
 	for _, c := range []struct {
@@ -201,7 +201,7 @@ func TestErrors(t *testing.T) {
 
 // TestStreamDisconnect: a client that leaves mid-stream stops its generation.
 func TestStreamDisconnect(t *testing.T) {
-	srv, ts := newTestServer(t, openai.Config{})
+	srv, ts := newTestServer(t, serve.Config{})
 	resp, err := httpPost(ts.URL+"/v1/messages", `{"model": "m", "max_tokens": 3000, "stream": true,
 		"messages": [{"role": "user", "content": "Go on"}]}`)
 	require.NoError(t, err)
@@ -225,7 +225,7 @@ func TestStreamDisconnect(t *testing.T) {
 // TestMetrics: the Messages API's requests count in the server's /metrics, under their
 // own endpoint, with their tokens.
 func TestMetrics(t *testing.T) {
-	_, ts := newTestServer(t, openai.Config{})
+	_, ts := newTestServer(t, serve.Config{})
 	c := client(ts)
 	whole, err := c.Messages.New(context.Background(), textParams(6))
 	require.NoError(t, err)

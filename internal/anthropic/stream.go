@@ -5,6 +5,7 @@ import (
 	"net/http"
 
 	"github.com/bonsai-go/sdk/bonsai"
+	"github.com/bonsai-go/sdk/internal/serve"
 	"github.com/bonsai-go/sdk/internal/sse"
 )
 
@@ -143,7 +144,7 @@ func (b *blocks) token(t bonsai.Token) bool {
 }
 
 // stream serves a request with "stream": true.
-func (h *Handler) stream(w http.ResponseWriter, r *http.Request, id string, p *bonsai.Prompt) {
+func (h *handler) stream(w http.ResponseWriter, r *http.Request, id string, p *bonsai.Prompt) {
 	var ev *sse.Writer
 	var b *blocks
 	start := func() {
@@ -154,7 +155,7 @@ func (h *Handler) stream(w http.ResponseWriter, r *http.Request, id string, p *b
 		ev.Send("message_start", messageStart{Type: "message_start", Message: msg})
 		ev.Send("ping", typeOnly{Type: "ping"})
 	}
-	res, err := h.srv.Execute(r.Context(), endpoint, p, start, func(t bonsai.Token) bool { return b.token(t) })
+	res, err := h.srv.Run(r.Context(), serve.Job{Endpoint: endpoint, Prompt: p}, start, func(t bonsai.Token) bool { return b.token(t) })
 	if ev == nil { // refused before a session was free
 		if err != nil {
 			writeError(w, generationError(err))
@@ -170,8 +171,8 @@ func (h *Handler) stream(w http.ResponseWriter, r *http.Request, id string, p *b
 		return // the client is gone
 	}
 	b.stop()
-	md := messageDelta{Type: "message_delta", Usage: usageOf(res)}
-	reason, seq := stopReason(res)
+	md := messageDelta{Type: "message_delta", Usage: usageOf(res.Result)}
+	reason, seq := stopReason(res.Result)
 	md.Delta.StopReason, md.Delta.StopSequence = &reason, seq
 	ev.Send("message_delta", md)
 	ev.Send("message_stop", typeOnly{Type: "message_stop"})

@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/anthropics/anthropic-sdk-go"
-	"github.com/bonsai-go/sdk/internal/openai"
+	"github.com/bonsai-go/sdk/internal/serve"
 	"github.com/santhosh-tekuri/jsonschema/v6"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -55,7 +55,7 @@ func toolParams() anthropic.MessageNewParams {
 // valid under its schema, whole and streamed (input_json_delta pieces that reassemble
 // it); the tool_result sent back gets a text answer.
 func TestToolRoundTrip(t *testing.T) {
-	_, ts := newTestServer(t, openai.Config{})
+	_, ts := newTestServer(t, serve.Config{})
 	c := client(ts)
 	ctx := context.Background()
 	v := validator(t, weatherSchema)
@@ -110,7 +110,7 @@ func TestToolRoundTrip(t *testing.T) {
 // TestToolStreamEvents: a streamed tool call's raw events are Anthropic's: a tool_use
 // block opened with its id, name and an empty input, input_json_delta pieces, a stop.
 func TestToolStreamEvents(t *testing.T) {
-	_, ts := newTestServer(t, openai.Config{})
+	_, ts := newTestServer(t, serve.Config{})
 	body := `{"model": "m", "max_tokens": 300, "stream": true, "tool_choice": {"type": "tool", "name": "get_weather", "disable_parallel_tool_use": true},
 		"tools": [{"name": "get_weather", "input_schema": ` + weatherSchema + `}],
 		"messages": [{"role": "user", "content": "Weather?"}]}`
@@ -141,7 +141,7 @@ func TestToolStreamEvents(t *testing.T) {
 // TestSchemaError: a schema the engine refuses gets a 400 naming the tool, the keyword
 // and the path, before any generation.
 func TestSchemaError(t *testing.T) {
-	_, ts := newTestServer(t, openai.Config{})
+	_, ts := newTestServer(t, serve.Config{})
 	for _, stream := range []string{"false", "true"} {
 		code, _, body := post(t, ts.URL+"/v1/messages", `{"model": "m", "max_tokens": 5, "stream": `+stream+`, "tool_choice": {"type": "any"},
 			"tools": [{"name": "ok", "input_schema": {"type": "object"}}, {"name": "f", "input_schema": {"type": "object", "properties": {"a": {"not": {}}}}}],

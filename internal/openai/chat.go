@@ -7,13 +7,14 @@ import (
 	"time"
 
 	"github.com/bonsai-go/sdk/bonsai"
+	"github.com/bonsai-go/sdk/internal/serve"
 )
 
 // maxTopLogprobs bounds top_logprobs, as OpenAI does.
 const maxTopLogprobs = 20
 
 // chatCompletions serves POST /v1/chat/completions.
-func (s *Server) chatCompletions(w http.ResponseWriter, r *http.Request) {
+func (s *api) chatCompletions(w http.ResponseWriter, r *http.Request) {
 	var req chatRequest
 	if e := s.readBody(w, r, &req); e != nil {
 		writeError(w, e)
@@ -24,13 +25,13 @@ func (s *Server) chatCompletions(w http.ResponseWriter, r *http.Request) {
 		writeError(w, e)
 		return
 	}
-	out := &chatResponder{id: newID("chatcmpl-"), created: time.Now().Unix(), model: s.cfg.ModelName,
+	out := &chatResponder{id: serve.NewID("chatcmpl-"), created: time.Now().Unix(), model: s.cfg.ModelName,
 		logprobs: j.p.Options().LogProbs, includeUsage: j.includeUsage}
 	s.run(w, r, j, out)
 }
 
 // chatJob validates a chat request.
-func (s *Server) chatJob(req *chatRequest) (*job, *apiError) {
+func (s *api) chatJob(req *chatRequest) (*job, *apiError) {
 	opt, e := req.options(s.cfg.Defaults, rand.Uint64)
 	if e != nil {
 		return nil, e

@@ -8,13 +8,14 @@ import (
 	"time"
 
 	"github.com/bonsai-go/sdk/bonsai"
+	"github.com/bonsai-go/sdk/internal/serve"
 )
 
 // maxCompletionLogprobs bounds the legacy endpoint's logprobs, as OpenAI does.
 const maxCompletionLogprobs = 5
 
 // completions serves POST /v1/completions.
-func (s *Server) completions(w http.ResponseWriter, r *http.Request) {
+func (s *api) completions(w http.ResponseWriter, r *http.Request) {
 	var req completionRequest
 	if e := s.readBody(w, r, &req); e != nil {
 		writeError(w, e)
@@ -25,11 +26,11 @@ func (s *Server) completions(w http.ResponseWriter, r *http.Request) {
 		writeError(w, e)
 		return
 	}
-	s.run(w, r, j, &completionResponder{id: newID("cmpl-"), created: time.Now().Unix(), model: s.cfg.ModelName,
+	s.run(w, r, j, &completionResponder{id: serve.NewID("cmpl-"), created: time.Now().Unix(), model: s.cfg.ModelName,
 		logprobs: j.p.Options().LogProbs, includeUsage: j.includeUsage})
 }
 
-func (s *Server) completionJob(req *completionRequest) (*job, *apiError) {
+func (s *api) completionJob(req *completionRequest) (*job, *apiError) {
 	opt, e := req.options(s.cfg.Defaults, rand.Uint64)
 	if e != nil {
 		return nil, e

@@ -1,21 +1,16 @@
-// Package openai serves a Bonsai model over HTTP with the OpenAI API's shapes, for the
-// clients written against it (the official SDKs, LangChain, curl):
+// Package openai translates the OpenAI API's shapes, for the clients written against
+// it (the official SDKs, LangChain, curl), to a serve.Server's generations:
 //
 //	POST /v1/chat/completions   a chat turn, whole or streamed as server-sent events
 //	POST /v1/completions        a plain-text continuation, whole or streamed
 //	GET  /v1/models             the one model served; GET /v1/models/{id} likewise
-//	GET  /health, /v1/health    liveness and the load: generations running and queued
-//	GET  /metrics               counters in the Prometheus text format (metrics.go)
 //
-// Each generation runs on a Session from a pool of Config.Parallel sessions, which are
-// kept between requests so that a conversation's next turn, when it lands on the session
-// that holds its start, prefills only what is new (Session.Generate's prefix reuse; an
-// idle session holding the longest common prefix is chosen). The sessions of one model
-// batch their forward passes together (see bonsai.WithBatchTokens), so Parallel is the
-// most generations in one batch, not a share of the machine each. At most Parallel
-// generations run at once, up to Config.Queue more requests wait their turn in order, and
-// beyond that a request is refused with 503 and Retry-After. A client that goes away,
-// whether queued or generating, is dropped: its generation ends within one decode step.
+// Register mounts the routes on a serve.Server, whose sessions, queue, limits, /health
+// and /metrics they share with the other dialects; a request refused because the queue
+// is full gets 503 and Retry-After. A request is validated and prepared once, with
+// bonsai.Model.Prepare, before it queues: what Prepare refuses (the prompt's length, a
+// tool defined twice, a schema) is a 400 naming the OpenAI parameter at fault. The
+// prepared prompt is what serve.Server.Run generates.
 //
 // Beyond OpenAI's parameters the server accepts those of vLLM and llama.cpp's server
 // that Bonsai models need: top_k, min_p, repetition_penalty, and thinking switched on or
@@ -30,8 +25,5 @@
 // With a required or named tool choice the calls' syntax and argument schemas are
 // enforced by the SDK's constrained decoding, as response_format json_object and
 // json_schema are. A schema the engine refuses is answered with a 400 naming the
-// parameter, the keyword and its JSON path, before the request waits for a session.
-//
-// Other APIs run on the same engine — sessions, queue, limits — through Prepare,
-// Execute and Handle (internal/anthropic serves Anthropic's Messages API so).
+// parameter, the keyword and its JSON path (code invalid_schema).
 package openai

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/bonsai-go/sdk/internal/openai/openaitest"
+	"github.com/bonsai-go/sdk/internal/serve"
 	oai "github.com/openai/openai-go/v3"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -16,7 +18,7 @@ import (
 // TestErrors: each bad request gets OpenAI's error shape, the right status, and the
 // parameter at fault.
 func TestErrors(t *testing.T) {
-	_, ts := newTestServer(t, tinyModel, Config{MaxBodyBytes: 64 << 10})
+	_, ts := newTestServer(t, tinyModel, serve.Config{MaxBodyBytes: 64 << 10})
 	const user = `"messages":[{"role":"user","content":"Hi"}]`
 	const fnF = `{"type": "function", "function": {"name": "f"}}`
 	long := strings.Repeat("hello world ", 3000) // more tokens than the 4096 of the context
@@ -77,7 +79,7 @@ func TestErrors(t *testing.T) {
 			code, h, body := post(t, ts.URL+c.path, c.body)
 			require.Equal(t, c.status, code, "%s", body)
 			assert.Equal(t, "application/json", h.Get("Content-Type"))
-			var e apiErrorBody
+			var e openaitest.ErrorBody
 			require.NoError(t, json.Unmarshal(body, &e), "%s", body)
 			assert.NotEmpty(t, e.Error.Message)
 			assert.Equal(t, "invalid_request_error", e.Error.Type)
@@ -109,7 +111,7 @@ func TestErrors(t *testing.T) {
 		require.NoError(t, err)
 		resp, err := http.DefaultClient.Do(req)
 		require.NoError(t, err)
-		var e apiErrorBody
+		var e openaitest.ErrorBody
 		require.NoError(t, json.NewDecoder(resp.Body).Decode(&e))
 		resp.Body.Close()
 		assert.Equal(t, c.status, resp.StatusCode, "%s %s", c.method, c.path)

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/bonsai-go/sdk/bonsai"
+	"github.com/bonsai-go/sdk/internal/serve"
 )
 
 // chatSeeds are request bodies that reach every branch of the chat request's parsing:
@@ -26,11 +27,12 @@ func FuzzChatRequest(f *testing.F) {
 	for _, s := range chatSeeds {
 		f.Add([]byte(s))
 	}
-	s, err := NewServer(tinyModel, Config{ModelName: modelName})
+	srv, err := serve.New(tinyModel, serve.Config{ModelName: modelName})
 	if err != nil {
 		f.Fatal(err)
 	}
-	f.Cleanup(func() { s.Close() })
+	f.Cleanup(func() { srv.Close() })
+	s := newAPI(srv, Config{})
 	f.Fuzz(func(t *testing.T, body []byte) {
 		var req chatRequest
 		if e := decode(body, &req); e != nil {

@@ -1,13 +1,12 @@
 package openai
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"net/http"
-	"time"
 
 	"github.com/bonsai-go/sdk/bonsai"
+	"github.com/bonsai-go/sdk/internal/serve"
 	"github.com/bonsai-go/sdk/internal/sse"
 )
 
@@ -62,133 +61,8 @@ type responder interface {
 	whole(res bonsai.Result, pieces []piece, finish string, u usage) any
 }
 
-// Errors of Execute, for other APIs' handlers to map to their own shapes.
-var (
-	// ErrQueueFull: every session is busy and the queue is full; retry later.
-	ErrQueueFull = errQueueFull
-	// ErrShuttingDown: the server is stopping and takes no more generations, or stopped
-	// this one.
-	ErrShuttingDown = errors.New("openai: the server is shutting down")
-)
-
-// execute queues a job for a session and runs it: start is called before the first
-// token, or at the end of a generation that yielded none (a stream's head goes out
-// then, so that a refusal can still be a status), tok with each token (false stops
-// the generation). It returns the result and how many
-// tokens were thinking. A generation cut short because the client left has
-// FinishCancelled and no error; one stopped by CancelAll, ErrShuttingDown.
-func (s *Server) execute(ctx context.Context, j *job, start func(), tok func(bonsai.Token) bool) (bonsai.Result, int, error) {
-	res, reasoning, err := s.generate(ctx, j, start, tok)
-	outcome := outcomeCompleted
-	switch {
-	case errors.Is(err, ErrQueueFull) || errors.Is(err, ErrShuttingDown) && res.FinishReason != bonsai.FinishCancelled:
-		outcome = outcomeRejected
-	case err != nil:
-		outcome = outcomeError
-	case res.FinishReason == bonsai.FinishCancelled:
-		outcome = outcomeCancelled
-	}
-	setOutcome(ctx, outcome)
-	return res, reasoning, err
-}
-
-// generate is execute but for the request's outcome.
-func (s *Server) generate(ctx context.Context, j *job, start func(), tok func(bonsai.Token) bool) (bonsai.Result, int, error) {
-	if s.hard.Err() != nil {
-		return bonsai.Result{}, 0, ErrShuttingDown
-	}
-	s.active.Add(1)
-	defer s.active.Done()
-	clientCtx := ctx
-	// The generation ends when the client leaves or when CancelAll is called.
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	defer context.AfterFunc(s.hard, cancel)()
-
-	arrived := time.Now()
-	sl, err := s.pool.acquire(ctx, j.p.Tokens())
-	if err != nil {
-		switch {
-		case errors.Is(err, errQueueFull):
-			s.rejected.Add(1)
-			return bonsai.Result{}, 0, fmt.Errorf("%w: %d generations are running and %d requests are queued", ErrQueueFull, s.cfg.Parallel, s.cfg.Queue)
-		case s.hard.Err() != nil || errors.Is(err, bonsai.ErrClosed):
-			return bonsai.Result{}, 0, ErrShuttingDown
-		case clientCtx.Err() != nil:
-			return bonsai.Result{FinishReason: bonsai.FinishCancelled}, 0, nil
-		}
-		return bonsai.Result{}, 0, fmt.Errorf("no session: %w", err)
-	}
-	s.metrics.queueWait.observe(since(arrived))
-	held := true
-	release := func() {
-		if held {
-			held = false
-			s.pool.release(sl)
-		}
-	}
-	defer release()
-	// start waits for the first token: options the engine refuses (a hostile schema)
-	// fail before any, and still get a status of their own.
-	started := false
-	begin := func() {
-		if !started && start != nil {
-			start()
-		}
-		started = true
-	}
-
-	t0 := time.Now()
-	g := sl.s.Generate(ctx, j.p)
-	reasoning, first := 0, true
-	for t, err := range g.Tokens() {
-		if err != nil {
-			break // Result returns it
-		}
-		if first && t.ID != bonsai.NoToken {
-			first = false
-			s.metrics.firstToken.observe(since(arrived))
-		}
-		if t.Reasoning {
-			reasoning++
-		}
-		begin()
-		if !tok(t) {
-			break // the client is gone: leaving the loop cancels the generation
-		}
-		if s.cfg.tokenHook != nil {
-			s.cfg.tokenHook(ctx)
-		}
-	}
-	res, genErr := g.Result()
-	if genErr != nil {
-		sl.s.Reset() // start the next request afresh
-	}
-	sl.finished(j.p.Tokens(), j.p.Checkpoint(), res.Usage.CachedTokens, genErr != nil)
-	release()
-	s.generations.Add(1)
-	if genErr == nil && res.FinishReason == bonsai.FinishCancelled {
-		s.cancelled.Add(1)
-	}
-	s.metrics.promptTokens.Add(int64(res.Usage.PromptTokens))
-	s.metrics.cachedTokens.Add(int64(res.Usage.CachedTokens))
-	s.metrics.completionTokens.Add(int64(res.Usage.CompletionTokens))
-	if s.cfg.OnGenerationEnd != nil {
-		s.cfg.OnGenerationEnd(GenerationEnd{Endpoint: j.endpoint, FinishReason: res.FinishReason, Err: genErr,
-			PromptTokens: res.Usage.PromptTokens, CachedTokens: res.Usage.CachedTokens, CompletionTokens: res.Usage.CompletionTokens,
-			Started: t0, Ended: time.Now()})
-	}
-	if genErr == nil && res.FinishReason != bonsai.FinishCancelled {
-		begin()
-	}
-	if genErr == nil && res.FinishReason == bonsai.FinishCancelled && clientCtx.Err() == nil && s.hard.Err() != nil {
-		return res, reasoning, fmt.Errorf("%w: the generation was stopped", ErrShuttingDown)
-	}
-	return res, reasoning, genErr
-}
-
 // run queues a job for a session, runs it and writes the response.
-func (s *Server) run(w http.ResponseWriter, r *http.Request, j *job, out responder) {
+func (s *api) run(w http.ResponseWriter, r *http.Request, j *job, out responder) {
 	var ev *sse.Writer
 	start := func() {
 		if j.stream {
@@ -199,7 +73,7 @@ func (s *Server) run(w http.ResponseWriter, r *http.Request, j *job, out respond
 		}
 	}
 	var pieces []piece
-	res, reasoning, genErr := s.execute(r.Context(), j, start, func(tok bonsai.Token) bool {
+	res, genErr := s.srv.Run(r.Context(), serve.Job{Endpoint: j.endpoint, Prompt: j.p}, start, func(tok bonsai.Token) bool {
 		p := s.piece(tok, j.p.Options().LogProbs)
 		if ev == nil {
 			pieces = append(pieces, p)
@@ -219,11 +93,11 @@ func (s *Server) run(w http.ResponseWriter, r *http.Request, j *job, out respond
 		}
 	}
 	switch {
-	case errors.Is(genErr, ErrQueueFull):
+	case errors.Is(genErr, serve.ErrQueueFull):
 		fail(overloaded(fmt.Sprintf("The server is busy: %d generations are running and %d requests are queued. Retry later.",
 			s.cfg.Parallel, s.cfg.Queue), "queue_full", 1))
 		return
-	case errors.Is(genErr, ErrShuttingDown):
+	case errors.Is(genErr, serve.ErrShuttingDown):
 		msg := "The server is shutting down."
 		if ev != nil {
 			msg = "The server is shutting down: the generation was stopped."
@@ -247,9 +121,9 @@ func (s *Server) run(w http.ResponseWriter, r *http.Request, j *job, out respond
 	u.PromptTokens, u.CompletionTokens = res.Usage.PromptTokens, res.Usage.CompletionTokens
 	u.TotalTokens = u.PromptTokens + u.CompletionTokens
 	u.PromptTokensDetails.CachedTokens = res.Usage.CachedTokens
-	u.CompletionTokensDetails.ReasoningTokens = reasoning
+	u.CompletionTokensDetails.ReasoningTokens = res.ReasoningTokens
 	if ev == nil {
-		writeJSON(w, http.StatusOK, out.whole(res, pieces, finish, u))
+		serve.WriteJSON(w, http.StatusOK, out.whole(res.Result, pieces, finish, u))
 		return
 	}
 	ev.Send("", out.tail(finish))
@@ -260,7 +134,7 @@ func (s *Server) run(w http.ResponseWriter, r *http.Request, j *job, out respond
 }
 
 // piece turns a report into its output.
-func (s *Server) piece(tok bonsai.Token, logprobs bool) piece {
+func (s *api) piece(tok bonsai.Token, logprobs bool) piece {
 	p := piece{text: tok.Text, thinking: tok.Thinking, reasoning: tok.Reasoning, frags: tok.ToolCallFragments}
 	if logprobs && tok.ID != bonsai.NoToken {
 		p.lp = &tokenLP{id: tok.ID, token: s.m.Tokenizer().Piece(tok.ID), logprob: tok.LogProb, top: tok.TopLogProbs}

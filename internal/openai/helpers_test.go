@@ -1,11 +1,8 @@
 package openai
 
 import (
-	"bufio"
 	"bytes"
 	"context"
-	"encoding/json"
-	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -16,6 +13,8 @@ import (
 	"testing"
 
 	"github.com/bonsai-go/sdk/bonsai"
+	"github.com/bonsai-go/sdk/internal/openai/openaitest"
+	"github.com/bonsai-go/sdk/internal/serve"
 	"github.com/bonsai-go/sdk/internal/synth"
 	oai "github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
@@ -69,16 +68,18 @@ func TestMain(m *testing.M) {
 	}())
 }
 
-const modelName = "tiny"
+const modelName = openaitest.ModelName
 
-// newTestServer serves m with cfg (ModelName defaults to "tiny") on an httptest server.
-func newTestServer(t *testing.T, m *bonsai.Model, cfg Config) (*Server, *httptest.Server) {
+// newTestServer serves the OpenAI API on m with cfg (ModelName defaults to "tiny") on
+// an httptest server.
+func newTestServer(t *testing.T, m *bonsai.Model, cfg serve.Config) (*serve.Server, *httptest.Server) {
 	t.Helper()
 	if cfg.ModelName == "" {
 		cfg.ModelName = modelName
 	}
-	s, err := NewServer(m, cfg)
+	s, err := serve.New(m, cfg)
 	require.NoError(t, err)
+	Register(s, Config{})
 	ts := httptest.NewServer(s)
 	t.Cleanup(func() {
 		ts.Close()
@@ -130,8 +131,7 @@ func (s *syncWriter) Write(b []byte) (int, error) {
 // the response bodies.
 func client(ts *httptest.Server) (oai.Client, *recorder) {
 	rec := &recorder{}
-	return oai.NewClient(option.WithBaseURL(ts.URL+"/v1/"), option.WithAPIKey("unused"), option.WithMaxRetries(0),
-		option.WithHTTPClient(&http.Client{Transport: rec})), rec
+	return openaitest.Client(ts.URL, option.WithHTTPClient(&http.Client{Transport: rec})), rec
 }
 
 // post sends a JSON body and returns the response's status, headers and body.
@@ -143,148 +143,4 @@ func post(t *testing.T, url, body string) (int, http.Header, []byte) {
 	b, err := io.ReadAll(resp.Body)
 	require.NoError(t, err)
 	return resp.StatusCode, resp.Header, b
-}
-
-// readEvents returns the data of each server-sent event of a stream.
-func readEvents(r io.Reader) ([]string, error) {
-	var events []string
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 0, 64<<10), 4<<20)
-	for sc.Scan() {
-		line := sc.Text()
-		switch {
-		case line == "":
-		case strings.HasPrefix(line, "data: "):
-			events = append(events, strings.TrimPrefix(line, "data: "))
-		default:
-			return events, fmt.Errorf("unexpected line %q", line)
-		}
-	}
-	return events, sc.Err()
-}
-
-// rawChunk is a chat.completion.chunk or text_completion as JSON has it, with the
-// nulls kept apart from the empty values.
-type rawChunk struct {
-	ID      string `json:"id"`
-	Object  string `json:"object"`
-	Model   string `json:"model"`
-	Choices []struct {
-		Index int `json:"index"`
-		Delta *struct {
-			Role             *string `json:"role"`
-			Content          *string `json:"content"`
-			ReasoningContent *string `json:"reasoning_content"`
-		} `json:"delta"`
-		Text         *string         `json:"text"`
-		Logprobs     json.RawMessage `json:"logprobs"`
-		FinishReason *string         `json:"finish_reason"`
-	} `json:"choices"`
-	Usage *usage `json:"usage"`
-	Error *struct {
-		Message string `json:"message"`
-	} `json:"error"`
-}
-
-// streamSummary is what a well-formed stream said.
-type streamSummary struct {
-	content, reasoning, finish string
-	usage                      *usage
-	chunks                     int
-}
-
-// checkStream checks the event sequence of a streamed chat completion (chat) or
-// completion: for a chat, the role in the first chunk's delta and in no other; content
-// deltas; one chunk with the finish reason, after every delta; with usage, one chunk
-// of usage and no choices after it; then [DONE], last. It returns what the stream said.
-func checkStream(events []string, chat, withUsage bool) (streamSummary, error) {
-	var s streamSummary
-	if len(events) == 0 || events[len(events)-1] != "[DONE]" {
-		return s, fmt.Errorf("the stream does not end with [DONE]: %d events", len(events))
-	}
-	events = events[:len(events)-1]
-	var id string
-	var content, reasoning strings.Builder
-	for i, e := range events {
-		var c rawChunk
-		if err := json.Unmarshal([]byte(e), &c); err != nil {
-			return s, fmt.Errorf("event %d: %v: %s", i, err, e)
-		}
-		if c.Error != nil {
-			return s, fmt.Errorf("event %d: error %s", i, c.Error.Message)
-		}
-		wantObject := "text_completion"
-		if chat {
-			wantObject = "chat.completion.chunk"
-		}
-		if c.Object != wantObject || c.Model != modelName {
-			return s, fmt.Errorf("event %d: object %q model %q", i, c.Object, c.Model)
-		}
-		if i == 0 {
-			id = c.ID
-		} else if c.ID != id {
-			return s, fmt.Errorf("event %d: id %q, the stream's is %q", i, c.ID, id)
-		}
-		if s.usage != nil {
-			return s, fmt.Errorf("event %d after the usage chunk", i)
-		}
-		if len(c.Choices) == 0 {
-			if !withUsage || c.Usage == nil || s.finish == "" {
-				return s, fmt.Errorf("event %d: no choices, usage %v, finish %q", i, c.Usage, s.finish)
-			}
-			s.usage = c.Usage
-			continue
-		}
-		if len(c.Choices) != 1 || c.Choices[0].Index != 0 {
-			return s, fmt.Errorf("event %d: %d choices", i, len(c.Choices))
-		}
-		if c.Usage != nil {
-			return s, fmt.Errorf("event %d: usage in a chunk with choices", i)
-		}
-		ch := c.Choices[0]
-		if s.finish != "" {
-			return s, fmt.Errorf("event %d after the finish reason", i)
-		}
-		if ch.FinishReason != nil {
-			s.finish = *ch.FinishReason
-		}
-		if chat {
-			if ch.Delta == nil {
-				return s, fmt.Errorf("event %d: no delta", i)
-			}
-			if (ch.Delta.Role != nil) != (i == 0) || i == 0 && *ch.Delta.Role != "assistant" {
-				return s, fmt.Errorf("event %d: role %v", i, ch.Delta.Role)
-			}
-			if ch.FinishReason != nil && (ch.Delta.Content != nil || ch.Delta.ReasoningContent != nil) {
-				return s, fmt.Errorf("event %d: text with the finish reason", i)
-			}
-			if ch.Delta.Content != nil {
-				content.WriteString(*ch.Delta.Content)
-			}
-			if ch.Delta.ReasoningContent != nil {
-				reasoning.WriteString(*ch.Delta.ReasoningContent)
-			}
-		} else if ch.Text != nil {
-			content.WriteString(*ch.Text)
-		}
-		s.chunks++
-	}
-	if s.finish != "stop" && s.finish != "length" {
-		return s, fmt.Errorf("finish reason %q", s.finish)
-	}
-	if withUsage && s.usage == nil {
-		return s, fmt.Errorf("no usage chunk")
-	}
-	s.content, s.reasoning = content.String(), reasoning.String()
-	return s, nil
-}
-
-// apiErrorBody is an error response.
-type apiErrorBody struct {
-	Error struct {
-		Message string  `json:"message"`
-		Type    string  `json:"type"`
-		Param   *string `json:"param"`
-		Code    *string `json:"code"`
-	} `json:"error"`
 }

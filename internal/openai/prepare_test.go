@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/bonsai-go/sdk/internal/prepcount"
+	"github.com/bonsai-go/sdk/internal/serve"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -11,7 +12,7 @@ import (
 // TestOnePreparation: a chat request is rendered, tokenized and its grammar compiled
 // once, from its body to the end of its generation, streamed or not.
 func TestOnePreparation(t *testing.T) {
-	_, ts := newTestServer(t, tinyModel, Config{})
+	_, ts := newTestServer(t, tinyModel, serve.Config{})
 	const tool = `{"type": "function", "function": {"name": "add", "parameters": {"type": "object", "properties": {"a": {"type": "number"}}}}}`
 	for _, stream := range []string{"false", "true"} {
 		before := prepcount.Read()

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/bonsai-go/sdk/bonsai"
+	"github.com/bonsai-go/sdk/internal/serve"
 )
 
 // commonRequest holds the parameters /v1/chat/completions and /v1/completions share.
@@ -107,18 +108,9 @@ func typeName(kind string) string {
 	return kind
 }
 
-// Defaults are the sampling settings of a request that does not give them.
-type Defaults struct {
-	Temperature, TopP, MinP float32
-	TopK                    int
-	// MaxTokens caps a generation that gives no max_tokens (0: until an end token or the
-	// end of the context).
-	MaxTokens int
-}
-
 // options turns the shared parameters into GenerateOptions, checking their ranges as
 // OpenAI does.
-func (r *commonRequest) options(d Defaults, seed func() uint64) (bonsai.GenerateOptions, *apiError) {
+func (r *commonRequest) options(d serve.Defaults, seed func() uint64) (bonsai.GenerateOptions, *apiError) {
 	opt := bonsai.GenerateOptions{MaxTokens: d.MaxTokens, SamplerOptions: bonsai.SamplerOptions{Temperature: d.Temperature, TopP: d.TopP, TopK: d.TopK, MinP: d.MinP}}
 	inRange := func(name string, v *float64, lo, hi float64) (float32, bool, *apiError) {
 		if v == nil {

@@ -9,21 +9,13 @@ import (
 	"testing"
 	"unicode/utf8"
 
+	"github.com/bonsai-go/sdk/internal/openai/openaitest"
+	"github.com/bonsai-go/sdk/internal/serve"
 	oai "github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
-
-func chatParams(prompt string, maxTokens int64) oai.ChatCompletionNewParams {
-	return oai.ChatCompletionNewParams{
-		Model:       modelName,
-		Messages:    []oai.ChatCompletionMessageParamUnion{oai.SystemMessage("Be brief."), oai.UserMessage(prompt)},
-		Temperature: oai.Float(0),
-		MaxTokens:   oai.Int(maxTokens),
-		Seed:        oai.Int(7),
-	}
-}
 
 // reasoningOf reads reasoning_content, which the OpenAI client keeps among the extra
 // fields.
@@ -36,12 +28,12 @@ func reasoningOf(f interface{ Raw() string }) string {
 // TestChat: a chat completion, whole and streamed, through the official client; the
 // stream's deltas reassemble the whole answer, and it ends as OpenAI's do.
 func TestChat(t *testing.T) {
-	_, ts := newTestServer(t, tinyModel, Config{Parallel: 2, Queue: 4})
+	_, ts := newTestServer(t, tinyModel, serve.Config{Parallel: 2, Queue: 4})
 	c, rec := client(ts)
 	ctx := context.Background()
 
 	for _, sampled := range []bool{false, true} {
-		p := chatParams("Hello there", 40)
+		p := openaitest.ChatParams("Hello there", 40)
 		if sampled {
 			p.Temperature, p.TopP = oai.Float(0.9), oai.Float(0.95)
 		}
@@ -105,27 +97,27 @@ func TestChat(t *testing.T) {
 		resp, err := http.Post(ts.URL+"/v1/chat/completions", "application/json", strings.NewReader(string(body)))
 		require.NoError(t, err)
 		assert.Equal(t, "text/event-stream", resp.Header.Get("Content-Type"))
-		events, err := readEvents(resp.Body)
+		events, err := openaitest.ReadEvents(resp.Body)
 		resp.Body.Close()
 		require.NoError(t, err)
-		sum, err := checkStream(events, true, true)
+		sum, err := openaitest.CheckStream(events, true, true)
 		require.NoError(t, err)
-		assert.Equal(t, msg.Content, sum.content)
-		assert.Equal(t, finish, sum.finish)
-		assert.Equal(t, int(u.CompletionTokens), sum.usage.CompletionTokens)
+		assert.Equal(t, msg.Content, sum.Content)
+		assert.Equal(t, finish, sum.Finish)
+		assert.Equal(t, int(u.CompletionTokens), sum.Usage.CompletionTokens)
 	}
 }
 
 // TestStreamWithoutUsage: without stream_options.include_usage no chunk carries usage.
 func TestStreamWithoutUsage(t *testing.T) {
-	_, ts := newTestServer(t, tinyModel, Config{})
+	_, ts := newTestServer(t, tinyModel, serve.Config{})
 	resp, err := http.Post(ts.URL+"/v1/chat/completions", "application/json", strings.NewReader(
 		`{"model":"tiny","stream":true,"max_tokens":8,"temperature":0,"messages":[{"role":"user","content":"Hi"}]}`))
 	require.NoError(t, err)
 	defer resp.Body.Close()
-	events, err := readEvents(resp.Body)
+	events, err := openaitest.ReadEvents(resp.Body)
 	require.NoError(t, err)
-	_, err = checkStream(events, true, false)
+	_, err = openaitest.CheckStream(events, true, false)
 	require.NoError(t, err)
 	for _, e := range events {
 		assert.NotContains(t, e, `"usage"`)
@@ -134,7 +126,7 @@ func TestStreamWithoutUsage(t *testing.T) {
 
 // TestCompletions: /v1/completions, whole and streamed, through the official client.
 func TestCompletions(t *testing.T) {
-	_, ts := newTestServer(t, tinyModel, Config{})
+	_, ts := newTestServer(t, tinyModel, serve.Config{})
 	c, rec := client(ts)
 	ctx := context.Background()
 	p := oai.CompletionNewParams{
@@ -182,17 +174,17 @@ func TestCompletions(t *testing.T) {
 	resp, err := http.Post(ts.URL+"/v1/completions", "application/json", strings.NewReader(
 		`{"prompt":"Once upon a time","max_tokens":30,"temperature":0,"stream":true,"stream_options":{"include_usage":true}}`))
 	require.NoError(t, err)
-	events, err := readEvents(resp.Body)
+	events, err := openaitest.ReadEvents(resp.Body)
 	resp.Body.Close()
 	require.NoError(t, err)
-	sum, err := checkStream(events, false, true)
+	sum, err := openaitest.CheckStream(events, false, true)
 	require.NoError(t, err)
-	assert.Equal(t, whole.Choices[0].Text, sum.content)
+	assert.Equal(t, whole.Choices[0].Text, sum.Content)
 }
 
 // TestModels lists the model, with the client and raw.
 func TestModels(t *testing.T) {
-	_, ts := newTestServer(t, tinyModel, Config{})
+	_, ts := newTestServer(t, tinyModel, serve.Config{})
 	c, _ := client(ts)
 	page, err := c.Models.List(context.Background())
 	require.NoError(t, err)
@@ -223,10 +215,10 @@ func TestModels(t *testing.T) {
 // TestLogprobs: chat logprobs with alternatives, whole and streamed, and the legacy
 // completions' logprobs.
 func TestLogprobs(t *testing.T) {
-	_, ts := newTestServer(t, tinyModel, Config{})
+	_, ts := newTestServer(t, tinyModel, serve.Config{})
 	c, _ := client(ts)
 	ctx := context.Background()
-	p := chatParams("Tell me a story", 12)
+	p := openaitest.ChatParams("Tell me a story", 12)
 	p.Logprobs, p.TopLogprobs = oai.Bool(true), oai.Int(3)
 	whole, err := c.Chat.Completions.New(ctx, p)
 	require.NoError(t, err)
@@ -265,7 +257,7 @@ func TestLogprobs(t *testing.T) {
 	assert.Equal(t, len(lps), n, "one logprob per token, streamed as whole")
 
 	// Without logprobs there are none.
-	p = chatParams("Tell me a story", 4)
+	p = openaitest.ChatParams("Tell me a story", 4)
 	whole, err = c.Chat.Completions.New(ctx, p)
 	require.NoError(t, err)
 	assert.Equal(t, "null", whole.Choices[0].JSON.Logprobs.Raw())
@@ -283,10 +275,10 @@ func TestLogprobs(t *testing.T) {
 // TestStop: a stop string ends the answer before it, with finish_reason stop, whether
 // given as a string or in an array, streamed or not.
 func TestStop(t *testing.T) {
-	_, ts := newTestServer(t, tinyModel, Config{})
+	_, ts := newTestServer(t, tinyModel, serve.Config{})
 	c, _ := client(ts)
 	ctx := context.Background()
-	p := chatParams("Hello there", 60)
+	p := openaitest.ChatParams("Hello there", 60)
 	full, err := c.Chat.Completions.New(ctx, p)
 	require.NoError(t, err)
 	text := full.Choices[0].Message.Content
@@ -325,10 +317,10 @@ func TestStop(t *testing.T) {
 // TestThinking: thinking switched on and off with chat_template_kwargs and with a
 // top-level enable_thinking; the thinking comes back in reasoning_content.
 func TestThinking(t *testing.T) {
-	_, ts := newTestServer(t, thinkModel, Config{})
+	_, ts := newTestServer(t, thinkModel, serve.Config{})
 	c, _ := client(ts)
 	ctx := context.Background()
-	p := chatParams("Why is the sky blue?", 24)
+	p := openaitest.ChatParams("Why is the sky blue?", 24)
 
 	on, err := c.Chat.Completions.New(ctx, p) // the template's default: on
 	require.NoError(t, err)
@@ -369,11 +361,11 @@ func TestThinking(t *testing.T) {
 // TestPrefixReuse: with two sessions, the second turn of a conversation goes to the
 // session that holds the first and prefills only what is new.
 func TestPrefixReuse(t *testing.T) {
-	_, ts := newTestServer(t, tinyModel, Config{Parallel: 2, Queue: 2})
+	_, ts := newTestServer(t, tinyModel, serve.Config{Parallel: 2, Queue: 2})
 	c, _ := client(ts)
 	ctx := context.Background()
-	a := chatParams("The first conversation", 10)
-	b := chatParams("A second, unrelated one", 10)
+	a := openaitest.ChatParams("The first conversation", 10)
+	b := openaitest.ChatParams("A second, unrelated one", 10)
 	b.Messages[0] = oai.SystemMessage("Another system prompt.")
 	ra, err := c.Chat.Completions.New(ctx, a)
 	require.NoError(t, err)

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/bonsai-go/sdk/internal/openai/openaitest"
+	"github.com/bonsai-go/sdk/internal/serve"
 	oai "github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/shared"
 	"github.com/santhosh-tekuri/jsonschema/v6"
@@ -72,7 +74,7 @@ func toolParams(seed int64) oai.ChatCompletionNewParams {
 // stream's deltas are OpenAI's (index, id, type and name first, then argument pieces)
 // and reassemble the whole answer; the tool's result sent back gets an answer.
 func TestToolRoundTrip(t *testing.T) {
-	_, ts := newTestServer(t, tinyModel, Config{Parallel: 2})
+	_, ts := newTestServer(t, tinyModel, serve.Config{Parallel: 2})
 	c, rec := client(ts)
 	ctx := context.Background()
 	schema := validator(t, weatherSchema)
@@ -131,7 +133,7 @@ func TestToolRoundTrip(t *testing.T) {
 // checkToolDeltas checks a chat stream's raw tool-call deltas against OpenAI's shape.
 func checkToolDeltas(t *testing.T, body string, calls int) {
 	t.Helper()
-	events, err := readEvents(strings.NewReader(body))
+	events, err := openaitest.ReadEvents(strings.NewReader(body))
 	require.NoError(t, err)
 	type fn struct {
 		Name      *string `json:"name"`
@@ -186,7 +188,7 @@ func checkToolDeltas(t *testing.T, body string, calls int) {
 // TestToolChoice: a named function is the one called; parallel_tool_calls false makes
 // one call.
 func TestToolChoice(t *testing.T) {
-	_, ts := newTestServer(t, tinyModel, Config{})
+	_, ts := newTestServer(t, tinyModel, serve.Config{})
 	c, _ := client(ts)
 	ctx := context.Background()
 	other := oai.ChatCompletionFunctionTool(shared.FunctionDefinitionParam{Name: "get_time",
@@ -224,7 +226,7 @@ var responseSchemas = []string{
 // TestResponseFormat: json_schema answers of the random model are valid under their
 // schemas for every seed, whole and streamed; json_object answers are JSON objects.
 func TestResponseFormat(t *testing.T) {
-	_, ts := newTestServer(t, tinyModel, Config{})
+	_, ts := newTestServer(t, tinyModel, serve.Config{})
 	c, _ := client(ts)
 	ctx := context.Background()
 	for i, schema := range responseSchemas {
@@ -232,7 +234,7 @@ func TestResponseFormat(t *testing.T) {
 		var s map[string]any
 		require.NoError(t, json.Unmarshal([]byte(schema), &s))
 		for seed := int64(1); seed <= 3; seed++ {
-			p := chatParams("Describe it in JSON.", 400)
+			p := openaitest.ChatParams("Describe it in JSON.", 400)
 			p.Temperature, p.Seed = oai.Float(1), oai.Int(seed)
 			p.ResponseFormat = oai.ChatCompletionNewParamsResponseFormatUnion{OfJSONSchema: &shared.ResponseFormatJSONSchemaParam{
 				JSONSchema: shared.ResponseFormatJSONSchemaJSONSchemaParam{Name: fmt.Sprintf("s%d", i), Schema: s, Strict: oai.Bool(true)}}}
@@ -254,7 +256,7 @@ func TestResponseFormat(t *testing.T) {
 	}
 	obj := validator(t, `{"type": "object"}`)
 	for seed := int64(1); seed <= 4; seed++ {
-		p := chatParams("Any JSON object.", 200)
+		p := openaitest.ChatParams("Any JSON object.", 200)
 		p.Temperature, p.Seed = oai.Float(1), oai.Int(seed)
 		p.ResponseFormat = oai.ChatCompletionNewParamsResponseFormatUnion{OfJSONObject: &shared.ResponseFormatJSONObjectParam{}}
 		r, err := c.Chat.Completions.New(ctx, p)
@@ -271,7 +273,7 @@ func TestResponseFormat(t *testing.T) {
 // meaning, too deep, too large) gets a 400 naming the parameter, the keyword and the
 // JSON path, before any generation — streamed or not.
 func TestSchemaErrors(t *testing.T) {
-	_, ts := newTestServer(t, tinyModel, Config{})
+	_, ts := newTestServer(t, tinyModel, serve.Config{})
 	// Deeper than the engine's 32 levels of subschemas, within its 64 of JSON.
 	deep := strings.Repeat(`{"type": "array", "items": `, 40) + `{"type": "string"}` + strings.Repeat(`}`, 40)
 	var enum bytes.Buffer
@@ -309,7 +311,7 @@ func TestSchemaErrors(t *testing.T) {
 					resp, err := http.Post(ts.URL+"/v1/chat/completions", "application/json", bytes.NewReader(b))
 					require.NoError(t, err)
 					defer resp.Body.Close()
-					var e apiErrorBody
+					var e openaitest.ErrorBody
 					require.NoError(t, json.NewDecoder(resp.Body).Decode(&e))
 					require.Equal(t, http.StatusBadRequest, resp.StatusCode, "%+v", e)
 					require.NotNil(t, e.Error.Param)

@@ -1,7 +1,6 @@
-package openai
+package serve_test
 
 import (
-	"bufio"
 	"context"
 	"fmt"
 	"io"
@@ -14,6 +13,8 @@ import (
 	"testing"
 
 	"github.com/bonsai-go/sdk/bonsai"
+	"github.com/bonsai-go/sdk/internal/openai/openaitest"
+	"github.com/bonsai-go/sdk/internal/serve"
 	oai "github.com/openai/openai-go/v3"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -429,8 +430,8 @@ func TestMetrics(t *testing.T) {
 	require.NoError(t, err)
 	defer m.Close()
 	gate := make(chan struct{})
-	s, ts := newTestServer(t, m, Config{Parallel: 1, Queue: 1, tokenHook: gated(gate)})
-	c, _ := client(ts)
+	s, ts := newTestServer(t, m, withTokenHook(serve.Config{Parallel: 1, Queue: 1}, gated(gate)))
+	c := client(ts)
 	scrapes := 0
 	get := func() map[string]*promFamily {
 		scrapes++
@@ -454,7 +455,7 @@ func TestMetrics(t *testing.T) {
 
 	const system = "You are a terse assistant who answers every question in one short line."
 	chat := func(user string) oai.ChatCompletionNewParams {
-		p := chatParams(user, 8)
+		p := openaitest.ChatParams(user, 8)
 		p.Messages[0] = oai.SystemMessage(system)
 		return p
 	}
@@ -597,7 +598,7 @@ func TestMetrics(t *testing.T) {
 
 // TestMetricsMethods: /metrics answers GET and HEAD, and 405 otherwise.
 func TestMetricsMethods(t *testing.T) {
-	_, ts := newTestServer(t, tinyModel, Config{})
+	_, ts := newTestServer(t, tinyModel, serve.Config{})
 	resp, err := http.Head(ts.URL + "/metrics")
 	require.NoError(t, err)
 	resp.Body.Close()
@@ -623,8 +624,8 @@ func TestMetricsMethods(t *testing.T) {
 // TestEndpointName: the endpoint label of a route added with Handle.
 func TestEndpointName(t *testing.T) {
 	for path, want := range map[string]string{"/v1/messages": "messages", "/v1/messages/count_tokens": "messages.count_tokens",
-		"/": "root", "/v1/x/": "x"} {
-		assert.Equal(t, want, endpointName(path), path)
+		"/": "root", "/v1/x/": "x", "/{$}": "root", "/v1/models/{id...}": "models", "/chat/completions": "chat.completions"} {
+		assert.Equal(t, want, serve.EndpointName(path), path)
 	}
 }
 
@@ -632,14 +633,10 @@ func TestEndpointName(t *testing.T) {
 // least their value (le is inclusive), the buckets are written cumulative, and the sum
 // and count are the observations'.
 func TestHistogramExposition(t *testing.T) {
-	h := newHistogram([]float64{0.5, 1, 2})
-	for _, v := range []float64{0.5, 0.75, 1, 3, 0.1} {
-		h.observe(v)
-	}
 	var b strings.Builder
-	e := &exposition{w: bufio.NewWriter(&b)}
-	e.histogram("x_seconds", "X.", &h)
-	e.w.Flush()
+	e := serve.NewExposition(&b)
+	e.Histogram("x_seconds", "X.", []float64{0.5, 1, 2}, 0.5, 0.75, 1, 3, 0.1)
+	e.Flush()
 	assert.Equal(t, "# HELP x_seconds X.\n# TYPE x_seconds histogram\n"+
 		"x_seconds_bucket{le=\"0.5\"} 2\nx_seconds_bucket{le=\"1\"} 4\nx_seconds_bucket{le=\"2\"} 4\nx_seconds_bucket{le=\"+Inf\"} 5\n"+
 		"x_seconds_sum 5.35\nx_seconds_count 5\n", b.String())
@@ -647,8 +644,8 @@ func TestHistogramExposition(t *testing.T) {
 	require.NoError(t, err)
 
 	b.Reset()
-	e.sample("y", math.Inf(1), "path", "a\"b\\c\nd")
-	e.sample("y", 1.5e20)
-	e.w.Flush()
+	e.Sample("y", math.Inf(1), "path", "a\"b\\c\nd")
+	e.Sample("y", 1.5e20)
+	e.Flush()
 	assert.Equal(t, "y{path=\"a\\\"b\\\\c\\nd\"} +Inf\ny 1.5e+20\n", b.String())
 }

@@ -1,4 +1,4 @@
-package openai
+package serve
 
 import (
 	"bufio"
@@ -84,7 +84,7 @@ func (h *histogram) observe(v float64) {
 	h.mu.Unlock()
 }
 
-// tracker carries a request's outcome from the generation (execute, which knows it) to
+// tracker carries a request's outcome from the generation (Run, which knows it) to
 // ServeHTTP, which counts the request once its handler has returned. The handler's
 // goroutine writes it and ServeHTTP reads it after the handler returns.
 type tracker struct{ outcome string }
@@ -109,17 +109,6 @@ func outcomeOf(tr *tracker, code int) string {
 		return outcomeError
 	}
 	return outcomeCompleted
-}
-
-// endpointName is the endpoint label of a route registered with Handle: its path
-// without /v1, the slashes dots ("/v1/messages/count_tokens": "messages.count_tokens";
-// "/": "root").
-func endpointName(path string) string {
-	p := strings.Trim(strings.TrimPrefix(path, "/v1/"), "/")
-	if p == "" {
-		return "root"
-	}
-	return strings.ReplaceAll(p, "/", ".")
 }
 
 func (s *Server) serveMetrics(w http.ResponseWriter, r *http.Request) {

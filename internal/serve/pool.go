@@ -1,4 +1,4 @@
-package openai
+package serve
 
 import (
 	"context"
@@ -10,8 +10,14 @@ import (
 	"github.com/bonsai-go/sdk/bonsai"
 )
 
-// errQueueFull: every session is busy and the queue is full.
-var errQueueFull = errors.New("openai: queue full")
+// Errors of Run, for the dialects to answer in their own shapes.
+var (
+	// ErrQueueFull: every session is busy and the queue is full; retry later.
+	ErrQueueFull = errors.New("serve: queue full")
+	// ErrShuttingDown: the server is stopping and takes no more generations, or stopped
+	// this one.
+	ErrShuttingDown = errors.New("serve: the server is shutting down")
+)
 
 // slot is one of the pool's sessions, kept between requests.
 type slot struct {
@@ -37,8 +43,7 @@ func (sl *slot) reusable(prompt []int32) int {
 }
 
 // finished records what a slot's session holds after a generation on prompt, whose
-// chat checkpoint boundary was boundary (0: none) and of which cached tokens were
-// reused.
+// chat checkpoint was at boundary (0: none) and of which cached tokens were reused.
 func (sl *slot) finished(prompt []int32, boundary, cached int, failed bool) {
 	if failed {
 		sl.tokens, sl.ckpt = nil, nil
@@ -73,7 +78,7 @@ func newPool(m *bonsai.Model, parallel, maxQueue int) *pool {
 }
 
 // acquire returns an idle session, the one holding the longest prefix of prompt, or
-// waits its turn for one until ctx is done. It fails with errQueueFull when the queue is
+// waits its turn for one until ctx is done. It fails with ErrQueueFull when the queue is
 // full, and with ctx's error when ctx ends first.
 func (p *pool) acquire(ctx context.Context, prompt []int32) (*slot, error) {
 	p.mu.Lock()
@@ -99,7 +104,7 @@ func (p *pool) acquire(ctx context.Context, prompt []int32) (*slot, error) {
 	}
 	if len(p.waiters) >= p.maxQueue {
 		p.mu.Unlock()
-		return nil, errQueueFull
+		return nil, ErrQueueFull
 	}
 	ch := make(chan *slot, 1)
 	p.waiters = append(p.waiters, ch)

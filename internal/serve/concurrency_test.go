@@ -1,4 +1,4 @@
-package openai
+package serve_test
 
 import (
 	"bufio"
@@ -20,6 +20,8 @@ import (
 	"time"
 
 	"github.com/bonsai-go/sdk/bonsai"
+	"github.com/bonsai-go/sdk/internal/openai/openaitest"
+	"github.com/bonsai-go/sdk/internal/serve"
 	"github.com/bonsai-go/sdk/internal/synth"
 	"github.com/bonsai-go/sdk/internal/synth/synthtest"
 	"github.com/bonsai-go/sdk/qwen35"
@@ -71,21 +73,21 @@ func eventually(t *testing.T, what string, cond func() bool) {
 // TestDisconnectCancels: a client that leaves, streaming or not, ends its generation
 // within a decode step, and frees its session.
 func TestDisconnectCancels(t *testing.T) {
-	ends := make(chan GenerationEnd, 4)
-	s, ts := newTestServer(t, tinyModel, Config{tokenHook: slowly(2 * time.Millisecond),
-		OnGenerationEnd: func(e GenerationEnd) { ends <- e }})
-	c, _ := client(ts)
+	ends := make(chan serve.GenerationEnd, 4)
+	s, ts := newTestServer(t, tinyModel, withTokenHook(serve.Config{OnGenerationEnd: func(e serve.GenerationEnd) { ends <- e }},
+		slowly(2*time.Millisecond)))
+	c := client(ts)
 
 	// Streaming: read a few chunks, then leave.
 	ctx, cancel := context.WithCancel(context.Background())
-	stream := c.Chat.Completions.NewStreaming(ctx, chatParams("Hello there", 3000))
+	stream := c.Chat.Completions.NewStreaming(ctx, openaitest.ChatParams("Hello there", 3000))
 	for i := 0; i < 5; i++ {
 		require.True(t, stream.Next(), "%v", stream.Err())
 	}
 	left := time.Now()
 	cancel()
 	stream.Close()
-	var e GenerationEnd
+	var e serve.GenerationEnd
 	select {
 	case e = <-ends:
 	case <-time.After(5 * time.Second):
@@ -101,7 +103,7 @@ func TestDisconnectCancels(t *testing.T) {
 	// Not streaming: the client gives up while the answer is being generated.
 	ctx, cancel = context.WithTimeout(context.Background(), 150*time.Millisecond)
 	defer cancel()
-	_, err := c.Chat.Completions.New(ctx, chatParams("Hello there", 3000))
+	_, err := c.Chat.Completions.New(ctx, openaitest.ChatParams("Hello there", 3000))
 	require.ErrorIs(t, err, context.DeadlineExceeded)
 	left = time.Now()
 	select {
@@ -119,7 +121,7 @@ func TestDisconnectCancels(t *testing.T) {
 	assert.Equal(t, int64(2), st.Generations)
 
 	// The session serves the next request as usual.
-	res, err := c.Chat.Completions.New(context.Background(), chatParams("Hello there", 5))
+	res, err := c.Chat.Completions.New(context.Background(), openaitest.ChatParams("Hello there", 5))
 	require.NoError(t, err)
 	assert.Equal(t, int64(5), res.Usage.CompletionTokens)
 }
@@ -129,8 +131,8 @@ func TestDisconnectCancels(t *testing.T) {
 // Retry-After.
 func TestQueue(t *testing.T) {
 	gate := make(chan struct{})
-	s, ts := newTestServer(t, tinyModel, Config{Parallel: 1, Queue: 2, tokenHook: gated(gate)})
-	c, _ := client(ts)
+	s, ts := newTestServer(t, tinyModel, withTokenHook(serve.Config{Parallel: 1, Queue: 2}, gated(gate)))
+	c := client(ts)
 	body := `{"messages":[{"role":"user","content":"Hi"}],"max_tokens":4,"temperature":0}`
 
 	results := make(chan int, 4)
@@ -142,7 +144,7 @@ func TestQueue(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	errB := make(chan error, 1)
 	go func() {
-		_, err := c.Chat.Completions.New(ctx, chatParams("Hi", 4))
+		_, err := c.Chat.Completions.New(ctx, openaitest.ChatParams("Hi", 4))
 		errB <- err
 	}()
 	eventually(t, "B to queue", func() bool { return s.Stats().Queued == 1 })
@@ -158,7 +160,7 @@ func TestQueue(t *testing.T) {
 	assert.Equal(t, http.StatusServiceUnavailable, code)
 	assert.Equal(t, "1", h.Get("Retry-After"))
 	assert.Contains(t, string(b), `"code":"queue_full"`)
-	_, err := c.Chat.Completions.New(context.Background(), chatParams("Hi", 4))
+	_, err := c.Chat.Completions.New(context.Background(), openaitest.ChatParams("Hi", 4))
 	var apiErr *oai.Error
 	require.True(t, errors.As(err, &apiErr), "%v", err)
 	assert.Equal(t, http.StatusServiceUnavailable, apiErr.StatusCode)
@@ -174,13 +176,13 @@ func TestQueue(t *testing.T) {
 }
 
 // serveOn runs Serve on a free port; it returns the base URL and Serve's result.
-func serveOn(t *testing.T, s *Server, grace time.Duration) (context.CancelFunc, string, chan error) {
+func serveOn(t *testing.T, s *serve.Server, grace time.Duration) (context.CancelFunc, string, chan error) {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
 	ctx, stop := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- Serve(ctx, ln, s, grace) }()
+	go func() { done <- serve.Serve(ctx, ln, s, grace) }()
 	return stop, "http://" + ln.Addr().String(), done
 }
 
@@ -191,8 +193,7 @@ func streamBody(maxTokens int) string {
 // TestGracefulShutdown: on shutdown the server stops accepting connections and lets the
 // streams in flight finish.
 func TestGracefulShutdown(t *testing.T) {
-	s, err := NewServer(tinyModel, Config{ModelName: modelName, tokenHook: slowly(time.Millisecond)})
-	require.NoError(t, err)
+	s := newServer(t, tinyModel, withTokenHook(serve.Config{}, slowly(time.Millisecond)))
 	defer s.Close()
 	stop, url, done := serveOn(t, s, time.Minute)
 	defer stop()
@@ -217,11 +218,11 @@ func TestGracefulShutdown(t *testing.T) {
 	// The stream in flight runs to its end.
 	rest, err := io.ReadAll(resp.Body)
 	require.NoError(t, err)
-	events, err := readEvents(io.MultiReader(bytes.NewReader(first), bytes.NewReader(rest)))
+	events, err := openaitest.ReadEvents(io.MultiReader(bytes.NewReader(first), bytes.NewReader(rest)))
 	require.NoError(t, err)
-	sum, err := checkStream(events, true, true)
+	sum, err := openaitest.CheckStream(events, true, true)
 	require.NoError(t, err)
-	assert.Equal(t, 60, sum.usage.CompletionTokens)
+	assert.Equal(t, 60, sum.Usage.CompletionTokens)
 	select {
 	case err := <-done:
 		require.NoError(t, err)
@@ -234,10 +235,9 @@ func TestGracefulShutdown(t *testing.T) {
 // TestShutdownGraceExpires: past the grace period, the generations still running are
 // stopped with an error event, queued requests get 503, and Serve returns promptly.
 func TestShutdownGraceExpires(t *testing.T) {
-	ends := make(chan GenerationEnd, 4)
-	s, err := NewServer(tinyModel, Config{ModelName: modelName, Parallel: 1, Queue: 1, tokenHook: slowly(2 * time.Millisecond),
-		OnGenerationEnd: func(e GenerationEnd) { ends <- e }})
-	require.NoError(t, err)
+	ends := make(chan serve.GenerationEnd, 4)
+	s := newServer(t, tinyModel, withTokenHook(serve.Config{Parallel: 1, Queue: 1,
+		OnGenerationEnd: func(e serve.GenerationEnd) { ends <- e }}, slowly(2*time.Millisecond)))
 	defer s.Close()
 	stop, url, done := serveOn(t, s, 200*time.Millisecond)
 	defer stop()
@@ -255,7 +255,7 @@ func TestShutdownGraceExpires(t *testing.T) {
 	stop()
 	body, err := io.ReadAll(resp.Body)
 	require.NoError(t, err)
-	events, err := readEvents(bytes.NewReader(body))
+	events, err := openaitest.ReadEvents(bytes.NewReader(body))
 	require.NoError(t, err)
 	require.NotEmpty(t, events)
 	assert.Contains(t, events[len(events)-1], `"code":"shutting_down"`, "the stream ends with an error event")
@@ -276,7 +276,7 @@ func TestShutdownGraceExpires(t *testing.T) {
 
 // TestHealthDraining: a draining server says so.
 func TestHealthDraining(t *testing.T) {
-	s, ts := newTestServer(t, tinyModel, Config{})
+	s, ts := newTestServer(t, tinyModel, serve.Config{})
 	s.Drain()
 	resp, err := http.Get(ts.URL + "/health")
 	require.NoError(t, err)
@@ -289,8 +289,7 @@ func TestHealthDraining(t *testing.T) {
 func TestLoad(t *testing.T) {
 	const clients, parallel, maxTokens = 32, 4, 24
 	before := runtime.NumGoroutine()
-	s, err := NewServer(tinyModel, Config{ModelName: modelName, Parallel: parallel, Queue: clients - parallel})
-	require.NoError(t, err)
+	s := newServer(t, tinyModel, serve.Config{Parallel: parallel, Queue: clients - parallel})
 	ts := httptest.NewServer(s)
 	tr := &http.Transport{MaxIdleConnsPerHost: clients}
 	hc := &http.Client{Transport: tr, Timeout: 2 * time.Minute}
@@ -313,17 +312,17 @@ func TestLoad(t *testing.T) {
 				errs[i] = fmt.Errorf("status %d: %s", resp.StatusCode, b)
 				return
 			}
-			events, err := readEvents(resp.Body)
+			events, err := openaitest.ReadEvents(resp.Body)
 			if err != nil {
 				errs[i] = err
 				return
 			}
-			sum, err := checkStream(events, true, true)
-			if err == nil && sum.finish == "length" && sum.usage.CompletionTokens != maxTokens {
-				err = fmt.Errorf("finish length after %d tokens", sum.usage.CompletionTokens)
+			sum, err := openaitest.CheckStream(events, true, true)
+			if err == nil && sum.Finish == "length" && sum.Usage.CompletionTokens != maxTokens {
+				err = fmt.Errorf("finish length after %d tokens", sum.Usage.CompletionTokens)
 			}
 			if err == nil {
-				tokens[i] = sum.usage.CompletionTokens
+				tokens[i] = sum.Usage.CompletionTokens
 			}
 			errs[i] = err
 		})
@@ -436,7 +435,7 @@ func (c *chaosClient) one(n int) error {
 	case http.StatusOK:
 	case http.StatusServiceUnavailable:
 		b, err := io.ReadAll(resp.Body)
-		var e apiErrorBody
+		var e openaitest.ErrorBody
 		switch {
 		case err != nil:
 			return fmt.Errorf("reading a 503: %v", err)
@@ -492,16 +491,16 @@ func (c *chaosClient) one(n int) error {
 		c.cut++
 		return nil
 	}
-	events, err := readEvents(resp.Body)
+	events, err := openaitest.ReadEvents(resp.Body)
 	if err != nil {
 		return err
 	}
-	sum, err := checkStream(events, chat, true)
+	sum, err := openaitest.CheckStream(events, chat, true)
 	if err != nil {
 		return err
 	}
-	if sum.usage.CompletionTokens > maxTokens {
-		return fmt.Errorf("%d tokens, max_tokens %d", sum.usage.CompletionTokens, maxTokens)
+	if sum.Usage.CompletionTokens > maxTokens {
+		return fmt.Errorf("%d tokens, max_tokens %d", sum.Usage.CompletionTokens, maxTokens)
 	}
 	c.completed++
 	return nil
@@ -526,7 +525,7 @@ func checkWhole(b []byte, chat bool, maxTokens int) error {
 			Text         *string `json:"text"`
 			FinishReason string  `json:"finish_reason"`
 		} `json:"choices"`
-		Usage *usage `json:"usage"`
+		Usage *openaitest.Usage `json:"usage"`
 	}
 	if err := json.Unmarshal(b, &r); err != nil {
 		return fmt.Errorf("%v: %s", err, b)
@@ -586,8 +585,7 @@ func TestLoadChaos(t *testing.T) {
 	round := func(clients int, d time.Duration, check bool) {
 		m, err := bonsai.Open(path, bonsai.WithThreads(2), bonsai.WithPrefixCache(32<<20))
 		require.NoError(t, err)
-		s, err := NewServer(m, Config{ModelName: modelName, Parallel: parallel, Queue: queue})
-		require.NoError(t, err)
+		s := newServer(t, m, serve.Config{Parallel: parallel, Queue: queue})
 		ts := httptest.NewServer(s)
 		tr := &http.Transport{MaxIdleConnsPerHost: clients}
 		hc := &http.Client{Transport: tr, Timeout: time.Minute}
@@ -631,10 +629,10 @@ func TestLoadChaos(t *testing.T) {
 					outcomes[smp.labels["outcome"]] += smp.value
 				}
 			}
-			assert.Zero(t, outcomes[outcomeError], "no request ended in an error")
-			assert.GreaterOrEqual(t, outcomes[outcomeCompleted], float64(completed))
-			assert.GreaterOrEqual(t, outcomes[outcomeRejected], float64(rejected))
-			assert.LessOrEqual(t, outcomes[outcomeCompleted]+outcomes[outcomeRejected]+outcomes[outcomeCancelled], float64(sent))
+			assert.Zero(t, outcomes[serve.OutcomeError], "no request ended in an error")
+			assert.GreaterOrEqual(t, outcomes[serve.OutcomeCompleted], float64(completed))
+			assert.GreaterOrEqual(t, outcomes[serve.OutcomeRejected], float64(rejected))
+			assert.LessOrEqual(t, outcomes[serve.OutcomeCompleted]+outcomes[serve.OutcomeRejected]+outcomes[serve.OutcomeCancelled], float64(sent))
 			assert.Positive(t, completed)
 			assert.Positive(t, cut)
 			st := m.Stats()

@@ -1,41 +1,11 @@
 package openai
 
 import (
-	"context"
 	"errors"
 	"fmt"
-	"net/http"
 
 	"github.com/bonsai-go/sdk/bonsai"
 )
-
-// This file lets other APIs (internal/anthropic) run on the same sessions, queue and
-// limits as the OpenAI endpoints: they validate their own requests and prepare them
-// with Model.Prepare, then Execute the generation here.
-
-// Model returns the model the server runs.
-func (s *Server) Model() *bonsai.Model { return s.m }
-
-// Execute waits for a session and runs p, a prompt of the server's model, on it, as the
-// OpenAI endpoints do; endpoint names it in GenerationEnd. start is called before the
-// first token (or at the end of a generation that yielded none; not at all when it
-// fails first), tok with each report (false stops the generation). A generation whose
-// ctx ends (the client left) has FinishCancelled and no error; the errors are
-// ErrQueueFull, ErrShuttingDown and the generation's own.
-func (s *Server) Execute(ctx context.Context, endpoint string, p *bonsai.Prompt, start func(), tok func(bonsai.Token) bool) (bonsai.Result, error) {
-	res, _, err := s.execute(ctx, &job{endpoint: endpoint, p: p}, start, tok)
-	return res, err
-}
-
-// Handle serves pattern (an exact path, e.g. "/v1/messages", or "/" for the root
-// alone) with h, ahead of the OpenAI routes, with the same request log. Call it before
-// serving.
-func (s *Server) Handle(path string, h http.Handler) {
-	if s.extra == nil {
-		s.extra = map[string]http.Handler{}
-	}
-	s.extra[path] = h
-}
 
 // optionParams are the request parameters of the GenerateOptions fields Prepare may
 // refuse.
@@ -47,7 +17,7 @@ var optionParams = map[string]string{
 
 // prepare prepares a job's generation, mapping Prepare's refusals to the parameter at
 // fault: promptParam for the input.
-func (s *Server) prepare(j *job, in bonsai.Input, opt bonsai.GenerateOptions) *apiError {
+func (s *api) prepare(j *job, in bonsai.Input, opt bonsai.GenerateOptions) *apiError {
 	p, err := s.m.Prepare(in, opt)
 	if err == nil {
 		j.p = p

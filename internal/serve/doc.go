@@ -1,0 +1,28 @@
+// Package serve runs one Bonsai model behind HTTP for the API dialects that translate
+// to it (internal/openai, internal/anthropic): it owns what they share and nothing of
+// their shapes.
+//
+// A dialect validates a request, prepares it with Model().Prepare (rendered,
+// tokenized, its options checked and its grammar compiled, once) and hands Run a Job
+// carrying the *bonsai.Prompt; it turns the token reports into its own stream.
+//
+// A Server holds a pool of Config.Parallel sessions, kept between requests so that a
+// conversation's next turn, when it lands on the session that holds its start,
+// prefills only what is new (an idle session holding the longest prefix of the prompt
+// is chosen). The sessions of one model batch their forward passes together (see
+// bonsai.WithBatchTokens), so Parallel is the most generations in one batch, not a
+// share of the machine each. At most Parallel generations run at once, up to
+// Config.Queue more requests wait their turn in order, and beyond that Run fails with
+// ErrQueueFull. A client that goes away, whether queued or generating, is dropped: its
+// generation ends within one decode step.
+//
+// The Server routes with an http.ServeMux and its method patterns; the dialects
+// register their routes on it with Handle, and with HandleErrors how a 404 or 405
+// under their paths is written. It serves on its own:
+//
+//	GET /health, /v1/health   liveness and the load: generations running and queued
+//	GET /metrics              counters in the Prometheus text format (metrics.go)
+//
+// and logs and counts every request, by the endpoint its route names. Serve runs it
+// with a graceful shutdown.
+package serve

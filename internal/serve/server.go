@@ -1,0 +1,352 @@
+package serve
+
+import (
+	"context"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net/http"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/bonsai-go/sdk/bonsai"
+)
+
+// Config sets up a Server.
+type Config struct {
+	// ModelName is the id the model is served under (required).
+	ModelName string
+	// Parallel is the most generations that run at once, each on its own session
+	// (default 1); the model batches their forward passes together.
+	Parallel int
+	// Queue is the most requests that wait for a session; beyond, ErrQueueFull (0: none
+	// wait).
+	Queue int
+	// MaxBodyBytes limits a request body that ReadBody reads (default 4 MiB).
+	MaxBodyBytes int64
+	// WriteTimeout bounds each write of a streamed response, so that a client that
+	// stops reading does not hold a session for ever (default 1 minute).
+	WriteTimeout time.Duration
+	// Defaults are the sampling settings of requests that do not give them.
+	Defaults Defaults
+	// Log, when set, receives one line per request.
+	Log func(format string, args ...any)
+	// OnGenerationEnd, when set, is called as each generation ends, before its response
+	// is finished.
+	OnGenerationEnd func(GenerationEnd)
+
+	// tokenHook, when set (by tests), is called after each token a generation yields.
+	tokenHook func(ctx context.Context)
+}
+
+// Defaults are the sampling settings of a request that does not give them.
+type Defaults struct {
+	Temperature, TopP, MinP float32
+	TopK                    int
+	// MaxTokens caps a generation that gives no max_tokens (0: until an end token or the
+	// end of the context).
+	MaxTokens int
+}
+
+// GenerationEnd describes a finished generation.
+type GenerationEnd struct {
+	Endpoint         string // the Job's, e.g. "chat.completions" or "messages"
+	FinishReason     bonsai.FinishReason
+	Err              error
+	PromptTokens     int
+	CachedTokens     int
+	CompletionTokens int
+	// Started is when the generation got its session; Ended when it stopped.
+	Started, Ended time.Time
+}
+
+// Stats count what the server is doing and has done.
+type Stats struct {
+	Running, Queued int   // generations running, requests waiting for a session
+	Requests        int64 // requests received, of every kind
+	Generations     int64 // generations finished (run to an end or cancelled)
+	Cancelled       int64 // of which cancelled: their client left, or the server stopped
+	Rejected        int64 // requests refused because the queue was full
+}
+
+// Server is an http.Handler serving one model to the dialects registered on it.
+// Create it with New and register the routes before serving; after the HTTP server
+// has stopped, Close releases its sessions.
+type Server struct {
+	m    *bonsai.Model
+	cfg  Config
+	pool *pool
+
+	// hard is cancelled by CancelAll: every generation and queued request ends.
+	hard      context.Context
+	cancelAll context.CancelFunc
+	draining  atomic.Bool
+
+	mux       *http.ServeMux
+	endpoints map[string]string // the endpoint label of each pattern
+	errors    []errorRoute      // how 404 and 405 are written, by path prefix
+
+	requests, generations, cancelled, rejected atomic.Int64
+	active                                     sync.WaitGroup
+	metrics                                    *metrics
+}
+
+// New returns a Server for m, serving /health, /v1/health and /metrics.
+func New(m *bonsai.Model, cfg Config) (*Server, error) {
+	if cfg.ModelName == "" {
+		return nil, errors.New("serve: Config.ModelName is empty")
+	}
+	if cfg.Parallel == 0 {
+		cfg.Parallel = 1
+	}
+	if cfg.Parallel < 0 || cfg.Queue < 0 {
+		return nil, fmt.Errorf("serve: parallel %d and queue %d must not be negative", cfg.Parallel, cfg.Queue)
+	}
+	if cfg.MaxBodyBytes <= 0 {
+		cfg.MaxBodyBytes = 4 << 20
+	}
+	if cfg.WriteTimeout <= 0 {
+		cfg.WriteTimeout = time.Minute
+	}
+	s := &Server{m: m, cfg: cfg, pool: newPool(m, cfg.Parallel, cfg.Queue), metrics: newMetrics(),
+		mux: http.NewServeMux(), endpoints: map[string]string{}}
+	s.hard, s.cancelAll = context.WithCancel(context.Background())
+	for _, p := range []string{"GET /health", "GET /v1/health"} {
+		s.Handle(p, http.HandlerFunc(s.health))
+	}
+	s.Handle("GET /metrics", http.HandlerFunc(s.serveMetrics))
+	return s, nil
+}
+
+// Model is the model served.
+func (s *Server) Model() *bonsai.Model { return s.m }
+
+// Config is the server's configuration, its defaults filled in.
+func (s *Server) Config() Config { return s.cfg }
+
+// CancelAll ends every generation in progress within one decode step and drops the
+// queued requests: Run fails with ErrShuttingDown. Later requests are refused.
+func (s *Server) CancelAll() {
+	s.draining.Store(true)
+	s.cancelAll()
+}
+
+// Drain marks the server as shutting down: /health answers 503, so that a load
+// balancer stops sending requests; requests still get served.
+func (s *Server) Drain() { s.draining.Store(true) }
+
+// Close cancels what is still running, waits for it to end and releases the sessions.
+// The model stays open: it is the caller's.
+func (s *Server) Close() error {
+	s.CancelAll()
+	s.active.Wait()
+	s.pool.close()
+	return nil
+}
+
+// Stats returns the server's counters.
+func (s *Server) Stats() Stats {
+	busy, queued := s.pool.load()
+	return Stats{Running: busy, Queued: queued, Requests: s.requests.Load(), Generations: s.generations.Load(),
+		Cancelled: s.cancelled.Load(), Rejected: s.rejected.Load()}
+}
+
+// Handle serves pattern, an http.ServeMux pattern with its method ("POST
+// /v1/messages"; GET also answers HEAD), with h. A request's path is routed without
+// its trailing slash. The request log and the metrics name the route by its path:
+// without /v1, the slashes dots, the wildcards dropped ("/v1/messages/count_tokens":
+// "messages.count_tokens"; "/v1/models/{id...}": "models"; "/{$}": "root").
+func (s *Server) Handle(pattern string, h http.Handler) {
+	s.mux.Handle(pattern, h)
+	_, path, _ := strings.Cut(pattern, " ")
+	s.endpoints[pattern] = endpointName(path)
+}
+
+// HandleErrors makes write answer the requests under prefix (a path, "/" for all) that
+// no route takes: status is 404, or 405 with the Allow header set. The longest prefix
+// wins; without one, a bare JSON error is written.
+func (s *Server) HandleErrors(prefix string, write func(w http.ResponseWriter, r *http.Request, status int)) {
+	s.errors = append(s.errors, errorRoute{prefix, write})
+}
+
+type errorRoute struct {
+	prefix string
+	write  func(w http.ResponseWriter, r *http.Request, status int)
+}
+
+// endpointName is the endpoint label of a route's path.
+func endpointName(path string) string {
+	var parts []string
+	for p := range strings.SplitSeq(strings.TrimPrefix(path, "/v1/"), "/") {
+		if p != "" && !strings.HasPrefix(p, "{") {
+			parts = append(parts, p)
+		}
+	}
+	if len(parts) == 0 {
+		return "root"
+	}
+	return strings.Join(parts, ".")
+}
+
+// ServeHTTP routes a request, logs it and counts it.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	s.requests.Add(1)
+	start := time.Now()
+	rec := &statusRecorder{ResponseWriter: w}
+	tr := &tracker{}
+	path := r.URL.Path
+	r = withoutTrailingSlash(r.WithContext(context.WithValue(r.Context(), trackerKey{}, tr)))
+	h, pattern := s.mux.Handler(r)
+	endpoint, routed := s.endpoints[pattern]
+	if !routed {
+		endpoint = "other"
+	}
+	defer func() {
+		s.metrics.request(endpoint, outcomeOf(tr, rec.status()), rec.status())
+		if s.cfg.Log != nil {
+			s.cfg.Log("%s %s %d %s", r.Method, path, rec.status(), time.Since(start).Round(time.Millisecond))
+		}
+	}()
+	if pattern != "" {
+		s.mux.ServeHTTP(rec, r) // routes again, to set r's pattern and path values
+		return
+	}
+	// The mux's own answer, 404 or 405 in plain text: written again as JSON, in the
+	// dialect of the path.
+	mux := &headerRecorder{h: http.Header{}}
+	h.ServeHTTP(mux, r)
+	if allow := mux.h.Get("Allow"); allow != "" {
+		rec.Header().Set("Allow", allow)
+		// The route is there, for another method: the request counts under it.
+		other := *r
+		other.Method, _, _ = strings.Cut(allow, ",")
+		if _, pattern := s.mux.Handler(&other); s.endpoints[pattern] != "" {
+			endpoint = s.endpoints[pattern]
+		}
+	}
+	s.errorWriter(r.URL.Path)(rec, r, mux.code)
+}
+
+// errorWriter returns the error writer of the longest prefix of path registered.
+func (s *Server) errorWriter(path string) func(http.ResponseWriter, *http.Request, int) {
+	write, best := writeRouteError, -1
+	for _, e := range s.errors {
+		p := strings.TrimSuffix(e.prefix, "/")
+		if (path == p || strings.HasPrefix(path, p+"/")) && len(p) > best {
+			write, best = e.write, len(p)
+		}
+	}
+	return write
+}
+
+// writeRouteError is the error writer of the paths no dialect claims.
+func writeRouteError(w http.ResponseWriter, r *http.Request, status int) {
+	WriteJSON(w, status, map[string]any{"error": map[string]string{"message": fmt.Sprintf("%s %s: %s", r.Method, r.URL.Path,
+		http.StatusText(status))}})
+}
+
+// withoutTrailingSlash returns r with its path's trailing slash dropped ("/" is kept),
+// so that "/v1/messages/" is routed as "/v1/messages", as clients expect.
+func withoutTrailingSlash(r *http.Request) *http.Request {
+	if len(r.URL.Path) <= 1 || !strings.HasSuffix(r.URL.Path, "/") {
+		return r
+	}
+	r2 := new(http.Request)
+	*r2 = *r
+	u := *r.URL
+	u.Path = strings.TrimSuffix(u.Path, "/")
+	u.RawPath = strings.TrimSuffix(u.RawPath, "/")
+	r2.URL = &u
+	return r2
+}
+
+// headerRecorder keeps the status and the headers of a response and drops its body.
+type headerRecorder struct {
+	h    http.Header
+	code int
+}
+
+func (r *headerRecorder) Header() http.Header { return r.h }
+func (r *headerRecorder) WriteHeader(code int) {
+	if r.code == 0 {
+		r.code = code
+	}
+}
+func (r *headerRecorder) Write(b []byte) (int, error) {
+	r.WriteHeader(http.StatusOK)
+	return len(b), nil
+}
+
+func (s *Server) health(w http.ResponseWriter, _ *http.Request) {
+	st := s.Stats()
+	status, code := "ok", http.StatusOK
+	if s.draining.Load() {
+		status, code = "shutting down", http.StatusServiceUnavailable
+	}
+	WriteJSON(w, code, map[string]any{"status": status, "model": s.cfg.ModelName, "backend": s.m.Backend(), "threads": s.m.Threads(),
+		"parallel": s.cfg.Parallel, "running": st.Running, "queued": st.Queued, "queue_capacity": s.cfg.Queue})
+}
+
+// WriteJSON sends v as a JSON response with status, HTML characters unescaped.
+func WriteJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false)
+	enc.Encode(v)
+}
+
+// ReadBody reads a request's body, up to Config.MaxBodyBytes: a larger one fails with
+// an *http.MaxBytesError, for a 413.
+func (s *Server) ReadBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
+	// Reading the body to its end also lets net/http watch the connection, so that a
+	// client that leaves cancels r.Context().
+	return io.ReadAll(http.MaxBytesReader(w, r.Body, s.cfg.MaxBodyBytes))
+}
+
+// NewID returns a response id: prefix and 24 random hex digits.
+func NewID(prefix string) string {
+	var b [12]byte
+	for i := range b {
+		b[i] = byte(rand.Uint32())
+	}
+	return prefix + hex.EncodeToString(b[:])
+}
+
+// statusClientLeft is the status of a request whose client left before an answer, as
+// nginx logs it.
+const statusClientLeft = 499
+
+// statusRecorder remembers the status a handler sent, for the log and the metrics.
+type statusRecorder struct {
+	http.ResponseWriter
+	code int
+}
+
+func (r *statusRecorder) WriteHeader(code int) {
+	if r.code == 0 {
+		r.code = code
+	}
+	r.ResponseWriter.WriteHeader(code)
+}
+
+func (r *statusRecorder) Write(b []byte) (int, error) {
+	if r.code == 0 {
+		r.code = http.StatusOK
+	}
+	return r.ResponseWriter.Write(b)
+}
+
+func (r *statusRecorder) Unwrap() http.ResponseWriter { return r.ResponseWriter }
+
+func (r *statusRecorder) status() int {
+	if r.code == 0 {
+		return statusClientLeft
+	}
+	return r.code
+}

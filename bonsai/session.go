@@ -65,9 +65,6 @@ func (s *Session) Len() int {
 	return s.st.Len()
 }
 
-// ContextSize returns the most tokens the session may hold.
-func (s *Session) ContextSize() int { return s.m.opts.ctxSize }
-
 // Prefill feeds tokens (a prompt, or the next part of one) and keeps the logits of the
 // last. Tokens are processed a chunk at a time, the weights read once per chunk.
 func (s *Session) Prefill(ctx context.Context, tokens []int32) error {

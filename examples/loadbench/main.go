@@ -491,7 +491,7 @@ func (b *bench) underLongPrompt(ctx context.Context) (streamRun, time.Duration, 
 	t0 := time.Now()
 	for i, s := range ss {
 		wg.Go(func() {
-			for k := 0; !stop.Load() && s.Len() < s.ContextSize()-1; k++ {
+			for k := 0; !stop.Load() && s.Len() < b.m.ContextSize()-1; k++ {
 				if errs[i] = s.Step(ctx, greedy(s)); errs[i] != nil {
 					break
 				}

@@ -39,15 +39,13 @@ func (d Driver) Fill(s *Session, write func(backend.State) error) error {
 	if s.m.closed {
 		return errClosed
 	}
-	s.dropCheckpoint()
-	s.st.Reset()
-	s.tokens, s.hasLogits = s.tokens[:0], false
+	s.clear()
 	err := write(s.st)
 	if n := s.st.Len(); err == nil && n > s.m.opts.ctxSize {
 		err = fmt.Errorf("%w: %d tokens, the context holds %d", ErrContextFull, n, s.m.opts.ctxSize)
 	}
 	if err != nil {
-		s.st.Reset()
+		s.clear()
 		return fmt.Errorf("bonsai: Fill: %w", err)
 	}
 	s.tokens = append(s.tokens, make([]int32, s.st.Len())...)

@@ -175,6 +175,11 @@ func (s *Session) Logits() []float32 {
 func (s *Session) Reset() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.clear()
+}
+
+// clear empties the session and drops its checkpoint. s.mu is held.
+func (s *Session) clear() {
 	if s.st != nil {
 		s.st.Reset()
 	}

@@ -159,10 +159,7 @@ func (s *Session) Load(r io.Reader) error {
 	s.dropCheckpoint()
 	err := s.load(r)
 	if err != nil {
-		s.st.Reset()
-		s.tokens = s.tokens[:0]
-		s.hasLogits = false
-		s.dropCheckpoint()
+		s.clear()
 		switch {
 		case errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF):
 			err = fmt.Errorf("%w: truncated", ErrSnapshot)

@@ -20,25 +20,11 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// thinkTemplate opens a think block unless thinking is switched off, as Qwen3's does.
-const thinkTemplate = `{%- for message in messages -%}
-{{- '<|im_start|>' + message.role + '\n' + message.content + '<|im_end|>\n' -}}
-{%- endfor -%}
-{%- if add_generation_prompt -%}
-{{- '<|im_start|>assistant\n' -}}
-{%- if enable_thinking is defined and enable_thinking is false -%}
-{{- '<think>\n\n</think>\n\n' -}}
-{%- else -%}
-{{- '<think>\n' -}}
-{%- endif -%}
-{%- endif -%}
-`
-
 // pageServer serves the page and the APIs as run does, on the synthetic model with a
 // thinking template.
 func pageServer(t *testing.T) (*serve.Server, *httptest.Server) {
 	t.Helper()
-	m, err := bonsai.Open(synthtest.Path(t, "tiny", 1, ternary.PQ2_0), bonsai.WithThreads(2), bonsai.WithChatTemplate(thinkTemplate))
+	m, err := bonsai.Open(synthtest.Path(t, "tiny", 1, ternary.PQ2_0), bonsai.WithThreads(2), bonsai.WithChatTemplate(synthtest.ThinkTemplate))
 	require.NoError(t, err)
 	t.Cleanup(func() { m.Close() })
 	srv, err := serve.New(m, serve.Config{ModelName: "tiny", Parallel: 1, Queue: 4})

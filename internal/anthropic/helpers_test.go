@@ -2,14 +2,12 @@ package anthropic
 
 import (
 	"bufio"
-	"context"
 	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -18,7 +16,8 @@ import (
 	"github.com/bonsai-go/sdk/bonsai"
 	"github.com/bonsai-go/sdk/internal/openai"
 	"github.com/bonsai-go/sdk/internal/serve"
-	"github.com/bonsai-go/sdk/internal/synth"
+	"github.com/bonsai-go/sdk/internal/synth/synthtest"
+	"github.com/bonsai-go/sdk/ternary"
 	"github.com/stretchr/testify/require"
 )
 
@@ -48,16 +47,11 @@ const testTemplate = `{%- for message in messages -%}
 
 func TestMain(m *testing.M) {
 	os.Exit(func() int {
-		dir, err := os.MkdirTemp("", "anthropic-test-")
+		path, cleanup, err := synthtest.MainPath("tiny", 1, ternary.PQ2_0)
 		if err != nil {
 			panic(err)
 		}
-		defer os.RemoveAll(dir)
-		c, _ := synth.Preset("tiny")
-		path := filepath.Join(dir, "tiny.gguf")
-		if err := synth.WriteFile(context.Background(), path, synth.Options{Config: c, Seed: 1}, nil); err != nil {
-			panic(err)
-		}
+		defer cleanup()
 		if tinyModel, err = bonsai.Open(path, bonsai.WithThreads(2), bonsai.WithChatTemplate(testTemplate)); err != nil {
 			panic(err)
 		}

@@ -2,12 +2,10 @@ package openai
 
 import (
 	"bytes"
-	"context"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -15,7 +13,8 @@ import (
 	"github.com/bonsai-go/sdk/bonsai"
 	"github.com/bonsai-go/sdk/internal/openai/openaitest"
 	"github.com/bonsai-go/sdk/internal/serve"
-	"github.com/bonsai-go/sdk/internal/synth"
+	"github.com/bonsai-go/sdk/internal/synth/synthtest"
+	"github.com/bonsai-go/sdk/ternary"
 	oai "github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
 	"github.com/stretchr/testify/require"
@@ -30,37 +29,19 @@ var (
 	tinyPath   string // the tiny model's file, for tests that open it with options of their own
 )
 
-const thinkTemplate = `{%- for message in messages -%}
-{{- '<|im_start|>' + message.role + '\n' + message.content + '<|im_end|>\n' -}}
-{%- endfor -%}
-{%- if add_generation_prompt -%}
-{{- '<|im_start|>assistant\n' -}}
-{%- if enable_thinking is defined and enable_thinking is false -%}
-{{- '<think>\n\n</think>\n\n' -}}
-{%- else -%}
-{{- '<think>\n' -}}
-{%- endif -%}
-{%- endif -%}
-`
-
 func TestMain(m *testing.M) {
 	os.Exit(func() int {
-		dir, err := os.MkdirTemp("", "openai-test-")
+		path, cleanup, err := synthtest.MainPath("tiny", 1, ternary.PQ2_0)
 		if err != nil {
 			panic(err)
 		}
-		defer os.RemoveAll(dir)
-		c, _ := synth.Preset("tiny")
-		path := filepath.Join(dir, "tiny.gguf")
+		defer cleanup()
 		tinyPath = path
-		if err := synth.WriteFile(context.Background(), path, synth.Options{Config: c, Seed: 1}, nil); err != nil {
-			panic(err)
-		}
 		if tinyModel, err = bonsai.Open(path, bonsai.WithThreads(2)); err != nil {
 			panic(err)
 		}
 		defer tinyModel.Close()
-		if thinkModel, err = bonsai.Open(path, bonsai.WithThreads(2), bonsai.WithChatTemplate(thinkTemplate)); err != nil {
+		if thinkModel, err = bonsai.Open(path, bonsai.WithThreads(2), bonsai.WithChatTemplate(synthtest.ThinkTemplate)); err != nil {
 			panic(err)
 		}
 		defer thinkModel.Close()

@@ -6,7 +6,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -14,7 +13,8 @@ import (
 	"github.com/bonsai-go/sdk/internal/openai"
 	"github.com/bonsai-go/sdk/internal/openai/openaitest"
 	"github.com/bonsai-go/sdk/internal/serve"
-	"github.com/bonsai-go/sdk/internal/synth"
+	"github.com/bonsai-go/sdk/internal/synth/synthtest"
+	"github.com/bonsai-go/sdk/ternary"
 	oai "github.com/openai/openai-go/v3"
 	"github.com/stretchr/testify/require"
 )
@@ -28,16 +28,12 @@ var (
 
 func TestMain(m *testing.M) {
 	os.Exit(func() int {
-		dir, err := os.MkdirTemp("", "serve-test-")
-		if err != nil {
+		var cleanup func()
+		var err error
+		if tinyPath, cleanup, err = synthtest.MainPath("tiny", 1, ternary.PQ2_0); err != nil {
 			panic(err)
 		}
-		defer os.RemoveAll(dir)
-		c, _ := synth.Preset("tiny")
-		tinyPath = filepath.Join(dir, "tiny.gguf")
-		if err := synth.WriteFile(context.Background(), tinyPath, synth.Options{Config: c, Seed: 1}, nil); err != nil {
-			panic(err)
-		}
+		defer cleanup()
 		if tinyModel, err = bonsai.Open(tinyPath, bonsai.WithThreads(2)); err != nil {
 			panic(err)
 		}

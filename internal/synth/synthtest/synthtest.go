@@ -58,6 +58,41 @@ func PathOf(t testing.TB, opt synth.Options) string {
 	return write(t, "model.gguf", model{opt, false})
 }
 
+// MainPath writes the model, as Path does, for a TestMain, which has no testing.TB:
+// into a new temporary directory that cleanup removes.
+func MainPath(preset string, seed uint64, format ternary.Format) (path string, cleanup func(), err error) {
+	c, err := synth.Preset(preset)
+	if err != nil {
+		return "", nil, err
+	}
+	dir, err := os.MkdirTemp("", "synthtest-")
+	if err != nil {
+		return "", nil, err
+	}
+	path = filepath.Join(dir, preset+".gguf")
+	if err := synth.WriteFile(context.Background(), path, synth.Options{Config: c, Seed: seed, Format: format}, nil); err != nil {
+		os.RemoveAll(dir)
+		return "", nil, err
+	}
+	return path, func() { os.RemoveAll(dir) }, nil
+}
+
+// ThinkTemplate is a ChatML chat template that opens a think block unless thinking is
+// switched off, as Qwen3's does, for tests of thinking on the synthetic models (whose
+// own template has none): bonsai.WithChatTemplate(synthtest.ThinkTemplate).
+const ThinkTemplate = `{%- for message in messages -%}
+{{- '<|im_start|>' + message.role + '\n' + message.content + '<|im_end|>\n' -}}
+{%- endfor -%}
+{%- if add_generation_prompt -%}
+{{- '<|im_start|>assistant\n' -}}
+{%- if enable_thinking is defined and enable_thinking is false -%}
+{{- '<think>\n\n</think>\n\n' -}}
+{%- else -%}
+{{- '<think>\n' -}}
+{%- endif -%}
+{%- endif -%}
+`
+
 // File maps the model's file (Path) as bonsai.Open maps a model, so that its tensors are
 // page-aligned views of a read-only mapping, as a GPU backend's no-copy buffers need; the
 // file is closed at t's cleanup.

@@ -178,3 +178,20 @@ func TestCleanup(t *testing.T) {
 	_, err := os.Stat(path)
 	assert.ErrorIs(t, err, os.ErrNotExist)
 }
+
+// MainPath writes synth's bytes, as Path does, and its cleanup removes them; a preset
+// synth does not know is an error, not a file.
+func TestMainPath(t *testing.T) {
+	for _, format := range formats {
+		path, cleanup, err := MainPath("tiny", 3, format)
+		require.NoError(t, err)
+		got, err := os.ReadFile(path)
+		require.NoError(t, err)
+		assert.Equal(t, direct(t, writeModel, "tiny", 3, format), got, "%v", format)
+		cleanup()
+		_, err = os.Stat(filepath.Dir(path))
+		assert.True(t, os.IsNotExist(err), "the directory is left after cleanup: %v", err)
+	}
+	_, _, err := MainPath("no-such-preset", 1, ternary.PQ2_0)
+	assert.Error(t, err)
+}

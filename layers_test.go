@@ -16,8 +16,7 @@ var layer = map[string]int{
 	"bonsai/backend": 1, // the seam: formats and interfaces only
 	"qwen35":         2, // an architecture: registers with the seam
 	"internal/synth": 2,
-	"bonsai/cpu":     3, "metal": 3, // the backends
-	"bonsai/vulkan":              3,
+	"bonsai/cpu":     3, "metal": 3, "bonsai/vulkan": 3, // the backends
 	"bonsai/backend/backendtest": 3,
 	"bonsai":                     4, // the user API, on top of the backends
 	"internal":                   5, "examples": 5,

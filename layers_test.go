@@ -16,14 +16,15 @@ var layer = map[string]int{
 	"bonsai/backend": 1, // the seam: formats and interfaces only
 	"qwen35":         2, // an architecture: registers with the seam
 	"internal/synth": 2,
-	"bonsai/cpu":     3, "metal": 3, // the backends
+	"bonsai/cpu":     3, "metal": 3, "bonsai/vulkan": 3, // the backends
 	"bonsai/backend/backendtest": 3,
 	"bonsai":                     4, // the user API, on top of the backends
 	"internal":                   5, "examples": 5,
 }
 
 // peers are packages of one rank that must not import each other.
-var peers = [][2]string{{"bonsai/cpu", "metal"}, {"metal", "bonsai/cpu"}}
+var peers = [][2]string{{"bonsai/cpu", "metal"}, {"metal", "bonsai/cpu"},
+	{"bonsai/vulkan", "bonsai/cpu"}, {"bonsai/vulkan", "metal"}}
 
 const module = "github.com/bonsai-go/sdk"
 

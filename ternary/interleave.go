@@ -94,41 +94,37 @@ func (v *Interleaved) Fill(w []byte, lo, hi int) {
 // ilvPackBlock writes one tile × block from block 0 of the first rows PQ2_0 rows at w,
 // rb bytes apart (rows ≤ 64; the others are zero).
 //
-// Each output byte gathers one column's codes of four rows: a 2-bit 4×4 transpose of
-// the four rows' qs bytes (row g, column p at bit 8g+2p of a 32-bit word, to bit
-// 8p+2g), done on 64-bit words two at a time by two masked swaps.
+// Each output byte gathers one column's codes of four rows g (rows L, 16+L, 32+L,
+// 48+L): a 2-bit transpose between the rows and the four columns of a qs byte, done
+// eight qs bytes (two steps) at a time: with u_g the little-endian qs bytes 8h … 8h+7
+// of row g, step (p, s = 2h or 2h+1), dword L is Σ_g ((u_g >> 2p) & 0x03…03) << 2g.
 func ilvPackBlock(dst *[ilvBlockBytes]byte, w []byte, rb, rows int) {
-	clear(dst[:])
-	for r := range rows {
-		dst[2*r], dst[2*r+1] = w[r*rb], w[r*rb+1]
-	}
-	var qs [IlvRows]*[32]byte
-	var zero [32]byte
-	for r := range IlvRows {
-		qs[r] = &zero
+	const m3 = 0x0303030303030303
+	var zero [pq2BlockBytes]byte
+	var blk [IlvRows]*[pq2BlockBytes]byte
+	for r := range blk {
+		blk[r] = &zero
 		if r < rows {
-			qs[r] = (*[32]byte)(w[r*rb+2:])
+			blk[r] = (*[pq2BlockBytes]byte)(w[r*rb:])
 		}
 	}
+	for r, b := range blk {
+		dst[2*r], dst[2*r+1] = b[0], b[1]
+	}
+	codes := (*[ilvBlockBytes - 128]byte)(dst[128:])
 	for L := range 16 {
-		a0, a1, a2, a3 := qs[L], qs[16+L], qs[32+L], qs[48+L]
-		for m := 0; m < 32; m += 2 {
-			// Word x (a byte from each row, row g in byte g) for columns 4m…4m+3 in its
-			// low half and 4m+4…4m+7 in its high half.
-			x := uint64(a0[m]) | uint64(a1[m])<<8 | uint64(a2[m])<<16 | uint64(a3[m])<<24 |
-				uint64(a0[m+1])<<32 | uint64(a1[m+1])<<40 | uint64(a2[m+1])<<48 | uint64(a3[m+1])<<56
-			t := (x ^ x>>6) & 0x00cc00cc_00cc00cc
-			x ^= t ^ t<<6
-			t = (x ^ x>>12) & 0x0000f0f0_0000f0f0
-			x ^= t ^ t<<12
-			// Byte p of each half is column 4m'+p for the four rows: step (p, s = m'/4),
-			// byte j = m'%4 of dword L.
-			for h := range 2 {
-				mm := m + h
-				s, j := mm/4, mm%4
-				for p := range 4 {
-					dst[128+64*(8*p+s)+4*L+j] = byte(x >> (32*h + 8*p))
-				}
+		a0, a1, a2, a3 := blk[L], blk[16+L], blk[32+L], blk[48+L]
+		for h := range 4 {
+			u0 := binary.LittleEndian.Uint64(a0[2+8*h:])
+			u1 := binary.LittleEndian.Uint64(a1[2+8*h:])
+			u2 := binary.LittleEndian.Uint64(a2[2+8*h:])
+			u3 := binary.LittleEndian.Uint64(a3[2+8*h:])
+			for p := range 4 {
+				sh := uint(2 * p)
+				o := u0>>sh&m3 | (u1>>sh&m3)<<2 | (u2>>sh&m3)<<4 | (u3>>sh&m3)<<6
+				off := 64*(8*p+2*h) + 4*L
+				binary.LittleEndian.PutUint32(codes[off:], uint32(o))
+				binary.LittleEndian.PutUint32(codes[off+64:], uint32(o>>32))
 			}
 		}
 	}

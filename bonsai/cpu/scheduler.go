@@ -45,8 +45,9 @@ type productJob struct {
 	n     int
 	total int
 	ps    [4]product
-	rows  *rowScratch                       // decoded rows for the float32 matrix-matrix products
-	tiles map[*qwen35.Matrix]*ternary.Tiles // the engine's tiles, if it made them
+	rows  *rowScratch                             // decoded rows for the float32 matrix-matrix products
+	tiles map[*qwen35.Matrix]*ternary.Tiles       // the engine's tiles, if it made them
+	ilv   map[*qwen35.Matrix]*ternary.Interleaved // the engine's interleaved copies, if it made them
 }
 
 // rowScratch is a set of K-wide rows, one per goroutine that may run a productJob's
@@ -85,8 +86,9 @@ func (r *rowScratch) put(i int) {
 type product struct {
 	tern  *qwen35.Matrix
 	bf    *qwen35.BF16Matrix
-	q8    *ternary.Q8Batch // the int8 site, or nil for the float32 kernels
-	tiles *ternary.Tiles   // tern's tiles, or nil
+	q8    *ternary.Q8Batch     // the int8 site, or nil for the float32 kernels
+	tiles *ternary.Tiles       // tern's tiles, or nil
+	ilv   *ternary.Interleaved // tern's interleaved copy, or nil
 	x, y  []float32
 	first int // global index of the product's first row
 	rows  int
@@ -95,7 +97,7 @@ type product struct {
 func (j *productJob) reset(t int) { j.t, j.n, j.total = t, 0, 0 }
 
 func (j *productJob) ternary(m *qwen35.Matrix, x []float32, q8 *ternary.Q8Batch, y []float32) {
-	j.ps[j.n] = product{tern: m, tiles: j.tiles[m], x: x, q8: q8, y: y, first: j.total, rows: m.N}
+	j.ps[j.n] = product{tern: m, tiles: j.tiles[m], ilv: j.ilv[m], x: x, q8: q8, y: y, first: j.total, rows: m.N}
 	j.n++
 	j.total += m.N
 }
@@ -114,6 +116,8 @@ func (j *productJob) Run(lo, hi int) {
 			continue
 		}
 		switch {
+		case p.ilv != nil && j.t == 1:
+			matVecInterleaved(p, a, b)
 		case p.q8 != nil && j.t == 1:
 			ternary.MatVecQ8Range(p.tern.Format, p.tern.Data, p.tern.K, p.q8.Row(0), p.y, a, b)
 		case p.q8 != nil:
@@ -130,5 +134,27 @@ func (j *productJob) Run(lo, hi int) {
 				p.bf.MulVecRange(p.y[t*n:(t+1)*n], p.x[t*k:(t+1)*k], a, b)
 			}
 		}
+	}
+}
+
+// matVecInterleaved runs rows a ≤ i < b of the int8 product p over its interleaved copy:
+// the whole tiles in the range there, the rows of the range's partial tiles (the pool's
+// chunks fall anywhere) over the file's rows, which give the same bits.
+func matVecInterleaved(p *product, a, b int) {
+	m, x := p.tern, p.q8.Row(0)
+	const t = ternary.IlvRows
+	a1 := min((a+t-1)/t*t, b)
+	b1 := max(b/t*t, a1)
+	if b == m.N {
+		b1 = b
+	}
+	if a < a1 {
+		ternary.MatVecQ8Range(m.Format, m.Data, m.K, x, p.y, a, a1)
+	}
+	if a1 < b1 {
+		ternary.MatVecInterleavedRange(p.ilv, x, p.y, a1, b1)
+	}
+	if b1 < b {
+		ternary.MatVecQ8Range(m.Format, m.Data, m.K, x, p.y, b1, b)
 	}
 }

@@ -647,9 +647,19 @@ avx512rdone:
 // VPDPBUSD's latency; dword L of S_g is row 16g+L, so after the −1 fold the block's
 // 64 row integers lie in row order in Z0..Z3.
 
+// ILVPREFETCH prefetches the line ILVPF bytes past off(AX), when the build defines
+// ILVPF (go test -asmflags=github.com/bonsai-go/sdk/ternary=-D=ILVPF=4352 ...): a
+// distance to try with BenchmarkIlvStream, kept only if it measures faster.
+#ifdef ILVPF
+#define ILVPREFETCH(off) PREFETCHT0 (off+ILVPF)(AX)
+#else
+#define ILVPREFETCH(off)
+#endif
+
 // ILVSTEP multiplies the step at woff(AX) with the activation dword at qoff(BX) into
 // the accumulator set a0..a3.
 #define ILVSTEP(woff, qoff, a0, a1, a2, a3) \
+	ILVPREFETCH(woff); \
 	VMOVDQU64 (woff)(AX), Z16; \
 	VPBROADCASTD (qoff)(BX), Z17; \
 	VPANDD Z31, Z16, Z18; \
@@ -743,6 +753,8 @@ avx512rdone:
 // ILVBLOCK folds the tile × block at bo(AX) (activations qo(BX), sum and D at so(DI)
 // and so(DX)) into the accumulator lane at lo(R11)(R12).
 #define ILVBLOCK(bo, qo, so, lo) \
+	ILVPREFETCH(bo); \
+	ILVPREFETCH(bo+64); \
 	ILVSUMS(bo, qo, so); \
 	VBROADCASTSS (so)(DX), Z28; \
 	ILVFOLD1(bo, lo, 0, Z0, Z20, Z24); \

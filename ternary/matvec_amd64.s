@@ -650,7 +650,7 @@ avx512rdone:
 // ILVPREFETCH prefetches the line ILVPF bytes (four tile × blocks) past off(AX), every
 // line of the tiles once. Streaming 5120×17408 and 17408×5120 (BenchmarkIlvStream, 2
 // threads, Zen 5) the kernel ran at 64–70% of the read loop over the same bytes without
-// it, 89–98% at one block ahead, 110–118% at two, 106–121% at four and 109–112% at
+// it, 89–98% at one block ahead, 110–118% at two, 106–121% at four and 100–112% at
 // eight (over several runs; it beats the plain loop, whose reads the hardware
 // prefetcher alone feeds). A build may try another
 // distance: go test -asmflags=github.com/bonsai-go/sdk/ternary=-D=ILVPF=4352 ...

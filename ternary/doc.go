@@ -51,6 +51,11 @@
 // kernels repack each pass's weights into their own layout first; a matrix's [Tiles],
 // made once, hold that layout ahead, and [MatMulQ8TilesRange] reads them instead, with
 // the same bits: for batches of a few vectors, where the repacking is a large share.
+// For decode, an [Interleaved] matrix holds a PQ2_0 matrix's bytes rearranged at load into
+// 64-row tiles whose code bytes each carry four rows' codes of one column, so that on
+// AVX-512 VNNI four VPDPBUSD, on the bytes and on them masked three ways, multiply 256
+// weights without unpacking a code; [MatVecInterleavedRange] over it gives the bits of
+// [MatVecQ8Range].
 //
 // # Decoded values
 //

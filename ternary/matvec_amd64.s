@@ -636,3 +636,215 @@ avx512rdone:
 	MOVQ AX, ret+16(FP)
 	VZEROUPPER
 	RET
+
+// Interleaved kernels (see Interleaved in interleave.go for the layout). A step is 64
+// code bytes: dword L holds four columns of the rows L, 16+L, 32+L, 48+L, byte
+// c = c₀ + 4c₁ + 16c₂ + 64c₃. VPDPBUSD of the byte, and of it masked with 0xFC, 0xF0
+// and 0xC0 (Z31, Z30, Z29), with the four broadcast activations gives the nested sums
+// Xᵢ = Σ_{g≥i} 4^g·S_g over the block, from which S₃ = X₃>>6, S₂ = (X₂−X₃)>>4,
+// S₁ = (X₁−X₂)>>2, S₀ = X₀−X₁: exact for every code, 3 included (|X₀| ≤ 255·127·128).
+// Four accumulator sets (steps mod 4: Z0..Z3, Z4..Z7, Z8..Z11, Z12..Z15) hide
+// VPDPBUSD's latency; dword L of S_g is row 16g+L, so after the −1 fold the block's
+// 64 row integers lie in row order in Z0..Z3.
+
+// ILVPREFETCH prefetches the line ILVPF bytes (four tile × blocks) past off(AX), every
+// line of the tiles once. Streaming 5120×17408 and 17408×5120 (BenchmarkIlvStream, 2
+// threads, Zen 5) the kernel ran at 64–70% of the read loop over the same bytes without
+// it, 89–98% at one block ahead, 110–118% at two, 106–121% at four and 100–112% at
+// eight (over several runs; it beats the plain loop, whose reads the hardware
+// prefetcher alone feeds). A build may try another
+// distance: go test -asmflags=github.com/bonsai-go/sdk/ternary=-D=ILVPF=4352 ...
+#ifndef ILVPF
+#define ILVPF 8704
+#endif
+#define ILVPREFETCH(off) PREFETCHT0 (off+ILVPF)(AX)
+
+// ILVSTEP multiplies the step at woff(AX) with the activation dword at qoff(BX) into
+// the accumulator set a0..a3.
+#define ILVSTEP(woff, qoff, a0, a1, a2, a3) \
+	ILVPREFETCH(woff); \
+	VMOVDQU64 (woff)(AX), Z16; \
+	VPBROADCASTD (qoff)(BX), Z17; \
+	VPANDD Z31, Z16, Z18; \
+	VPANDD Z30, Z16, Z19; \
+	VPANDD Z29, Z16, Z20; \
+	VPDPBUSD Z17, Z16, a0; \
+	VPDPBUSD Z17, Z18, a1; \
+	VPDPBUSD Z17, Z19, a2; \
+	VPDPBUSD Z17, Z20, a3
+
+// ILVQUAD runs four consecutive steps, one per accumulator set.
+#define ILVQUAD(woff, qoff) \
+	ILVSTEP(woff, qoff, Z0, Z1, Z2, Z3); \
+	ILVSTEP(woff+64, qoff+4, Z4, Z5, Z6, Z7); \
+	ILVSTEP(woff+128, qoff+8, Z8, Z9, Z10, Z11); \
+	ILVSTEP(woff+192, qoff+12, Z12, Z13, Z14, Z15)
+
+// ILVPLANE runs the eight steps of plane p: code bytes at bo+128+512p, activations at
+// qo+64p.
+#define ILVPLANE(wo, qo) \
+	ILVQUAD(wo, qo); \
+	ILVQUAD(wo+256, qo+16)
+
+// ILVSUMS leaves in Z0..Z3 the 64 row integers Σ c·Q − Sum of the tile × block at
+// bo(AX), whose activations are at qo(BX) and activation sum at so(DI).
+#define ILVSUMS(bo, qo, so) \
+	VPXORD Z0, Z0, Z0; \
+	VPXORD Z1, Z1, Z1; \
+	VPXORD Z2, Z2, Z2; \
+	VPXORD Z3, Z3, Z3; \
+	VPXORD Z4, Z4, Z4; \
+	VPXORD Z5, Z5, Z5; \
+	VPXORD Z6, Z6, Z6; \
+	VPXORD Z7, Z7, Z7; \
+	VPXORD Z8, Z8, Z8; \
+	VPXORD Z9, Z9, Z9; \
+	VPXORD Z10, Z10, Z10; \
+	VPXORD Z11, Z11, Z11; \
+	VPXORD Z12, Z12, Z12; \
+	VPXORD Z13, Z13, Z13; \
+	VPXORD Z14, Z14, Z14; \
+	VPXORD Z15, Z15, Z15; \
+	ILVPLANE(bo+128, qo); \
+	ILVPLANE(bo+640, qo+64); \
+	ILVPLANE(bo+1152, qo+128); \
+	ILVPLANE(bo+1664, qo+192); \
+	VPADDD Z4, Z0, Z0; \
+	VPADDD Z12, Z8, Z8; \
+	VPADDD Z8, Z0, Z0; \
+	VPADDD Z5, Z1, Z1; \
+	VPADDD Z13, Z9, Z9; \
+	VPADDD Z9, Z1, Z1; \
+	VPADDD Z6, Z2, Z2; \
+	VPADDD Z14, Z10, Z10; \
+	VPADDD Z10, Z2, Z2; \
+	VPADDD Z7, Z3, Z3; \
+	VPADDD Z15, Z11, Z11; \
+	VPADDD Z11, Z3, Z3; \
+	VPSUBD Z1, Z0, Z0; \
+	VPSUBD Z2, Z1, Z1; \
+	VPSUBD Z3, Z2, Z2; \
+	VPSRAD $2, Z1, Z1; \
+	VPSRAD $4, Z2, Z2; \
+	VPSRAD $6, Z3, Z3; \
+	VPBROADCASTD (so)(DI), Z17; \
+	VPSUBD Z17, Z0, Z0; \
+	VPSUBD Z17, Z1, Z1; \
+	VPSUBD Z17, Z2, Z2; \
+	VPSUBD Z17, Z3, Z3
+
+// ILVMASKS loads the three code masks.
+#define ILVMASKS \
+	MOVL $0xfcfcfcfc, AX; \
+	VPBROADCASTD AX, Z31; \
+	MOVL $0xf0f0f0f0, AX; \
+	VPBROADCASTD AX, Z30; \
+	MOVL $0xc0c0c0c0, AX; \
+	VPBROADCASTD AX, Z29
+
+// ILVFOLD1 adds row group g's integers Zi, scaled by fp16(d_w)·D (scales at
+// bo+32g(AX), D in Z28), into its lane of the accumulators at lo(R11)(R12): as the Q8
+// kernels do, one VMULPS for the scale and one FMA.
+#define ILVFOLD1(bo, lo, g, Zi, Zs, Za) \
+	VCVTPH2PS (bo+32*g)(AX), Zs; \
+	VMULPS Z28, Zs, Zs; \
+	VCVTDQ2PS Zi, Zi; \
+	VMOVUPS (lo+64*g)(R11)(R12*1), Za; \
+	VFMADD231PS Zi, Zs, Za; \
+	VMOVUPS Za, (lo+64*g)(R11)(R12*1)
+
+// ILVBLOCK folds the tile × block at bo(AX) (activations qo(BX), sum and D at so(DI)
+// and so(DX)) into the accumulator lane at lo(R11)(R12).
+#define ILVBLOCK(bo, qo, so, lo) \
+	ILVPREFETCH(bo); \
+	ILVPREFETCH(bo+64); \
+	ILVSUMS(bo, qo, so); \
+	VBROADCASTSS (so)(DX), Z28; \
+	ILVFOLD1(bo, lo, 0, Z0, Z20, Z24); \
+	ILVFOLD1(bo, lo, 1, Z1, Z21, Z25); \
+	ILVFOLD1(bo, lo, 2, Z2, Z22, Z26); \
+	ILVFOLD1(bo, lo, 3, Z3, Z23, Z27)
+
+// ILVTREE stores row group g's y: its eight lanes (256 bytes apart in the accumulators
+// at R11) added as ((a0+a4)+(a2+a6)) + ((a1+a5)+(a3+a7)).
+#define ILVTREE(g) \
+	VMOVUPS (64*g)(R11), Z0; \
+	VADDPS (1024+64*g)(R11), Z0, Z0; \
+	VMOVUPS (512+64*g)(R11), Z1; \
+	VADDPS (1536+64*g)(R11), Z1, Z1; \
+	VADDPS Z1, Z0, Z0; \
+	VMOVUPS (256+64*g)(R11), Z2; \
+	VADDPS (1280+64*g)(R11), Z2, Z2; \
+	VMOVUPS (768+64*g)(R11), Z3; \
+	VADDPS (1792+64*g)(R11), Z3, Z3; \
+	VADDPS Z3, Z2, Z2; \
+	VADDPS Z2, Z0, Z0; \
+	VMOVUPS Z0, (64*g)(R14)
+
+// func ilvTilesVNNI(w *byte, tiles, nb8, tileBytes int, q *int8, d *float32, sum *int32, acc *float32, y *float32)
+//
+// Registers: SI tile pointer, CX tile counter, R9 tile stride, R14 output pointer, R11
+// the accumulators (8 lanes × 64 floats, lane l at 256l), R12 the lane offset of the
+// block pair (0, 512, 1024, 1536); per pair AX weights, BX activations, DX D, DI Sum,
+// R8 the pair counter.
+TEXT ·ilvTilesVNNI(SB), NOSPLIT, $0-72
+	ILVMASKS
+	MOVQ w+0(FP), SI
+	MOVQ tiles+8(FP), CX
+	MOVQ tileBytes+24(FP), R9
+	MOVQ acc+56(FP), R11
+	MOVQ y+64(FP), R14
+
+ilvtile:
+	VPXORD Z0, Z0, Z0
+	MOVQ $0, R12
+ilvclear:
+	VMOVUPS Z0, (R11)(R12*1)
+	ADDQ $64, R12
+	CMPQ R12, $2048
+	JNE ilvclear
+	MOVQ $0, R12
+	MOVQ SI, AX
+	MOVQ q+32(FP), BX
+	MOVQ d+40(FP), DX
+	MOVQ sum+48(FP), DI
+	MOVQ nb8+16(FP), R8
+	SHLQ $2, R8
+
+ilvpair:
+	ILVBLOCK(0, 0, 0, 0)
+	ILVBLOCK(2176, 32, 4, 256)
+	ADDQ $4352, AX
+	ADDQ $256, BX
+	ADDQ $8, DX
+	ADDQ $8, DI
+	ADDQ $512, R12
+	ANDQ $2047, R12
+	DECQ R8
+	JNZ ilvpair
+
+	ILVTREE(0)
+	ILVTREE(1)
+	ILVTREE(2)
+	ILVTREE(3)
+	ADDQ R9, SI
+	ADDQ $256, R14
+	DECQ CX
+	JNZ ilvtile
+	VZEROUPPER
+	RET
+
+// func ilvBlockVNNI(blk *byte, q *int8, sum *int32, out *int32)
+TEXT ·ilvBlockVNNI(SB), NOSPLIT, $0-32
+	ILVMASKS
+	MOVQ blk+0(FP), AX
+	MOVQ q+8(FP), BX
+	MOVQ sum+16(FP), DI
+	MOVQ out+24(FP), R8
+	ILVSUMS(0, 0, 0)
+	VMOVDQU32 Z0, (R8)
+	VMOVDQU32 Z1, 64(R8)
+	VMOVDQU32 Z2, 128(R8)
+	VMOVDQU32 Z3, 192(R8)
+	VZEROUPPER
+	RET

@@ -243,7 +243,8 @@ func TestProfileShared(t *testing.T) {
 // BenchmarkBatchedDecode measures decode steps of 1, 2, 4 and 8 sequences run as one
 // batch, in aggregate tokens per second, and a 64-token prefill chunk of one sequence
 // (prefill=64), the batched work's best rate: the batch's sequences against it is the
-// engine's share of loadbench's 8-streams-against-prefill ratio. The batches and the
+// engine's share of loadbench's 8-streams-against-prefill ratio. One sequence also runs over
+// interleaved weights (batch=1/interleaved, cpu.WithInterleavedWeights). The batches and the
 // prefill run with and without the batch tiles (cpu.WithBatchTiles), in turn, so that
 // each pair is measured minutes apart at most. Each case reports where its steps' time
 // goes (the OpProfile kinds, in ms a step). The model is the real-widths synthetic preset
@@ -264,17 +265,25 @@ func BenchmarkBatchedDecode(b *testing.B) {
 	tiled, err := cpu.New(cpu.WithBatchTiles()).Load(context.Background(), m, opt)
 	require.NoError(b, err)
 	defer tiled.Close()
+	ilv, err := cpu.New(cpu.WithInterleavedWeights()).Load(context.Background(), m, opt)
+	require.NoError(b, err)
+	defer ilv.Close()
 	ctx := context.Background()
 	const contextSize = 512
 	for _, c := range []struct {
-		n     int // sequences; −n: a prefill chunk of n tokens
-		tiles bool
-	}{{1, false}, {2, false}, {2, true}, {4, false}, {4, true}, {8, false}, {8, true}, {-64, false}, {-64, true}} {
+		n     int  // sequences; −n: a prefill chunk of n tokens
+		tiles bool // with the batch tiles
+		ilv   bool // with interleaved weights (cpu.WithInterleavedWeights)
+	}{{1, false, false}, {1, false, true}, {2, false, false}, {2, true, false}, {4, false, false}, {4, true, false},
+		{8, false, false}, {8, true, false}, {-64, false, false}, {-64, true, false}} {
 		n, e := c.n, plain
 		if c.tiles {
 			e = tiled
 		}
 		name := fmt.Sprintf("batch=%d/tiles=%v", n, c.tiles)
+		if c.ilv {
+			e, name = ilv, fmt.Sprintf("batch=%d/interleaved", n)
+		}
 		if n < 0 {
 			name = fmt.Sprintf("prefill=%d/tiles=%v", -n, c.tiles)
 		}

@@ -32,21 +32,30 @@ func (j *rotateJob) Run(lo, hi int) {
 }
 
 func (e *cpuEngine) run(s *scratch, j *productJob) {
-	// A grain of 16 rows keeps a chunk's weights (≥ 16 × 1.3 KB) worth a claim.
-	e.pool.For(j.total, 16, j)
+	// A grain of 16 rows keeps a chunk's weights (≥ 16 × 1.3 KB) worth a claim; a job
+	// that counts in tiles of 64 rows has such chunks at any grain.
+	grain := 16
+	if j.tiled {
+		grain = 1
+	}
+	e.pool.For(j.total, grain, j)
 	e.lap(s, &s.prof.Ternary)
 }
 
 // productJob is the set of matrix products that read one activation site, run as one
 // parallel loop over the concatenated rows of every matrix: one barrier per site, and
-// the workers stream each matrix's rows in order.
+// the workers stream each matrix's rows in order. A decode step's products over
+// interleaved copies count in their tiles of 64 rows instead, so that every chunk is
+// whole tiles.
 type productJob struct {
 	t     int
 	n     int
-	total int
+	total int  // rows and tiles of every product
+	tiled bool // some product counts in tiles
 	ps    [4]product
-	rows  *rowScratch                       // decoded rows for the float32 matrix-matrix products
-	tiles map[*qwen35.Matrix]*ternary.Tiles // the engine's tiles, if it made them
+	rows  *rowScratch                             // decoded rows for the float32 matrix-matrix products
+	tiles map[*qwen35.Matrix]*ternary.Tiles       // the engine's tiles, if it made them
+	ilv   map[*qwen35.Matrix]*ternary.Interleaved // the engine's interleaved copies, if it made them
 }
 
 // rowScratch is a set of K-wide rows, one per goroutine that may run a productJob's
@@ -85,23 +94,30 @@ func (r *rowScratch) put(i int) {
 type product struct {
 	tern  *qwen35.Matrix
 	bf    *qwen35.BF16Matrix
-	q8    *ternary.Q8Batch // the int8 site, or nil for the float32 kernels
-	tiles *ternary.Tiles   // tern's tiles, or nil
+	q8    *ternary.Q8Batch     // the int8 site, or nil for the float32 kernels
+	tiles *ternary.Tiles       // tern's tiles, or nil
+	ilv   *ternary.Interleaved // tern's interleaved copy, for a decode step; or nil
 	x, y  []float32
-	first int // global index of the product's first row
+	first int // global index of the product's first row (or tile)
 	rows  int
+	units int // rows, or tiles over ilv
 }
 
-func (j *productJob) reset(t int) { j.t, j.n, j.total = t, 0, 0 }
+func (j *productJob) reset(t int) { j.t, j.n, j.total, j.tiled = t, 0, 0, false }
 
 func (j *productJob) ternary(m *qwen35.Matrix, x []float32, q8 *ternary.Q8Batch, y []float32) {
-	j.ps[j.n] = product{tern: m, tiles: j.tiles[m], x: x, q8: q8, y: y, first: j.total, rows: m.N}
+	p := product{tern: m, tiles: j.tiles[m], x: x, q8: q8, y: y, first: j.total, rows: m.N, units: m.N}
+	if v := j.ilv[m]; v != nil && q8 != nil && j.t == 1 {
+		p.ilv, p.units = v, (m.N+ternary.IlvRows-1)/ternary.IlvRows
+		j.tiled = true
+	}
+	j.ps[j.n] = p
 	j.n++
-	j.total += m.N
+	j.total += p.units
 }
 
 func (j *productJob) bf16(m *qwen35.BF16Matrix, x, y []float32) {
-	j.ps[j.n] = product{bf: m, x: x, y: y, first: j.total, rows: m.N}
+	j.ps[j.n] = product{bf: m, x: x, y: y, first: j.total, rows: m.N, units: m.N}
 	j.n++
 	j.total += m.N
 }
@@ -109,11 +125,13 @@ func (j *productJob) bf16(m *qwen35.BF16Matrix, x, y []float32) {
 func (j *productJob) Run(lo, hi int) {
 	for i := 0; i < j.n; i++ {
 		p := &j.ps[i]
-		a, b := max(lo, p.first)-p.first, min(hi, p.first+p.rows)-p.first
+		a, b := max(lo, p.first)-p.first, min(hi, p.first+p.units)-p.first
 		if a >= b {
 			continue
 		}
 		switch {
+		case p.ilv != nil:
+			ternary.MatVecInterleavedRange(p.ilv, p.q8.Row(0), p.y, a*ternary.IlvRows, min(b*ternary.IlvRows, p.rows))
 		case p.q8 != nil && j.t == 1:
 			ternary.MatVecQ8Range(p.tern.Format, p.tern.Data, p.tern.K, p.q8.Row(0), p.y, a, b)
 		case p.q8 != nil:

@@ -27,10 +27,10 @@ type rowJob struct {
 	r0, r1 int
 }
 
-// rowJobs splits m into jobs of whole rows of at most loadChunk bytes, each starting at
-// an even row.
-func rowJobs(jobs []rowJob, m *qwen35.Matrix) []rowJob {
-	step := max(2, loadChunk/m.Format.RowBytes(m.K)) &^ 1
+// rowJobs splits m into jobs of whole rows of at most loadChunk bytes (or align rows),
+// each starting at a multiple of align.
+func rowJobs(jobs []rowJob, m *qwen35.Matrix, align int) []rowJob {
+	step := max(align, loadChunk/m.Format.RowBytes(m.K)/align*align)
 	for r := 0; r < m.N; r += step {
 		jobs = append(jobs, rowJob{m, r, min(r+step, m.N)})
 	}
@@ -97,7 +97,7 @@ func transcodeMatrices(ctx context.Context, sites []*qwen35.Site, f ternary.Form
 				continue
 			}
 			subst[m] = &qwen35.Matrix{Name: m.Name, Format: f, K: m.K, N: m.N, Data: make([]byte, m.N*f.RowBytes(m.K))}
-			jobs = rowJobs(jobs, m)
+			jobs = rowJobs(jobs, m, 2)
 		}
 	}
 	if len(jobs) == 0 {
@@ -134,7 +134,7 @@ func tileMatrices(ctx context.Context, sites []*qwen35.Site, mat func(*qwen35.Ma
 				return nil, fmt.Errorf("tensor %q: %w", m.Name, err)
 			}
 			tiles[m] = tl
-			jobs = rowJobs(jobs, m)
+			jobs = rowJobs(jobs, m, 2)
 		}
 	}
 	err := runRowJobs(ctx, jobs, threads, progress, func(j rowJob) error {
@@ -145,4 +145,34 @@ func tileMatrices(ctx context.Context, sites []*qwen35.Site, mat func(*qwen35.Ma
 		return nil, err
 	}
 	return tiles, nil
+}
+
+// interleaveMatrices returns the interleaved copies of every PQ2_0 product of the sites
+// (as mat has them), keyed by the matrix the products read, filled by threads workers
+// a chunk of whole tiles at a time; progress as for transcodeMatrices.
+func interleaveMatrices(ctx context.Context, sites []*qwen35.Site, mat func(*qwen35.Matrix) *qwen35.Matrix, threads int, progress func(done, total int64)) (map[*qwen35.Matrix]*ternary.Interleaved, error) {
+	var jobs []rowJob
+	ilv := map[*qwen35.Matrix]*ternary.Interleaved{}
+	for _, site := range sites {
+		for _, p := range site.Products {
+			m := mat(p)
+			if ilv[m] != nil || m.Format != ternary.PQ2_0 {
+				continue
+			}
+			v, err := ternary.NewInterleaved(m.K, m.N)
+			if err != nil {
+				return nil, fmt.Errorf("tensor %q: %w", m.Name, err)
+			}
+			ilv[m] = v
+			jobs = rowJobs(jobs, m, ternary.IlvRows)
+		}
+	}
+	err := runRowJobs(ctx, jobs, threads, progress, func(j rowJob) error {
+		ilv[j.m].Fill(j.m.Data, j.r0, j.r1)
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return ilv, nil
 }

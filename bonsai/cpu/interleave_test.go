@@ -1,0 +1,55 @@
+package cpu_test
+
+import (
+	"context"
+	"math"
+	"testing"
+
+	"github.com/bonsai-go/sdk/bonsai/backend"
+	"github.com/bonsai-go/sdk/bonsai/cpu"
+	"github.com/bonsai-go/sdk/internal/synth/synthtest"
+	"github.com/bonsai-go/sdk/ternary"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// A model loaded with interleaved weights gives bit for bit the logits of the plain
+// load (the prompt's chunk on the file's rows, the decode steps on the interleaved
+// copy), a PQ2_0 model and a PTQ1_0 one transcoded; where the CPU has the interleaved
+// kernel the load reports interleaving every product, elsewhere it makes no copy.
+func TestInterleavedWeightsSameLogits(t *testing.T) {
+	tokens := []int32{1, 7, 42, 3, 99, 5, 17, 250, 8, 11}
+	for _, f := range []ternary.Format{ternary.PQ2_0, ternary.PTQ1_0} {
+		m := synthtest.Weights(t, "small", 6, f)
+		want, _, _ := logitsOf(t, cpu.New(), m, backend.ActivationsInt8, tokens)
+		opts := []cpu.Option{cpu.WithInterleavedWeights()}
+		work := productBytes(m)
+		if f == ternary.PTQ1_0 {
+			opts = append(opts, cpu.WithWeightFormat(ternary.PQ2_0))
+			work = work / int64(ternary.PTQ1_0.RowBytes(1024)) * int64(ternary.PQ2_0.RowBytes(1024))
+		}
+		if !ternary.InterleavedNative() {
+			t.Logf("no interleaved kernel here: the option makes no copy")
+			work = map[bool]int64{true: productBytes(m), false: 0}[f == ternary.PTQ1_0]
+		}
+		got, done, total := logitsOf(t, cpu.New(opts...), m, backend.ActivationsInt8, tokens)
+		assert.Equal(t, [2]int64{work, work}, [2]int64{done, total}, "%s: the load's last report (done, total bytes)", f)
+		require.Len(t, got, len(want))
+		for i := range got {
+			require.Equal(t, math.Float32bits(want[i]), math.Float32bits(got[i]), "%s: logit %d is %v, without interleaving %v", f, i, got[i], want[i])
+		}
+	}
+}
+
+// A load cancelled while it interleaves (at its first report) stops with the context's
+// error.
+func TestInterleavedWeightsCancelledLoad(t *testing.T) {
+	if !ternary.InterleavedNative() {
+		t.Skip("no interleaved kernel on this CPU: the option makes no copy")
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	_, err := cpu.New(cpu.WithInterleavedWeights()).Load(ctx, synthtest.Weights(t, "small", 4, ternary.PQ2_0), backend.LoadOptions{Threads: 2,
+		Activations: backend.ActivationsInt8, Progress: func(done, total int64) { cancel() }})
+	require.ErrorIs(t, err, context.Canceled, "cancelled load")
+}

@@ -1,0 +1,265 @@
+package ternary
+
+import (
+	"bytes"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"sync"
+	"testing"
+)
+
+// ilvShapes are the row widths and row counts the interleaved kernels are tested on:
+// block counts below, off and at a group of 8 and the model's widths; row counts at,
+// just off and between tiles.
+var (
+	ilvWidths = []int{128, 384, 5120, 6144, 17408}
+	ilvRowsN  = []int{64, 65, 127, 128, 200, 5120}
+)
+
+// ilvFill returns w interleaved, filled by four goroutines over tile-aligned ranges.
+func ilvFill(t testing.TB, w []byte, k, n int) *Interleaved {
+	v, err := NewInterleaved(k, n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tiles := (n + IlvRows - 1) / IlvRows
+	var wg sync.WaitGroup
+	for g := range 4 {
+		lo, hi := g*tiles/4*IlvRows, min((g+1)*tiles/4*IlvRows, n)
+		wg.Go(func() { v.Fill(w, lo, hi) })
+	}
+	wg.Wait()
+	return v
+}
+
+// ilvRanges returns tile-aligned row ranges of an n-row matrix: the whole, the first
+// tile, everything after it, the last (possibly partial) tile, and an empty one.
+func ilvRanges(n int) [][2]int {
+	last := (n - 1) / IlvRows * IlvRows
+	rs := [][2]int{{0, n}, {0, min(IlvRows, n)}, {last, n}, {last, last}}
+	if n > IlvRows {
+		rs = append(rs, [2]int{IlvRows, n})
+	}
+	return rs
+}
+
+func TestInterleavedRoundTrip(t *testing.T) {
+	r := rand.New(rand.NewPCG(41, 42))
+	for _, k := range ilvWidths {
+		for _, n := range []int{1, 63, 64, 65, 127, 128, 200} {
+			w := randPQ2(r, k, n, func() uint16 { return uint16(r.Uint32()) })
+			v := ilvFill(t, w, k, n)
+			if want := (n + 63) / 64 * (k / BlockSize) * ilvBlockBytes; v.Bytes() != want {
+				t.Fatalf("%d×%d: %d bytes, want %d", n, k, v.Bytes(), want)
+			}
+			for _, rg := range ilvRanges(n) {
+				got := make([]byte, len(w))
+				v.Unpack(got, rg[0], rg[1])
+				rb := PQ2_0.RowBytes(k)
+				if !bytes.Equal(got[rg[0]*rb:rg[1]*rb], w[rg[0]*rb:rg[1]*rb]) {
+					t.Fatalf("%d×%d rows %v: unpacked bytes differ from the file's", n, k, rg)
+				}
+			}
+		}
+	}
+}
+
+// TestInterleavedLayout checks single codes against the documented layout: row i,
+// column e of block b lands at step 8p+s, dword L, byte j, bits 2g.
+func TestInterleavedLayout(t *testing.T) {
+	const k, n = 256, 130
+	rb := PQ2_0.RowBytes(k)
+	r := rand.New(rand.NewPCG(43, 44))
+	for range 200 {
+		i, e := r.IntN(n), r.IntN(k)
+		c := byte(1 + r.IntN(3))
+		w := make([]byte, n*rb)
+		b, col := e/BlockSize, e%BlockSize
+		w[i*rb+b*pq2BlockBytes+2+col/4] = c << (2 * (col % 4))
+		w[i*rb+b*pq2BlockBytes] = 0x5a
+		v := ilvFill(t, w, k, n)
+		tile, ri := i/64, i%64
+		g, L := ri/16, ri%16
+		s, j, p := col/16, col%16/4, col%4
+		blk := v.buf[(tile*(k/BlockSize)+b)*ilvBlockBytes:]
+		at := 128 + 64*(8*p+s) + 4*L + j
+		for x, got := range v.buf {
+			want := byte(0)
+			switch &v.buf[x] {
+			case &blk[at]:
+				want = c << (2 * g)
+			case &blk[2*ri]:
+				want = 0x5a
+			}
+			if got != want {
+				t.Fatalf("row %d column %d code %d: byte %d = %#x, want %#x", i, e, c, x, got, want)
+			}
+		}
+	}
+}
+
+func FuzzInterleavedRepack(f *testing.F) {
+	f.Add(uint8(1), uint16(1), uint64(1))
+	f.Add(uint8(40), uint16(65), uint64(2))
+	f.Add(uint8(9), uint16(200), uint64(3))
+	f.Fuzz(func(t *testing.T, nbs uint8, ns uint16, seed uint64) {
+		k, n := (1+int(nbs)%48)*BlockSize, 1+int(ns)%300
+		r := rand.New(rand.NewPCG(seed, 45))
+		w := randPQ2(r, k, n, func() uint16 { return uint16(r.Uint32()) })
+		v := ilvFill(t, w, k, n)
+		got := make([]byte, len(w))
+		v.Unpack(got, 0, n)
+		if !bytes.Equal(got, w) {
+			t.Fatalf("%d×%d: round trip differs", n, k)
+		}
+		// The padded rows of the last tile hold zeros.
+		if pad := (n + 63) / 64 * 64; pad > n {
+			last := (n - 1) / 64 * (k / BlockSize) * ilvBlockBytes
+			tail := v.buf[last:]
+			for i := n % 64; i < 64; i++ {
+				for b := range k / BlockSize {
+					blk := tail[b*ilvBlockBytes:]
+					if blk[2*i] != 0 || blk[2*i+1] != 0 {
+						t.Fatalf("%d×%d: padded row %d has a scale", n, k, i)
+					}
+				}
+			}
+		}
+	})
+}
+
+// TestInterleavedExact checks every family against exact integer arithmetic (unit and
+// zero scales, D = 1, every code value), an independent reference.
+func TestInterleavedExact(t *testing.T) {
+	r := rand.New(rand.NewPCG(46, 47))
+	unit := func() uint16 { return [...]uint16{0x3c00, 0x3c00, 0x3c00, 0, 0x8000}[r.IntN(5)] }
+	for _, k := range ilvWidths {
+		n := 200
+		w := randPQ2(r, k, n, unit)
+		x := randQ8(r, k)
+		rb := PQ2_0.RowBytes(k)
+		v := ilvFill(t, w, k, n)
+		want := make([]float32, n)
+		for i := range want {
+			e := exactQ8(w[i*rb:(i+1)*rb], x)
+			if math.Abs(float64(e)) >= 1<<24 {
+				t.Fatalf("k=%d: exact sum %d too large for the test", k, e)
+			}
+			want[i] = float32(e)
+		}
+		forEachIlvFamily(t, func(name string) {
+			for _, rg := range ilvRanges(n) {
+				y := nanVec(n)
+				MatVecInterleavedRange(v, x, y, rg[0], rg[1])
+				for i := range y {
+					in := i >= rg[0] && i < rg[1]
+					if in && y[i] != want[i] || !in && !math.IsNaN(float64(y[i])) {
+						t.Fatalf("%s k=%d rows %v: y[%d] = %v, want %v", name, k, rg, i, y[i], want[i])
+					}
+				}
+			}
+		})
+	}
+}
+
+// TestMatVecInterleaved checks that every family gives bit for bit what MatVecQ8Range
+// gives over the file's bytes: random scales (zeros, subnormals and 65504 included),
+// every code value, quantised Gaussian activations of varied magnitude.
+func TestMatVecInterleaved(t *testing.T) {
+	r := rand.New(rand.NewPCG(48, 49))
+	for _, k := range ilvWidths {
+		xf := make([]float32, k)
+		for i := range xf {
+			xf[i] = float32(r.NormFloat64() * math.Exp(r.NormFloat64()))
+		}
+		x := NewQ8(k)
+		x.Quantize(xf)
+		for _, n := range ilvRowsN {
+			w := randPQ2(r, k, n, func() uint16 { return randScale(r) })
+			v := ilvFill(t, w, k, n)
+			forEachIlvFamily(t, func(name string) {
+				want := make([]float32, n)
+				MatVecQ8Range(PQ2_0, w, k, x, want, 0, n)
+				for _, rg := range ilvRanges(n) {
+					y := nanVec(n)
+					MatVecInterleavedRange(v, x, y, rg[0], rg[1])
+					for i := range y {
+						in := i >= rg[0] && i < rg[1]
+						if in && math.Float32bits(y[i]) != math.Float32bits(want[i]) || !in && !math.IsNaN(float64(y[i])) {
+							t.Fatalf("%s %d×%d rows %v: y[%d] = %v, MatVecQ8Range %v", name, n, k, rg, i, y[i], want[i])
+						}
+					}
+				}
+			})
+		}
+	}
+}
+
+// forEachIlvFamily runs f under each Q8 kernel whose bits the interleaved kernel
+// reproduces: the generic one (the twin) and, where it runs, an AVX-512 VNNI one (the
+// SIMD kernel); it fails if a machine with AVX-512 VNNI has no SIMD interleaved kernel.
+func forEachIlvFamily(t *testing.T, f func(name string)) {
+	ran := false
+	for _, k := range q8Kernels {
+		withKernel(k, func() {
+			if k.id != q8Generic && !InterleavedNative() {
+				return
+			}
+			ran = ran || InterleavedNative()
+			f(fmt.Sprintf("%s/native=%v", k.name, InterleavedNative()))
+		})
+	}
+	if archIlvVNNI() && !ran {
+		t.Fatal("AVX-512 VNNI machine: the SIMD interleaved kernel never ran")
+	}
+}
+
+func nanVec(n int) []float32 {
+	y := make([]float32, n)
+	for i := range y {
+		y[i] = float32(math.NaN())
+	}
+	return y
+}
+
+func TestInterleavedNoAllocs(t *testing.T) {
+	r := rand.New(rand.NewPCG(50, 51))
+	const k, n = 1152, 130
+	v := ilvFill(t, randPQ2(r, k, n, func() uint16 { return randScale(r) }), k, n)
+	x := randQ8(r, k)
+	y := make([]float32, n)
+	if a := testing.AllocsPerRun(10, func() { MatVecInterleavedRange(v, x, y, 0, n) }); a != 0 {
+		t.Fatalf("%v allocations per call", a)
+	}
+}
+
+func TestInterleavedPanics(t *testing.T) {
+	v, err := NewInterleaved(256, 130)
+	if err != nil {
+		t.Fatal(err)
+	}
+	x := NewQ8(256)
+	y := make([]float32, 130)
+	for name, f := range map[string]func(){
+		"unaligned lo": func() { MatVecInterleavedRange(v, x, y, 1, 64) },
+		"unaligned hi": func() { MatVecInterleavedRange(v, x, y, 0, 100) },
+		"width":        func() { MatVecInterleavedRange(v, NewQ8(128), y, 0, 64) },
+		"short y":      func() { MatVecInterleavedRange(v, x, y[:100], 0, 130) },
+		"fill range":   func() { v.Fill(make([]byte, 130*PQ2_0.RowBytes(256)), 0, 65) },
+	} {
+		func() {
+			defer func() {
+				if recover() == nil {
+					t.Errorf("%s: no panic", name)
+				}
+			}()
+			f()
+		}()
+	}
+	for _, sh := range [][2]int{{0, 1}, {100, 1}, {128, 0}} {
+		if _, err := NewInterleaved(sh[0], sh[1]); err == nil {
+			t.Errorf("NewInterleaved(%d, %d): no error", sh[0], sh[1])
+		}
+	}
+}

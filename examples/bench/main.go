@@ -58,6 +58,7 @@ func main() {
 	flag.IntVar(&cfg.context, "context", 0, "also decode at this position, with the state filled synthetically (0: no)")
 	flag.StringVar(&cfg.kv, "kv", "f16", "KV cache precision: f16, int8, q4 or f32")
 	flag.StringVar(&cfg.weightFormat, "weight-format", "", "transcode the ternary products to pq2_0 or ptq1_0 at load (cpu.WithWeightFormat; default: as stored)")
+	flag.BoolVar(&cfg.interleave, "interleave", false, "keep the decode kernels' 64-row interleaved copy of the weights, made at load (cpu.WithInterleavedWeights; AVX-512 VNNI, int8 activations, PQ2_0): twice the weights' memory")
 	flag.BoolVar(&cfg.warmup, "warmup", false, "read every weight page at load, so that the first measurements do not wait for the disk")
 	flag.Usage = func() {
 		fmt.Fprintf(flag.CommandLine.Output(), "usage: bench [-model FILE | -preset NAME] [flags]\n\n"+
@@ -82,7 +83,7 @@ type config struct {
 	kv, weightFormat          string
 	context                   int
 	cpuprofile                string
-	mmap, warmup              bool
+	mmap, warmup, interleave  bool
 	threads, prompt, gen      int
 	bwTime                    time.Duration
 	pairedBytes               int // the buffer of the bandwidth pass after each long-context step
@@ -114,6 +115,9 @@ func run(ctx context.Context, out, stderr io.Writer, cfg config) error {
 			return fmt.Errorf("-weight-format %q: want pq2_0 or ptq1_0", cfg.weightFormat)
 		}
 		cpuOpts = append(cpuOpts, cpu.WithWeightFormat(transcodeTo))
+	}
+	if cfg.interleave {
+		cpuOpts = append(cpuOpts, cpu.WithInterleavedWeights())
 	}
 	if cfg.context < 0 {
 		return fmt.Errorf("-context %d: want at least 0", cfg.context)
@@ -167,6 +171,9 @@ func run(ctx context.Context, out, stderr io.Writer, cfg config) error {
 	load := "memory-mapped"
 	if !cfg.mmap {
 		load = "read into memory"
+	}
+	if cfg.interleave && ternary.InterleavedNative() && acts == bonsai.ActivationsInt8 {
+		load += ", decode from a 64-row interleaved copy"
 	}
 	fmt.Fprintf(out, "machine     %s/%s, %d CPUs; backend %s, %d threads, %s activations (kernel %s), weights %s, KV cache %v\n",
 		runtime.GOOS, runtime.GOARCH, runtime.NumCPU(), m.Backend(), m.Threads(), acts, ternary.Q8Kernel(), load, kv)

@@ -5,11 +5,11 @@ import (
 	"errors"
 	"math"
 	"math/rand/v2"
-	"os"
 	"strings"
 	"testing"
 
 	"github.com/bonsai-go/sdk/bonsai/vulkan/internal/vk"
+	"github.com/bonsai-go/sdk/bonsai/vulkan/internal/vktest"
 )
 
 // open opens the device the tests run on, with the validation layer, and fails the
@@ -18,14 +18,13 @@ import (
 // device; unset, a GPU, else lavapipe.
 func open(t *testing.T) *Context {
 	t.Helper()
-	require := os.Getenv("BONSAI_VULKAN_REQUIRE") == "1"
 	c, err := Open(Options{Validation: true})
 	if errors.Is(err, ErrNoDevice) && wantedDevice(Options{}) == "" {
 		c, err = Open(Options{Validation: true, Device: "llvmpipe"})
 	}
 	if err != nil {
-		if !require && (errors.Is(err, ErrUnavailable) || errors.Is(err, errNoLayer)) {
-			t.Skipf("no Vulkan with validation here: %v", err)
+		if errors.Is(err, ErrUnavailable) || errors.Is(err, errNoLayer) {
+			vktest.Missing(t, "no Vulkan with validation here: %v", err)
 		}
 		t.Fatal(err)
 	}

@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/bonsai-go/sdk/bonsai/vulkan/internal/vktest"
 )
 
 // generateCommands returns the glslc commands of shaders.go's go:generate lines.
@@ -31,7 +33,7 @@ func generateCommands(t *testing.T) [][]string {
 func TestGenerated(t *testing.T) {
 	glslc, err := exec.LookPath("glslc")
 	if err != nil {
-		t.Skip("no glslc: the SPIR-V cannot be remade")
+		vktest.Missing(t, "no glslc: the SPIR-V cannot be remade")
 	}
 	dir := t.TempDir()
 	for _, args := range generateCommands(t) {

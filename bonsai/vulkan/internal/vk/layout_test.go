@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"unicode"
+
+	"github.com/bonsai-go/sdk/bonsai/vulkan/internal/vktest"
 )
 
 // layoutTargets are the 64-bit targets whose C layout the Go structs must match. Go lays
@@ -23,7 +25,7 @@ var layoutTargets = []string{"x86_64-linux-gnu", "aarch64-linux-gnu", "x86_64-wi
 func TestLayout(t *testing.T) {
 	clang, err := exec.LookPath("clang")
 	if err != nil {
-		t.Skip("no clang: the C layout cannot be read")
+		vktest.Missing(t, "no clang: the C layout cannot be read")
 	}
 	// Where the host finds vulkan/vulkan.h, for targets whose default search path
 	// does not hold it (clang -M lists the headers a file includes).
@@ -31,7 +33,7 @@ func TestLayout(t *testing.T) {
 	probe.Stdin = strings.NewReader("#include <vulkan/vulkan.h>\n")
 	out, err := probe.CombinedOutput()
 	if err != nil {
-		t.Skipf("no Vulkan headers (libvulkan-dev): %s", firstLine(out))
+		vktest.Missing(t, "no Vulkan headers (libvulkan-dev): %s", firstLine(out))
 	}
 	var include string
 	for _, f := range strings.Fields(string(out)) {
@@ -81,14 +83,14 @@ func TestLayout(t *testing.T) {
 func TestLayoutCatchesAMismatch(t *testing.T) {
 	clang, err := exec.LookPath("clang")
 	if err != nil {
-		t.Skip("no clang")
+		vktest.Missing(t, "no clang")
 	}
 	cmd := exec.Command(clang, "-ffreestanding", "-fsyntax-only", "-x", "c", "-")
 	cmd.Stdin = strings.NewReader("#include <stddef.h>\n#include <vulkan/vulkan.h>\n" +
 		"_Static_assert(offsetof(VkBufferCreateInfo, size) == 16, \"wrong\");\n")
 	out, err := cmd.CombinedOutput()
 	if strings.Contains(string(out), "vulkan.h' file not found") {
-		t.Skip("no Vulkan headers")
+		vktest.Missing(t, "no Vulkan headers")
 	}
 	if err == nil || !strings.Contains(string(out), "wrong") {
 		t.Fatalf("a wrong offset compiled: %v\n%s", err, out)

@@ -29,18 +29,13 @@ func (d Driver) Fill(s *Session, write func(backend.State) error) error {
 	if s.m != d.m {
 		return errors.New("bonsai: Fill: the session is another model's")
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.st == nil {
-		return errClosed
+	unlock, err := s.lockOpen()
+	if err != nil {
+		return err
 	}
-	s.m.mu.RLock()
-	defer s.m.mu.RUnlock()
-	if s.m.closed {
-		return errClosed
-	}
+	defer unlock()
 	s.clear()
-	err := write(s.st)
+	err = write(s.st)
 	if n := s.st.Len(); err == nil && n > s.m.opts.ctxSize {
 		err = fmt.Errorf("%w: %d tokens, the context holds %d", ErrContextFull, n, s.m.opts.ctxSize)
 	}

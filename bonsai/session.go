@@ -178,6 +178,23 @@ func (s *Session) Reset() {
 	s.clear()
 }
 
+// lockOpen locks the session and keeps the model from closing until unlock, or fails
+// with errClosed when either is closed: the start of a call on the session's state.
+func (s *Session) lockOpen() (unlock func(), err error) {
+	s.mu.Lock()
+	if s.st == nil {
+		s.mu.Unlock()
+		return nil, errClosed
+	}
+	s.m.mu.RLock()
+	if s.m.closed {
+		s.m.mu.RUnlock()
+		s.mu.Unlock()
+		return nil, errClosed
+	}
+	return func() { s.m.mu.RUnlock(); s.mu.Unlock() }, nil
+}
+
 // clear empties the session and drops its checkpoint. s.mu is held.
 func (s *Session) clear() {
 	if s.st != nil {
@@ -205,16 +222,11 @@ func (s *Session) Tokens() []int32 {
 // Clone returns an independent copy of the session — a fork of the conversation. The
 // copy has the state and the tokens, not the chat checkpoint (see Generate).
 func (s *Session) Clone() (*Session, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.st == nil {
-		return nil, errClosed
+	unlock, err := s.lockOpen()
+	if err != nil {
+		return nil, err
 	}
-	s.m.mu.RLock()
-	defer s.m.mu.RUnlock()
-	if s.m.closed {
-		return nil, errClosed
-	}
+	defer unlock()
 	st, err := s.m.cloneState(s.st)
 	if err != nil {
 		return nil, err

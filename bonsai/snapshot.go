@@ -55,16 +55,11 @@ var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 // backend state and the chat checkpoint, which LoadSession (or Load) turns back into a
 // session that continues exactly as this one would.
 func (s *Session) Save(w io.Writer) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.st == nil {
-		return errClosed
+	unlock, err := s.lockOpen()
+	if err != nil {
+		return err
 	}
-	s.m.mu.RLock()
-	defer s.m.mu.RUnlock()
-	if s.m.closed {
-		return errClosed
-	}
+	defer unlock()
 	bw := bufio.NewWriterSize(w, 1<<16)
 	crc := crc32.New(castagnoli)
 	out := io.MultiWriter(bw, crc)
@@ -146,18 +141,13 @@ func (m *Model) LoadSession(r io.Reader) (*Session, error) {
 // Load replaces the session's contents with a snapshot (see LoadSession). On error the
 // session is left empty.
 func (s *Session) Load(r io.Reader) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.st == nil {
-		return errClosed
+	unlock, err := s.lockOpen()
+	if err != nil {
+		return err
 	}
-	s.m.mu.RLock()
-	defer s.m.mu.RUnlock()
-	if s.m.closed {
-		return errClosed
-	}
+	defer unlock()
 	s.dropCheckpoint()
-	err := s.load(r)
+	err = s.load(r)
 	if err != nil {
 		s.clear()
 		switch {

@@ -99,7 +99,7 @@ func TestImportLayersCatchUpward(t *testing.T) {
 	if !(high > low) {
 		t.Fatalf("bonsai (%d) must rank above qwen35 (%d)", high, low)
 	}
-	if p, r, _ := rankOf("metal/internal/gpu"); p != "metal" || r != 3 {
-		t.Fatalf("metal/internal/gpu ranks as %s/%d", p, r)
+	if p, r, _ := rankOf("internal/gpu"); p != "metal" || r != 3 {
+		t.Fatalf("internal/gpu ranks as %s/%d", p, r)
 	}
 }

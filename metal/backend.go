@@ -4,8 +4,8 @@ import (
 	"time"
 
 	"github.com/bonsai-go/sdk/bonsai/backend"
-	"github.com/bonsai-go/sdk/metal/internal/engine"
-	"github.com/bonsai-go/sdk/metal/internal/gpu"
+	"github.com/bonsai-go/sdk/internal/gpu/engine"
+	"github.com/bonsai-go/sdk/internal/gpu"
 	"github.com/bonsai-go/sdk/qwen35"
 )
 
@@ -49,7 +49,7 @@ func WithCommandBufferTime(d time.Duration) Option {
 }
 
 // WithDevice runs the backend on the devices open returns, under the given name: a test
-// double, or a device of this module's own (metal/internal/gpu, as metal/emulator's).
+// double, or a device of this module's own (internal/gpu, as metal/emulator's).
 // Each engine opens its device at Load and closes it with the engine.
 func WithDevice(name string, open func() (gpu.Device, error)) Option {
 	return func(c *engine.Config) { c.Name, c.Device = name, open }

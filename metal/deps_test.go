@@ -73,9 +73,9 @@ func bannedDeps(deps, banned []string) []string {
 }
 
 func TestBannedDeps(t *testing.T) {
-	deps := []string{"fmt", "example.com/m/metal/internal/mslemu", "example.com/m/metal/internal/mslemuX", "example.com/m/metal/emulator/sub"}
-	got := bannedDeps(deps, []string{"example.com/m/metal/internal/mslemu", "example.com/m/metal/emulator"})
-	want := []string{"example.com/m/metal/internal/mslemu", "example.com/m/metal/emulator/sub"}
+	deps := []string{"fmt", "example.com/m/internal/gpu/mslemu", "example.com/m/internal/gpu/mslemuX", "example.com/m/metal/emulator/sub"}
+	got := bannedDeps(deps, []string{"example.com/m/internal/gpu/mslemu", "example.com/m/metal/emulator"})
+	want := []string{"example.com/m/internal/gpu/mslemu", "example.com/m/metal/emulator/sub"}
 	if strings.Join(got, " ") != strings.Join(want, " ") {
 		t.Errorf("bannedDeps = %q, want %q", got, want)
 	}

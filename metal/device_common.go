@@ -14,7 +14,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
-	"github.com/bonsai-go/sdk/metal/internal/gpu"
+	"github.com/bonsai-go/sdk/internal/gpu"
 )
 
 // ErrUnavailable is wrapped by the error of a Metal device that cannot be created on

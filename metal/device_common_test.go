@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/bonsai-go/sdk/metal/internal/gpu"
+	"github.com/bonsai-go/sdk/internal/gpu"
 )
 
 func TestDeviceJoinSources(t *testing.T) {

@@ -18,7 +18,7 @@ import (
 
 	"github.com/ebitengine/purego/objc"
 
-	"github.com/bonsai-go/sdk/metal/internal/gpu"
+	"github.com/bonsai-go/sdk/internal/gpu"
 )
 
 // instancesRespondToSelector: is only needed to check the table.

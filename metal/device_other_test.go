@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/bonsai-go/sdk/metal/internal/gpu"
+	"github.com/bonsai-go/sdk/internal/gpu"
 )
 
 func TestDeviceUnavailableHere(t *testing.T) {

@@ -1,7 +1,7 @@
 // Package metal runs Ternary Bonsai models on Apple GPUs: a backend.Backend (the seam of
 // package bonsai/backend) whose forward passes are Metal compute kernels, written in MSL
-// (metal/internal/engine/shaders/*.metal, embedded) and driven by host code in Go
-// without cgo. The host code is the engine, metal/internal/engine; this package is its
+// (internal/gpu/engine/shaders/*.metal, embedded) and driven by host code in Go
+// without cgo. The host code is the engine, internal/gpu/engine; this package is its
 // public face: New, the options, the errors, and the system's Metal device.
 //
 //	m, err := bonsai.Open(path, bonsai.WithBackend(metal.New()))
@@ -9,7 +9,7 @@
 // Where there is no Metal (anything but macOS on Apple silicon) Load — and so Open —
 // fails with an error wrapping ErrUnavailable; a program can fall back to bonsai.CPU().
 // Package metal/emulator is the same backend over an MSL-on-CPU emulator
-// (metal/internal/mslemu): the same kernels and host logic, run by the CPU on Linux, for
+// (internal/gpu/mslemu): the same kernels and host logic, run by the CPU on Linux, for
 // tests; it is a package of its own so that Metal programs do not carry the emulator.
 // Package metal/kernelcheck runs every kernel against the Go code that owns its math,
 // through the engine's own dispatch helpers. The emulator imports this package and
@@ -289,7 +289,7 @@
 //     step;
 //   - that Apple's compiler takes simdgroup_load/store of threadgroup float tiles with a
 //     32-bit stride as the emulator does (the emulator's origin/transpose convention is
-//     written down in metal/internal/mslemu; the kernels use neither).
+//     written down in internal/gpu/mslemu; the kernels use neither).
 //   - what supportsFamily: (Apple7–Apple9, Mac2) and operatingSystemVersionString
 //     answer on each Mac, which metalcheck's report carries (System);
 //   - wrapping the mapped file with newBufferWithBytesNoCopy (page alignment, the views

@@ -12,8 +12,8 @@ package emulator
 import (
 	"github.com/bonsai-go/sdk/bonsai/backend"
 	"github.com/bonsai-go/sdk/metal"
-	"github.com/bonsai-go/sdk/metal/internal/gpu"
-	"github.com/bonsai-go/sdk/metal/internal/mslemu"
+	"github.com/bonsai-go/sdk/internal/gpu"
+	"github.com/bonsai-go/sdk/internal/gpu/mslemu"
 )
 
 // Name is the name of the emulator backend.

@@ -15,7 +15,7 @@ import (
 	"strings"
 
 	"github.com/bonsai-go/sdk/bonsai/backend"
-	"github.com/bonsai-go/sdk/metal/internal/engine"
+	"github.com/bonsai-go/sdk/internal/gpu/engine"
 )
 
 // Check is one kernel run on the device and compared with its Go reference, on random

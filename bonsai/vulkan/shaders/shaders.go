@@ -3,9 +3,17 @@
 // TestGenerated checks that the committed SPIR-V is what the sources compile to). Every
 // shader compiles with Debian bookworm's glslc 2023.2, which has no integer dot product
 // or cooperative matrix extensions.
+//
+// The kernels of the GPU engine (internal/gpu/engine) are GLSL translations of its
+// Metal library, one SPIR-V module per kernel named as the kernel (mv_plain.spv, …);
+// common.glsl says how they find their buffers and arguments. The go:generate lines of
+// this package's files (gen_*.go, one per source file) are the one list of modules.
 package shaders
 
-import _ "embed"
+import (
+	"embed"
+	"fmt"
+)
 
 //go:generate glslc --target-env=vulkan1.2 -O rmsnorm.comp -o rmsnorm.spv
 
@@ -16,3 +24,15 @@ import _ "embed"
 //
 //go:embed rmsnorm.spv
 var RMSNorm []byte
+
+//go:embed *.spv
+var modules embed.FS
+
+// Kernel returns the SPIR-V of the engine kernel of that name.
+func Kernel(name string) ([]byte, error) {
+	b, err := modules.ReadFile(name + ".spv")
+	if err != nil {
+		return nil, fmt.Errorf("no SPIR-V for kernel %s", name)
+	}
+	return b, nil
+}

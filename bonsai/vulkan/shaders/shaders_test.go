@@ -11,20 +11,26 @@ import (
 	"github.com/bonsai-go/sdk/bonsai/vulkan/internal/vktest"
 )
 
-// generateCommands returns the glslc commands of shaders.go's go:generate lines.
+// generateCommands returns the glslc commands of the package's go:generate lines.
 func generateCommands(t *testing.T) [][]string {
-	src, err := os.ReadFile("shaders.go")
+	files, err := filepath.Glob("*.go")
 	if err != nil {
 		t.Fatal(err)
 	}
 	var cmds [][]string
-	for _, line := range strings.Split(string(src), "\n") {
-		if args, ok := strings.CutPrefix(line, "//go:generate glslc "); ok {
-			cmds = append(cmds, strings.Fields(args))
+	for _, f := range files {
+		src, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, line := range strings.Split(string(src), "\n") {
+			if args, ok := strings.CutPrefix(line, "//go:generate glslc "); ok {
+				cmds = append(cmds, strings.Fields(args))
+			}
 		}
 	}
 	if len(cmds) == 0 {
-		t.Fatal("shaders.go has no go:generate glslc line")
+		t.Fatal("no go:generate glslc line")
 	}
 	return cmds
 }

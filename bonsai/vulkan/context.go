@@ -2,6 +2,8 @@ package vulkan
 
 import (
 	"fmt"
+	"slices"
+	"strings"
 
 	"github.com/bonsai-go/sdk/bonsai/vulkan/internal/vk"
 )
@@ -18,6 +20,14 @@ type Context struct {
 	queue  vk.Queue
 	pool   vk.CommandPool
 	mem    vk.PhysicalDeviceMemoryProperties
+	vendor uint32
+	// maxAlloc is the largest single allocation (maxMemoryAllocationSize where the
+	// device says, else its largest heap).
+	maxAlloc uint64
+	// gpuReady: the device has what the engine's kernels need (bufferDeviceAddress,
+	// 8- and 16-bit storage, 64-bit integers); missing names what it lacks.
+	gpuReady bool
+	missing  string
 }
 
 // Open opens the device o asks for (see Options.Device).
@@ -65,7 +75,18 @@ func (c *Context) open(want string) error {
 	c.Limits = readLimits(c.in, c.pd)
 	c.mem = c.in.MemoryProperties(c.pd)
 	c.family, _ = computeFamily(c.in.QueueFamilies(c.pd))
-	if c.dev, err = c.in.CreateDevice(c.pd, c.family, nil); err != nil {
+	props, _ := c.in.Properties(c.pd)
+	c.vendor = props.VendorID
+	if c.maxAlloc = c.in.MaxAllocation(c.pd); c.maxAlloc == 0 {
+		c.maxAlloc = slices.Max(append(c.Limits.HeapBytes, 0))
+	}
+	feat := c.in.Features(c.pd)
+	c.gpuReady, c.missing, feat = kernelFeatures(feat)
+	var enable *vk.Features
+	if c.gpuReady {
+		enable = &feat
+	}
+	if c.dev, err = c.in.CreateDevice(c.pd, c.family, nil, enable); err != nil {
 		return fmt.Errorf("vulkan: %s: %w", c.Choice.Name, err)
 	}
 	c.queue = c.dev.Queue(c.family, 0)
@@ -73,6 +94,46 @@ func (c *Context) open(want string) error {
 		return fmt.Errorf("vulkan: %w", err)
 	}
 	return nil
+}
+
+// kernelFeatures returns the features the engine's kernels need, enabled, and whether
+// the device has them all (else which it lacks); the optional ones it has are enabled
+// too.
+func kernelFeatures(have vk.Features) (bool, string, vk.Features) {
+	var f vk.Features
+	var missing []string
+	need := func(ok uint32, name string, set *uint32) {
+		if ok == 0 {
+			missing = append(missing, name)
+		}
+		*set = ok
+	}
+	need(have.V12.BufferDeviceAddress, "bufferDeviceAddress", &f.V12.BufferDeviceAddress)
+	need(have.V11.StorageBuffer16BitAccess, "storageBuffer16BitAccess", &f.V11.StorageBuffer16BitAccess)
+	need(have.V12.StorageBuffer8BitAccess, "storageBuffer8BitAccess", &f.V12.StorageBuffer8BitAccess)
+	need(have.Base.ShaderInt64, "shaderInt64", &f.Base.ShaderInt64)
+	f.Base.ShaderInt16 = have.Base.ShaderInt16
+	f.V12.ShaderInt8 = have.V12.ShaderInt8
+	if len(missing) > 0 {
+		return false, strings.Join(missing, ", "), vk.Features{}
+	}
+	return true, "", f
+}
+
+// memoryTypes returns the memory types having each of the flag sets in turn, in the
+// device's order within each, without repeats.
+func (c *Context) memoryTypes(prefs ...uint32) []uint32 {
+	var out []uint32
+	seen := map[uint32]bool{}
+	for _, want := range prefs {
+		for i := range c.mem.MemoryTypeCount {
+			if !seen[i] && c.mem.MemoryTypes[i].PropertyFlags&want == want {
+				seen[i] = true
+				out = append(out, i)
+			}
+		}
+	}
+	return out
 }
 
 // Close waits for the device and destroys everything the context made.

@@ -8,7 +8,7 @@
 // kernels records these unchanged. The conventions:
 //
 //   - Buffers: a dispatch's push constant is the device address of its record: 16
-//     buffer addresses (addr[i] is Metal's [[buffer(i)]], offset included; 0 when
+//     buffer addresses (24 slots: addr[i] is Metal's [[buffer(i)]], offset included; 0 when
 //     unbound) and the argument struct's words (Metal's [[buffer(0)]] bytes, w[0..15]).
 //     A kernel views an address through the typed references below (F32(ADDR(1)).v[k]).
 //     Buffer device addresses need no descriptors and have no maxStorageBufferRange.
@@ -47,7 +47,7 @@ layout(constant_id = 6) const bool SG_NATIVE = false;
 // ---- the dispatch's record ----
 
 layout(buffer_reference, std430, buffer_reference_align = 8) readonly buffer Record {
-    uint64_t addr[16];
+    uint64_t addr[24];
     uint w[16];
 };
 layout(push_constant, std430) uniform Push { Record rec; } pc;

@@ -29,6 +29,7 @@ type deviceCommands struct {
 	cmdPipelineBarrier, cmdCopyBuffer, cmdFillBuffer                            uintptr
 	createFence, destroyFence, waitForFences, resetFences                       uintptr
 	queueSubmit, queueWaitIdle                                                  uintptr
+	getBufferDeviceAddress                                                      uintptr
 }
 
 func (f *deviceCommands) table() []struct {
@@ -61,12 +62,15 @@ func (f *deviceCommands) table() []struct {
 		{&f.createFence, "vkCreateFence"}, {&f.destroyFence, "vkDestroyFence"},
 		{&f.waitForFences, "vkWaitForFences"}, {&f.resetFences, "vkResetFences"},
 		{&f.queueSubmit, "vkQueueSubmit"}, {&f.queueWaitIdle, "vkQueueWaitIdle"},
+		{&f.getBufferDeviceAddress, "vkGetBufferDeviceAddress"},
 	}
 }
 
-// CreateDevice creates a logical device on pd with one queue from queueFamily and the
-// given device extensions.
-func (in *Instance) CreateDevice(pd PhysicalDevice, queueFamily uint32, extensions []string) (*Device, error) {
+// CreateDevice creates a logical device on pd with one queue from queueFamily, the
+// given device extensions and, when features is not nil, the features it enables
+// (chained as VkPhysicalDeviceFeatures2, Vulkan 1.1 and 1.2 features; its PNext fields
+// are set here).
+func (in *Instance) CreateDevice(pd PhysicalDevice, queueFamily uint32, extensions []string, features *Features) (*Device, error) {
 	var p runtime.Pinner
 	defer p.Unpin()
 	priority := float32(1)
@@ -77,6 +81,14 @@ func (in *Instance) CreateDevice(pd PhysicalDevice, queueFamily uint32, extensio
 	info := DeviceCreateInfo{
 		SType: STRUCTURE_TYPE_DEVICE_CREATE_INFO, QueueCreateInfoCount: 1, PQueueCreateInfos: Ptr(&p, &queue),
 		EnabledExtensionCount: uint32(len(extensions)), PpEnabledExtensionNames: Strings(&p, extensions),
+	}
+	if features != nil {
+		f := *features
+		f.V11.SType, f.V12.SType = STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_1_FEATURES, STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_2_FEATURES
+		f.V12.PNext = 0
+		f.V11.PNext = Ptr(&p, &f.V12)
+		f2 := PhysicalDeviceFeatures2{SType: STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2, PNext: Ptr(&p, &f.V11), Features: f.Base}
+		info.PNext = Ptr(&p, &f2)
 	}
 	d := &Device{in: in}
 	if err := check("vkCreateDevice", syscallN(in.createDevice, uintptr(pd), Ptr(&p, &info), 0, Ptr(&p, &d.handle))); err != nil {
@@ -386,6 +398,15 @@ func (d *Device) ComputeBarrier(cb CommandBuffer, dstStage, dstAccess uint32) {
 	syscallN(d.fn.cmdPipelineBarrier, uintptr(cb), PIPELINE_STAGE_COMPUTE_SHADER_BIT, uintptr(dstStage), 0, 1, Ptr(&p, &b), 0, 0, 0, 0)
 }
 
+// Barrier records a global memory barrier from (srcStage, srcAccess) to (dstStage,
+// dstAccess).
+func (d *Device) Barrier(cb CommandBuffer, srcStage, srcAccess, dstStage, dstAccess uint32) {
+	var p runtime.Pinner
+	defer p.Unpin()
+	b := MemoryBarrier{SType: STRUCTURE_TYPE_MEMORY_BARRIER, SrcAccessMask: srcAccess, DstAccessMask: dstAccess}
+	syscallN(d.fn.cmdPipelineBarrier, uintptr(cb), uintptr(srcStage), uintptr(dstStage), 0, 1, Ptr(&p, &b), 0, 0, 0, 0)
+}
+
 // CopyBuffer records copying regions from src to dst.
 func (d *Device) CopyBuffer(cb CommandBuffer, src, dst Buffer, regions []BufferCopy) {
 	var p runtime.Pinner
@@ -425,4 +446,24 @@ func (d *Device) Submit(q Queue, cbs []CommandBuffer, fence Fence) error {
 	defer p.Unpin()
 	info := SubmitInfo{SType: STRUCTURE_TYPE_SUBMIT_INFO, CommandBufferCount: uint32(len(cbs)), PCommandBuffers: Slice(&p, cbs)}
 	return check("vkQueueSubmit", syscallN(d.fn.queueSubmit, uintptr(q), 1, Ptr(&p, &info), uintptr(fence)))
+}
+
+// BufferDeviceAddress returns the device address of b, whose memory was allocated with
+// MEMORY_ALLOCATE_DEVICE_ADDRESS_BIT and which was made with
+// BUFFER_USAGE_SHADER_DEVICE_ADDRESS_BIT.
+func (d *Device) BufferDeviceAddress(b Buffer) uint64 {
+	var p runtime.Pinner
+	defer p.Unpin()
+	info := BufferDeviceAddressInfo{SType: STRUCTURE_TYPE_BUFFER_DEVICE_ADDRESS_INFO, Buffer: b}
+	return uint64(syscallN(d.fn.getBufferDeviceAddress, d.handle, Ptr(&p, &info)))
+}
+
+// AllocateMemoryFlags allocates memory with VkMemoryAllocateFlagsInfo flags (such as
+// MEMORY_ALLOCATE_DEVICE_ADDRESS_BIT).
+func (d *Device) AllocateMemoryFlags(size uint64, typeIndex, flags uint32) (DeviceMemory, error) {
+	var p runtime.Pinner
+	defer p.Unpin()
+	fi := MemoryAllocateFlagsInfo{SType: STRUCTURE_TYPE_MEMORY_ALLOCATE_FLAGS_INFO, Flags: flags}
+	info := MemoryAllocateInfo{SType: STRUCTURE_TYPE_MEMORY_ALLOCATE_INFO, PNext: Ptr(&p, &fi), AllocationSize: size, MemoryTypeIndex: typeIndex}
+	return create[MemoryAllocateInfo, DeviceMemory](d, "memory", d.fn.allocateMemory, &info, &p)
 }

@@ -41,6 +41,9 @@ var structs = []string{
 	"VkCommandPoolCreateInfo", "VkCommandBufferAllocateInfo", "VkCommandBufferBeginInfo",
 	"VkMemoryBarrier", "VkBufferMemoryBarrier", "VkBufferCopy",
 	"VkSubmitInfo", "VkFenceCreateInfo", "VkMappedMemoryRange",
+	"VkPhysicalDeviceFeatures", "VkPhysicalDeviceFeatures2",
+	"VkPhysicalDeviceVulkan11Features", "VkPhysicalDeviceVulkan12Features",
+	"VkMemoryAllocateFlagsInfo", "VkBufferDeviceAddressInfo", "VkPhysicalDeviceMaintenance3Properties",
 }
 
 // enums are the enum types whose values are written out (those the binding names).
@@ -51,7 +54,7 @@ var enums = []string{
 	"VkCommandBufferLevel", "VkCommandBufferUsageFlagBits", "VkCommandPoolCreateFlagBits",
 	"VkPipelineStageFlagBits", "VkAccessFlagBits", "VkSubgroupFeatureFlagBits",
 	"VkDebugUtilsMessageSeverityFlagBitsEXT", "VkDebugUtilsMessageTypeFlagBitsEXT",
-	"VkFenceCreateFlagBits", "VkDescriptorPoolCreateFlagBits",
+	"VkFenceCreateFlagBits", "VkDescriptorPoolCreateFlagBits", "VkMemoryAllocateFlagBits",
 }
 
 var (

@@ -48,6 +48,7 @@ type Instance struct {
 	gipa                                   uintptr
 	destroyInstance, enumeratePhysical     uintptr
 	properties2, memoryProperties, queueFP uintptr
+	features2                              uintptr
 	createDevice, getDeviceProcAddr        uintptr
 	createMessenger, destroyMessenger      uintptr
 }
@@ -127,6 +128,7 @@ func CreateInstance(o InstanceOptions) (*Instance, error) {
 		{&in.destroyInstance, "vkDestroyInstance"},
 		{&in.enumeratePhysical, "vkEnumeratePhysicalDevices"},
 		{&in.properties2, "vkGetPhysicalDeviceProperties2"},
+		{&in.features2, "vkGetPhysicalDeviceFeatures2"},
 		{&in.memoryProperties, "vkGetPhysicalDeviceMemoryProperties"},
 		{&in.queueFP, "vkGetPhysicalDeviceQueueFamilyProperties"},
 		{&in.createDevice, "vkCreateDevice"},
@@ -211,6 +213,36 @@ func (in *Instance) Properties(pd PhysicalDevice) (PhysicalDeviceProperties, Phy
 	syscallN(in.properties2, uintptr(pd), Ptr(&p, &props))
 	sub.PNext = 0
 	return props.Properties, sub
+}
+
+// MaxAllocation returns the device's maxMemoryAllocationSize (Vulkan 1.1).
+func (in *Instance) MaxAllocation(pd PhysicalDevice) uint64 {
+	var p runtime.Pinner
+	defer p.Unpin()
+	m3 := PhysicalDeviceMaintenance3Properties{SType: STRUCTURE_TYPE_PHYSICAL_DEVICE_MAINTENANCE_3_PROPERTIES}
+	props := PhysicalDeviceProperties2{SType: STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2, PNext: Ptr(&p, &m3)}
+	syscallN(in.properties2, uintptr(pd), Ptr(&p, &props))
+	return m3.MaxMemoryAllocationSize
+}
+
+// Features are the features of a physical device that a compute backend asks about:
+// Vulkan 1.0's, 1.1's and 1.2's, with their PNext fields cleared.
+type Features struct {
+	Base PhysicalDeviceFeatures
+	V11  PhysicalDeviceVulkan11Features
+	V12  PhysicalDeviceVulkan12Features
+}
+
+// Features returns what a physical device supports.
+func (in *Instance) Features(pd PhysicalDevice) Features {
+	var p runtime.Pinner
+	defer p.Unpin()
+	v12 := PhysicalDeviceVulkan12Features{SType: STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_2_FEATURES}
+	v11 := PhysicalDeviceVulkan11Features{SType: STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_1_FEATURES, PNext: Ptr(&p, &v12)}
+	f2 := PhysicalDeviceFeatures2{SType: STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2, PNext: Ptr(&p, &v11)}
+	syscallN(in.features2, uintptr(pd), Ptr(&p, &f2))
+	v11.PNext, v12.PNext = 0, 0
+	return Features{Base: f2.Features, V11: v11, V12: v12}
 }
 
 // MemoryProperties returns a physical device's memory types and heaps.

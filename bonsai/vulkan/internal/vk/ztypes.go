@@ -528,6 +528,166 @@ type MappedMemoryRange struct {
 	Size   uint64
 }
 
+// PhysicalDeviceFeatures mirrors VkPhysicalDeviceFeatures.
+type PhysicalDeviceFeatures struct {
+	RobustBufferAccess                      uint32
+	FullDrawIndexUint32                     uint32
+	ImageCubeArray                          uint32
+	IndependentBlend                        uint32
+	GeometryShader                          uint32
+	TessellationShader                      uint32
+	SampleRateShading                       uint32
+	DualSrcBlend                            uint32
+	LogicOp                                 uint32
+	MultiDrawIndirect                       uint32
+	DrawIndirectFirstInstance               uint32
+	DepthClamp                              uint32
+	DepthBiasClamp                          uint32
+	FillModeNonSolid                        uint32
+	DepthBounds                             uint32
+	WideLines                               uint32
+	LargePoints                             uint32
+	AlphaToOne                              uint32
+	MultiViewport                           uint32
+	SamplerAnisotropy                       uint32
+	TextureCompressionETC2                  uint32
+	TextureCompressionASTC_LDR              uint32
+	TextureCompressionBC                    uint32
+	OcclusionQueryPrecise                   uint32
+	PipelineStatisticsQuery                 uint32
+	VertexPipelineStoresAndAtomics          uint32
+	FragmentStoresAndAtomics                uint32
+	ShaderTessellationAndGeometryPointSize  uint32
+	ShaderImageGatherExtended               uint32
+	ShaderStorageImageExtendedFormats       uint32
+	ShaderStorageImageMultisample           uint32
+	ShaderStorageImageReadWithoutFormat     uint32
+	ShaderStorageImageWriteWithoutFormat    uint32
+	ShaderUniformBufferArrayDynamicIndexing uint32
+	ShaderSampledImageArrayDynamicIndexing  uint32
+	ShaderStorageBufferArrayDynamicIndexing uint32
+	ShaderStorageImageArrayDynamicIndexing  uint32
+	ShaderClipDistance                      uint32
+	ShaderCullDistance                      uint32
+	ShaderFloat64                           uint32
+	ShaderInt64                             uint32
+	ShaderInt16                             uint32
+	ShaderResourceResidency                 uint32
+	ShaderResourceMinLod                    uint32
+	SparseBinding                           uint32
+	SparseResidencyBuffer                   uint32
+	SparseResidencyImage2D                  uint32
+	SparseResidencyImage3D                  uint32
+	SparseResidency2Samples                 uint32
+	SparseResidency4Samples                 uint32
+	SparseResidency8Samples                 uint32
+	SparseResidency16Samples                uint32
+	SparseResidencyAliased                  uint32
+	VariableMultisampleRate                 uint32
+	InheritedQueries                        uint32
+}
+
+// PhysicalDeviceFeatures2 mirrors VkPhysicalDeviceFeatures2.
+type PhysicalDeviceFeatures2 struct {
+	SType    int32
+	PNext    uintptr
+	Features PhysicalDeviceFeatures
+}
+
+// PhysicalDeviceVulkan11Features mirrors VkPhysicalDeviceVulkan11Features.
+type PhysicalDeviceVulkan11Features struct {
+	SType                              int32
+	PNext                              uintptr
+	StorageBuffer16BitAccess           uint32
+	UniformAndStorageBuffer16BitAccess uint32
+	StoragePushConstant16              uint32
+	StorageInputOutput16               uint32
+	Multiview                          uint32
+	MultiviewGeometryShader            uint32
+	MultiviewTessellationShader        uint32
+	VariablePointersStorageBuffer      uint32
+	VariablePointers                   uint32
+	ProtectedMemory                    uint32
+	SamplerYcbcrConversion             uint32
+	ShaderDrawParameters               uint32
+}
+
+// PhysicalDeviceVulkan12Features mirrors VkPhysicalDeviceVulkan12Features.
+type PhysicalDeviceVulkan12Features struct {
+	SType                                              int32
+	PNext                                              uintptr
+	SamplerMirrorClampToEdge                           uint32
+	DrawIndirectCount                                  uint32
+	StorageBuffer8BitAccess                            uint32
+	UniformAndStorageBuffer8BitAccess                  uint32
+	StoragePushConstant8                               uint32
+	ShaderBufferInt64Atomics                           uint32
+	ShaderSharedInt64Atomics                           uint32
+	ShaderFloat16                                      uint32
+	ShaderInt8                                         uint32
+	DescriptorIndexing                                 uint32
+	ShaderInputAttachmentArrayDynamicIndexing          uint32
+	ShaderUniformTexelBufferArrayDynamicIndexing       uint32
+	ShaderStorageTexelBufferArrayDynamicIndexing       uint32
+	ShaderUniformBufferArrayNonUniformIndexing         uint32
+	ShaderSampledImageArrayNonUniformIndexing          uint32
+	ShaderStorageBufferArrayNonUniformIndexing         uint32
+	ShaderStorageImageArrayNonUniformIndexing          uint32
+	ShaderInputAttachmentArrayNonUniformIndexing       uint32
+	ShaderUniformTexelBufferArrayNonUniformIndexing    uint32
+	ShaderStorageTexelBufferArrayNonUniformIndexing    uint32
+	DescriptorBindingUniformBufferUpdateAfterBind      uint32
+	DescriptorBindingSampledImageUpdateAfterBind       uint32
+	DescriptorBindingStorageImageUpdateAfterBind       uint32
+	DescriptorBindingStorageBufferUpdateAfterBind      uint32
+	DescriptorBindingUniformTexelBufferUpdateAfterBind uint32
+	DescriptorBindingStorageTexelBufferUpdateAfterBind uint32
+	DescriptorBindingUpdateUnusedWhilePending          uint32
+	DescriptorBindingPartiallyBound                    uint32
+	DescriptorBindingVariableDescriptorCount           uint32
+	RuntimeDescriptorArray                             uint32
+	SamplerFilterMinmax                                uint32
+	ScalarBlockLayout                                  uint32
+	ImagelessFramebuffer                               uint32
+	UniformBufferStandardLayout                        uint32
+	ShaderSubgroupExtendedTypes                        uint32
+	SeparateDepthStencilLayouts                        uint32
+	HostQueryReset                                     uint32
+	TimelineSemaphore                                  uint32
+	BufferDeviceAddress                                uint32
+	BufferDeviceAddressCaptureReplay                   uint32
+	BufferDeviceAddressMultiDevice                     uint32
+	VulkanMemoryModel                                  uint32
+	VulkanMemoryModelDeviceScope                       uint32
+	VulkanMemoryModelAvailabilityVisibilityChains      uint32
+	ShaderOutputViewportIndex                          uint32
+	ShaderOutputLayer                                  uint32
+	SubgroupBroadcastDynamicId                         uint32
+}
+
+// MemoryAllocateFlagsInfo mirrors VkMemoryAllocateFlagsInfo.
+type MemoryAllocateFlagsInfo struct {
+	SType      int32
+	PNext      uintptr
+	Flags      uint32
+	DeviceMask uint32
+}
+
+// BufferDeviceAddressInfo mirrors VkBufferDeviceAddressInfo.
+type BufferDeviceAddressInfo struct {
+	SType  int32
+	PNext  uintptr
+	Buffer Buffer
+}
+
+// PhysicalDeviceMaintenance3Properties mirrors VkPhysicalDeviceMaintenance3Properties.
+type PhysicalDeviceMaintenance3Properties struct {
+	SType                   int32
+	PNext                   uintptr
+	MaxPerSetDescriptors    uint32
+	MaxMemoryAllocationSize uint64
+}
+
 // The values of the Vulkan enums, named as in C without the VK_ prefix.
 const (
 	SUCCESS                                                                           = 0
@@ -1467,4 +1627,7 @@ const (
 	DESCRIPTOR_POOL_CREATE_FREE_DESCRIPTOR_SET_BIT                                    = 0x00000001
 	DESCRIPTOR_POOL_CREATE_UPDATE_AFTER_BIND_BIT                                      = 0x00000002
 	DESCRIPTOR_POOL_CREATE_HOST_ONLY_BIT_EXT                                          = 0x00000004
+	MEMORY_ALLOCATE_DEVICE_MASK_BIT                                                   = 0x00000001
+	MEMORY_ALLOCATE_DEVICE_ADDRESS_BIT                                                = 0x00000002
+	MEMORY_ALLOCATE_DEVICE_ADDRESS_CAPTURE_REPLAY_BIT                                 = 0x00000004
 )

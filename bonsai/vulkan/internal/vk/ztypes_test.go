@@ -50,4 +50,11 @@ var mirrored = []any{
 	SubmitInfo{},
 	FenceCreateInfo{},
 	MappedMemoryRange{},
+	PhysicalDeviceFeatures{},
+	PhysicalDeviceFeatures2{},
+	PhysicalDeviceVulkan11Features{},
+	PhysicalDeviceVulkan12Features{},
+	MemoryAllocateFlagsInfo{},
+	BufferDeviceAddressInfo{},
+	PhysicalDeviceMaintenance3Properties{},
 }

@@ -1,0 +1,94 @@
+package vulkan
+
+import (
+	"fmt"
+
+	"github.com/bonsai-go/sdk/bonsai/backend"
+	"github.com/bonsai-go/sdk/internal/gpu"
+	"github.com/bonsai-go/sdk/internal/gpu/engine"
+)
+
+// Option configures the backend New returns.
+type Option func(*config)
+
+type config struct {
+	eng      engine.Config
+	dev      Options
+	choice   func(Choice)
+	messages func(Message)
+}
+
+// WithDevice picks the device by index or by a case-insensitive substring of its name
+// (see Options.Device); a CPU implementation such as lavapipe runs only when named so.
+func WithDevice(nameOrIndex string) Option { return func(c *config) { c.dev.Device = nameOrIndex } }
+
+// WithChoice has each Load report the device it opened and why.
+func WithChoice(report func(Choice)) Option { return func(c *config) { c.choice = report } }
+
+// WithValidation turns on the Khronos validation layer: each of its messages goes to
+// report, after the command buffer or call that caused it. Loading fails when the layer
+// is not installed.
+func WithValidation(report func(Message)) Option {
+	return func(c *config) { c.dev.Validation, c.messages = true, report }
+}
+
+// WithMaxThreadgroups caps the workgroups of a matrix-vector product whose input fits
+// in shared memory (default 128), as metal.WithMaxThreadgroups does.
+func WithMaxThreadgroups(n int) Option { return func(c *config) { c.eng.MaxGroups = max(n, 1) } }
+
+// WithUnfusedDecode makes decode steps run the prefill kernels instead of the fused
+// decode kernels, for comparison.
+func WithUnfusedDecode(on bool) Option { return func(c *config) { c.eng.Unfused = on } }
+
+// New returns the Vulkan backend; pass it to bonsai.WithBackend. Load opens the device
+// (Options.Device's rules: the first discrete GPU, else an integrated one; a CPU
+// implementation only when named), builds the kernels for the model's sizes, copies the
+// weights into device memory and returns the engine. It runs the qwen35 architecture.
+// Where there is no Vulkan loader, no suitable device, or a device without the
+// features the kernels need (bufferDeviceAddress, 8- and 16-bit storage buffers, 64-bit
+// integers), Load fails with an error wrapping ErrUnavailable.
+func New(opts ...Option) backend.Backend {
+	c := &config{}
+	c.eng = engine.NewConfig("vulkan", nil)
+	for _, o := range opts {
+		o(c)
+	}
+	c.eng.Device = func() (gpu.Device, error) { return c.open() }
+	return engine.New(c.eng)
+}
+
+// open opens the device of one engine.
+func (c *config) open() (gpu.Device, error) {
+	ctx, err := Open(c.dev)
+	if err != nil {
+		return nil, err
+	}
+	if !ctx.gpuReady {
+		ctx.Close()
+		return nil, fmt.Errorf("vulkan: %s lacks what the kernels need (%s): %w", ctx.Choice.Name, ctx.missing, ErrUnavailable)
+	}
+	if c.choice != nil {
+		c.choice(ctx.Choice)
+	}
+	d, err := newGPUDevice(ctx)
+	if err != nil {
+		ctx.Close()
+		return nil, err
+	}
+	d.messages = c.messages
+	return d, nil
+}
+
+// Probe reports the device New would open under o, without loading anything: a program
+// can say which GPU it will use, or fall back to another backend when there is none.
+func Probe(o Options) (Choice, error) {
+	ctx, err := Open(o)
+	if err != nil {
+		return Choice{}, err
+	}
+	defer ctx.Close()
+	if !ctx.gpuReady {
+		return ctx.Choice, fmt.Errorf("vulkan: %s lacks what the kernels need (%s): %w", ctx.Choice.Name, ctx.missing, ErrUnavailable)
+	}
+	return ctx.Choice, nil
+}

@@ -48,14 +48,14 @@ func Open(o Options) (*Context, error) {
 		return nil, fmt.Errorf("vulkan: %w", err)
 	}
 	c := &Context{in: in}
-	if err := c.open(wantedDevice(o)); err != nil {
+	if err := c.open(wantedDevice(o), o.GPUOnly); err != nil {
 		c.Close()
 		return nil, err
 	}
 	return c, nil
 }
 
-func (c *Context) open(want string) error {
+func (c *Context) open(want string, gpuOnly bool) error {
 	pds, err := c.in.PhysicalDevices()
 	if err != nil {
 		return fmt.Errorf("vulkan: %w", err)
@@ -66,7 +66,7 @@ func (c *Context) open(want string) error {
 		_, hasQ := computeFamily(c.in.QueueFamilies(pd))
 		cands[i] = candidate{name: vk.CBytes(props.DeviceName[:]), kind: props.DeviceType, computeQ: hasQ}
 	}
-	i, reason, err := choose(cands, want)
+	i, reason, err := choose(cands, want, gpuOnly)
 	if err != nil {
 		return err
 	}

@@ -19,9 +19,14 @@ var ErrNoDevice = fmt.Errorf("%w: no suitable device", ErrUnavailable)
 // Options say which device to open and how.
 type Options struct {
 	// Device picks a device by index or by a case-insensitive substring of its name;
-	// empty means BONSAI_VULKAN_DEVICE, and that empty means the best GPU. A CPU
-	// implementation (lavapipe) is used only when asked for by name or index.
+	// empty means BONSAI_VULKAN_DEVICE, and that empty means the best GPU: the first
+	// discrete one, else integrated, else virtual. A CPU implementation (lavapipe) is
+	// used when named, or unnamed when it is the only device and GPUOnly is false.
 	Device string
+	// GPUOnly refuses a CPU implementation unless it is named: what an automatic
+	// choice between Vulkan and the CPU backend wants (lavapipe is slower than the CPU
+	// backend).
+	GPUOnly bool
 	// Validation turns on the Khronos validation layer, whose reports Context.Messages
 	// returns; opening fails if the layer is not installed.
 	Validation bool
@@ -71,8 +76,9 @@ func typeName(kind int32) string {
 }
 
 // choose picks a device: the one asked for (an index or a name substring), else the
-// first discrete GPU, then integrated, then virtual; never a CPU device unasked.
-func choose(cands []candidate, want string) (int, string, error) {
+// first discrete GPU, then integrated, then virtual; a CPU device unnamed only when it
+// is the only device and gpuOnly is false.
+func choose(cands []candidate, want string, gpuOnly bool) (int, string, error) {
 	if want != "" {
 		if i, err := strconv.Atoi(want); err == nil {
 			if i < 0 || i >= len(cands) {
@@ -97,7 +103,10 @@ func choose(cands []candidate, want string) (int, string, error) {
 			}
 		}
 	}
-	return 0, "", fmt.Errorf("vulkan: no GPU with compute among %d devices (a CPU device is used only when named, e.g. BONSAI_VULKAN_DEVICE=llvmpipe): %w", len(cands), ErrNoDevice)
+	if !gpuOnly && len(cands) == 1 && cands[0].kind == vk.PHYSICAL_DEVICE_TYPE_CPU && cands[0].computeQ {
+		return 0, "the only device, a CPU implementation (Vulkan was asked for explicitly)", nil
+	}
+	return 0, "", fmt.Errorf("vulkan: no GPU with compute among %d devices (a CPU device is used only when named, e.g. BONSAI_VULKAN_DEVICE=llvmpipe, or when it is the only one and Vulkan was asked for): %w", len(cands), ErrNoDevice)
 }
 
 // wantedDevice is the device asked for: the option, else the environment.

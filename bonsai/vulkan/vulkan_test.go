@@ -44,20 +44,24 @@ func TestChoose(t *testing.T) {
 	igpu := candidate{name: "Intel(R) UHD Graphics 770", kind: vk.PHYSICAL_DEVICE_TYPE_INTEGRATED_GPU, computeQ: true}
 	dgpu := candidate{name: "NVIDIA GeForce RTX 3090", kind: vk.PHYSICAL_DEVICE_TYPE_DISCRETE_GPU, computeQ: true}
 	for _, tc := range []struct {
-		cands []candidate
-		want  string
-		index int // -1: ErrNoDevice
+		cands   []candidate
+		want    string
+		index   int // -1: ErrNoDevice
+		gpuOnly bool
 	}{
-		{[]candidate{lvp, igpu, dgpu}, "", 2},
-		{[]candidate{lvp, igpu}, "", 1},
-		{[]candidate{lvp}, "", -1}, // a CPU device only when asked for
-		{[]candidate{lvp, dgpu}, "LLVMpipe", 0},
-		{[]candidate{lvp, dgpu}, "0", 0},
-		{[]candidate{lvp, dgpu}, "2", -1},
-		{[]candidate{lvp, dgpu}, "radeon", -1},
-		{[]candidate{{name: "no compute", kind: vk.PHYSICAL_DEVICE_TYPE_DISCRETE_GPU}, igpu}, "", 1},
+		{[]candidate{lvp, igpu, dgpu}, "", 2, false},
+		{[]candidate{lvp, igpu}, "", 1, false},
+		{[]candidate{lvp}, "", 0, false},       // the only device, Vulkan asked for
+		{[]candidate{lvp}, "", -1, true},       // a CPU device never chosen automatically
+		{[]candidate{lvp, lvp}, "", -1, false}, // nor when it is not the only one
+		{[]candidate{lvp}, "llvm", 0, true},
+		{[]candidate{lvp, dgpu}, "LLVMpipe", 0, false},
+		{[]candidate{lvp, dgpu}, "0", 0, false},
+		{[]candidate{lvp, dgpu}, "2", -1, false},
+		{[]candidate{lvp, dgpu}, "radeon", -1, false},
+		{[]candidate{{name: "no compute", kind: vk.PHYSICAL_DEVICE_TYPE_DISCRETE_GPU}, igpu}, "", 1, false},
 	} {
-		i, reason, err := choose(tc.cands, tc.want)
+		i, reason, err := choose(tc.cands, tc.want, tc.gpuOnly)
 		if tc.index < 0 {
 			if !errors.Is(err, ErrNoDevice) || !errors.Is(err, ErrUnavailable) {
 				t.Errorf("choose(%d devices, %q) = %d, %v; want ErrNoDevice", len(tc.cands), tc.want, i, err)

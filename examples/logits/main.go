@@ -4,7 +4,7 @@
 //
 // Usage:
 //
-//	logits [-model FILE] -tokens 1,2,3 [-mode prefill|step] [-backend cpu|metal|metal-emulator] [-threads N]
+//	logits [-model FILE] -tokens 1,2,3 [-mode prefill|step] [-backend cpu|metal|metal-emulator|vulkan] [-threads N]
 //	       [-activations int8|float32] [-kv f16|f32|q8|q4] [-verify] [-warmup]
 //
 // -activations sets the precision in which the CPU backend's activations meet the ternary
@@ -15,8 +15,10 @@
 // about 2e-5 with -activations float32 -kv f32; int8 activations are about 0.8 away.
 //
 // -backend metal runs on the Mac's GPU; metal-emulator runs the same Metal kernels on the
-// CPU through the MSL emulator (Linux, clang++ needed; slow). Both keep activations in
-// float32, whatever -activations says.
+// CPU through the MSL emulator (Linux, clang++ needed; slow). vulkan runs the same kernels,
+// in GLSL, on a Vulkan GPU (or on Mesa's lavapipe where that is the only device;
+// BONSAI_VULKAN_DEVICE picks one). The GPU backends keep activations in float32, whatever
+// -activations says.
 //
 // With no -model it runs a small synthetic model (preset tiny, seed 1) and says so on
 // standard error, where the load's progress and the backend and thread count go too.
@@ -36,6 +38,7 @@ import (
 	"strings"
 
 	"github.com/bonsai-go/sdk/bonsai"
+	"github.com/bonsai-go/sdk/bonsai/vulkan"
 	"github.com/bonsai-go/sdk/internal/cli"
 	"github.com/bonsai-go/sdk/metal"
 	"github.com/bonsai-go/sdk/metal/emulator"
@@ -45,7 +48,7 @@ func main() {
 	model := flag.String("model", "", "GGUF model `file` (default: a synthetic tiny model)")
 	tokens := flag.String("tokens", "", "comma-separated token ids (required)")
 	mode := flag.String("mode", "prefill", "prefill: all tokens in one pass; step: one token at a time")
-	backend := flag.String("backend", "cpu", "backend: cpu, metal or metal-emulator")
+	backend := flag.String("backend", "cpu", "backend: cpu, metal, metal-emulator or vulkan")
 	threads := flag.Int("threads", runtime.NumCPU(), "CPU threads")
 	kv := flag.String("kv", "f16", "KV cache precision: f16, f32, q8 (alias int8) or q4 (the CPU only)")
 	acts := flag.String("activations", "int8", "precision of the activations fed to the ternary products (cpu backend): int8 or float32")
@@ -113,8 +116,10 @@ func backendByName(name string) (bonsai.Backend, error) {
 		return metal.New(), nil
 	case "metal-emulator":
 		return emulator.New(), nil
+	case "vulkan":
+		return vulkan.New(), nil
 	}
-	return nil, fmt.Errorf("-backend %q: unknown (have: cpu, metal, metal-emulator)", name)
+	return nil, fmt.Errorf("-backend %q: unknown (have: cpu, metal, metal-emulator, vulkan)", name)
 }
 
 func kvByName(name string) (bonsai.KVPrecision, error) {

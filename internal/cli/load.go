@@ -10,14 +10,17 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"strings"
 	"time"
 
 	"github.com/bonsai-go/sdk/bonsai"
 	"github.com/bonsai-go/sdk/bonsai/cpu"
+	"github.com/bonsai-go/sdk/bonsai/vulkan"
 	"github.com/bonsai-go/sdk/gguf"
 	"github.com/bonsai-go/sdk/hadamard"
 	"github.com/bonsai-go/sdk/internal/synth"
+	"github.com/bonsai-go/sdk/metal"
 	"github.com/bonsai-go/sdk/qwen35"
 	"github.com/bonsai-go/sdk/ternary"
 )
@@ -34,10 +37,15 @@ type ModelFlags struct {
 	// Interleave keeps the decode kernels' interleaved copy of the weights
 	// (cpu.WithInterleavedWeights).
 	Interleave bool
+	// Backend is auto (the default when empty), cpu, metal or vulkan.
+	Backend string
 }
 
-// Register adds -model, -threads, -context, -verify, -warmup, -batch-tiles and -interleave
-// to fs.
+// Backends are the values of -backend.
+var Backends = []string{"auto", "cpu", "metal", "vulkan"}
+
+// Register adds -model, -threads, -context, -verify, -warmup, -backend, -batch-tiles and
+// -interleave to fs.
 func (f *ModelFlags) Register(fs *flag.FlagSet) {
 	fs.StringVar(&f.Model, "model", "", "GGUF model `file` (default: a tiny synthetic model with random weights)")
 	fs.IntVar(&f.Threads, "threads", runtime.NumCPU(), "CPU threads")
@@ -45,6 +53,7 @@ func (f *ModelFlags) Register(fs *flag.FlagSet) {
 	fs.BoolVar(&f.Verify, "verify", false, "scan every ternary weight at load and refuse a damaged file (about 1 s per 2 GB)")
 	fs.BoolVar(&f.Warmup, "warmup", false, "read every weight page at load, so that the first token does not wait for the disk")
 	fs.BoolVar(&f.BatchTiles, "batch-tiles", false, "CPU: keep a second copy of the weights in the batched kernels' layout, made at load (cpu.WithBatchTiles): batches of a few sequences run faster, for 1.06× the weights' memory")
+	fs.StringVar(&f.Backend, "backend", "auto", "where the model runs: auto (Metal on Apple silicon, else a Vulkan GPU if there is one, else the CPU), cpu, metal or vulkan (a GPU, or Mesa's lavapipe when it is the only Vulkan device; BONSAI_VULKAN_DEVICE picks one by index or name)")
 	fs.BoolVar(&f.Interleave, "interleave", false, "CPU: keep a copy of the weights interleaved in 64-row tiles, made at load (cpu.WithInterleavedWeights): one stream's decode steps read it, at the memory's rate on AVX-512 VNNI, for twice the weights' memory")
 }
 
@@ -103,9 +112,14 @@ func Load(ctx context.Context, stderr io.Writer, prog string, f ModelFlags, opts
 	if f.Interleave {
 		cpuOpts = append(cpuOpts, cpu.WithInterleavedWeights())
 	}
-	if len(cpuOpts) > 0 {
-		all = append(all, bonsai.WithBackend(bonsai.CPU(cpuOpts...)))
+	be, why, err := ChooseBackend(f.Backend, cpuOpts)
+	if err != nil {
+		if l.dir != "" {
+			os.RemoveAll(l.dir)
+		}
+		return nil, err
 	}
+	all = append(all, bonsai.WithBackend(be))
 	if f.Context > 0 {
 		all = append(all, bonsai.WithContextSize(f.Context))
 	}
@@ -132,7 +146,7 @@ func Load(ctx context.Context, stderr io.Writer, prog string, f ModelFlags, opts
 	if f.Interleave {
 		tiles += ", interleaved weights"
 	}
-	fmt.Fprintf(stderr, "%s: backend %s%s, %d threads, context %d tokens\n", prog, m.Backend(), tiles, m.Threads(), m.ContextSize())
+	fmt.Fprintf(stderr, "%s: backend %s%s, %d threads, context %d tokens (%s)\n", prog, m.Backend(), tiles, m.Threads(), m.ContextSize(), why())
 	return l, nil
 }
 
@@ -203,4 +217,49 @@ func trimPrefixes(msg, path string) string {
 			return msg
 		}
 	}
+}
+
+// ChooseBackend returns the backend -backend names, with the CPU backend's options, and
+// a function that says, once the model is loaded, what was chosen and why: auto picks
+// Metal on Apple silicon, else the first Vulkan GPU (never Mesa's lavapipe, which is
+// slower than the CPU backend), else the CPU. The CPU options with another backend
+// are an error.
+func ChooseBackend(name string, cpuOpts []cpu.Option) (bonsai.Backend, func() string, error) {
+	fixed := func(s string) func() string { return func() string { return s } }
+	if name == "" {
+		name = "auto"
+	}
+	if name != "cpu" && name != "auto" && len(cpuOpts) > 0 {
+		return nil, nil, fmt.Errorf("-batch-tiles and -interleave are options of the CPU backend, not of -backend %s", name)
+	}
+	vulkanOn := func(o vulkan.Options, why string) (bonsai.Backend, func() string) {
+		var got vulkan.Choice
+		b := vulkan.New(vulkan.WithDevice(o.Device), vulkan.WithChoice(func(c vulkan.Choice) { got = c }))
+		return b, func() string { return fmt.Sprintf("%s: %s, a %s device: %s", why, got.Name, got.Type, got.Reason) }
+	}
+	switch name {
+	case "cpu":
+		return bonsai.CPU(cpuOpts...), fixed("asked for"), nil
+	case "metal":
+		return metal.New(), fixed("asked for"), nil
+	case "vulkan":
+		b, why := vulkanOn(vulkan.Options{}, "asked for")
+		return b, why, nil
+	case "auto":
+		if runtime.GOOS == "darwin" && runtime.GOARCH == "arm64" && len(cpuOpts) == 0 {
+			return metal.New(), fixed("auto: Apple silicon"), nil
+		}
+		if len(cpuOpts) > 0 {
+			return bonsai.CPU(cpuOpts...), fixed("auto: CPU options given"), nil
+		}
+		c, err := vulkan.Probe(vulkan.Options{GPUOnly: true})
+		if errors.Is(err, vulkan.ErrNoDevice) {
+			return bonsai.CPU(), fixed("auto: no Vulkan GPU"), nil
+		} else if err != nil {
+			return bonsai.CPU(), fixed("auto: no Vulkan GPU: " + OneLine(err)), nil
+		}
+		b, why := vulkanOn(vulkan.Options{Device: strconv.Itoa(c.Index)}, "auto")
+		return b, why, nil
+	}
+	return nil, nil, fmt.Errorf("-backend %q: unknown (have: %s)", name, strings.Join(Backends, ", "))
 }

@@ -4,8 +4,8 @@ import (
 	"time"
 
 	"github.com/bonsai-go/sdk/bonsai/backend"
-	"github.com/bonsai-go/sdk/internal/gpu/engine"
 	"github.com/bonsai-go/sdk/internal/gpu"
+	"github.com/bonsai-go/sdk/internal/gpu/engine"
 	"github.com/bonsai-go/sdk/qwen35"
 )
 

@@ -11,9 +11,9 @@ package emulator
 
 import (
 	"github.com/bonsai-go/sdk/bonsai/backend"
-	"github.com/bonsai-go/sdk/metal"
 	"github.com/bonsai-go/sdk/internal/gpu"
 	"github.com/bonsai-go/sdk/internal/gpu/mslemu"
+	"github.com/bonsai-go/sdk/metal"
 )
 
 // Name is the name of the emulator backend.

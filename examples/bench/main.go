@@ -37,6 +37,7 @@ import (
 	"github.com/bonsai-go/sdk/bonsai/backend"
 	"github.com/bonsai-go/sdk/bonsai/backend/backendtest"
 	"github.com/bonsai-go/sdk/bonsai/cpu"
+	"github.com/bonsai-go/sdk/bonsai/vulkan"
 	"github.com/bonsai-go/sdk/internal/cli"
 	"github.com/bonsai-go/sdk/internal/synth"
 	"github.com/bonsai-go/sdk/qwen35"
@@ -59,6 +60,7 @@ func main() {
 	flag.StringVar(&cfg.kv, "kv", "f16", "KV cache precision: f16, int8, q4 or f32")
 	flag.StringVar(&cfg.weightFormat, "weight-format", "", "transcode the ternary products to pq2_0 or ptq1_0 at load (cpu.WithWeightFormat; default: as stored)")
 	flag.BoolVar(&cfg.interleave, "interleave", false, "keep the decode kernels' 64-row interleaved copy of the weights, made at load (cpu.WithInterleavedWeights; AVX-512 VNNI, int8 activations, PQ2_0): twice the weights' memory")
+	flag.StringVar(&cfg.backend, "backend", "auto", "where the model runs: "+strings.Join(cli.Backends, ", ")+" (auto: Metal on Apple silicon, else a Vulkan GPU, else the CPU); on a GPU the bandwidth is the device's, read by a shader")
 	flag.BoolVar(&cfg.warmup, "warmup", false, "read every weight page at load, so that the first measurements do not wait for the disk")
 	flag.Usage = func() {
 		fmt.Fprintf(flag.CommandLine.Output(), "usage: bench [-model FILE | -preset NAME] [flags]\n\n"+
@@ -80,7 +82,7 @@ func main() {
 
 type config struct {
 	model, preset, keep, acts string
-	kv, weightFormat          string
+	kv, weightFormat, backend string
 	context                   int
 	cpuprofile                string
 	mmap, warmup, interleave  bool
@@ -152,9 +154,9 @@ func run(ctx context.Context, out, stderr io.Writer, cfg config) error {
 		}
 	}
 
-	l, err := cli.Load(ctx, stderr, "bench", cli.ModelFlags{Model: path, Threads: cfg.threads, Context: max(cfg.prompt, cfg.context) + 2*cfg.gen + 1, Warmup: cfg.warmup},
-		bonsai.WithProfiling(true), bonsai.WithActivations(acts), bonsai.WithMmap(cfg.mmap), bonsai.WithKVCache(kv),
-		bonsai.WithBackend(bonsai.CPU(cpuOpts...)))
+	l, err := cli.Load(ctx, stderr, "bench", cli.ModelFlags{Model: path, Threads: cfg.threads, Context: max(cfg.prompt, cfg.context) + 2*cfg.gen + 1,
+		Warmup: cfg.warmup, Backend: cfg.backend, CPU: cpuOpts},
+		bonsai.WithProfiling(true), bonsai.WithActivations(acts), bonsai.WithMmap(cfg.mmap), bonsai.WithKVCache(kv))
 	if err != nil {
 		return err
 	}
@@ -175,13 +177,28 @@ func run(ctx context.Context, out, stderr io.Writer, cfg config) error {
 	if cfg.interleave && ternary.InterleavedNative() && acts == bonsai.ActivationsInt8 {
 		load += ", decode from a 64-row interleaved copy"
 	}
-	fmt.Fprintf(out, "machine     %s/%s, %d CPUs; backend %s, %d threads, %s activations (kernel %s), weights %s, KV cache %v\n",
-		runtime.GOOS, runtime.GOARCH, runtime.NumCPU(), m.Backend(), m.Threads(), acts, ternary.Q8Kernel(), load, kv)
+	if m.Backend() == "cpu" {
+		fmt.Fprintf(out, "machine     %s/%s, %d CPUs; backend %s, %d threads, %s activations (kernel %s), weights %s, KV cache %v\n",
+			runtime.GOOS, runtime.GOARCH, runtime.NumCPU(), m.Backend(), m.Threads(), acts, ternary.Q8Kernel(), load, kv)
+	} else {
+		fmt.Fprintf(out, "machine     %s/%s, %d CPUs; backend %s (float32 activations, weights copied to the device), KV cache %v\n",
+			runtime.GOOS, runtime.GOARCH, runtime.NumCPU(), m.Backend(), kv)
+	}
 	fmt.Fprintf(out, "weights     %.3f GB read per decoded token; %.3g G multiply-adds per token\n", float64(perToken)/1e9, float64(macs)/1e9)
 
-	bw := ternary.ReadBandwidth(cfg.threads, 1<<30, cfg.bwTime)
-	fmt.Fprintf(out, "bandwidth   %.2f GB/s streaming read (%d threads, median pass); ceiling %.2f tok/s\n",
-		bw/1e9, cfg.threads, bw/float64(perToken))
+	var bw float64
+	if m.Backend() == "vulkan" {
+		// The device's own read rate, by the shader the products are rated against.
+		if bw, err = vulkan.Bandwidth(ctx, vulkan.Options{}, 1<<30, cfg.bwTime); err != nil {
+			return fmt.Errorf("measuring the GPU's bandwidth: %w", err)
+		}
+		fmt.Fprintf(out, "bandwidth   %.2f GB/s streaming read on the GPU (stream_read shader, 1 GiB, median command buffer); ceiling %.2f tok/s\n",
+			bw/1e9, bw/float64(perToken))
+	} else {
+		bw = ternary.ReadBandwidth(cfg.threads, 1<<30, cfg.bwTime)
+		fmt.Fprintf(out, "bandwidth   %.2f GB/s streaming read (%d threads, median pass); ceiling %.2f tok/s\n",
+			bw/1e9, cfg.threads, bw/float64(perToken))
+	}
 
 	s, err := m.NewSession()
 	if err != nil {

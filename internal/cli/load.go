@@ -39,6 +39,8 @@ type ModelFlags struct {
 	Interleave bool
 	// Backend is auto (the default when empty), cpu, metal or vulkan.
 	Backend string
+	// CPU are further options of the CPU backend.
+	CPU []cpu.Option
 }
 
 // Backends are the values of -backend.
@@ -105,7 +107,7 @@ func Load(ctx context.Context, stderr io.Writer, prog string, f ModelFlags, opts
 	bar := NewBar(stderr, prog)
 	all := []bonsai.Option{bonsai.WithThreads(f.Threads), bonsai.WithLoadContext(ctx), bonsai.WithProgress(bar.Progress),
 		bonsai.WithVerify(f.Verify), bonsai.WithWarmup(f.Warmup)}
-	var cpuOpts []cpu.Option
+	cpuOpts := f.CPU
 	if f.BatchTiles {
 		cpuOpts = append(cpuOpts, cpu.WithBatchTiles())
 	}

@@ -221,11 +221,6 @@ void gdn_token(uint kh, F32 convw, F32 dtb, F32 Av, F32 snorm, F32 conv, F32 S, 
 #define FMT FMT_PQ2
 #endif
 
-// Metal's [[buffer(16)]]: gdn_decode's output.
-#ifndef GDN_OUT_ADDR
-#define GDN_OUT_ADDR ADDR(16)
-#endif
-
 void main() {
     const uint kh = gl_WorkGroupID.x;
     const uint E = A_E;
@@ -306,7 +301,7 @@ void main() {
         }
     }
     gdn_token(kh, F32(ADDR(10)), F32(ADDR(11)), F32(ADDR(12)), F32(ADDR(13)), F32(ADDR(14)), F32(ADDR(15)),
-              F32(GDN_OUT_ADDR), 0u);
+              F32(ADDR(16)), 0u);
 }
 
 #endif  // KERNEL_GDN_DECODE

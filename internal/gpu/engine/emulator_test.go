@@ -2,7 +2,6 @@ package engine
 
 import (
 	"errors"
-	"math"
 	"os"
 	"strings"
 	"sync"
@@ -117,55 +116,4 @@ func report(t *testing.T, cs []Check) {
 			t.Error(c)
 		}
 	}
-}
-
-// promptIDs returns n token ids of the tiny vocabulary, deterministic.
-func promptIDs(n int) []int32 {
-	ids := make([]int32, n)
-	for i := range ids {
-		ids[i] = int32((i*7919 + 13) % 500)
-	}
-	return ids
-}
-
-func maxAbsDiff(a, b []float32) float64 {
-	d := 0.0
-	for i := range a {
-		x := math.Abs(float64(a[i]) - float64(b[i]))
-		if math.IsNaN(x) {
-			return math.Inf(1)
-		}
-		d = math.Max(d, x)
-	}
-	return d
-}
-
-func maxAbs(a []float32) float64 {
-	m := 0.0
-	for _, v := range a {
-		m = math.Max(m, math.Abs(float64(v)))
-	}
-	return m
-}
-
-func argmax(v []float32) int {
-	b := 0
-	for i, x := range v {
-		if x > v[b] {
-			b = i
-		}
-	}
-	return b
-}
-
-func slicesEqual(a, b []int32) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }

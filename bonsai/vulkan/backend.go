@@ -16,6 +16,7 @@ type config struct {
 	dev      Options
 	choice   func(Choice)
 	messages func(Message)
+	onOpen   func(*gpuDevice) // tests: each device opened
 }
 
 // WithDevice picks the device by index or by a case-insensitive substring of its name
@@ -76,6 +77,9 @@ func (c *config) open() (gpu.Device, error) {
 		return nil, err
 	}
 	d.messages = c.messages
+	if c.onOpen != nil {
+		c.onOpen(d)
+	}
 	return d, nil
 }
 

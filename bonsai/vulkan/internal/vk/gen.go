@@ -5,16 +5,18 @@
 // (clang -E), so that no array size or enum value is typed by hand. TestLayout checks
 // the result against the C compiler's layout for several targets.
 //
-//	go run gen.go   (run by go generate; needs clang and the Vulkan headers)
+//	go run gen.go [-dir DIR]   (run by go generate; needs clang and the Vulkan headers)
 package main
 
 import (
 	"bytes"
+	"flag"
 	"fmt"
 	"go/format"
 	"log"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"regexp"
 	"strings"
 )
@@ -67,6 +69,8 @@ var (
 )
 
 func main() {
+	dir := flag.String("dir", ".", "the folder to write ztypes.go and ztypes_test.go in")
+	flag.Parse()
 	cmd := exec.Command("clang", "-E", "-x", "c", "-")
 	cmd.Stdin = strings.NewReader("#include <vulkan/vulkan_core.h>\n")
 	src, err := cmd.Output()
@@ -160,7 +164,7 @@ func main() {
 	if err != nil {
 		log.Fatalf("gen: gofmt: %v\n%s", err, out.Bytes())
 	}
-	if err := os.WriteFile("ztypes.go", code, 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(*dir, "ztypes.go"), code, 0o644); err != nil {
 		log.Fatal(err)
 	}
 
@@ -175,7 +179,7 @@ func main() {
 	if code, err = format.Source(out.Bytes()); err != nil {
 		log.Fatalf("gen: gofmt: %v", err)
 	}
-	if err := os.WriteFile("ztypes_test.go", code, 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(*dir, "ztypes_test.go"), code, 0o644); err != nil {
 		log.Fatal(err)
 	}
 }

@@ -20,9 +20,12 @@ func loaderNames() []string {
 	return []string{"libvulkan.so.1"}
 }
 
-func openLoader() (uintptr, error) {
+func openLoader() (uintptr, error) { return openLoaderFrom(loaderNames()) }
+
+// openLoaderFrom opens the first of the named libraries that loads.
+func openLoaderFrom(names []string) (uintptr, error) {
 	var failures []string
-	for _, name := range loaderNames() {
+	for _, name := range names {
 		lib, err := purego.Dlopen(name, purego.RTLD_NOW|purego.RTLD_LOCAL)
 		if err == nil {
 			return lookup(lib, "vkGetInstanceProcAddr")

@@ -1,6 +1,7 @@
 package vulkan
 
 import (
+	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -76,6 +77,11 @@ type gpuDevice struct {
 	devMT   []uint32    // memory types for device-local buffers, best first
 	maxMem  uint64      // the largest single allocation
 	closed  bool
+	// piece is the size of an upload's pieces (stagingBytes; tests shrink it), and
+	// staging makes uploads go through a staging buffer even to host-visible memory
+	// (tests, on devices such as lavapipe whose memory is all host-visible).
+	piece   int
+	staging bool
 	// messages receives the validation layer's reports (WithValidation).
 	messages func(Message)
 }
@@ -95,11 +101,14 @@ type pipeKey struct {
 	spec [specCount]uint32
 }
 
-var _ gpu.Device = (*gpuDevice)(nil)
+var (
+	_ gpu.Device   = (*gpuDevice)(nil)
+	_ gpu.Uploader = (*gpuDevice)(nil)
+)
 
 // newGPUDevice makes the engine's device of an open context; it takes the context over.
 func newGPUDevice(c *Context) (*gpuDevice, error) {
-	d := &gpuDevice{c: c, modules: map[string]vk.ShaderModule{}, pipes: map[pipeKey]vk.Pipeline{}}
+	d := &gpuDevice{c: c, modules: map[string]vk.ShaderModule{}, pipes: map[pipeKey]vk.Pipeline{}, piece: stagingBytes}
 	d.native = nativeSubgroups(c)
 	sg := "SIMD-groups emulated in shared memory"
 	if d.native {
@@ -243,48 +252,55 @@ func (d *gpuDevice) NewBuffer(size int) (gpu.Buffer, error) {
 	return b, nil
 }
 
-// WrapNoCopy cannot wrap host memory on Vulkan: it copies mem once into device-local
-// memory (through a staging buffer where that memory is not host-visible) and returns
-// that buffer, whose Contents is nil unless the memory is host-visible.
+// WrapNoCopy cannot wrap host memory on Vulkan: it copies, as Upload does.
 func (d *gpuDevice) WrapNoCopy(mem []byte) (gpu.Buffer, error) {
+	return d.Upload(context.Background(), mem, nil)
+}
+
+// Upload copies mem once into device-local memory — directly where that memory is
+// host-visible (integrated GPUs, resizable BAR, lavapipe), else through a staging
+// buffer — in pieces of stagingBytes, checking ctx and reporting the bytes copied after
+// each. The buffer's Contents is nil unless the memory is host-visible.
+func (d *gpuDevice) Upload(ctx context.Context, mem []byte, progress func(done int64)) (gpu.Buffer, error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	b, err := d.alloc(len(mem), d.devMT)
 	if err != nil {
 		return nil, err
 	}
-	if b.data != nil {
-		copy(b.data, mem)
-		return b, nil
+	var st *vkBuffer
+	if b.data == nil || d.staging {
+		if st, err = d.alloc(min(d.piece, len(mem)), d.hostMT); err != nil {
+			d.free(b)
+			return nil, err
+		}
+		defer d.free(st)
 	}
-	if err := d.upload(b, mem); err != nil {
-		d.free(b)
-		return nil, err
-	}
-	return b, nil
-}
-
-// upload copies mem into the device-local buffer dst through a staging buffer, in
-// pieces; d.mu is held.
-func (d *gpuDevice) upload(dst *vkBuffer, mem []byte) error {
-	st, err := d.alloc(min(stagingBytes, len(mem)), d.hostMT)
-	if err != nil {
-		return err
-	}
-	defer d.free(st)
 	dev := d.c.dev
-	for off := 0; off < len(mem); off += st.n {
-		n := min(st.n, len(mem)-off)
-		copy(st.data, mem[off:off+n])
-		err := d.oneShot(func(cb vk.CommandBuffer) {
-			dev.CopyBuffer(cb, st.buf, dst.buf, []vk.BufferCopy{{SrcOffset: 0, DstOffset: uint64(off), Size: uint64(n)}})
-			dev.Barrier(cb, vk.PIPELINE_STAGE_TRANSFER_BIT, vk.ACCESS_TRANSFER_WRITE_BIT, vk.PIPELINE_STAGE_COMPUTE_SHADER_BIT, vk.ACCESS_SHADER_READ_BIT)
-		})
-		if err != nil {
-			return fmt.Errorf("vulkan: uploading weights: %w", err)
+	for off := 0; off < len(mem); off += d.piece {
+		if err := ctx.Err(); err != nil {
+			d.free(b)
+			return nil, err
+		}
+		n := min(d.piece, len(mem)-off)
+		if st == nil {
+			copy(b.data[off:], mem[off:off+n])
+		} else {
+			copy(st.data, mem[off:off+n])
+			err := d.oneShot(func(cb vk.CommandBuffer) {
+				dev.CopyBuffer(cb, st.buf, b.buf, []vk.BufferCopy{{SrcOffset: 0, DstOffset: uint64(off), Size: uint64(n)}})
+				dev.Barrier(cb, vk.PIPELINE_STAGE_TRANSFER_BIT, vk.ACCESS_TRANSFER_WRITE_BIT, vk.PIPELINE_STAGE_COMPUTE_SHADER_BIT, vk.ACCESS_SHADER_READ_BIT)
+			})
+			if err != nil {
+				d.free(b)
+				return nil, fmt.Errorf("vulkan: uploading weights: %w", err)
+			}
+		}
+		if progress != nil {
+			progress(int64(off + n))
 		}
 	}
-	return nil
+	return b, nil
 }
 
 // oneShot records, submits and waits for one command buffer; d.mu is held.

@@ -11,7 +11,10 @@
 // and run when committed.
 package gpu
 
-import "errors"
+import (
+	"context"
+	"errors"
+)
 
 // ErrUnavailable is wrapped when a device cannot be created on this machine.
 var ErrUnavailable = errors.New("gpu: device unavailable")
@@ -33,6 +36,14 @@ var (
 type WorkingSet interface {
 	// RecommendedWorkingSet is the budget in bytes; 0 means the device does not say.
 	RecommendedWorkingSet() int64
+}
+
+// Uploader is implemented by a Device whose WrapNoCopy copies the memory into memory of
+// its own (a discrete GPU's, which cannot read the mapped file): Upload does the same in
+// pieces, stopping when ctx is cancelled and reporting the bytes copied so far, so that
+// loading a large model shows progress and can be interrupted.
+type Uploader interface {
+	Upload(ctx context.Context, mem []byte, progress func(done int64)) (Buffer, error)
 }
 
 // Device is a compute device.

@@ -138,24 +138,32 @@ func newEngine(ctx context.Context, b *Backend, dev gpu.Device, w *qwen35.Weight
 			opt.Progress(done, total)
 		}
 	}
-	report(0, 3)
+	// Three stages — compile, bind (on a device that copies the weights, by their
+	// bytes), the signs — each stageUnits of progress.
+	const stageUnits = 1 << 20
+	report(0, 3*stageUnits)
 	if e.p, err = compile(dev, geo); err != nil {
 		return nil, err
 	}
-	report(1, 3)
+	report(stageUnits, 3*stageUnits)
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	if err := e.bind(); err != nil {
+	bound := func(done, total int64) {
+		if total > 0 { // views may overlap: the bytes copied can pass the span's
+			report(stageUnits+min(done, total)*stageUnits/total, 3*stageUnits)
+		}
+	}
+	if err := e.bind(ctx, bound); err != nil {
 		e.release()
 		return nil, err
 	}
-	report(2, 3)
+	report(2*stageUnits, 3*stageUnits)
 	if err := e.uploadSigns(); err != nil {
 		e.release()
 		return nil, err
 	}
-	report(3, 3)
+	report(3*stageUnits, 3*stageUnits)
 	return e, nil
 }
 
@@ -324,7 +332,10 @@ type tensorBytes struct {
 // largest buffer, as overlapping views placed so that every tensor lies wholly inside
 // one. A tensor outside that span (a small F32 tensor the loader copied, or one stored
 // beyond the last matrix) is copied into a device buffer of its own.
-func (e *engine) bind() error {
+//
+// On a device that copies the weights (gpu.Uploader), ctx stops the copy and progress
+// receives the bytes copied of the span's.
+func (e *engine) bind(ctx context.Context, progress func(done, total int64)) error {
 	p := e.plan
 	var ts []tensorBytes
 	var mats []*qwen35.Matrix
@@ -422,9 +433,12 @@ func (e *engine) bind() error {
 		return err
 	}
 	var views []gpu.Buffer
+	var copied int64 // bytes of the views before this one
 	for start := 0; ; start += stride {
 		n := min(viewLen, span-start)
-		buf, err := e.weightView(lowest, delta, start, n, ts, baseAddr, inSpan)
+		before := copied
+		buf, err := e.weightView(ctx, func(done int64) { progress(before+done, int64(span)) }, lowest, delta, start, n, ts, baseAddr, inSpan)
+		copied += int64(n)
 		if err != nil {
 			return err
 		}

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"unsafe"
@@ -191,9 +192,18 @@ func outsideBytes(ts []tensorBytes, inSpan func([]byte) bool) int64 {
 // into a buffer the device allocates: the page-rounded span would reach before and
 // past the Go allocation holding the file, and no slice or pointer may point outside a
 // Go object (the garbage collector can abort on one), nor may a copy read beyond it.
-func (e *engine) weightView(lowest []byte, delta, start, n int, ts []tensorBytes, baseAddr uintptr, inSpan func([]byte) bool) (gpu.Buffer, error) {
+// A device that copies (gpu.Uploader) copies in pieces, honouring ctx and reporting the
+// bytes through progress.
+func (e *engine) weightView(ctx context.Context, progress func(int64), lowest []byte, delta, start, n int, ts []tensorBytes, baseAddr uintptr, inSpan func([]byte) bool) (gpu.Buffer, error) {
 	if e.w.Mapped() {
 		mem := unsafe.Slice((*byte)(unsafe.Add(unsafe.Pointer(unsafe.SliceData(lowest)), start-delta)), n)
+		if up, ok := e.dev.(gpu.Uploader); ok {
+			buf, err := up.Upload(ctx, mem, progress)
+			if err == nil {
+				e.copied += n
+			}
+			return buf, err
+		}
 		if buf, err := e.dev.WrapNoCopy(mem); err == nil {
 			return buf, nil
 		}

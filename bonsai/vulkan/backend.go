@@ -47,7 +47,8 @@ func WithUnfusedDecode(on bool) Option { return func(c *config) { c.eng.Unfused 
 // weights into device memory and returns the engine. It runs the qwen35 architecture.
 // Where there is no Vulkan loader, no suitable device, or a device without the
 // features the kernels need (bufferDeviceAddress, 8- and 16-bit storage buffers, 64-bit
-// integers), Load fails with an error wrapping ErrUnavailable.
+// integers) or their limits (32 KiB of shared memory, workgroups of 256), Load fails
+// with an error wrapping ErrUnavailable that names what is missing.
 func New(opts ...Option) backend.Backend {
 	c := &config{}
 	c.eng = engine.NewConfig("vulkan", nil)
@@ -82,6 +83,11 @@ func (c *config) open() (gpu.Device, error) {
 	}
 	return d, nil
 }
+
+// ErrWorkingSet is wrapped by the errors of Load and NewState when the model or a
+// sequence does not fit the device's largest device-local memory heap; the message
+// gives the sizes and the largest context that would fit.
+var ErrWorkingSet = engine.ErrWorkingSet
 
 // Probe reports the device New would open under o, without loading anything: a program
 // can say which GPU it will use, or fall back to another backend when there is none.

@@ -25,7 +25,8 @@ type Context struct {
 	// device says, else its largest heap).
 	maxAlloc uint64
 	// gpuReady: the device has what the engine's kernels need (bufferDeviceAddress,
-	// 8- and 16-bit storage, 64-bit integers); missing names what it lacks.
+	// 8- and 16-bit storage, 64-bit integers; 32 KiB of shared memory and workgroups of
+	// 256 invocations, kernelLimits); missing names what it lacks.
 	gpuReady bool
 	missing  string
 }
@@ -80,12 +81,16 @@ func (c *Context) open(want string, gpuOnly bool) error {
 	if c.maxAlloc = c.in.MaxAllocation(c.pd); c.maxAlloc == 0 {
 		c.maxAlloc = slices.Max(append(c.Limits.HeapBytes, 0))
 	}
-	feat := c.in.Features(c.pd)
-	c.gpuReady, c.missing, feat = kernelFeatures(feat)
+	featOK, missing, feat := kernelFeatures(c.in.Features(c.pd))
 	var enable *vk.Features
-	if c.gpuReady {
+	if featOK {
 		enable = &feat
 	}
+	short := kernelLimits(c.Limits)
+	if missing != "" {
+		short = append([]string{missing}, short...)
+	}
+	c.gpuReady, c.missing = len(short) == 0, strings.Join(short, ", ")
 	if c.dev, err = c.in.CreateDevice(c.pd, c.family, nil, enable); err != nil {
 		return fmt.Errorf("vulkan: %s: %w", c.Choice.Name, err)
 	}
@@ -118,6 +123,26 @@ func kernelFeatures(have vk.Features) (bool, string, vk.Features) {
 		return false, strings.Join(missing, ", "), vk.Features{}
 	}
 	return true, "", f
+}
+
+// kernelSharedMemory is the shared memory a workgroup of the kernels may use at every
+// model geometry the engine accepts (common.glsl; the engine's tgMemory).
+const kernelSharedMemory = 32768
+
+// kernelLimits returns the limits of l that fall short of the kernels' needs, each
+// naming the limit, the device's value and the need: 32 KiB of shared memory and
+// workgroups of maxThreads invocations. None when l meets them all.
+func kernelLimits(l Limits) []string {
+	var short []string
+	need := func(name string, have uint32, want int) {
+		if int64(have) < int64(want) {
+			short = append(short, fmt.Sprintf("%s %d, need %d", name, have, want))
+		}
+	}
+	need("maxComputeSharedMemorySize", l.MaxComputeSharedMemory, kernelSharedMemory)
+	need("maxComputeWorkGroupInvocations", l.MaxWorkGroupInvocations, maxThreads)
+	need("maxComputeWorkGroupSize[0]", l.MaxWorkGroupSize[0], maxThreads)
+	return short
 }
 
 // memoryTypes returns the memory types having each of the flag sets in turn, in the

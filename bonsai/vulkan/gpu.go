@@ -156,6 +156,9 @@ func (d *gpuDevice) PageSize() int { return 4096 }
 // states that would not fit it.
 func (d *gpuDevice) RecommendedWorkingSet() int64 { return int64(d.c.Limits.DeviceLocalHeapBytes) }
 
+// WorkingSetSource names the budget in the engine's messages.
+func (d *gpuDevice) WorkingSetSource() string { return "its largest device-local memory heap" }
+
 // vkBuffer is a buffer with its memory, its device address and, when host-visible, its
 // mapping.
 type vkBuffer struct {

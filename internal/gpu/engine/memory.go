@@ -31,6 +31,14 @@ func (e *engine) workingSet() int64 {
 	return 0
 }
 
+// workingSetSource names where the device's working set comes from, for the messages.
+func (e *engine) workingSetSource() string {
+	if s, ok := e.dev.(interface{ WorkingSetSource() string }); ok {
+		return s.WorkingSetSource()
+	}
+	return "recommendedMaxWorkingSetSize"
+}
+
 // countBuf is a buffer that only has a length: stateBytes's allocator returns it.
 type countBuf int
 
@@ -128,8 +136,8 @@ func (e *engine) checkWeightsFit(n int64) error {
 	small := e.kvChoices()[0]
 	seq := e.bytesFor(backend.ChunkRows, small.elem)
 	if ws > 0 && n+seq > ws {
-		return fmt.Errorf("%w: the model's weights take %s and a sequence of %d tokens (KV cache %v) %s more; the device (%s) recommends at most %s (recommendedMaxWorkingSetSize): use a Mac with more memory, or the CPU backend",
-			ErrWorkingSet, gib(n), backend.ChunkRows, small.p, gib(seq), e.dev.Name(), gib(ws))
+		return fmt.Errorf("%w: the model's weights take %s and a sequence of %d tokens (KV cache %v) %s more; the device (%s) recommends at most %s (%s): use a device with more memory, or the CPU backend",
+			ErrWorkingSet, gib(n), backend.ChunkRows, small.p, gib(seq), e.dev.Name(), gib(ws), e.workingSetSource())
 	}
 	e.mu.Lock()
 	e.resident = n
@@ -144,8 +152,8 @@ func (e *engine) reserve(need int64, opt backend.StateOptions) error {
 	ws := e.workingSet()
 	if ws > 0 && e.resident+need > ws {
 		avail := max(ws-e.resident, 0)
-		return fmt.Errorf("%w: a sequence of %d tokens (KV cache %v) needs %s; the device recommends at most %s (recommendedMaxWorkingSetSize), of which the weights, the open sequences and the batch activations hold %s: %s are left, enough for a context of %s",
-			ErrWorkingSet, opt.ContextSize, opt.KVCache, gib(need), gib(ws), gib(e.resident), gib(avail), e.fits(avail))
+		return fmt.Errorf("%w: a sequence of %d tokens (KV cache %v) needs %s; the device recommends at most %s (%s), of which the weights, the open sequences and the batch activations hold %s: %s are left, enough for a context of %s",
+			ErrWorkingSet, opt.ContextSize, opt.KVCache, gib(need), gib(ws), e.workingSetSource(), gib(e.resident), gib(avail), e.fits(avail))
 	}
 	e.resident += need
 	return nil

@@ -142,6 +142,9 @@ func kernelLimits(l Limits) []string {
 	need("maxComputeSharedMemorySize", l.MaxComputeSharedMemory, kernelSharedMemory)
 	need("maxComputeWorkGroupInvocations", l.MaxWorkGroupInvocations, maxThreads)
 	need("maxComputeWorkGroupSize[0]", l.MaxWorkGroupSize[0], maxThreads)
+	if !l.SubgroupArithmetic { // every module declares it, emulated or not
+		short = append(short, "subgroup arithmetic in compute shaders")
+	}
 	return short
 }
 

@@ -69,15 +69,15 @@ func TestLimitsMeetKernels(t *testing.T) {
 // kernelLimits passes limits that meet the kernels' needs and names each one short,
 // with the device's value and the need.
 func TestKernelLimitsReady(t *testing.T) {
-	lavapipe := Limits{MaxComputeSharedMemory: 32768, MaxWorkGroupInvocations: 1024, MaxWorkGroupSize: [3]uint32{1024, 1024, 1024}}
+	lavapipe := Limits{MaxComputeSharedMemory: 32768, MaxWorkGroupInvocations: 1024, MaxWorkGroupSize: [3]uint32{1024, 1024, 1024}, SubgroupArithmetic: true}
 	if short := kernelLimits(lavapipe); len(short) != 0 {
 		t.Errorf("lavapipe's limits refused: %v", short)
 	}
-	nvidia := Limits{MaxComputeSharedMemory: 49152, MaxWorkGroupInvocations: 1024, MaxWorkGroupSize: [3]uint32{1024, 1024, 64}}
+	nvidia := Limits{MaxComputeSharedMemory: 49152, MaxWorkGroupInvocations: 1024, MaxWorkGroupSize: [3]uint32{1024, 1024, 64}, SubgroupArithmetic: true}
 	if short := kernelLimits(nvidia); len(short) != 0 {
 		t.Errorf("NVIDIA's limits refused: %v", short)
 	}
-	exact := Limits{MaxComputeSharedMemory: 32768, MaxWorkGroupInvocations: 256, MaxWorkGroupSize: [3]uint32{256, 1, 1}}
+	exact := Limits{MaxComputeSharedMemory: 32768, MaxWorkGroupInvocations: 256, MaxWorkGroupSize: [3]uint32{256, 1, 1}, SubgroupArithmetic: true}
 	if short := kernelLimits(exact); len(short) != 0 {
 		t.Errorf("limits exactly the needs refused: %v", short)
 	}
@@ -88,6 +88,7 @@ func TestKernelLimitsReady(t *testing.T) {
 		"maxComputeSharedMemorySize 16384, need 32768",
 		"maxComputeWorkGroupInvocations 128, need 256",
 		"maxComputeWorkGroupSize[0] 128, need 256",
+		"subgroup arithmetic in compute shaders",
 	}
 	if !slices.Equal(short, want) {
 		t.Errorf("Vulkan's minimum limits: got %q, want %q", short, want)

@@ -186,6 +186,10 @@ void gdn_token(uint kh, F32 convw, F32 dtb, F32 Av, F32 snorm, F32 conv, F32 S, 
             }
         }
         dq = sg_sum(dq);
+        // Every lane read act[2d + row] (vj) above; lane 0 now overwrites it. Emulated,
+        // sg_sum's barrier() orders the two; native, subgroupAdd does not (no memory
+        // ordering between lanes), so a subgroup barrier does. Uniform control flow.
+        if (SG_NATIVE) sg_barrier();
         if (ok && LANE == 0u) act[2u * d + row] = dq;
     }
     barrier();

@@ -53,8 +53,9 @@
 //   - The kernels are written for 32-lane SIMD-groups, as Metal's are. By default the
 //     SIMD-groups are emulated in shared memory, which is correct on any subgroup size
 //     (lavapipe's is 8, AMD's 64); BONSAI_VULKAN_SUBGROUPS=native runs them as the
-//     device's own subgroups where those are 32 wide (NVIDIA), which saves barriers but
-//     has not yet run on a GPU.
+//     device's own subgroups where those are 32 wide (NVIDIA) and a probe kernel finds
+//     them laid out in invocation order, which saves barriers but has not yet run on a
+//     GPU. The device's name says which mode runs, and why.
 //
 // # Dispatches and speed
 //

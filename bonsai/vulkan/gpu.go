@@ -109,12 +109,6 @@ var (
 // newGPUDevice makes the engine's device of an open context; it takes the context over.
 func newGPUDevice(c *Context) (*gpuDevice, error) {
 	d := &gpuDevice{c: c, modules: map[string]vk.ShaderModule{}, pipes: map[pipeKey]vk.Pipeline{}, piece: stagingBytes}
-	d.native = nativeSubgroups(c)
-	sg := "SIMD-groups emulated in shared memory"
-	if d.native {
-		sg = "SIMD-groups as subgroups of 32"
-	}
-	d.name = fmt.Sprintf("Vulkan %s (%s; %s; %s)", c.Choice.Name, c.Choice.Type, c.Choice.Reason, sg)
 	d.maxMem = c.maxAlloc
 	var err error
 	if d.layout, err = c.dev.CreatePipelineLayout(nil, []vk.PushConstantRange{{StageFlags: vk.SHADER_STAGE_COMPUTE_BIT, Size: 8}}); err != nil {
@@ -130,17 +124,101 @@ func newGPUDevice(c *Context) (*gpuDevice, error) {
 		d.Close()
 		return nil, fmt.Errorf("vulkan: %s has no host-visible coherent memory: %w", c.Choice.Name, ErrUnavailable)
 	}
+	sg := "SIMD-groups emulated in shared memory"
+	if nativeSubgroups(c) {
+		// The probe runs emulated (d.native still false), and the subgroups are used
+		// only where it finds them 32 wide and in order.
+		switch s, err := d.subgroupLayout(); {
+		case err != nil:
+			sg = fmt.Sprintf("SIMD-groups emulated (native asked for, but %v)", err)
+		case s != 32:
+			sg = fmt.Sprintf("SIMD-groups emulated (native asked for, but the probe ran subgroups of %d)", s)
+		default:
+			d.native = true
+			sg = "SIMD-groups as subgroups of 32"
+		}
+	}
+	d.name = fmt.Sprintf("Vulkan %s (%s; %s; %s)", c.Choice.Name, c.Choice.Type, c.Choice.Reason, sg)
 	return d, nil
 }
 
 // nativeSubgroups reports whether the kernels' 32-lane SIMD-groups run as the device's
 // own subgroups (SG_NATIVE): only where BONSAI_VULKAN_SUBGROUPS=native asks for it and
-// the device runs subgroups of 32 with arithmetic (NVIDIA's warps; in invocation order
-// on every driver seen). Otherwise they are emulated in shared memory, which is correct
-// on any device: that path is the one the tests verify on lavapipe (subgroups of 8),
-// and the native one has not yet run on a GPU, so it is not the default.
+// the device runs subgroups of 32 with arithmetic (NVIDIA's warps) — and then
+// newGPUDevice uses them only if subgroupLayout finds them in order. Otherwise they are
+// emulated in shared memory, which is correct on any device: that path is the one the
+// tests verify on lavapipe (subgroups of 8), and the native one has not yet run on a
+// GPU, so it is not the default.
 func nativeSubgroups(c *Context) bool {
 	return os.Getenv("BONSAI_VULKAN_SUBGROUPS") == "native" && c.Limits.SubgroupSize == 32 && c.Limits.SubgroupArithmetic
+}
+
+// subgroupLayout runs the probe sgprobe (shaders/sgprobe.comp) through Dispatch, one
+// workgroup of the most threads the kernels take (256) and one of 32, and returns the
+// subgroup size S where both ran full subgroups of S in order (subgroupsInOrder). The
+// sg_* helpers' SG_NATIVE assumes that layout with S = 32, and Vulkan does not promise
+// it.
+func (d *gpuDevice) subgroupLayout() (int, error) {
+	threads := []int{d.maxWorkgroup(), 32}
+	p, err := d.Compile(nil, nil, []string{"sgprobe"})
+	if err != nil {
+		return 0, err
+	}
+	out, err := d.NewBuffer(12 * (threads[0] + threads[1]))
+	if err != nil {
+		return 0, err
+	}
+	defer out.Release()
+	cb, err := d.NewCommandBuffer()
+	if err != nil {
+		return 0, err
+	}
+	for i, t := range threads {
+		cb.Dispatch(p["sgprobe"], gpu.Size{1, 1, 1}, gpu.Size{t, 1, 1}, gpu.Arg{Index: 1, Buf: out, Offset: 12 * threads[0] * i})
+	}
+	cb.Commit()
+	if err := cb.Wait(); err != nil {
+		return 0, fmt.Errorf("the subgroup probe failed: %w", err)
+	}
+	words := make([]uint32, out.Len()/4)
+	for i := range words {
+		words[i] = binary.LittleEndian.Uint32(out.Contents()[4*i:])
+	}
+	size := 0
+	for _, t := range threads {
+		s, err := subgroupsInOrder(words[:3*t])
+		if err != nil {
+			return 0, fmt.Errorf("at %d threads, %w", t, err)
+		}
+		if size != 0 && s != size {
+			return 0, fmt.Errorf("subgroups of %d at %d threads but of %d at %d", size, threads[0], s, t)
+		}
+		size, words = s, words[3*t:]
+	}
+	return size, nil
+}
+
+// subgroupsInOrder reads sgprobe's words for one workgroup — each invocation's subgroup
+// size, subgroup id and invocation id — and returns the size S (invocation 0's) where
+// invocation i is invocation i%S of subgroup i/S, every one of size S and every
+// subgroup full; otherwise an error names the first invocation that is not.
+func subgroupsInOrder(words []uint32) (int, error) {
+	n := len(words) / 3
+	if n == 0 || len(words)%3 != 0 || words[0] == 0 {
+		return 0, fmt.Errorf("the probe's %d words are not a workgroup's", len(words))
+	}
+	s := words[0]
+	for i := range uint32(n) {
+		w := words[3*i : 3*i+3]
+		if w[0] != s || w[1] != i/s || w[2] != i%s {
+			return 0, fmt.Errorf("invocation %d is invocation %d of subgroup %d (size %d), not %d of %d (size %d)",
+				i, w[2], w[1], w[0], i%s, i/s, s)
+		}
+	}
+	if r := uint32(n) % s; r != 0 {
+		return 0, fmt.Errorf("invocation %d begins a partial subgroup (%d of %d)", uint32(n)-r, r, s)
+	}
+	return int(s), nil
 }
 
 func (d *gpuDevice) Name() string { return d.name }

@@ -2,20 +2,18 @@ package vulkan
 
 import (
 	"context"
-	"encoding/binary"
 	"fmt"
-	"slices"
 	"time"
 
 	"github.com/bonsai-go/sdk/internal/gpu"
+	"github.com/bonsai-go/sdk/internal/gpu/engine"
 )
 
-// Bandwidth measures the device's streaming read rate in bytes per second: the engine's
-// stream_read kernel (the read shader the products are rated against) over a
-// device-local buffer of size bytes, several passes per command buffer so that the
-// submission's cost is spread, repeated for about d; it returns the median command
-// buffer's rate. Decode reads every weight once per token, so this rate divided by the
-// weights' bytes is the decode ceiling.
+// Bandwidth measures the device o opens: its streaming read rate in bytes per second,
+// by the engine's stream_read kernel over size bytes of device-local memory (the read
+// the products are rated against), the median of command buffers of several passes
+// repeated for about d. Decode reads every weight once per token, so this rate divided
+// by the weights' bytes is the decode ceiling.
 func Bandwidth(ctx context.Context, o Options, size int, d time.Duration) (float64, error) {
 	c, err := Open(o)
 	if err != nil {
@@ -31,60 +29,16 @@ func Bandwidth(ctx context.Context, o Options, size int, d time.Duration) (float
 		return 0, err
 	}
 	defer dev.Close()
-	size = min(size, dev.MaxBufferLength()) &^ 15
-	p, err := dev.Compile(nil, nil, []string{"stream_read"})
-	if err != nil {
-		return 0, err
-	}
-	dev.mu.Lock()
-	in, err := dev.alloc(size, dev.devMT)
-	dev.mu.Unlock()
-	if err != nil {
-		return 0, err
-	}
-	defer in.Release()
-	const threads = 256
-	groups := int(min(c.Limits.MaxWorkGroupCount[0], 4096))
-	out, err := dev.NewBuffer(4 * groups)
-	if err != nil {
-		return 0, err
-	}
-	defer out.Release()
-	args := make([]byte, 16)
-	binary.LittleEndian.PutUint32(args[0:], uint32(size/16))
-	binary.LittleEndian.PutUint32(args[4:], uint32(groups))
 	passes := 8
 	if c.Choice.Type == "cpu" {
-		passes = 1
+		passes = 1 // lavapipe reads at a few GB/s
 	}
-	pass := func() (time.Duration, error) {
-		cb, err := dev.NewCommandBuffer()
-		if err != nil {
-			return 0, err
-		}
-		for range passes {
-			cb.Dispatch(p["stream_read"], gpu.Size{groups, 1, 1}, gpu.Size{threads, 1, 1},
-				gpu.Arg{Index: 0, Bytes: args}, gpu.Arg{Index: 1, Buf: in}, gpu.Arg{Index: 2, Buf: out})
-		}
-		t0 := time.Now()
-		cb.Commit()
-		err = cb.Wait()
-		return time.Since(t0), err
-	}
-	if _, err := pass(); err != nil { // warm-up: the pipeline, the pages
-		return 0, err
-	}
-	var times []time.Duration
-	for start := time.Now(); len(times) < 3 || time.Since(start) < d && len(times) < 1000; {
-		if err := ctx.Err(); err != nil {
-			return 0, err
-		}
-		t, err := pass()
-		if err != nil {
-			return 0, err
-		}
-		times = append(times, t)
-	}
-	slices.Sort(times)
-	return float64(passes*size) / times[len(times)/2].Seconds(), nil
+	return engine.ReadBandwidth(ctx, dev, size, passes, d)
+}
+
+// NewDeviceBuffer allocates device-local memory (gpu.DeviceLocal).
+func (d *gpuDevice) NewDeviceBuffer(size int) (gpu.Buffer, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.alloc(size, d.devMT)
 }

@@ -52,3 +52,16 @@ func TestUpload(t *testing.T) {
 		}
 	}
 }
+
+// The device's streaming read rate comes out positive and below any memory's (lavapipe
+// reads the host's memory: a few GB/s on two cores).
+func TestBandwidth(t *testing.T) {
+	bw, err := Bandwidth(context.Background(), Options{Device: testDevice(t)}, 64<<20, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("%.2f GB/s", bw/1e9)
+	if bw < 1e7 || bw > 1e13 {
+		t.Errorf("bandwidth %.3g B/s", bw)
+	}
+}

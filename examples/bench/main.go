@@ -40,6 +40,7 @@ import (
 	"github.com/bonsai-go/sdk/bonsai/vulkan"
 	"github.com/bonsai-go/sdk/internal/cli"
 	"github.com/bonsai-go/sdk/internal/synth"
+	"github.com/bonsai-go/sdk/metal"
 	"github.com/bonsai-go/sdk/qwen35"
 	"github.com/bonsai-go/sdk/ternary"
 )
@@ -60,7 +61,7 @@ func main() {
 	flag.StringVar(&cfg.kv, "kv", "f16", "KV cache precision: f16, int8, q4 or f32")
 	flag.StringVar(&cfg.weightFormat, "weight-format", "", "transcode the ternary products to pq2_0 or ptq1_0 at load (cpu.WithWeightFormat; default: as stored)")
 	flag.BoolVar(&cfg.interleave, "interleave", false, "keep the decode kernels' 64-row interleaved copy of the weights, made at load (cpu.WithInterleavedWeights; AVX-512 VNNI, int8 activations, PQ2_0): twice the weights' memory")
-	flag.StringVar(&cfg.backend, "backend", "auto", "where the model runs: "+strings.Join(cli.Backends, ", ")+" (auto: Metal on Apple silicon, else a Vulkan GPU, else the CPU); on a GPU the bandwidth is the device's, read by a shader")
+	flag.StringVar(&cfg.backend, "backend", "auto", "where the model runs: "+strings.Join(cli.Backends, ", ")+" (auto: Metal on Apple silicon, else a Vulkan GPU, else the CPU); on a GPU the bandwidth is the device's, read by a kernel in the same run")
 	flag.BoolVar(&cfg.warmup, "warmup", false, "read every weight page at load, so that the first measurements do not wait for the disk")
 	flag.Usage = func() {
 		fmt.Fprintf(flag.CommandLine.Output(), "usage: bench [-model FILE | -preset NAME] [flags]\n\n"+
@@ -187,12 +188,17 @@ func run(ctx context.Context, out, stderr io.Writer, cfg config) error {
 	fmt.Fprintf(out, "weights     %.3f GB read per decoded token; %.3g G multiply-adds per token\n", float64(perToken)/1e9, float64(macs)/1e9)
 
 	var bw float64
-	if m.Backend() == "vulkan" {
-		// The device's own read rate, by the shader the products are rated against.
-		if bw, err = vulkan.Bandwidth(ctx, vulkan.Options{}, 1<<30, cfg.bwTime); err != nil {
+	if gpu := m.Backend(); gpu == "vulkan" || gpu == "metal" {
+		// The device's own read rate, by the kernel the products are rated against.
+		if gpu == "vulkan" {
+			bw, err = vulkan.Bandwidth(ctx, vulkan.Options{}, 1<<30, cfg.bwTime)
+		} else {
+			bw, err = metal.Bandwidth(ctx, 1<<30, cfg.bwTime)
+		}
+		if err != nil {
 			return fmt.Errorf("measuring the GPU's bandwidth: %w", err)
 		}
-		fmt.Fprintf(out, "bandwidth   %.2f GB/s streaming read on the GPU (stream_read shader, 1 GiB, median command buffer); ceiling %.2f tok/s\n",
+		fmt.Fprintf(out, "bandwidth   %.2f GB/s streaming read on the GPU (stream_read kernel, 1 GiB, median command buffer); ceiling %.2f tok/s\n",
 			bw/1e9, bw/float64(perToken))
 	} else {
 		bw = ternary.ReadBandwidth(cfg.threads, 1<<30, cfg.bwTime)

@@ -46,6 +46,14 @@ type Uploader interface {
 	Upload(ctx context.Context, mem []byte, progress func(done int64)) (Buffer, error)
 }
 
+// DeviceLocal is implemented by a Device whose NewBuffer memory (host-visible) may be
+// slower for the GPU to read than memory of its own: a discrete GPU's.
+type DeviceLocal interface {
+	// NewDeviceBuffer allocates size bytes that the GPU reads fastest; their contents
+	// are undefined and the host cannot see them.
+	NewDeviceBuffer(size int) (Buffer, error)
+}
+
 // Device is a compute device.
 type Device interface {
 	// Name describes the device ("Apple M4 Pro", "mslemu (CPU emulator)").

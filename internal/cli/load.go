@@ -227,6 +227,16 @@ func trimPrefixes(msg, path string) string {
 // slower than the CPU backend), else the CPU. The CPU options with another backend
 // are an error.
 func ChooseBackend(name string, cpuOpts []cpu.Option) (bonsai.Backend, func() string, error) {
+	return chooseBackend(name, cpuOpts, platform{runtime.GOOS, runtime.GOARCH, vulkan.Probe})
+}
+
+// platform is what the automatic choice looks at: the system, and the Vulkan GPUs.
+type platform struct {
+	goos, goarch string
+	probe        func(vulkan.Options) (vulkan.Choice, error)
+}
+
+func chooseBackend(name string, cpuOpts []cpu.Option, p platform) (bonsai.Backend, func() string, error) {
 	fixed := func(s string) func() string { return func() string { return s } }
 	if name == "" {
 		name = "auto"
@@ -248,13 +258,13 @@ func ChooseBackend(name string, cpuOpts []cpu.Option) (bonsai.Backend, func() st
 		b, why := vulkanOn(vulkan.Options{}, "asked for")
 		return b, why, nil
 	case "auto":
-		if runtime.GOOS == "darwin" && runtime.GOARCH == "arm64" && len(cpuOpts) == 0 {
+		if p.goos == "darwin" && p.goarch == "arm64" && len(cpuOpts) == 0 {
 			return metal.New(), fixed("auto: Apple silicon"), nil
 		}
 		if len(cpuOpts) > 0 {
 			return bonsai.CPU(cpuOpts...), fixed("auto: CPU options given"), nil
 		}
-		c, err := vulkan.Probe(vulkan.Options{GPUOnly: true})
+		c, err := p.probe(vulkan.Options{GPUOnly: true})
 		if errors.Is(err, vulkan.ErrNoDevice) {
 			return bonsai.CPU(), fixed("auto: no Vulkan GPU"), nil
 		} else if err != nil {

@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"sync"
 	"unicode/utf8"
 
 	"github.com/bonsai-go/sdk/internal/gpu"
@@ -281,4 +282,82 @@ func mtlCommandBufferFailure(code int64, desc string) error {
 		return fmt.Errorf("%w: %s", gpu.ErrOutOfMemory, msg)
 	}
 	return errors.New(msg)
+}
+
+// mtlResidencySends are the messages the residency logic sends, in the order it sends
+// them: the darwin device's objcCaller sends them to the MTLResidencySet (release to the
+// MTLBuffer); device_common_test.go records them against a model of the set.
+type mtlResidencySends interface {
+	addAllocation(set, id uintptr)    // stage an addition: -addAllocation:
+	removeAllocation(set, id uintptr) // stage a removal: -removeAllocation:
+	commitSet(set uintptr)            // apply the staged changes: -commit
+	requestResidency(set uintptr)     // make the committed allocations resident: -requestResidency
+	release(id uintptr)               // the buffer's last reference: -release
+}
+
+// mtlResidency is the device's residency set (macOS 15): every buffer of the device is
+// added when it is made and removed when it is freed, and the set, attached to the
+// queue, is made resident once instead of per command buffer.
+//
+// Additions are staged and committed before the next command buffer, the first that can
+// use the new buffer, so that loading hundreds of tensors commits once. A removal is
+// committed at once, before the buffer is released (issue 24, defect 3): committed only
+// at the next command buffer, the set would go on naming the freed buffer for as long as
+// no command buffer comes — e.g. from closing one model to the first step of the next,
+// while the next one's weights are loaded, when the memory matters most. Metal does not
+// document what a committed set does with an allocation released under it: keep it, and
+// its memory, resident, or hold a dangling reference (to pages a wrapped buffer's owner
+// then unmaps); neither is acceptable. free sends while other command buffers may be in
+// flight, but the freed buffer is in none of them (mtlBuffer.free comes after the last
+// Wait that held it), and Apple documents that a set's allocations may change at any time.
+type mtlResidency struct {
+	resMu     sync.Mutex
+	resSet    uintptr // the MTLResidencySet; 0 where the OS has none, or after Close
+	resStaged bool    // additions staged since the last commit
+}
+
+// residencyAdd stages a new buffer's addition.
+func (r *mtlResidency) residencyAdd(s mtlResidencySends, id uintptr) {
+	r.resMu.Lock()
+	defer r.resMu.Unlock()
+	if r.resSet == 0 || id == 0 {
+		return
+	}
+	s.addAllocation(r.resSet, id)
+	r.resStaged = true
+}
+
+// residencyCommit commits the staged additions, before a command buffer is made; with
+// none staged it sends nothing, which is the point of the set.
+func (r *mtlResidency) residencyCommit(s mtlResidencySends) {
+	r.resMu.Lock()
+	defer r.resMu.Unlock()
+	if r.resSet != 0 && r.resStaged {
+		r.commitLocked(s)
+	}
+}
+
+// residencyFree removes a buffer from the set and commits the removal (with any staged
+// additions), then releases the buffer.
+func (r *mtlResidency) residencyFree(s mtlResidencySends, id uintptr) {
+	if id == 0 {
+		return
+	}
+	r.resMu.Lock()
+	if r.resSet != 0 {
+		s.removeAllocation(r.resSet, id)
+		r.commitLocked(s)
+	}
+	r.resMu.Unlock()
+	s.release(id)
+}
+
+// commitLocked commits, and asks for residency where allocations were added: a removal
+// alone leaves the rest as resident as it was. Under resMu.
+func (r *mtlResidency) commitLocked(s mtlResidencySends) {
+	s.commitSet(r.resSet)
+	if r.resStaged {
+		s.requestResidency(r.resSet)
+		r.resStaged = false
+	}
 }

@@ -54,9 +54,10 @@ package metal
 //     buffer Released meanwhile is freed when the last command buffer holding it
 //     completes. Pipelines live until Close, which the engine calls after every Wait.
 //   - Where the OS has residency sets (macOS 15), every buffer is added to the device's
-//     residency set at creation and removed when freed; the set is committed before the
-//     next command buffer and attached to the queue, so the driver does not rebuild the
-//     list of resident allocations for every command buffer.
+//     residency set at creation and removed when freed; additions are committed before
+//     the next command buffer, a removal at once, before the buffer is released
+//     (mtlResidency, device_common.go); the set is attached to the queue, so the driver
+//     does not rebuild the list of resident allocations for every command buffer.
 //
 // Only a Mac can verify (device_darwin_test.go checks all but the last):
 //
@@ -368,11 +369,8 @@ type mtlDevice struct {
 	pipelines []*mtlPipeline
 
 	// The residency set (macOS 15): every buffer of the device, made resident once
-	// instead of per command buffer; 0 where the OS has none. resDirty: allocations were
-	// added or removed since the last commit. Under resMu.
-	resMu    sync.Mutex
-	resSet   uintptr
-	resDirty bool
+	// instead of per command buffer; resSet is 0 where the OS has none.
+	mtlResidency
 
 	serial atomic.Uint64 // numbers command buffers, for mtlBuffer.heldBy
 }
@@ -437,32 +435,24 @@ func (c *objcCaller) newResidencySet(dev, queue uintptr) uintptr {
 	return set
 }
 
-// resident adds (or removes) a buffer to the residency set; the set is committed before
-// the next command buffer.
-func (d *mtlDevice) resident(c *objcCaller, id uintptr, add bool) {
-	d.resMu.Lock()
-	defer d.resMu.Unlock()
-	if d.resSet == 0 || id == 0 {
-		return
-	}
-	if add {
-		c.msg1(d.resSet, selAddAllocation, id)
-	} else {
-		c.msg1(d.resSet, selRemoveAllocation, id)
-	}
-	d.resDirty = true
-}
+// The messages of mtlResidencySends: mtlResidency decides when they are sent.
+func (c *objcCaller) addAllocation(set, id uintptr)    { c.msg1(set, selAddAllocation, id) }
+func (c *objcCaller) removeAllocation(set, id uintptr) { c.msg1(set, selRemoveAllocation, id) }
+func (c *objcCaller) commitSet(set uintptr)            { c.msg0(set, selCommit) }
+func (c *objcCaller) requestResidency(set uintptr)     { c.msg0(set, selRequestResidency) }
 
-// commitResidency commits the residency set's changes and asks for its residency.
-func (d *mtlDevice) commitResidency(c *objcCaller) {
+// residentAllocations is the committed residency set's allocationCount (false where
+// there is no set): the darwin tests' view of what the set holds.
+func (d *mtlDevice) residentAllocations() (int, bool) {
 	d.resMu.Lock()
 	defer d.resMu.Unlock()
-	if d.resSet == 0 || !d.resDirty {
-		return
+	if d.resSet == 0 {
+		return 0, false
 	}
-	c.msg0(d.resSet, selCommit)
-	c.msg0(d.resSet, selRequestResidency)
-	d.resDirty = false
+	c := new(objcCaller)
+	pool := c.poolPush()
+	defer c.poolPop(pool)
+	return int(c.msg0(d.resSet, selAllocationCount)), true
 }
 
 // firstDevice returns the first of MTLCopyAllDevices, retained, or 0.
@@ -523,7 +513,7 @@ func (d *mtlDevice) NewBuffer(size int) (gpu.Buffer, error) {
 		c.release(id)
 		return nil, errors.New("a shared buffer has no contents pointer")
 	}
-	d.resident(c, id, true)
+	d.residencyAdd(c, id)
 	return &mtlBuffer{dev: d, id: id, ptr: ptr, n: size}, nil
 }
 
@@ -548,7 +538,7 @@ func (d *mtlDevice) WrapNoCopy(mem []byte) (gpu.Buffer, error) {
 		c.release(id)
 		return nil, fmt.Errorf("newBufferWithBytesNoCopy buffer's contents are at %p, not at the wrapped %p", ptr, p)
 	}
-	d.resident(c, id, true)
+	d.residencyAdd(c, id)
 	return &mtlBuffer{dev: d, id: id, ptr: ptr, n: len(mem), keep: mem}, nil
 }
 
@@ -690,7 +680,7 @@ func (d *mtlDevice) NewCommandBuffer() (gpu.CommandBuffer, error) {
 	c := &b.c
 	pool := c.poolPush()
 	defer c.poolPop(pool)
-	d.commitResidency(c)
+	d.residencyCommit(c)
 	// Unretained references: the command buffer does not retain the buffers and
 	// pipelines it uses (no retain/release per binding); the Go side keeps them alive
 	// instead (mtlBuffer.hold, released in Wait), and pipelines live until Close.
@@ -817,8 +807,7 @@ func (b *mtlBuffer) free() {
 	}
 	c := new(objcCaller)
 	pool := c.poolPush()
-	b.dev.resident(c, id, false)
-	c.release(id)
+	b.dev.residencyFree(c, id) // removes it from the residency set, commits, then releases it
 	c.poolPop(pool)
 }
 

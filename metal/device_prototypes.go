@@ -85,6 +85,7 @@ var objcPrototypes = map[string]string{
 	"removeAllocation:": "- (void)removeAllocation:(id<MTLAllocation>)allocation;",
 	"requestResidency":  "- (void)requestResidency;",
 	"endResidency":      "- (void)endResidency;",
+	"allocationCount":   "- (NSUInteger)allocationCount;",
 }
 
 // objcCTypes gives each C type the declarations use its kind: "int" (an integer or enum

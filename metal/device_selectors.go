@@ -140,6 +140,7 @@ var (
 	selRemoveAllocation = defMsg1("removeAllocation:", "<MTLResidencySet>") // void (id<MTLAllocation>)
 	selRequestResidency = defMsg0("requestResidency", "<MTLResidencySet>")  // void
 	selEndResidency     = defMsg0("endResidency", "<MTLResidencySet>")      // void
+	selAllocationCount  = defMsg0("allocationCount", "<MTLResidencySet>")   // NSUInteger, of the committed set (the darwin tests)
 
 	// MTLCompileOptions
 	selSetFastMathEnabled      = defMsg1("setFastMathEnabled:", "MTLCompileOptions")            // void (BOOL), deprecated in macOS 15

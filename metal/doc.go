@@ -276,6 +276,17 @@
 //     whether weights, state and the rest of the system fit in it as counted;
 //   - that unretained references and residency sets behave as documented (the darwin
 //     tests release a buffer in flight), and whether residency sets measure faster;
+//   - that the committed residency set drops a freed buffer at once, before it is
+//     released, with no command buffer after (TestDeviceResidencyOnFree reads its
+//     allocationCount; on Linux TestResidencyOrder checks the order of the messages
+//     against a model of the set as Apple documents it, not against Metal); what Metal
+//     does with a buffer released while a committed set still names it (undocumented:
+//     why the removal is committed first); and what a commit per freed buffer costs
+//     when a model's buffers are freed one by one at Close;
+//   - metalcheck's default model on each Mac: the working set and free disk it is chosen
+//     from (TestChoosePreset takes 8, 10.7 and 24 GiB by hand), whether half the working
+//     set leaves a 24 GB Mac's 27B run out of swap, and the parity bound (1e-3 of the
+//     logits' size) at the 27B model's 64 layers: the emulator checks it on tiny only;
 //   - real GPU numerics: fast-math is off on the device, but exp, the fp16 conversions and
 //     FMA contraction are the GPU's — metalcheck reports the parity;
 //   - speed: whether the matrix-vector kernels reach the read bandwidth (metalcheck

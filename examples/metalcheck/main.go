@@ -28,11 +28,15 @@
 // emulator (Linux, clang++): slow, for checking this program itself. It exits with
 // status 1 when a check fails.
 //
-// Without -preset the synthetic model is chosen from the GPU's recommended working set:
-// the 27B model where its weights fit with room to spare (a 16 GB Mac or larger), the
-// 27B model's widths with four layers (real-widths) otherwise. The engines it times are
-// opened one at a time and each is closed before the next, so that no more than one
-// model's weights are on the GPU at once.
+// Without -preset (and -model) the synthetic model is chosen from the GPU's recommended
+// working set and the disk space free where the temporary model files go ($TMPDIR): the
+// 27B model where its weights take at most half the working set (a 24 GB Mac or larger;
+// not a 16 GB one, whose working set is about 10.7 GiB) and its file leaves 2 GiB of that
+// disk free; otherwise the 27B model's widths with four layers (real-widths) under the
+// same two conditions; otherwise tiny. On the emulator it is tiny. The engines it times
+// are opened one at a time and each is closed before the next, so that no more than one
+// model's weights are on the GPU at once; likewise one temporary model file is on disk
+// at a time (the PQ2_0 one is removed before the PTQ1_0 one is written).
 package main
 
 import (
@@ -78,7 +82,7 @@ func main() {
 	var cfg config
 	flag.StringVar(&cfg.device, "device", "metal", "metal (this Mac's GPU) or emulator (the MSL emulator on the CPU)")
 	flag.StringVar(&cfg.model, "model", "", "GGUF model `file` (default: a synthetic model, see -preset)")
-	flag.StringVar(&cfg.preset, "preset", "", "synthetic preset when no -model: "+strings.Join(synth.Presets(), ", ")+" (default real-widths on metal, tiny on the emulator)")
+	flag.StringVar(&cfg.preset, "preset", "", "synthetic preset when no -model: "+strings.Join(synth.Presets(), ", ")+presetDefault())
 	flag.BoolVar(&cfg.real, "real", true, "also check the kernels at the 27B model's shapes")
 	flag.BoolVar(&cfg.cpu, "cpu", true, "compare with the CPU backend (slow for the 27B model)")
 	flag.BoolVar(&cfg.variants, "variants", true, "also time the decode with the GDN layers split in two dispatches and with the prefill kernels (unfused)")
@@ -135,6 +139,10 @@ func run(ctx context.Context, w io.Writer, cfg config) (bool, error) {
 
 // check performs the checks, writing the report to w and recording it in rep.
 func check(ctx context.Context, w io.Writer, cfg config, rep *Report) (bool, error) {
+	kv, err := validate(cfg)
+	if err != nil {
+		return false, err
+	}
 	var newB func(...metal.Option) bonsai.Backend
 	switch cfg.device {
 	case "metal":
@@ -150,15 +158,21 @@ func check(ctx context.Context, w io.Writer, cfg config, rep *Report) (bool, err
 		}
 		rep.System = &sys
 		fmt.Fprintf(w, "OS: %s; GPU families: %v\n", sys.OS, sys.Families)
-		if cfg.preset == "" {
+		if cfg.preset == "" && cfg.model == "" {
 			ws, err := metal.RecommendedWorkingSet()
 			if err != nil {
 				return false, err
 			}
-			if cfg.preset, err = choosePreset(ws); err != nil {
+			dir := tempDir()
+			free := freeDisk(dir)
+			if cfg.preset, err = choosePreset(ws, free); err != nil {
 				return false, err
 			}
-			fmt.Fprintf(w, "model: the synthetic %s preset, chosen for a working set of %.1f GiB (-preset to choose)\n", cfg.preset, float64(ws)/(1<<30))
+			disk := "unknown free disk"
+			if free >= 0 {
+				disk = fmt.Sprintf("%.1f GiB free", float64(free)/(1<<30))
+			}
+			fmt.Fprintf(w, "model: the synthetic %s preset, chosen for a working set of %.1f GiB and %s in %s (-preset to choose)\n", cfg.preset, float64(ws)/(1<<30), disk, dir)
 		}
 	case "emulator":
 		newB = newEmulator
@@ -171,17 +185,11 @@ func check(ctx context.Context, w io.Writer, cfg config, rep *Report) (bool, err
 	default:
 		return false, fmt.Errorf("-device %q: want metal or emulator", cfg.device)
 	}
-	b := newB()
-	kv := bonsai.KVFloat16
-	switch cfg.kv {
-	case "f16":
-	case "f32":
-		kv = bonsai.KVFloat32
-	case "q8":
-		kv = bonsai.KVInt8
-	default:
-		return false, fmt.Errorf("-kv %q: want f16, f32 or q8", cfg.kv)
+	// Before the kernel checks, which take minutes: what would stop the run later.
+	if err := checkModel(cfg); err != nil {
+		return false, err
 	}
+	b := newB()
 	ok := true
 
 	// 1. Kernels.
@@ -232,20 +240,28 @@ func check(ctx context.Context, w io.Writer, cfg config, rep *Report) (bool, err
 
 	// 2. The model.
 	path := cfg.model
+	// The synthetic model's directory, removed before the PTQ1_0 model is written (one
+	// 27B file, 6.7 GiB, on disk at a time) or, on an error, when check returns.
+	tmp := ""
+	removeTmp := func() {
+		if tmp != "" {
+			os.RemoveAll(tmp)
+			tmp = ""
+		}
+	}
+	defer removeTmp()
 	if path == "" {
-		dir, err := os.MkdirTemp("", "metalcheck-")
-		if err != nil {
+		if tmp, err = os.MkdirTemp(tempRoot, "metalcheck-"); err != nil {
 			return false, err
 		}
-		defer os.RemoveAll(dir)
 		c, err := synth.Preset(cfg.preset)
 		if err != nil {
 			return false, err
 		}
-		path = filepath.Join(dir, cfg.preset+".gguf")
+		path = filepath.Join(tmp, cfg.preset+".gguf")
 		rep.Model = "synthetic " + cfg.preset
 		fmt.Fprintf(w, "\nwriting the synthetic %s model (random weights) ...\n", cfg.preset)
-		if err := synth.WriteFile(ctx, path, synth.Options{Config: c, Seed: cfg.seed}, nil); err != nil {
+		if err := writeModel(ctx, path, synth.Options{Config: c, Seed: cfg.seed}, nil); err != nil {
 			return false, err
 		}
 	}
@@ -272,7 +288,7 @@ func check(ctx context.Context, w io.Writer, cfg config, rep *Report) (bool, err
 	}
 	defer closeDev()
 	prompt := promptIDs(cfg, c.Vocab)
-	if cfg.cpu && cfg.prompt > 0 {
+	if cfg.cpu {
 		cpu, err := bonsai.Open(path, bonsai.WithActivations(bonsai.ActivationsFloat32), bonsai.WithKVCache(kv),
 			bonsai.WithContextSize(ctxSize), bonsai.WithLoadContext(ctx))
 		if err != nil {
@@ -348,8 +364,10 @@ func check(ctx context.Context, w io.Writer, cfg config, rep *Report) (bool, err
 				0.85*cfg.bandwidth*1e9/float64(bytesPerToken), cfg.bandwidth*1e9/float64(bytesPerToken))
 		}
 	}
-	// 4. PTQ1_0, on a device of its own: the PQ2_0 model's is closed first.
+	// 4. PTQ1_0, on a device of its own: the PQ2_0 model's is closed first, and its
+	// temporary file removed.
 	closeDev()
+	removeTmp()
 	if cfg.ptq1 {
 		pass, err := ptq1Check(ctx, w, cfg, rep, newB, kv, pq2Decode)
 		if err != nil {
@@ -380,7 +398,7 @@ func ptq1Check(ctx context.Context, w io.Writer, cfg config, rep *Report, newB f
 			fmt.Fprintln(w, "\n== PTQ1_0: skipped (give the PTQ1_0 file as -ptq1-model)")
 			return true, nil
 		}
-		dir, err := os.MkdirTemp("", "metalcheck-ptq1-")
+		dir, err := os.MkdirTemp(tempRoot, "metalcheck-ptq1-")
 		if err != nil {
 			return false, err
 		}
@@ -391,7 +409,7 @@ func ptq1Check(ctx context.Context, w io.Writer, cfg config, rep *Report, newB f
 		}
 		path = filepath.Join(dir, cfg.preset+"-ptq1.gguf")
 		fmt.Fprintf(w, "\nwriting the synthetic %s model as PTQ1_0 ...\n", cfg.preset)
-		if err := synth.WriteFile(ctx, path, synth.Options{Config: c, Seed: cfg.seed, Format: ternary.PTQ1_0}, nil); err != nil {
+		if err := writeModel(ctx, path, synth.Options{Config: c, Seed: cfg.seed, Format: ternary.PTQ1_0}, nil); err != nil {
 			return false, err
 		}
 	}
@@ -409,7 +427,7 @@ func ptq1Check(ctx context.Context, w io.Writer, cfg config, rep *Report, newB f
 	defer dev.Close()
 	prompt := promptIDs(cfg, c.Vocab)
 	ok := true
-	if cfg.cpu && cfg.prompt > 0 {
+	if cfg.cpu {
 		cpu, err := bonsai.Open(path, bonsai.WithActivations(bonsai.ActivationsFloat32), bonsai.WithKVCache(kv),
 			bonsai.WithContextSize(ctxSize), bonsai.WithLoadContext(ctx))
 		if err != nil {
@@ -442,31 +460,73 @@ func ptq1Check(ctx context.Context, w io.Writer, cfg config, rep *Report, newB f
 	return ok, nil
 }
 
+// The default model's limits (choosePreset): the weights at most weightShare of the
+// GPU's recommended working set, and diskSpare bytes left free after the temporary model
+// file is written.
+//
+// Half the working set, because the run holds more than the weights: the KV cache and
+// activations, the CPU backend's parity run over the same file (its own mapping of the
+// same pages, its float32 activations), and what the rest of the system keeps on the GPU
+// — all in the same unified memory. A 16 GB Mac's working set (about 10.7 GiB, two
+// thirds of its memory) would leave under 4 GiB for all that beside the 27B model's
+// 6.7 GiB, and the run would swap for tens of minutes.
+//
+// 2 GiB of disk, because on macOS the swap files share the disk the temporary directory
+// is on: a file that filled the disk would make the system, not the check, fail.
+const (
+	weightShare = 0.5
+	diskSpare   = 2 << 30
+)
+
+// defaultPresets are choosePreset's candidates, largest first; tiny (under 1 MiB) is the
+// last resort.
+var defaultPresets = []string{"27b", "real-widths"}
+
 // choosePreset picks the synthetic model for a GPU whose recommended working set is ws
-// bytes (0: unknown): the 27B preset when its weights take at most 70% of the working
-// set — leaving room for the KV cache, the activations and what the rest of the system
-// has on the GPU — and real-widths (the 27B widths, four layers) otherwise.
-func choosePreset(ws int64) (string, error) {
-	if ws <= 0 {
-		return "real-widths", nil
+// bytes (≤ 0: unknown) and a temporary directory with free bytes free (< 0: unknown):
+// the largest of defaultPresets whose weights take at most weightShare of ws
+// and whose largest temporary file leaves diskSpare free, tiny when none does. The 27B
+// preset needs both figures known; real-widths (under 0.4 GiB) is taken on an unknown
+// one, as before the disk was looked at.
+func choosePreset(ws, free int64) (string, error) {
+	for _, name := range defaultPresets {
+		weights, err := presetBytes(name, ternary.PQ2_0)
+		if err != nil {
+			return "", err
+		}
+		file, err := tempBytes(name, true)
+		if err != nil {
+			return "", err
+		}
+		known := ws > 0 && free >= 0
+		if name == "27b" && !known {
+			continue
+		}
+		if (ws <= 0 || float64(weights) <= weightShare*float64(ws)) && (free < 0 || free-file >= diskSpare) {
+			return name, nil
+		}
 	}
-	n, err := presetBytes("27b")
-	if err != nil {
-		return "", err
-	}
-	if float64(n) <= 0.7*float64(ws) {
-		return "27b", nil
-	}
-	return "real-widths", nil
+	return "tiny", nil
 }
 
-// presetBytes is the size of a synthetic preset's file, from its tensor table.
-func presetBytes(name string) (int64, error) {
+// presetDefault is the -preset flag's account of the default, with the 27B file's size.
+func presetDefault() string {
+	size := "a 7 GB"
+	if n, err := tempBytes("27b", true); err == nil {
+		size = fmt.Sprintf("its %.1f GiB", float64(n)/(1<<30))
+	}
+	return fmt.Sprintf(" (default on metal: 27b where its weights take at most %.0f%% of the GPU's working set and %s file leaves %d GiB free in the temporary directory, else real-widths on the same terms, else tiny; tiny on the emulator)",
+		100*weightShare, size, diskSpare>>30)
+}
+
+// presetBytes is the size of a synthetic preset's tensors in a format, from its tensor
+// table (the file adds its header: a few MB of vocabulary for the 27B preset).
+func presetBytes(name string, format ternary.Format) (int64, error) {
 	c, err := synth.Preset(name)
 	if err != nil {
 		return 0, err
 	}
-	infos, err := synth.TensorInfos(synth.Options{Config: c, Seed: 1})
+	infos, err := synth.TensorInfos(synth.Options{Config: c, Seed: 1, Format: format})
 	if err != nil {
 		return 0, err
 	}
@@ -479,6 +539,122 @@ func presetBytes(name string) (int64, error) {
 		n += sz
 	}
 	return n, nil
+}
+
+// tempBytes is the most disk a preset's temporary model files take at once: one file at
+// a time, the PQ2_0 one, then (with ptq1) the PTQ1_0 one, with 16 MiB for the header.
+func tempBytes(name string, ptq1 bool) (int64, error) {
+	n, err := presetBytes(name, ternary.PQ2_0)
+	if err != nil {
+		return 0, err
+	}
+	if ptq1 {
+		m, err := presetBytes(name, ternary.PTQ1_0)
+		if err != nil {
+			return 0, err
+		}
+		n = max(n, m)
+	}
+	return n + 16<<20, nil
+}
+
+// tempRoot is where the temporary models go ("": the system's temporary directory); a
+// variable for the tests.
+var tempRoot = ""
+
+// writeModel writes a synthetic model (a variable for the tests, which count the
+// temporary models on disk).
+var writeModel = synth.WriteFile
+
+// freeDisk is the bytes free on the disk that holds a directory, -1 when unknown (a
+// variable for the tests, which make the disk small).
+var freeDisk = diskFree
+
+// tempDir is the directory the temporary models go in.
+func tempDir() string {
+	if tempRoot != "" {
+		return tempRoot
+	}
+	return os.TempDir()
+}
+
+// validate checks the flags' values on their own, before anything runs (a value that
+// would make the run panic or mean nothing stops it with one line), and returns the KV
+// cache precision -kv names.
+func validate(cfg config) (bonsai.KVPrecision, error) {
+	if cfg.device != "metal" && cfg.device != "emulator" {
+		return 0, fmt.Errorf("-device %q: want metal or emulator", cfg.device)
+	}
+	var kv bonsai.KVPrecision
+	switch cfg.kv {
+	case "f16":
+		kv = bonsai.KVFloat16
+	case "f32":
+		kv = bonsai.KVFloat32
+	case "q8":
+		kv = bonsai.KVInt8
+	default:
+		return 0, fmt.Errorf("-kv %q: want f16, f32 or q8", cfg.kv)
+	}
+	switch {
+	case cfg.prompt < 1:
+		return 0, fmt.Errorf("-prompt %d: want at least 1 token (the parity, prefill and warm-up runs need a prompt)", cfg.prompt)
+	case cfg.gen < 0:
+		return 0, fmt.Errorf("-gen %d: want 0 or more tokens", cfg.gen)
+	case cfg.bandwidth < 0 || math.IsNaN(cfg.bandwidth) || math.IsInf(cfg.bandwidth, 0):
+		return 0, fmt.Errorf("-bandwidth %v: want the device's read bandwidth in GB/s, or 0 for none", cfg.bandwidth)
+	case cfg.model != "" && cfg.preset != "":
+		return 0, fmt.Errorf("-model and -preset %s: give one (-preset chooses a synthetic model instead of the file)", cfg.preset)
+	case cfg.ptq1Model != "" && !cfg.ptq1:
+		return 0, fmt.Errorf("-ptq1-model with -ptq1=false: the PTQ1_0 model would not be checked")
+	}
+	if cfg.preset != "" {
+		if _, err := synth.Preset(cfg.preset); err != nil {
+			return 0, fmt.Errorf("-preset %q: want one of %s", cfg.preset, strings.Join(synth.Presets(), ", "))
+		}
+	}
+	return kv, nil
+}
+
+// checkModel checks, once the preset is chosen, what would otherwise stop the run after
+// the kernel checks: that the model files open, that the prompt and generation fit in the
+// model's context, and that the temporary model files fit on the disk.
+func checkModel(cfg config) error {
+	var contexts []int
+	for _, f := range []struct{ flag, path string }{{"-model", cfg.model}, {"-ptq1-model", cfg.ptq1Model}} {
+		if f.path == "" {
+			continue
+		}
+		c, _, err := describe(f.path)
+		if err != nil {
+			return fmt.Errorf("%s: %w", f.flag, err)
+		}
+		contexts = append(contexts, c.ContextLength)
+	}
+	if cfg.model == "" {
+		c, err := synth.Preset(cfg.preset)
+		if err != nil {
+			return err
+		}
+		contexts = append(contexts, c.ContextLength)
+		// ptq1Check writes the PTQ1_0 model unless it is given.
+		need, err := tempBytes(cfg.preset, cfg.ptq1 && cfg.ptq1Model == "")
+		if err != nil {
+			return err
+		}
+		dir := tempDir()
+		if free := freeDisk(dir); free >= 0 && need > free {
+			return fmt.Errorf("-preset %s: its temporary model takes %.2f GiB, %s has %.2f GiB free (set TMPDIR, choose a smaller -preset, or give -model FILE)",
+				cfg.preset, float64(need)/(1<<30), dir, float64(free)/(1<<30))
+		}
+	}
+	for _, n := range contexts {
+		// Each alone first: their sum could overflow.
+		if cfg.prompt > n || cfg.gen > n || cfg.prompt+cfg.gen+1 > n {
+			return fmt.Errorf("-prompt %d and -gen %d: more than the model's context of %d tokens", cfg.prompt, cfg.gen, n)
+		}
+	}
+	return nil
 }
 
 // speed times a greedy generation of gen tokens after the prompt, after a warm-up step.

@@ -4,16 +4,23 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"io/fs"
+	"math"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"runtime"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
 
 	"github.com/bonsai-go/sdk/bonsai"
+	"github.com/bonsai-go/sdk/internal/synth"
 	"github.com/bonsai-go/sdk/metal"
 	"github.com/bonsai-go/sdk/metal/emulator"
 	"github.com/bonsai-go/sdk/metal/kernelcheck"
+	"github.com/bonsai-go/sdk/ternary"
 )
 
 type deviceCount struct {
@@ -22,7 +29,8 @@ type deviceCount struct {
 }
 
 // TestEmulator runs the whole program on the emulated device with the tiny model, and
-// checks that the engines it times are open one at a time (defect 4 of issue 12).
+// checks that the engines it times are open one at a time (defect 4 of issue 12) and
+// that one temporary model is on disk at a time, none left after (defect 4 of issue 24).
 func TestEmulator(t *testing.T) {
 	if err := emulator.Available(); err != nil {
 		if os.Getenv("MSLEMU_REQUIRE") != "" {
@@ -45,6 +53,13 @@ func TestEmulator(t *testing.T) {
 		return emulator.New(append(opts, hooks)...)
 	}
 	defer func() { newEmulator = emulator.New }()
+	tempRoot = t.TempDir()
+	defer func() { tempRoot, writeModel = "", synth.WriteFile }()
+	var written []string // per write: the models already on disk
+	writeModel = func(ctx context.Context, path string, opt synth.Options, p synth.Progress) error {
+		written = append(written, strings.Join(models(t, tempRoot), " "))
+		return synth.WriteFile(ctx, path, opt, p)
+	}
 	var out bytes.Buffer
 	jsonPath := filepath.Join(t.TempDir(), "report.json")
 	ok, err := run(context.Background(), &out, config{device: "emulator", preset: "tiny", kv: "f16", cpu: true, variants: true, prompt: 8, gen: 6, seed: 3, ptq1: true, bench: true, json: jsonPath})
@@ -61,46 +76,173 @@ func TestEmulator(t *testing.T) {
 		}
 	}
 	checkJSON(t, jsonPath)
+	if len(written) != 2 || written[0] != "" || written[1] != "" {
+		t.Errorf("%d temporary models written; on disk as each was: %q (want 2, each alone)", len(written), written)
+	}
+	if left := models(t, tempRoot); len(left) != 0 {
+		t.Errorf("temporary models left: %v", left)
+	}
 	if count.most != 1 || count.open != 0 {
 		t.Errorf("%d emulated devices open at once at most (want 1), %d left open", count.most, count.open)
 	}
 }
 
-// The default model follows the working set: the 27B preset where its weights take at
-// most 70% of it, real-widths below.
+// The default model follows the working set and the free disk: 27b where its weights
+// take at most half the working set and its file leaves 2 GiB free, else real-widths on
+// the same terms, else tiny. The sizes are the tensor tables' (hand-checked: 27b is
+// 7,195,047,936 bytes as PQ2_0, 6.70 GiB; real-widths 418,636,416, 0.39 GiB), so the
+// 27B model needs a working set of 13.4 GiB and 8.72 GiB of free disk.
 func TestChoosePreset(t *testing.T) {
-	n, err := presetBytes("27b")
+	n, err := presetBytes("27b", ternary.PQ2_0)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if n < 7e9 || n > 7.5e9 {
-		t.Fatalf("the 27B preset is %d bytes, want about 7.2 GB", n)
+	if n != 7_195_047_936 {
+		t.Fatalf("the 27B preset is %d bytes, want 7,195,047,936 (its tensor table changed: check the cases below)", n)
 	}
+	if m, err := presetBytes("27b", ternary.PTQ1_0); err != nil || m >= n {
+		t.Fatalf("the 27B preset as PTQ1_0: %d bytes, %v; want fewer than as PQ2_0", m, err)
+	}
+	file, err := tempBytes("27b", true)
+	if err != nil || file != n+16<<20 {
+		t.Fatalf("the 27B preset's temporary file: %d, %v; want the PQ2_0 one, %d", file, err, n+16<<20)
+	}
+	const gib = 1 << 30
+	small, large := int64(5*gib), int64(500*gib)
 	for _, c := range []struct {
-		ws   int64
-		want string
+		ws, free int64
+		want     string
 	}{
-		{0, "real-widths"},                         // unknown
-		{5_726_623_744, "real-widths"},             // an 8 GB Mac (5.33 GiB)
-		{11_453_251_584, "27b"},                    // a 16 GB Mac (10.67 GiB)
-		{int64(float64(n)/0.7) - 1, "real-widths"}, // just short of the margin
-		{int64(float64(n)/0.7) + 1, "27b"},
+		// An 8 GB Mac reports 5.33 GiB; 8 GiB is a 12 GB one: the 27B weights are 84%.
+		{8 * gib, large, "real-widths"},
+		{8 * gib, small, "real-widths"},
+		{8 * gib, gib, "tiny"},
+		{8 * gib, -1, "real-widths"},
+		// A 16 GB Mac: 10.67 GiB, the 27B weights 63% of it (issue 24, defect 4).
+		{11_453_251_584, large, "real-widths"},
+		{11_453_251_584, gib, "tiny"},
+		// A 24 GB Mac's working set is about 16 GiB, a 32–36 GB one's about 24 GiB: 28%.
+		{24 * gib, large, "27b"},
+		{24 * gib, small, "real-widths"}, // 5 GiB: the 27B file would leave none
+		{24 * gib, gib, "tiny"},          // 1 GiB: real-widths' 0.41 GiB would leave 0.6
+		{24 * gib, -1, "real-widths"},    // the disk unknown: not the 27B model
+		{0, large, "real-widths"},        // the working set unknown
+		{0, -1, "real-widths"},
+		// The margins, to the byte.
+		{2 * n, large, "27b"},
+		{2*n - 1, large, "real-widths"},
+		{24 * gib, file + diskSpare, "27b"},
+		{24 * gib, file + diskSpare - 1, "real-widths"},
 	} {
-		got, err := choosePreset(c.ws)
+		got, err := choosePreset(c.ws, c.free)
 		if err != nil || got != c.want {
-			t.Errorf("working set %d: %q, %v; want %q", c.ws, got, err, c.want)
+			t.Errorf("working set %.2f GiB, %.2f GiB free: %q, %v; want %q", float64(c.ws)/gib, float64(c.free)/gib, got, err, c.want)
 		}
 	}
 }
 
+// The disk's free bytes are statfs's, as df reports them.
+func TestFreeDisk(t *testing.T) {
+	dir := t.TempDir()
+	got := diskFree(dir)
+	if runtime.GOOS != "linux" && runtime.GOOS != "darwin" {
+		if got != -1 {
+			t.Errorf("diskFree = %d, want -1 (unknown) on %s", got, runtime.GOOS)
+		}
+		return
+	}
+	if got <= 0 {
+		t.Fatalf("diskFree(%s) = %d", dir, got)
+	}
+	if diskFree(filepath.Join(dir, "absent")) != -1 {
+		t.Error("diskFree of a missing directory is not -1")
+	}
+	out, err := exec.Command("df", "-k", dir).Output()
+	if err != nil {
+		t.Skipf("df: %v", err)
+	}
+	// POSIX df -k: a header line, then "filesystem blocks used available ...".
+	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+	f := strings.Fields(lines[len(lines)-1])
+	if len(f) < 4 {
+		t.Fatalf("df -k: %q", out)
+	}
+	kib, err := strconv.ParseInt(f[3], 10, 64)
+	if err != nil {
+		t.Fatalf("df -k: %q: %v", out, err)
+	}
+	// Other processes write meanwhile: 64 MiB of slack.
+	if d := got - kib*1024; d < -64<<20 || d > 64<<20 {
+		t.Errorf("diskFree = %d bytes, df says %d KiB available", got, kib)
+	}
+}
+
+// Degenerate flag values stop the run with one line, before anything runs (no emulator
+// needed), instead of a panic or a meaningless run.
 func TestFlags(t *testing.T) {
-	var out bytes.Buffer
-	if _, err := run(context.Background(), &out, config{device: "gpu"}); err == nil {
-		t.Error("-device gpu accepted")
+	defer func(f func(string) int64) { freeDisk = f }(freeDisk)
+	freeDisk = func(string) int64 { return 1 << 30 } // a disk with 1 GiB free
+	absent := filepath.Join(t.TempDir(), "absent.gguf")
+	good := config{device: "emulator", preset: "tiny", kv: "f16", prompt: 24, gen: 32, ptq1: true, cpu: true}
+	for _, c := range []struct {
+		change func(*config)
+		want   string
+	}{
+		{func(c *config) { c.device = "gpu" }, "-device \"gpu\""},
+		{func(c *config) { c.kv = "q4" }, "-kv \"q4\""},
+		{func(c *config) { c.prompt = 0 }, "-prompt 0"}, // panicked: prompt[:1] of none
+		{func(c *config) { c.prompt = -3 }, "-prompt -3"},
+		{func(c *config) { c.gen = -1 }, "-gen -1"},
+		{func(c *config) { c.bandwidth = -245 }, "-bandwidth -245"},
+		{func(c *config) { c.bandwidth = math.NaN() }, "-bandwidth NaN"},
+		{func(c *config) { c.bandwidth = math.Inf(1) }, "-bandwidth +Inf"},
+		{func(c *config) { c.preset = "70b" }, "-preset \"70b\""},
+		{func(c *config) { c.model = absent }, "-model and -preset"},
+		{func(c *config) { c.model, c.preset = absent, "" }, "-model: "},
+		{func(c *config) { c.ptq1Model = absent }, "-ptq1-model: "},
+		{func(c *config) { c.ptq1Model, c.ptq1 = absent, false }, "-ptq1-model with -ptq1=false"},
+		{func(c *config) { c.prompt = 4096 }, "model's context of 4096"}, // tiny's context
+		{func(c *config) { c.gen = math.MaxInt }, "model's context of 4096"},
+		{func(c *config) { c.preset = "27b" }, "-preset 27b: its temporary model takes 6.72 GiB"},
+	} {
+		cfg := good
+		c.change(&cfg)
+		var out bytes.Buffer
+		_, err := run(context.Background(), &out, cfg)
+		switch {
+		case err == nil:
+			t.Errorf("%+v accepted", cfg)
+		case !strings.Contains(err.Error(), c.want) || strings.Contains(err.Error(), "\n"):
+			t.Errorf("%+v: %q, want one line with %q", cfg, err, c.want)
+		}
 	}
-	if _, err := run(context.Background(), &out, config{device: "emulator", kv: "q4"}); err == nil {
-		t.Error("-kv q4 accepted")
+	// The same checks pass the flags' defaults, and real-widths on that small disk.
+	for _, preset := range []string{"tiny", "real-widths"} {
+		cfg := good
+		cfg.preset = preset
+		if _, err := validate(cfg); err != nil {
+			t.Errorf("validate(%+v): %v", cfg, err)
+		}
+		if err := checkModel(cfg); err != nil {
+			t.Errorf("checkModel(%+v): %v", cfg, err)
+		}
 	}
+}
+
+// models lists the model files under dir.
+func models(t *testing.T, dir string) []string {
+	t.Helper()
+	var out []string
+	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+		if err == nil && strings.HasSuffix(path, ".gguf") {
+			out = append(out, filepath.Base(path))
+		}
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
 }
 
 // checkJSON reads the report -json wrote and checks it carries every section.
@@ -167,7 +309,7 @@ func TestJSONOnFailure(t *testing.T) {
 	}
 	path := filepath.Join(t.TempDir(), "report.json")
 	var out bytes.Buffer
-	_, err := run(context.Background(), &out, config{device: "emulator", kv: "q4", json: path})
+	_, err := run(context.Background(), &out, config{device: "emulator", kv: "q4", prompt: 24, json: path})
 	if err == nil {
 		t.Fatal("-kv q4 accepted")
 	}

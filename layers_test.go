@@ -17,14 +17,17 @@ var layer = map[string]int{
 	"qwen35":         2, // an architecture: registers with the seam
 	"internal/synth": 2,
 	"bonsai/cpu":     3, "metal": 3, "bonsai/vulkan": 3, // the backends
+	"internal/gpu":               3, // the GPU backends' engine and device layer
 	"bonsai/backend/backendtest": 3,
 	"bonsai":                     4, // the user API, on top of the backends
 	"internal":                   5, "examples": 5,
+	"internal/gpu/enginetest": 5, // session tests through bonsai's API
 }
 
 // peers are packages of one rank that must not import each other.
 var peers = [][2]string{{"bonsai/cpu", "metal"}, {"metal", "bonsai/cpu"},
-	{"bonsai/vulkan", "bonsai/cpu"}, {"bonsai/vulkan", "metal"}}
+	{"bonsai/vulkan", "bonsai/cpu"}, {"bonsai/vulkan", "metal"}, {"metal", "bonsai/vulkan"},
+	{"internal/gpu", "metal"}, {"internal/gpu", "bonsai/vulkan"}, {"internal/gpu", "bonsai/cpu"}}
 
 const module = "github.com/bonsai-go/sdk"
 
@@ -99,7 +102,7 @@ func TestImportLayersCatchUpward(t *testing.T) {
 	if !(high > low) {
 		t.Fatalf("bonsai (%d) must rank above qwen35 (%d)", high, low)
 	}
-	if p, r, _ := rankOf("internal/gpu"); p != "metal" || r != 3 {
-		t.Fatalf("internal/gpu ranks as %s/%d", p, r)
+	if p, r, _ := rankOf("internal/gpu/engine"); p != "internal/gpu" || r != 3 {
+		t.Fatalf("internal/gpu/engine ranks as %s/%d", p, r)
 	}
 }

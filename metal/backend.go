@@ -21,12 +21,11 @@ func WithMaxThreadgroups(n int) Option { return func(c *engine.Config) { c.MaxGr
 // decode kernels (about 2.5 times the dispatches), for comparison.
 func WithUnfusedDecode(on bool) Option { return func(c *engine.Config) { c.Unfused = on } }
 
-// WithSplitGDNDecode makes decode steps run each GDN layer as two dispatches — the
-// attn_qkv + attn_gate product over all rows (mv_norm, paired) and the recurrence
-// (gdn_seq) — instead of the fused gdn_decode, whose grid is one threadgroup per q/k
-// head group (16 for the 27B model): 323 dispatches per 27B step instead of 275, in
-// exchange for spreading the products over the whole GPU. Which is faster is for a Mac
-// to say (examples/metalcheck measures both).
+// WithSplitGDNDecode makes decode steps run each GDN layer's recurrence as gdn_seq (one
+// threadgroup per q/k head group, 16 for the 27B model) after the paired attn_qkv +
+// attn_gate product (mv_norm), instead of gdn_decode (one threadgroup per V head, 48):
+// the same dispatches and the same bits; which is faster is for a Mac to say
+// (examples/metalcheck measures both).
 func WithSplitGDNDecode(on bool) Option { return func(c *engine.Config) { c.SplitGDN = on } }
 
 // WithStepGDN makes prefill run the GDN recurrence in its step form, token by token, as
@@ -34,12 +33,15 @@ func WithSplitGDNDecode(on bool) Option { return func(c *engine.Config) { c.Spli
 // more than one token). The two agree to float32 rounding.
 func WithStepGDN(on bool) Option { return func(c *engine.Config) { c.StepGDN = on } }
 
-// WithCommandBufferTime sets the GPU time one prefill command buffer aims at (default
-// 100 ms). macOS stops a command buffer that occupies a GPU driving a display for too
-// long; the backend splits each prefill chunk into command buffers of whole layers,
-// sized from the measured time of the chunks before, and halves them by itself after
-// such an error. Lower it if the error still comes; raise it on a headless Mac for a
-// little less overhead.
+// WithCommandBufferTime sets the GPU time one command buffer aims at (default 100 ms).
+// macOS stops a command buffer that occupies a GPU driving a display for too long; the
+// backend cuts each chunk's work, a decode step's too, into command buffers by a cost
+// model — every dispatch's bytes and FLOPs at the sequence's position, timed on the
+// slowest Apple GPU, at most half this time a command buffer — cutting inside a layer,
+// inside one layer's attention at a long context, where that is needed; prefill
+// command buffers are also sized from the measured time of the chunks before. After
+// such an error it halves them by itself. Lower it if the error still comes; raise it
+// on a headless Mac for a little less overhead.
 func WithCommandBufferTime(d time.Duration) Option {
 	return func(c *engine.Config) {
 		if d > 0 {
@@ -74,10 +76,12 @@ func New(opts ...Option) backend.Backend {
 var ErrWorkingSet = engine.ErrWorkingSet
 
 // DecodeDispatches returns the kernel dispatches one decode step records with the fused
-// kernels for a model of configuration c, all in one command buffer: the embedding; per
-// GDN layer gdn_decode, mv_fwht, mv_norm and mv_swiglu; per attention layer mv_norm,
-// attn, mv_fwht, mv_norm and mv_swiglu; the head; and, for a greedy step, the argmax.
-// For the 27B model: 275 (274 when the logits are read back instead).
+// kernels for a model of configuration c, below the command-buffer cost limit: the
+// embedding; per GDN layer mv_norm (the products, convolved), gdn_decode, mv_fwht,
+// mv_norm and mv_swiglu; per attention layer mv_norm, attn, attn_merge, mv_fwht, mv_norm
+// and mv_swiglu; the head; and, for a greedy step, the argmax. For the 27B model: 339
+// (338 when the logits are read back instead). At a long context attn is cut into
+// several dispatches over ranges of positions.
 func DecodeDispatches(c *qwen35.Config, greedy bool) int { return engine.DecodeDispatches(c, greedy) }
 
 // KernelNames returns the names of the library's kernels.

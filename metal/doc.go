@@ -61,25 +61,31 @@
 // of a 64-token chunk. Snapshots move between backends in either direction and across KV
 // precisions through the per-layer views (see The seam).
 //
-// A decode step is one command buffer of 275 dispatches for the 27B model (64 layers),
-// read back as one integer (the greedy token, through backend.Greedy) or as the logits
-// row (274 dispatches):
+// A decode step is 339 dispatches for the 27B model (64 layers), in as many command
+// buffers as the cost model cuts it into (split.go; one at short contexts), read back as
+// one integer (the greedy token, through backend.Greedy) or as the logits row (338
+// dispatches):
 //
 //	embed        gather + dequantise a token_embd row, inverse rotation (FWHT, signs)
 //	per GDN layer (48):
-//	  gdn_decode   residual add + RMSNorm (attn_norm) + signed FWHT in the prologue; the
-//	               group's attn_qkv and attn_gate rows (PQ2_0) and its BF16 ssm_alpha /
-//	               ssm_beta rows as dot products on the un-rotated normed vector; then
-//	               conv + SiLU, q/k L2 norms, gates, the delta rule on the fp32 state,
-//	               gated RMSNorm, written in grouped head order
+//	  mv_norm      residual add + RMSNorm (attn_norm) + signed FWHT in the prologue;
+//	               attn_qkv + attn_gate (paired), each attn_qkv channel through its causal
+//	               convolution and SiLU as it is written; the un-rotated normed vector kept
+//	  gdn_decode   one threadgroup per V head (48): its BF16 ssm_alpha / ssm_beta rows on
+//	               the normed vector, q/k L2 norms, gates, the delta rule on the fp32
+//	               state, gated RMSNorm, written in grouped head order
 //	  mv_fwht      signed FWHT (6144) in the prologue, ssm_out
 //	  mv_norm      residual add + RMSNorm + signed FWHT, ffn_gate + ffn_up (paired)
 //	  mv_swiglu    SwiGLU + signed FWHT (17408, streamed in chunks), ffn_down
 //	per attention layer (16):
 //	  mv_norm      the norm site, attn_q + attn_k + attn_v (tripled)
-//	  attn         q/k RMSNorm, partial NeoX RoPE (the host's table, qwen35's angles), KV
-//	               append, GQA attention with an online softmax over the cache, sigmoid
-//	               gate
+//	  attn         the positions cut into blocks (at least 256 positions, at most 64
+//	               blocks), a threadgroup per KV head and block: q RMSNorm, partial NeoX
+//	               RoPE (the host's table, qwen35's angles) for the group's query heads,
+//	               an online softmax over the block, each cache row read once for them
+//	               all; the block holding the new position also forms, appends and
+//	               attends its key and value (k RMSNorm, RoPE)
+//	  attn_merge   the blocks' partial softmaxes merged exactly, sigmoid gate
 //	  mv_fwht      signed FWHT (6144), attn_output
 //	  mv_norm, mv_swiglu as above
 //	mv_norm      final norm site, output (the head)
@@ -150,8 +156,8 @@
 //
 // A PTQ1_0 file runs as it is stored: the base-3 bytes are read where they lie (28 bytes
 // per 128 weights, 18% fewer than PQ2_0's 34) by twins of the ternary kernels —
-// mv_plain_t1, mv_fwht_t1, mv_norm_t1, mv_swiglu_t1, gdn_decode_t1, gemm_t1, and embed
-// with SITE_PTQ1 — chosen per matrix at bind time, so a decode step has the same 275
+// mv_plain_t1, mv_fwht_t1, mv_norm_t1, mv_swiglu_t1, gemm_t1, and embed
+// with SITE_PTQ1 — chosen per matrix at bind time, so a decode step has the same 339
 // dispatches. The matrix-vector kernels give each lane one 32-bit word of a block: word u
 // < 6 holds four qs bytes whose trit n are four consecutive elements (16n + 4u + i for u
 // < 4; 80 + 8n + 4(u−4) + i for u = 4, 5), decoded two bytes per 16-bit lane — trit n of b
@@ -165,15 +171,26 @@
 // The GPU watchdog: macOS stops a command buffer that occupies a GPU driving a display
 // for too long (kIOGPUCommandBufferCallbackErrorImpactingInteractivity, or
 // MTLCommandBufferErrorTimeout). A 64-token prefill chunk of the 27B model is about 3.3
-// TFLOP, seconds on a small GPU, so a chunk is split into command buffers of whole
-// layers, each committed as soon as it is encoded (the GPU runs one while the host
-// encodes the next; one queue runs them in order, with Metal tracking the hazards
-// between them). The first chunks put Layers/16 layers (4) in each; after that the size
-// comes from the measured time per layer and token, aiming at WithCommandBufferTime
-// (100 ms). A decode step (one token, about 35 ms of weight reads on an M4 Pro) stays
-// one command buffer. If the watchdog still fires, the error wraps gpu.ErrTimeout, says
-// that the sequence must be reset or restored and what to lower, and the engine halves
-// the split by itself.
+// TFLOP, seconds on a small GPU, and attention at a long context grows with the
+// position, so a chunk is cut into command buffers, each committed as soon as it is
+// encoded (the GPU runs one while the host encodes the next; one queue runs them in
+// order, with Metal tracking the hazards between them). A cost model charges every
+// dispatch its bytes and FLOPs at the sequence's position and times them on the slowest
+// Apple GPU (an M1 with 7 GPU cores, taken as 60 GB/s and 1 TFLOPS: assumptions, not
+// measurements); a command buffer ends before it would pass half of
+// WithCommandBufferTime (50 ms), inside a layer where needed: attention is split over
+// blocks of positions (flash-decoding, attn_* and attn_merge) and recorded as several
+// dispatches at a long context, and a GEMM too large for one command buffer (the head
+// over 64 rows) as several over ranges of rows. The engine's TestCommandBufferCost27B
+// holds every command buffer of the 27B model's decode step and prefill chunks, at the
+// largest context a 16 GB Mac's working set allows (108K positions with an int8 cache,
+// 61K with f16), to that bound. Prefill command buffers are also sized from the
+// measured time per layer and token, aiming at WithCommandBufferTime (100 ms); a decode
+// step of the 27B model (about 35 ms of weight reads on an M4 Pro, 0.26 s as modelled
+// on the M1) is cut by the model only. If the watchdog still fires, the error wraps
+// gpu.ErrTimeout, says where it happened and that the sequence must be reset or
+// restored, and the engine halves both bounds by itself; lowering
+// WithCommandBufferTime lowers them further.
 //
 // The working set: Load reads the device's recommendedMaxWorkingSetSize and refuses,
 // before wrapping or allocating anything, a model whose weights and smallest sequence
@@ -188,7 +205,7 @@
 //
 //   - command buffers with unretained references (commandBufferWithUnretainedReferences,
 //     as ggml-metal): no retain and release by Metal for every buffer a dispatch binds
-//     (275 dispatches of a few buffers each per 27B decode step), the Go side keeping
+//     (339 dispatches of a few buffers each per 27B decode step), the Go side keeping
 //     the buffers alive instead;
 //   - residency sets where the OS has them (macOS 15, looked up at run time): the weights
 //     and states are made resident once for the queue instead of per command buffer,
@@ -198,7 +215,7 @@
 //
 // It does not take concurrent dispatch (MTLDispatchTypeConcurrent with
 // memoryBarrierWithScope: between dependent kernels). Every kernel of a decode step reads
-// what the one before wrote — 274 barriers for 275 dispatches, the serial encoder's
+// what the one before wrote — 338 barriers for 339 dispatches, the serial encoder's
 // semantics at a higher encoding cost — and in prefill the only independent neighbours
 // (the Q, K and V products; gate and up; attn_qkv and attn_gate) each fill the GPU on
 // their own, so overlapping them gains at most their tails. ggml-metal overlaps graph
@@ -233,8 +250,8 @@
 //     and K 17408 (ffn_down) with 256 of 5120 rows, in PQ2_0 and PTQ1_0: within 3e-7 of
 //     Σ|w·x| of the float64 product (allowed 2e-5);
 //   - the PTQ1_0 kernels (matvec in every prologue mode, streamed, at K 5120/6144/17408;
-//     gdn_decode_t1 at d = 128; the embedding) against the same values decoded by the Go
-//     code: products ≤ 7e-8 of Σ|w·x|, gdn_decode_t1 ≤ 1e-6;
+//     the GDN decode after mv_norm_t1 at d = 128; the embedding) against the same values
+//     decoded by the Go code: products ≤ 7e-8 of Σ|w·x|, gdn_decode ≤ 1e-6;
 //   - kernelcheck.Run runs every kernel against the Go code that owns its math, at odd small
 //     shapes and at the 27B model's (inputs of 5120, 6144 and 17408; a 17408-row product;
 //     the GDN group at d = 128; 24 × 256 attention heads): products within 2e-5 of Σ|w·x|
@@ -252,7 +269,7 @@
 //     logits of a 70-token prefill within 3.5e-5 and of a step walk within 4e-5 (logits
 //     up to 20); its prefill is bit-identical to the PQ2_0 file of the same values; and
 //     through examples/logits -backend metal-emulator (≤ 5e-5 in both modes);
-//   - the 275 dispatches of a 27B decode step are counted by encoding a step against the
+//   - the 339 dispatches of a 27B decode step are counted by encoding a step against the
 //     7.2 GB synthetic 27B file on a counting device (dispatch_test.go), for the file as
 //     PQ2_0 and as PTQ1_0 (every product on a _t1 kernel).
 //
@@ -293,7 +310,8 @@
 //     times each of the 27B's product shapes against the stream_read kernel reading as
 //     many bytes, the same way; on the emulator those times mean nothing), the cost of the
 //     prologue sites repeated per threadgroup, the right WithMaxThreadgroups, whether the
-//     fused gdn_decode's 16 threadgroups (one per q/k head group) keep a 20-core GPU busy,
+//     GDN decode's two dispatches (mv_norm over every core, gdn_decode's 48 threadgroups,
+//     two a core by the occupancy test's model) hold the bandwidth target,
 //     the GEMM's and chunked GDN's prefill speed (threadgroup-memory bank conflicts of
 //     the GEMM's k-major weight tile; how many 17 KiB threadgroups a core keeps resident),
 //     the PTQ1_0 kernels' decode cost against PQ2_0's, and the host's encode time per
@@ -304,7 +322,25 @@
 //   - what supportsFamily: (Apple7–Apple9, Mac2) and operatingSystemVersionString
 //     answer on each Mac, which metalcheck's report carries (System);
 //   - wrapping the mapped file with newBufferWithBytesNoCopy (page alignment, the views
-//     when the file exceeds the largest buffer) on the real driver.
+//     when the file exceeds the largest buffer) on the real driver;
+//   - the cost model's figures (split.go): whether a 7-core M1 streams 60 GB/s and runs
+//     1.0 TFLOPS on these kernels, the real time of the command buffers it cuts against
+//     the modelled 50 ms (TestCommandBufferCost27B checks the model, at 108,346 positions
+//     with int8 KV on a 16 GB Mac's working set, not the GPU), what some six commits a
+//     long-context decode step cost, and that the watchdog no longer fires at 100K
+//     positions on a base M1 or M2;
+//   - the split attention's speed and register pressure (the block kernel holds up to 4
+//     queries a SIMD-group in registers), and that the head GEMM split into overlapping
+//     row ranges comes out identical on the SIMD-group matrix hardware;
+//   - where Apple's compiler places threadgroup arrays and what a misaligned vector store
+//     does there: the emulator's strict alignment mode places each at its own type's
+//     alignment and deliberately not at a wider one, so such a store fails TestKernels
+//     (it found gemm.metal's float4 stores into a float array), but it cannot observe the
+//     real placement;
+//   - occupancy: real register use and threadgroups per core (the occupancy test models
+//     ~60 KiB of threadgroup memory and 3072 threads a core for M1/M2 and takes them as a
+//     floor for M3/M4), and the load-time cost of the matrix-vector variants per input
+//     width.
 //
 // # Targets
 //
@@ -316,8 +352,8 @@
 // ≥ 232 GB/s, ≥ 33.8 tok/s (the ceiling is 273/6.86 = 39.8 tok/s). For comparison, the
 // vendor's llama.cpp fork measures 20.5 tok/s there (141 GB/s, 52% of nominal) and MLX
 // 18.9 tok/s (130 GB/s, 47%); on an M3 Max (400 GB/s) the fork's 24.3 tok/s is 167 GB/s,
-// 42%, where 85% would be 49.6 tok/s. One command buffer and 275 dispatches per token
-// leave the host little to do: the published Core AI port reached 24.3 tok/s with about
+// 42%, where 85% would be 49.6 tok/s. One command buffer and 339 dispatches per token
+// (at short contexts) leave the host little to do: the published Core AI port reached 24.3 tok/s with about
 // 900 dispatches and a 4 ms host gap per token.
 //
 // PTQ1_0 decode reads 5.60 + 0.06 = 5.66 GB per token, 82.5% of PQ2_0's: at the same

@@ -59,11 +59,13 @@
 //
 // # Dispatches and speed
 //
-// A decode step records one command buffer: the embedding; per Gated DeltaNet layer the
-// fused gdn_decode (norm, the qkv and gate products, the recurrence), mv_fwht
-// (ssm_out), mv_norm (gate+up) and mv_swiglu (down); per attention layer mv_norm
-// (q+k+v), attn (norms, RoPE, the cache append and attention), mv_fwht, mv_norm and
-// mv_swiglu; the head; and, when greedy, the argmax: 275 dispatches for the 27B model
+// A decode step records one command buffer (several at a long context, cut by the
+// engine's cost model): the embedding; per Gated DeltaNet layer mv_norm (the norm site,
+// the qkv and gate products, the convolution), gdn_decode (the recurrence, one
+// workgroup per V head), mv_fwht (ssm_out), mv_norm (gate+up) and mv_swiglu (down); per attention layer mv_norm
+// (q+k+v), attn (norms, RoPE, the cache append and attention over blocks of positions)
+// and attn_merge (the blocks' partial softmaxes merged), mv_fwht, mv_norm and
+// mv_swiglu; the head; and, when greedy, the argmax: 339 dispatches for the 27B model
 // (metal.DecodeDispatches gives the count for any configuration). Decode reads every
 // weight once per token, 6.8 GB for the 27B model, so its ceiling is the memory
 // bandwidth over 6.8 GB. On paper:
@@ -72,7 +74,7 @@
 //	RTX 4090        1008 GB/s   148 tok/s   ≥ 120 tok/s    85 tok/s (CUDA)
 //	RX 7900 XTX      960 GB/s   141 tok/s   ≥ 120 tok/s    —
 //
-// At 120 tok/s a token has 8.3 ms: the 275 dispatches and barriers must cost well under
+// At 120 tok/s a token has 8.3 ms: the 339 dispatches and barriers must cost well under
 // a millisecond, and the products must stream the weights at the rate a read shader
 // does. examples/bench -backend vulkan measures both in one run: the device's
 // streaming read by the stream_read shader (Bandwidth), and decode against it. A report

@@ -34,8 +34,8 @@ import (
 //     lavapipe); the weights (WrapNoCopy) are copied once into device-local memory
 //     through a staging buffer, since Vulkan cannot wrap the mapped file.
 //   - A kernel's pipeline is specialised on its workgroup size (constant 0), the model's
-//     sizes (the Metal library's macros, constants 1–5) and SG_NATIVE (constant 6), and
-//     built at its first dispatch.
+//     sizes (the Metal library's macros, constants 1 and 3–5) and SG_NATIVE (constant
+//     6), and built at its first dispatch.
 
 // Record layout (common.glsl): 16 addresses then 16 argument words.
 const (
@@ -51,9 +51,12 @@ const (
 	stagingBytes = 64 << 20
 )
 
-// specIDs maps the Metal library's macros to the kernels' specialization constants.
+// specIDs maps the Metal library's macros to the kernels' specialization constants
+// (constant 2, once the embedding width of a gdn_decode that held it, is free). The
+// engine compiles the matrix-vector kernels once per chunk size, BONSAI_MAXCH: each
+// Compile's constants make pipelines of their own.
 var specIDs = map[string]int{
-	"BONSAI_MAXCH": 1, "BONSAI_E": 2, "BONSAI_GDN_D": 3, "BONSAI_GDN_REP": 4, "BONSAI_HD": 5,
+	"BONSAI_MAXCH": 1, "BONSAI_GDN_D": 3, "BONSAI_GDN_REP": 4, "BONSAI_HD": 5,
 }
 
 const (

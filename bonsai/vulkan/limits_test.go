@@ -17,22 +17,15 @@ import (
 //go:generate glslc --target-env=vulkan1.2 testdata/toobig.comp -o testdata/toobig.spv
 
 // engineMacros returns the macros the engine compiles its library with for a model of
-// embedding width e, GDN head dimension dGDN, rep V heads per q/k head and attention head
-// dimension hd: geometry.macros of newGeometry's geometry (internal/gpu/engine/kernels.go),
-// computed here as there — kept in step by hand (TestPipelinesFit checks that the names
-// are the ones Compile takes). BONSAI_E is e only where the fused GDN decode kernel fits
-// in 32 KiB (its gdn_seq state plus the embedding and its 1/16 scales), else 128.
-func engineMacros(e, dGDN, rep, hd int) map[string]string {
-	const maxChunk, tgMemory = 6144, 32768 // BONSAI_MAXCH and tgMemory in kernels.go
-	seq := 4 * ((2+rep)*dGDN + rep*dGDN + 2*rep + 32 + rep)
-	dec := seq + 4*(e+e/16)
-	be := 128
-	if e <= maxChunk && dec <= tgMemory {
-		be = e
-	}
+// GDN head dimension dGDN, rep V heads per q/k head and attention head dimension hd
+// (geometry.macros, internal/gpu/engine/kernels.go), with BONSAI_MAXCH at the largest
+// chunk the engine compiles the matrix-vector kernels for (6144, maxChunk there: its
+// variants for smaller chunks hold less) — kept in step by hand (TestPipelinesFit
+// checks that the names are the ones Compile takes).
+func engineMacros(dGDN, rep, hd int) map[string]string {
+	const maxChunk = 6144 // the largest BONSAI_MAXCH: maxChunk in kernels.go
 	return map[string]string{
 		"BONSAI_MAXCH":   strconv.Itoa(maxChunk),
-		"BONSAI_E":       strconv.Itoa(be),
 		"BONSAI_GDN_D":   strconv.Itoa(dGDN),
 		"BONSAI_GDN_REP": strconv.Itoa(rep),
 		"BONSAI_HD":      strconv.Itoa(hd),
@@ -123,8 +116,8 @@ func TestPipelinesFit(t *testing.T) {
 		name   string
 		macros map[string]string
 	}{
-		{"tinyLike", engineMacros(256, 32, 3, 64)},    // E 256, D 32, Rep 3, HD 64, block 64
-		{"realLike", engineMacros(5120, 128, 3, 256)}, // the 27B model: E 5120, D 128, Rep 3, HD 256, block 1024
+		{"tinyLike", engineMacros(32, 3, 64)},   // E 256, D 32, Rep 3, HD 64, block 64
+		{"realLike", engineMacros(128, 3, 256)}, // the 27B model: E 5120, D 128, Rep 3, HD 256, block 1024
 	}
 	if got, want := slices.Sorted(maps.Keys(geometries[0].macros)), slices.Sorted(maps.Keys(specIDs)); !slices.Equal(got, want) {
 		t.Fatalf("the test's macros %v are not the ones Compile takes %v", got, want)
@@ -159,8 +152,8 @@ func TestPipelinesFit(t *testing.T) {
 // The check can fail: a pipeline declaring one float more shared memory than the
 // device allows (testdata/toobig.comp) draws a validation error, or a creation error,
 // at its creation; at exactly the limit it draws none. So does a kernel of the engine
-// specialised beyond any geometry the engine accepts (gdn_decode holding an embedding of
-// limit/4 floats): the layer sizes the kernels' spec-constant arrays as specialised.
+// specialised beyond any geometry the engine accepts (mv_norm holding a chunk of limit/4
+// floats): the layer sizes the kernels' spec-constant arrays as specialised.
 func TestTooBigSharedMemory(t *testing.T) {
 	c, d := limitsDevice(t)
 	code, err := os.ReadFile("testdata/toobig.spv")
@@ -222,17 +215,17 @@ func TestTooBigSharedMemory(t *testing.T) {
 		t.Errorf("validation errors, none about shared memory: %q", reports)
 	}
 
-	m := engineMacros(5120, 128, 3, 256)
-	m["BONSAI_E"] = strconv.Itoa(int(limit / 4))
-	ps, err := d.Compile(nil, m, []string{"gdn_decode"})
+	m := engineMacros(128, 3, 256)
+	m["BONSAI_MAXCH"] = strconv.Itoa(int(limit / 4))
+	ps, err := d.Compile(nil, m, []string{"mv_norm"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	reports, err = build(ps["gdn_decode"].(*pipeline))
+	reports, err = build(ps["mv_norm"].(*pipeline))
 	for _, r := range reports {
-		t.Logf("gdn_decode at BONSAI_E=%s, validation (expected): %s", m["BONSAI_E"], r)
+		t.Logf("mv_norm at BONSAI_MAXCH=%s, validation (expected): %s", m["BONSAI_MAXCH"], r)
 	}
 	if err == nil && !slices.ContainsFunc(reports, aboutShared) {
-		t.Errorf("gdn_decode at BONSAI_E=%s (%d bytes of embedding alone) drew no shared-memory report: %q", m["BONSAI_E"], 4*(limit/4), reports)
+		t.Errorf("mv_norm at BONSAI_MAXCH=%s (%d bytes of chunk alone) drew no shared-memory report: %q", m["BONSAI_MAXCH"], 4*(limit/4), reports)
 	}
 }

@@ -320,7 +320,7 @@ func check(ctx context.Context, w io.Writer, cfg config, rep *Report) (bool, err
 				opt  metal.Option
 				n    int
 			}{
-				{"GDN split in two", metal.WithSplitGDNDecode(true), metal.DecodeDispatches(c, true) + c.Layers - c.AttentionLayers()},
+				{"GDN recurrence per head group", metal.WithSplitGDNDecode(true), metal.DecodeDispatches(c, true)},
 				{"unfused (prefill kernels)", metal.WithUnfusedDecode(true), 0},
 			}...)
 		}

@@ -70,7 +70,7 @@ func TestEmulator(t *testing.T) {
 	if !ok {
 		t.Fatal("a check failed")
 	}
-	for _, want := range []string{"0 failed", "max |Δlogit|", "tokens identical", "tok/s", "GDN split in two:", "unfused (prefill kernels):", "gemm_t1", "mv_norm_t1", "PTQ1_0 model", "of the PQ2_0 model's decode"} {
+	for _, want := range []string{"0 failed", "max |Δlogit|", "tokens identical", "tok/s", "GDN recurrence per head group:", "unfused (prefill kernels):", "gemm_t1", "mv_norm_t1", "PTQ1_0 model", "of the PQ2_0 model's decode"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("the report has no %q", want)
 		}

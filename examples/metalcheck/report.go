@@ -74,7 +74,7 @@ type ParityResult struct {
 // SpeedResult is one timed generation.
 type SpeedResult struct {
 	Format        string  `json:"format"` // "PQ2_0" or "PTQ1_0"
-	Plan          string  `json:"plan"`   // the decode plan: fused (default), GDN split in two, unfused
+	Plan          string  `json:"plan"`   // the decode plan: fused (default), GDN recurrence per head group, unfused
 	PrefillTokens int     `json:"prefill_tokens"`
 	PrefillTokS   float64 `json:"prefill_tok_s"`
 	DecodeTokens  int     `json:"decode_tokens"`

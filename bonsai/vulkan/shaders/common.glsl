@@ -34,9 +34,10 @@
 
 layout(local_size_x_id = 0) in;
 
-// The Metal library's macros (common.h), set by the host from the model.
-layout(constant_id = 1) const uint BONSAI_MAXCH = 6144;  // activation floats a matvec holds
-layout(constant_id = 2) const uint BONSAI_E = 5120;      // embedding width (gdn_decode)
+// The Metal library's macros (common.h), set by the host from the model. Constant 1 is
+// the activation floats a matvec holds: the host builds the matvec kernels once per chunk
+// size its products use. (Constant 2, once gdn_decode's embedding width, is free.)
+layout(constant_id = 1) const uint BONSAI_MAXCH = 6144;
 layout(constant_id = 3) const uint BONSAI_GDN_D = 128;   // GDN head dimension
 layout(constant_id = 4) const uint BONSAI_GDN_REP = 3;   // V heads per q/k head
 layout(constant_id = 5) const uint BONSAI_HD = 256;      // attention head dimension
@@ -155,6 +156,20 @@ float softplus1(float x) {
 float decay_weight(float x) { return x < -50.0 ? 0.0 : exp(x); }
 
 float bf16_to_float(uint u) { return uintBitsToFloat(u << 16); }
+
+// One token through channel c's causal depthwise convolution and SiLU (common.h's
+// conv_step): the raw inputs of the last K−1 tokens in conv (tap t at conv[t·stride + c],
+// tap 0 the oldest), then cur; the window slides to take cur. gdn_token and the matvec
+// kernels' MVF_CONV epilogue share it.
+float conv_step(uint c, float cur, uint K, uint stride, F32 convw, F32 conv) {
+    uint wc = c * K;
+    float s = 0.0;
+    for (uint tap = 0u; tap + 1u < K; tap++) s += convw.v[wc + tap] * conv.v[tap * stride + c];
+    s += convw.v[wc + K - 1u] * cur;
+    for (uint tap = 0u; tap + 2u < K; tap++) conv.v[tap * stride + c] = conv.v[(tap + 1u) * stride + c];
+    conv.v[(K - 2u) * stride + c] = cur;
+    return silu(s);
+}
 float half_bits(uint u) { return unpackHalf2x16(u).x; }
 
 // ---- the ternary formats (formats.h, pq2.h) ----

@@ -1,15 +1,15 @@
 #version 450
-// The Gated DeltaNet mixer core (gdn.metal), one workgroup per q/k head group kh (KH
-// workgroups): the group's q and k channels, the REP V heads that read them (tiled heads
-// r·KH + kh) and their conv channels, recurrent states and z rows belong to that
-// workgroup alone, so the convolution and recurrent states are updated without races.
-// One module per kernel, selected by a define on the glslc line:
+// The Gated DeltaNet mixer core (gdn.metal). gdn_seq and gdn_chunk run one workgroup
+// per q/k head group kh (KH workgroups): the group's q and k channels, the REP V heads
+// that read them (tiled heads r·KH + kh) and their conv channels, recurrent states and
+// z rows belong to that workgroup alone, so the convolution and recurrent states are
+// updated without races. gdn_decode runs one workgroup per V head. One module per
+// kernel, selected by a define on the glslc line:
 //
-//   -DKERNEL_GDN_DECODE -DFMT=0|1   gdn_decode (PQ2_0) / gdn_decode_t1 (PTQ1_0): one
-//       token, fused with the products that feed it: the NORM prologue (residual add,
-//       RMSNorm·attn_norm), the BF16 alpha/beta projections as per-head dot products on
-//       the un-rotated normed vector, the signed FWHT, and the group's rows of attn_qkv
-//       and attn_gate — then the step.
+//   -DKERNEL_GDN_DECODE  gdn_decode: one token of one V head, after the In site's
+//       mv_norm (which convolved the attn_qkv rows as it wrote them, MVF_CONV): the
+//       BF16 alpha/beta projections on the un-rotated normed vector, then the step
+//       (gdn.metal says why the products left this kernel).
 //   -DKERNEL_GDN_SEQ     gdn_seq: T tokens, the step form token by token, reading the
 //       attn_qkv/attn_gate outputs of the chunk's GEMMs and the normed rows h.
 //   -DKERNEL_GDN_CHUNK   gdn_chunk: the same over T ≤ 64 tokens in the chunked form,
@@ -29,9 +29,7 @@
 // workgroup (base = 0; base < n; base += NSG, row = base + SG), masking the rows past
 // the end (their contributions 0, their writes and out-of-range reads skipped), so that
 // every thread reaches every sg_* call and barrier (common.glsl). gdn_chunk's per-SG
-// δ scratch is indexed by TID. gdn_decode's rotation and PQ2_0/PTQ1_0 dot cores are
-// pq2.glsl's (mv_finish, mv_dot, mv_dot_t1 over the shared xs and gs). Device
-// memory that threads of a workgroup hand to each other (gdn_chunk's qkv rows and
+// δ scratch is indexed by TID. Device memory that threads of a workgroup hand to each other (gdn_chunk's qkv rows and
 // outputs) is read and written through coherent references, with memoryBarrierBuffer()
 // before the barrier (Metal's mem_device).
 
@@ -41,8 +39,6 @@
 #define GDN_V (BONSAI_GDN_REP * BONSAI_GDN_D)          // the REP heads' values (and z)
 #define GDN_DPL ((BONSAI_GDN_D + 31u) / 32u)          // state values per lane of a row
 
-#define GDN_MVF_DELTA 1u  // MVF_DELTA: add buffer 2 (the residual delta) to buffer 1
-#define GDN_MVF_XOUT 2u   // MVF_XOUT: workgroup 0 writes the sum to buffer 3
 
 #define A_E ARGU(0)
 #define A_QKV ARGU(1)
@@ -50,11 +46,8 @@
 #define A_KH ARGU(3)
 #define A_CONVK ARGU(5)
 #define A_T ARGU(6)
-#define A_FLAGS ARGU(7)
 #define A_EPS ARGF(8)
 #define A_QSCALE ARGF(9)
-#define A_BLK ARGU(10)
-#define A_SCALE ARGF(11)
 
 // Device floats handed between threads of the workgroup (gdn_chunk).
 layout(buffer_reference, std430, buffer_reference_align = 4) coherent buffer F32C { float v[]; };
@@ -70,17 +63,9 @@ uint gdn_channel(uint lc, uint kh, uint KH) {
     return 2u * KH * d + (r * KH + kh) * d + i;
 }
 
-#if defined(KERNEL_GDN_DECODE) || defined(KERNEL_GDN_SEQ)
+#ifdef KERNEL_GDN_SEQ
 
-#ifdef KERNEL_GDN_DECODE
-// The normed (then rotated, dot-laid-out) residual and its group sums.
-shared float xs[BONSAI_E];
-shared float gs[BONSAI_E / 16u];
-#include "pq2.glsl"
-#define GDN_AB_X(k) xs[k]
-#else
 #define GDN_AB_X(k) hn.v[xb + (k)]
-#endif
 
 shared float act[GDN_C];
 shared float zl[GDN_V];
@@ -88,7 +73,7 @@ shared float ab[2u * BONSAI_GDN_REP];
 shared float hs[BONSAI_GDN_REP];
 
 // The raw alpha (rows 0..REP−1) and beta (REP..2·REP−1) projections of group kh on a
-// normed row (decode: xs; seq: hn from float xb), BF16 rows of E, into ab.
+// normed row (hn from float xb), BF16 rows of E, into ab.
 void gdn_ab(uint kh, uint64_t wa, uint64_t wb, F32 hn, uint xb) {
     const uint rep = BONSAI_GDN_REP;
     const uint E = A_E;
@@ -121,17 +106,7 @@ void gdn_token(uint kh, F32 convw, F32 dtb, F32 Av, F32 snorm, F32 conv, F32 S, 
     barrier();
     // Causal depthwise convolution and SiLU; the window slides (the state keeps the raw
     // inputs of the last K−1 tokens, row 0 the oldest).
-    for (uint lc = TID; lc < GDN_C; lc += NT) {
-        uint gc = gdn_channel(lc, kh, KH);
-        float cur = act[lc];
-        uint wc = gc * K;
-        float s = 0.0;
-        for (uint tap = 0u; tap + 1u < K; tap++) s += convw.v[wc + tap] * conv.v[tap * QKV + gc];
-        s += convw.v[wc + K - 1u] * cur;
-        for (uint tap = 0u; tap + 2u < K; tap++) conv.v[tap * QKV + gc] = conv.v[(tap + 1u) * QKV + gc];
-        conv.v[(K - 2u) * QKV + gc] = cur;
-        act[lc] = silu(s);
-    }
+    for (uint lc = TID; lc < GDN_C; lc += NT) act[lc] = conv_step(gdn_channel(lc, kh, KH), act[lc], K, QKV, convw, conv);
     barrier();
     // L2 norms of q and k; q also scaled by 1/√d.
     float sq = 0.0, sk = 0.0;
@@ -217,95 +192,120 @@ void gdn_token(uint kh, F32 convw, F32 dtb, F32 Av, F32 snorm, F32 conv, F32 S, 
     }
 }
 
-#endif  // KERNEL_GDN_DECODE || KERNEL_GDN_SEQ
+#endif  // KERNEL_GDN_SEQ
 
 #ifdef KERNEL_GDN_DECODE
 
-#ifndef FMT
-#define FMT FMT_PQ2
-#endif
+// gdn_decode: one decode token of V head h = r·KH + kh (grid: VH workgroups), on the
+// rows the In site's mv_norm wrote: qkv (convolved), z and the normed vector. Buffers
+// as gdn_seq's: 1 qkv, 2 z, 3 hn, 4 walpha, 5 wbeta, 7 dt_bias, 8 A, 9 ssm_norm, 11 S,
+// 12 out. Head h's state rows and outputs are its workgroup's alone.
+
+shared float qk[2u * BONSAI_GDN_D];  // q, then k
+shared float o[BONSAI_GDN_D];
+shared float ab[2];                  // alpha, beta
+shared float hs[1];
 
 void main() {
-    const uint kh = gl_WorkGroupID.x;
-    const uint E = A_E;
+    const uint h = gl_WorkGroupID.x;
     const uint d = BONSAI_GDN_D;
-    const uint flags = A_FLAGS;
+    const uint rep = BONSAI_GDN_REP;
+    const uint KH = A_KH;
+    const uint E = A_E;
+    const uint kh = h % KH, r = h / KH;
     const float eps = A_EPS;
-    F32 xin = F32(ADDR(1));
-    F32 delta = F32(ADDR(2));
-    F32 xout = F32(ADDR(3));
-    F32 gain = F32(ADDR(4));
-    F32 signs = F32(ADDR(5));
-    bool hasDelta = (flags & GDN_MVF_DELTA) != 0u;
-
-    // The norm site: residual add, RMSNorm·gain (workgroup 0 writes the new residual).
+    F32 qkv = F32(ADDR(1));
+    F32 z = F32(ADDR(2));
+    F32 hn = F32(ADDR(3));
+    F32 S = F32(ADDR(11));
+    F32 outp = F32(ADDR(12));
+    for (uint i = TID; i < d; i += NT) {
+        qk[i] = qkv.v[kh * d + i];
+        qk[d + i] = qkv.v[KH * d + kh * d + i];
+    }
+    // alpha (0) and beta (1) of head h, over a trip count uniform in the workgroup.
+    for (uint q0 = 0u; q0 < 2u; q0 += NSG) {
+        uint q = q0 + SG;
+        bool ok = q < 2u;
+        float s = 0.0;
+        if (ok) {
+            U16 row = U16(q == 0u ? ADDR(4) : ADDR(5));
+            uint rb = h * E;
+            for (uint k = LANE; k < E; k += 32u) s += bf16_to_float(uint(row.v[rb + k])) * hn.v[k];
+        }
+        s = sg_sum(s);
+        if (ok && LANE == 0u) ab[q] = s;
+    }
+    barrier();
+    // L2 norms of q and k; q also scaled by 1/√d (gdn_token's).
+    float sq = 0.0, sk = 0.0;
+    for (uint i = TID; i < d; i += NT) {
+        float q = qk[i], k = qk[d + i];
+        sq += q * q;
+        sk += k * k;
+    }
+    sq = tg_sum(sq);
+    sk = tg_sum(sk);
+    float iq = 1.0 / max(sqrt(sq), eps);
+    float ik = 1.0 / max(sqrt(sk), eps);
+    barrier();
+    for (uint i = TID; i < d; i += NT) {
+        float q = qk[i] * iq;
+        qk[i] = q * A_QSCALE;
+        qk[d + i] = qk[d + i] * ik;
+    }
+    barrier();
+    // The delta rule, one value-row per virtual SIMD-group pass (uniform trip count,
+    // rows past d masked).
+    float beta = sigmoid1(ab[1]);
+    float g = softplus1(ab[0] + F32(ADDR(7)).v[h]) * F32(ADDR(8)).v[h];
+    float decay = decay_weight(g);
+    for (uint j0 = 0u; j0 < d; j0 += NSG) {
+        uint j = j0 + SG;
+        bool ok = j < d;
+        uint sr = (h * d + (ok ? j : 0u)) * d;
+        float sv[GDN_DPL];
+        float dk = 0.0;
+        for (uint u = 0u; u < GDN_DPL; u++) {
+            uint i = LANE + 32u * u;
+            sv[u] = 0.0;
+            if (ok && i < d) {
+                sv[u] = S.v[sr + i];
+                dk += sv[u] * qk[d + i];
+            }
+        }
+        dk = sg_sum(dk);
+        float vj = ok ? qkv.v[2u * KH * d + h * d + j] : 0.0;
+        float dl = (vj - decay * dk) * beta;
+        float dq = 0.0;
+        for (uint u = 0u; u < GDN_DPL; u++) {
+            uint i = LANE + 32u * u;
+            if (ok && i < d) {
+                float s = decay * sv[u] + dl * qk[d + i];
+                S.v[sr + i] = s;
+                dq += s * qk[i];
+            }
+        }
+        dq = sg_sum(dq);
+        if (ok && LANE == 0u) o[j] = dq;
+    }
+    barrier();
+    // Gated RMSNorm, written at the head's grouped place: virtual SIMD-group 0 sums,
+    // every group reaches the sg_sum.
     float s = 0.0;
-    bool wr = (flags & GDN_MVF_XOUT) != 0u && kh == 0u;
-    for (uint k = TID; k < E; k += NT) {
-        float x = xin.v[k];
-        if (hasDelta) x += delta.v[k];
-        if (wr) xout.v[k] = x;
-        s += x * x;
+    if (SG == 0u) {
+        for (uint j = LANE; j < d; j += 32u) s += o[j] * o[j];
     }
-    s = tg_sum(s);
-    float inv = 1.0 / sqrt(s / float(E) + eps);
-    for (uint k = TID; k < E; k += NT) {
-        float x = xin.v[k];
-        if (hasDelta) x += delta.v[k];
-        float v = x * inv;
-        xs[k] = v * gain.v[k];
-    }
+    s = sg_sum(s);
+    if (SG == 0u && LANE == 0u) hs[0] = s;
     barrier();
-    // alpha/beta read the un-rotated normed vector.
-    gdn_ab(kh, ADDR(8), ADDR(9), xin, 0u);
-    barrier();
-
-    // Rotation (signs, FWHT per block, 1/√blk) and the dot layout.
-    mv_finish(0u, E, true, FMT == FMT_PQ2, signs, A_BLK, A_SCALE);
-
-    // The group's rows of attn_qkv (q, k, v channels) and attn_gate (z of its heads).
-#if FMT == FMT_PQ2
-    const uint rs = (E / 128u) * PQ_US;
-#else
-    const uint rs = (E / 128u) * PTQ1_US;
-#endif
-    const uint L = GDN_C + GDN_V;
-    const uint64_t wqkv = ADDR(6), wz = ADDR(7);
-    for (uint b0 = 0u; b0 < L; b0 += NSG * MV_R) {
-        uint base = b0 + SG * MV_R;
-        uint64_t rows[MV_R];
-        bool ok[MV_R];
-        float acc[MV_R];
-        for (uint r = 0u; r < MV_R; r++) {
-            uint lr = base + r;
-            ok[r] = lr < L;
-            acc[r] = 0.0;
-            if (lr < GDN_C) {
-                rows[r] = wqkv + 2ul * uint64_t(gdn_channel(lr, kh, A_KH)) * uint64_t(rs);
-            } else if (ok[r]) {
-                uint idx = lr - GDN_C;
-                uint zr = ((idx / d) * A_KH + kh) * d + idx % d;
-                rows[r] = wz + 2ul * uint64_t(zr) * uint64_t(rs);
-            } else {
-                rows[r] = wqkv;
-            }
-        }
-#if FMT == FMT_PQ2
-        mv_dot(acc, rows, ok, 0u, E / 16u);
-#else
-        mv_dot_t1(acc, rows, ok, 0u, E / 128u);
-#endif
-        for (uint r = 0u; r < MV_R; r++) {
-            float v = sg_sum(acc[r]);
-            uint lr = base + r;
-            if (LANE == 0u && lr < L) {
-                if (lr < GDN_C) act[lr] = v;
-                else zl[lr - GDN_C] = v;
-            }
-        }
+    float inv = 1.0 / sqrt(hs[0] / float(d) + eps);
+    F32 snorm = F32(ADDR(9));
+    for (uint j = TID; j < d; j += NT) {
+        float v = o[j] * inv;
+        v = v * snorm.v[j];
+        outp.v[(kh * rep + r) * d + j] = silu(z.v[h * d + j]) * v;
     }
-    gdn_token(kh, F32(ADDR(10)), F32(ADDR(11)), F32(ADDR(12)), F32(ADDR(13)), F32(ADDR(14)), F32(ADDR(15)),
-              F32(ADDR(16)), 0u);
 }
 
 #endif  // KERNEL_GDN_DECODE

@@ -21,10 +21,15 @@
 //   FWHT (1)   signs, FWHT per block, 1/√n;
 //   NORM (2)   x (+ delta) → RMSNorm·gain → signs, FWHT, 1/√n; workgroup 0 may write
 //              the new residual x + delta and the normed vector before its rotation;
+//              with MVF_CONV (a GDN layer's decode token) set 0's rows — attn_qkv, row
+//              c channel c — go through their causal convolution and SiLU as they are
+//              written (conv_step; buffers 13, the weights, and 14, the state);
 //   SWIGLU (3) silu(gate)·up → signs, FWHT, 1/√n.
 //
 // Buffers (MVArgs at 0): 1 in0, 2 in1, 3 xout, 4 gain, 5 signs, 6..8 w0..w2 (16-bit
-// words), 9..11 y0..y2, 12 hout. Every sg_* call and barrier is reached by every thread
+// words), 9..11 y0..y2, 12 hout, 13 conv weights, 14 conv state. Shared memory: the
+// chunk and its group sums, sized by constant 1 (BONSAI_MAXCH), which the host sets per
+// variant to the chunk its products use. Every sg_* call and barrier is reached by every thread
 // the same number of times (the row-group loop's trip count is the workgroup's).
 
 #include "common.glsl"
@@ -46,6 +51,7 @@
 #define A_N0 ARGU(1)
 #define A_N1 ARGU(2)
 #define A_N2 ARGU(3)
+#define A_CONVK ARGU(4)
 #define A_NGROUPS ARGU(5)
 #define A_BLK ARGU(6)
 #define A_CHUNK ARGU(7)
@@ -56,6 +62,7 @@
 #define MVF_DELTA 1u
 #define MVF_XOUT 2u
 #define MVF_HOUT 4u
+#define MVF_CONV 8u
 
 shared float xs[BONSAI_MAXCH];
 shared float gs[BONSAI_MAXCH / 16u];
@@ -155,6 +162,11 @@ void main() {
             if (LANE == 0u && row < total) {
                 uint set = mv_set(row, n0, n1);
                 uint lr = mv_local(row, set, n0, n1);
+#if MODE == MODE_NORM
+                // A GDN layer's attn_qkv channel lr: its convolution state is this
+                // thread's alone (one row, one writer).
+                if (set == 0u && (A_FLAGS & MVF_CONV) != 0u) v = conv_step(lr, v, A_CONVK, n0, F32(ADDR(13)), F32(ADDR(14)));
+#endif
                 F32(ADDR(9u + set)).v[lr] = v;
             }
         }

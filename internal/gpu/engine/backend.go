@@ -26,8 +26,10 @@ type Config struct {
 	// Unfused makes decode steps run the prefill kernels (site kernels, GEMMs, gdn_seq,
 	// attn_append + attn) instead of the fused decode kernels.
 	Unfused bool
-	// SplitGDN makes decode steps run each GDN layer's products as a paired mv_norm and
-	// the recurrence as gdn_seq, instead of the fused gdn_decode.
+	// SplitGDN makes decode steps run each GDN layer's recurrence as gdn_seq's one-token
+	// step (one threadgroup per q/k head group, the convolution inside) after the In
+	// site's mv_norm, instead of gdn_decode (one per V head, the convolution done by the
+	// mv_norm as it writes the attn_qkv rows): the same dispatches, the same bits.
 	SplitGDN bool
 	// StepGDN makes prefill run the GDN recurrence token by token (gdn_seq) instead of
 	// in the chunked form (gdn_chunk).

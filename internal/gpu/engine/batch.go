@@ -139,12 +139,15 @@ func (e *engine) runBatch(batch []backend.Sequence, next []int32, parts []part, 
 	for k, p := range parts {
 		e.putRows(a, p.Row, segs[k].st.pos, batch[p.Seq].Tokens[p.First:p.First+p.N])
 	}
-	every := e.budget.every(R)
-	cb := newSplitter(e.dev, every)
+	cb := e.splitter(R)
 	e.encodeBatch(cb, a, parts, segs, R)
 	cb.Commit()
 	if err := cb.Wait(); err != nil {
-		return e.commandBufferError(err, R, every)
+		last := 0
+		for _, s := range segs {
+			last = max(last, s.st.pos)
+		}
+		return e.commandBufferError(err, R, last, cb)
 	}
 	e.budget.observe(R, cb.layers, time.Since(cb.started))
 	V := e.sizes.vocab

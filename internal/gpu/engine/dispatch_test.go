@@ -138,8 +138,16 @@ func itoa(n int) string {
 	return s
 }
 
+// decodeDispatchBudget bounds the dispatches of a 27B decode step, all in one command
+// buffer (the published Core AI port needed about 900 a token). It was 300; issue 24
+// spends one more a GDN layer (the In site's products leave gdn_decode for an mv_norm
+// over every core, gdn.metal says why: +48) and one a layer of attention (the merge of
+// its position blocks: +16).
+const decodeDispatchBudget = 350
+
 // TestDispatchCount27B counts the dispatches of one greedy decode step of the 27B
-// configuration, encoded against a counting device: the target is at most 300.
+// configuration, encoded against a counting device: the target is at most
+// decodeDispatchBudget.
 func TestDispatchCount27B(t *testing.T) {
 	// A 2 GiB largest buffer makes the 7.2 GB file wrap as several overlapping views.
 	e, dev, done := loadCounting(t, sparse27B(t), 2<<30)
@@ -163,8 +171,8 @@ func TestDispatchCount27B(t *testing.T) {
 	defer ps.Close()
 	e.encodeChunk(pre, ps.(*state), make([]int32, 64), outLast)
 	t.Logf("27B prefill chunk of 64 tokens: %d dispatches:%s", pre.Dispatches(), perKernel(pre.(*countingCB)))
-	if cb.n != want || cb.n > 300 {
-		t.Errorf("%d dispatches, want %d (≤ 300)", cb.n, want)
+	if cb.n != want || cb.n > decodeDispatchBudget {
+		t.Errorf("%d dispatches, want %d (≤ %d)", cb.n, want, decodeDispatchBudget)
 	}
 	cbLogits := decodeDispatches(t, e, outLast)
 	if cbLogits.n != want-1 {
@@ -173,7 +181,8 @@ func TestDispatchCount27B(t *testing.T) {
 }
 
 // TestDispatchCount27BPTQ1 counts the decode step of the 27B configuration stored as
-// PTQ1_0: the same plan, every product on a PTQ1_0 kernel, at most 300 dispatches.
+// PTQ1_0: the same plan, every product on a PTQ1_0 kernel, at most decodeDispatchBudget
+// dispatches.
 func TestDispatchCount27BPTQ1(t *testing.T) {
 	e, _, done := loadCounting(t, sparse27BAs(t, ternary.PTQ1_0), 2<<30)
 	defer done()
@@ -181,16 +190,17 @@ func TestDispatchCount27BPTQ1(t *testing.T) {
 	want := DecodeDispatches(e.cfg, true)
 	t.Logf("27B PTQ1_0 greedy decode step: %d dispatches (ternary bytes per step %.3f GB):%s",
 		cb.n, float64(e.w.TernaryBytes())/1e9, perKernel(cb))
-	if cb.n != want || cb.n > 300 {
-		t.Errorf("%d dispatches, want %d (≤ 300)", cb.n, want)
+	if cb.n != want || cb.n > decodeDispatchBudget {
+		t.Errorf("%d dispatches, want %d (≤ %d)", cb.n, want, decodeDispatchBudget)
 	}
-	for _, k := range []string{kMVPlain, kMVFWHT, kMVNorm, kMVSwiGLU, kGDNDecode} {
+	for _, k := range []string{kMVPlain, kMVFWHT, kMVNorm, kMVSwiGLU} {
 		if cb.perName[k] != 0 {
 			t.Errorf("a PTQ1_0 decode step ran the PQ2_0 kernel %s %d times", k, cb.perName[k])
 		}
 	}
+	// mv_norm_t1 runs every norm site: each layer's In and FFNIn, and the head.
 	L, A := e.cfg.Layers, e.cfg.AttentionLayers()
-	for k, n := range map[string]int{kGDNDecodeT1: L - A, kMVFWHTT1: L, kMVNormT1: L + A + 1, kMVSwiGLUT1: L} {
+	for k, n := range map[string]int{kGDNDecode: L - A, kMVFWHTT1: L, kMVNormT1: 2*L + 1, kMVSwiGLUT1: L} {
 		if cb.perName[k] != n {
 			t.Errorf("%s: %d dispatches, want %d", k, cb.perName[k], n)
 		}

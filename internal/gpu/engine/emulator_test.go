@@ -84,8 +84,9 @@ func TestKernels(t *testing.T) {
 	for _, c := range cs {
 		seen[c.Kernel] = true
 	}
-	// The KV appends run inside the attention checks' prefill, reported as the attention.
-	within := map[string]string{kAttnAppend16: kAttnF16, kAttnAppend32: kAttnF32, kAttnAppendI8: kAttnI8}
+	// The KV appends run inside the attention checks' prefill, and the merge inside every
+	// attention check, reported as the attention.
+	within := map[string]string{kAttnAppend16: kAttnF16, kAttnAppend32: kAttnF32, kAttnAppendI8: kAttnI8, kAttnMerge: kAttnF16}
 	for _, k := range kernelNames {
 		if !seen[k] && !seen[within[k]] {
 			t.Errorf("kernel %s has no check", k)

@@ -126,6 +126,7 @@ func newEngine(ctx context.Context, b *Backend, dev gpu.Device, w *qwen35.Weight
 	if err != nil {
 		return nil, err
 	}
+	geo = geo.withProducts(planWidths(plan), blk, 0)
 	e := &engine{
 		b: b, dev: dev, w: w, cfg: c, plan: plan, att: qwen35.NewAttention(c), sizes: sizes, geo: geo, blk: blk,
 		scale: float32(1 / math.Sqrt(float64(blk))),

@@ -60,8 +60,9 @@ func (d *countingDevice) WrapNoCopy(mem []byte) (gpu.Buffer, error) {
 }
 
 type countingPipe struct {
-	name  string
-	width int
+	name   string
+	width  int
+	macros map[string]string // the macros it was compiled with
 }
 
 func (p *countingPipe) Name() string                  { return p.name }
@@ -71,7 +72,7 @@ func (p *countingPipe) ThreadExecutionWidth() int     { return p.width }
 func (d *countingDevice) Compile(sources, macros map[string]string, kernels []string) (map[string]gpu.Pipeline, error) {
 	out := map[string]gpu.Pipeline{}
 	for _, k := range kernels {
-		out[k] = &countingPipe{k, cmp.Or(d.simdWidth, 32)}
+		out[k] = &countingPipe{k, cmp.Or(d.simdWidth, 32), macros}
 	}
 	return out, nil
 }
@@ -80,7 +81,15 @@ type countingCB struct {
 	dev     *countingDevice
 	n       int
 	perName map[string]int
+	log     []countedDispatch // every dispatch, in order
 	err     error
+}
+
+// countedDispatch is one dispatch a countingCB recorded.
+type countedDispatch struct {
+	p             *countingPipe
+	grid, threads gpu.Size
+	args          []byte // the argument words (buffer 0's bytes)
 }
 
 func (d *countingDevice) NewCommandBuffer() (gpu.CommandBuffer, error) {
@@ -95,6 +104,14 @@ func (d *countingDevice) NewCommandBuffer() (gpu.CommandBuffer, error) {
 func (cb *countingCB) Dispatch(p gpu.Pipeline, grid, threads gpu.Size, args ...gpu.Arg) {
 	cb.n++
 	cb.perName[p.Name()]++
+	rec := countedDispatch{grid: grid, threads: threads}
+	rec.p, _ = p.(*countingPipe)
+	for _, a := range args {
+		if a.Index == 0 && a.Bytes != nil {
+			rec.args = a.Bytes
+		}
+	}
+	cb.log = append(cb.log, rec)
 	cb.dev.mu.Lock()
 	if cb.dev.dispatched == nil {
 		cb.dev.dispatched = map[string]int{}

@@ -111,18 +111,16 @@ func (e *engine) runChunk(st *state, tokens []int32, mode outMode) error {
 	if e.closed {
 		return backend.ErrClosed
 	}
-	// A prefill chunk is split into command buffers of a few layers (split.go).
-	T, every := len(tokens), 0
-	if T > 1 {
-		every = e.budget.every(T)
-	}
-	cb := newSplitter(e.dev, every)
+	// The chunk's command buffers end where the cost model or, in prefill, the measured
+	// budget says (split.go).
+	T := len(tokens)
+	cb := e.splitter(T)
 	e.encodeChunk(cb, st, tokens, mode)
 	cb.Commit()
 	if err := cb.Wait(); err != nil {
-		return e.commandBufferError(err, T, every)
+		return e.commandBufferError(err, T, st.pos, cb)
 	}
-	if every > 0 {
+	if cb.every > 0 {
 		e.budget.observe(T, cb.layers, time.Since(cb.started))
 	}
 	st.setLen(st.pos + len(tokens))
@@ -191,9 +189,12 @@ type mvSet struct {
 }
 
 // mvIn is a matrix-vector product's input: in0 (x, gate or the rotated/unrotated
-// activation), in1 (delta or up), the residual output, the norm gain and the signs.
+// activation), in1 (delta or up), the residual output, the norm gain and the signs;
+// with mvfConv, a GDN layer's convolution weights and state, which set 0's rows (its
+// attn_qkv channels) go through as they are written (MVF_CONV, NORM only).
 type mvIn struct {
 	in0, in1, xout, gain, signs, hout ref
+	convw, conv                       ref
 	flags                             uint32
 }
 
@@ -202,15 +203,19 @@ func (e *engine) mv(cb gpu.CommandBuffer, mode mvMode, K int, in mvIn, sets ...m
 	t1 := e.isPTQ1(sets[0].w)
 	for _, s := range sets[1:] {
 		if e.isPTQ1(s.w) != t1 {
-			// Weight sets of both formats: one product per set.
-			for _, s := range sets {
+			// Weight sets of both formats: one product per set (the convolution, set
+			// 0's, in the first).
+			for i, s := range sets {
+				if i > 0 {
+					in.flags &^= mvfConv
+				}
 				e.mv(cb, mode, K, in, s)
 			}
 			return
 		}
 	}
-	p := e.p[mode.kernel(t1)]
-	chunk := mvChunk(e.blk, e.chunkCap)
+	chunk := mvChunk(K, e.blk, e.chunkCap)
+	p := e.mvPipeline(mode.kernel(t1), chunk)
 	single := K <= chunk
 	want := 256
 	if !single {
@@ -244,13 +249,29 @@ func (e *engine) mv(cb gpu.CommandBuffer, mode mvMode, K int, in mvIn, sets ...m
 		}
 		return r
 	}
-	a := args{uint32(K), uint32(n[0]), uint32(n[1]), uint32(n[2]), 0, uint32(ngroups),
+	var convK uint32
+	if in.flags&mvfConv != 0 {
+		convK = uint32(e.cfg.ConvKernel)
+	}
+	a := args{uint32(K), uint32(n[0]), uint32(n[1]), uint32(n[2]), convK, uint32(ngroups),
 		uint32(e.blk), uint32(chunk), f32(e.scale), f32(e.eps), in.flags}
 	cb.Dispatch(p, gpu.Size{ntg, 1, 1}, gpu.Size{nt, 1, 1},
 		bytesArg(a),
 		def(in.in0).arg(1), def(in.in1).arg(2), def(in.xout).arg(3), def(in.gain).arg(4), def(in.signs).arg(5),
 		ws[0].arg(6), ws[1].arg(7), ws[2].arg(8),
-		ys[0].arg(9), ys[1].arg(10), ys[2].arg(11), def(in.hout).arg(12))
+		ys[0].arg(9), ys[1].arg(10), ys[2].arg(11), def(in.hout).arg(12), def(in.convw).arg(13), def(in.conv).arg(14))
+}
+
+// mvPipeline returns a matrix-vector kernel in its variant for chunks of c values: the
+// smallest compiled (geometry.mv) that holds c, which is c itself for every product
+// of the plan.
+func (e *engine) mvPipeline(kernel string, c int) gpu.Pipeline {
+	for _, v := range e.geo.mv {
+		if v >= c {
+			return e.p[mvKey(kernel, v)]
+		}
+	}
+	panic(fmt.Sprintf("engine: no variant of %s holds a chunk of %d values (compiled for %v)", kernel, c, e.geo.mv))
 }
 
 // r0 is a whole buffer as a reference.
@@ -259,6 +280,7 @@ func r0(b gpu.Buffer) ref { return ref{b, 0} }
 // mvSite records one matrix-vector product over a site's products (at most three),
 // product j writing its rows into outs[j].
 func (e *engine) mvSite(cb gpu.CommandBuffer, mode mvMode, s *qwen35.Site, r *siteRefs, in mvIn, outs ...gpu.Buffer) {
+	charge(cb, e.siteCost(s, 1))
 	var sets [3]mvSet
 	for j, m := range s.Products {
 		sets[j] = mvSet{r.products[j], m.N, r0(outs[j])}
@@ -267,10 +289,34 @@ func (e *engine) mvSite(cb gpu.CommandBuffer, mode mvMode, s *qwen35.Site, r *si
 }
 
 // gemmSite records one GEMM per product of a site over T rows of x, product j writing
-// into outs[j].
+// into outs[j]. A product whose GEMM would cost more than the command buffer's limit
+// (split.go) — the 27B model's head over 64 rows on the slowest GPU — is recorded as
+// GEMMs over ranges of its rows, each within the limit.
 func (e *engine) gemmSite(cb gpu.CommandBuffer, s *qwen35.Site, r *siteRefs, T int, x gpu.Buffer, outs ...gpu.Buffer) {
 	for j, m := range s.Products {
-		e.gemm(cb, r.products[j], m.K, m.N, T, x, outs[j])
+		tiles := ceilDiv(m.N, gemmRows)
+		per := tiles
+		if lim := costLimit(cb); lim > 0 {
+			for per > 1 && gemmCost(m, per*gemmRows, T).seconds() > lim {
+				per = ceilDiv(per, 2)
+			}
+		}
+		if per == tiles {
+			charge(cb, gemmCost(m, m.N, T))
+			e.gemm(cb, r.products[j], m.K, m.N, T, x, outs[j])
+			continue
+		}
+		// Ranges of per tiles: the weights and the output bound at the range's first
+		// row, N kept as the output's stride and bound. The kernel writes every row of
+		// its tiles below N, so the last range ends at N exactly, overlapping the one
+		// before (its rows computed twice, the same products).
+		n := per * gemmRows
+		rb := m.Format.RowBytes(m.K)
+		for from := 0; from < m.N; from += n {
+			off := min(from, m.N-n)
+			charge(cb, gemmCost(m, n, T))
+			e.gemmAt(cb, r.products[j].at(off*rb), e.isPTQ1(r.products[j]), m.K, m.N, T, r0(x), ref{outs[j], 4 * off}, per)
+		}
 	}
 }
 
@@ -308,16 +354,8 @@ func (e *engine) encodeDecode(cb gpu.CommandBuffer, st *state, mode outMode) {
 			swap()
 			e.attention(cb, st.alone(1), li, true)
 		case qwen35.MixerGDN:
-			if e.b.cfg.SplitGDN || e.isPTQ1(l.in.products[0]) != e.isPTQ1(l.in.products[1]) {
-				// The products as one mv_norm that also keeps the normed vector for the
-				// unrotated products, then the step (gdn_seq, one token).
-				in := normIn(&lp.In, l.in.norm)
-				in.hout, in.flags = r0(st.h), in.flags|mvfHOut
-				e.mvSite(cb, mvNorm, &lp.In, &l.in, in, st.qkv, st.z)
-				e.gdnSeq(cb, st.alone(1), li)
-			} else {
-				e.gdnDecode(cb, st, li, x, delta, xn, e.signsOf(lp.In.Width), hasDelta)
-			}
+			charge(cb, e.siteCost(&lp.In, 1).add(e.gdnCost(1)))
+			e.gdnDecode(cb, st, li, normIn(&lp.In, l.in.norm), lp.In.Products[0].N, lp.In.Products[1].N)
 			swap()
 		}
 		e.mvSite(cb, mvFWHT, &lp.Out, &l.out, mvIn{in0: r0(st.mix), signs: e.signsOf(lp.Out.Width)}, st.delta)
@@ -362,65 +400,73 @@ func (e *engine) gdnArgs(T int, flags uint32) args {
 		uint32(e.blk), f32(e.scale)}
 }
 
-// gdnDecode records a GDN layer's decode step in one dispatch: the In site (residual add,
-// norm, rotation) and its products in the prologue, then the recurrence.
-func (e *engine) gdnDecode(cb gpu.CommandBuffer, st *state, li int, x, delta, xn, signs ref, hasDelta bool) {
+// gdnDecode records a GDN layer's decode token in two dispatches (in, its In site's
+// norm input; qkv and z, the rows of its two products):
+//
+//   - mv_norm: the In site (residual add, RMSNorm·attn_norm, the signed FWHT) and the
+//     products attn_qkv and attn_gate as one matrix-vector product over all their rows
+//     — spread over up to MaxGroups threadgroups like every other product — keeping the
+//     normed vector (hout) for alpha/beta, with each attn_qkv row put through its
+//     channel's causal convolution and SiLU as it is written (MVF_CONV: one thread owns
+//     a channel's state, so the state updates without races);
+//   - gdn_decode: the recurrence, one threadgroup per V head (gdn.metal).
+//
+// With SplitGDN the same mv_norm runs without the convolution and the recurrence is
+// gdn_seq's one-token step (KH threadgroups, the convolution inside): the same
+// arithmetic in another order of dispatch, whose logits match these bit for bit.
+//
+// The products once ran inside gdn_decode itself, KH = 16 threadgroups at 27B each
+// computing its q/k head group's 1024 rows (22 MB of PQ2_0 weights a layer over 16
+// cores), which left most cores of a 20–40-core GPU idle through the layer's largest
+// read; the sizes and the alternatives weighed are in gdn.metal.
+func (e *engine) gdnDecode(cb gpu.CommandBuffer, st *state, li int, in mvIn, qkv, z int) {
 	l := &e.layers[li]
-	k := kGDNDecode
-	if e.isPTQ1(l.in.products[0]) {
-		k = kGDNDecodeT1
+	in.hout, in.flags = r0(st.h), in.flags|mvfHOut
+	if !e.b.cfg.SplitGDN {
+		in.convw, in.conv, in.flags = l.conv, st.conv[li], in.flags|mvfConv
 	}
-	p := e.p[k]
-	var flags uint32
-	if hasDelta {
-		flags = mvfDelta | mvfXOut
+	e.mv(cb, mvNorm, e.cfg.Embedding, in, mvSet{l.in.products[0], qkv, r0(st.qkv)}, mvSet{l.in.products[1], z, r0(st.z)})
+	if e.b.cfg.SplitGDN {
+		e.gdnSeq(cb, st.alone(1), li)
+		return
 	}
-	cb.Dispatch(p, gpu.Size{e.cfg.KHeads, 1, 1}, gpu.Size{threads(p, 1024), 1, 1},
-		bytesArg(e.gdnArgs(1, flags)),
-		x.arg(1), delta.arg(2), xn.arg(3), l.in.norm.arg(4), signs.arg(5),
-		l.in.products[0].arg(6), l.in.products[1].arg(7), l.in.unrotated[0].arg(8), l.in.unrotated[1].arg(9),
-		l.conv.arg(10), l.dt.arg(11), l.a.arg(12), l.ssmNorm.arg(13),
-		st.conv[li].arg(14), st.ssm[li].arg(15), buf(16, st.mix))
+	e.gdnCore(cb, kGDNDecode, st.alone(1), li, e.cfg.VHeads)
 }
 
 // gdnSeq records the GDN core of s's rows in the step form, on their qkv, z and h rows.
 func (e *engine) gdnSeq(cb gpu.CommandBuffer, s seg, li int) {
-	e.gdnCore(cb, kGDNSeq, s, li)
+	e.gdnCore(cb, kGDNSeq, s, li, e.cfg.KHeads)
 }
 
 // gdnChunk records the GDN core of s's rows (at most 64) in the chunked form (it
 // convolves their qkv rows in place).
 func (e *engine) gdnChunk(cb gpu.CommandBuffer, s seg, li int) {
-	e.gdnCore(cb, kGDNChunk, s, li)
+	e.gdnCore(cb, kGDNChunk, s, li, e.cfg.KHeads)
 }
 
-func (e *engine) gdnCore(cb gpu.CommandBuffer, kernel string, s seg, li int) {
+// gdnCore records one of the GDN core kernels over grid threadgroups (gdn_seq and
+// gdn_chunk: one per q/k head group; gdn_decode: one per V head), all bound alike.
+func (e *engine) gdnCore(cb gpu.CommandBuffer, kernel string, s seg, li, grid int) {
 	c, l, a, st := e.cfg, &e.layers[li], s.a, s.st
 	p := e.p[kernel]
 	// The row widths are gdnArgs's: QKV, inner and E.
-	cb.Dispatch(p, gpu.Size{c.KHeads, 1, 1}, gpu.Size{threads(p, 1024), 1, 1},
+	cb.Dispatch(p, gpu.Size{grid, 1, 1}, gpu.Size{threads(p, 1024), 1, 1},
 		bytesArg(e.gdnArgs(s.n, 0)), rowAt(a.qkv, s.row, c.QKVWidth()).arg(1), rowAt(a.z, s.row, c.InnerSize).arg(2),
 		rowAt(a.h, s.row, c.Embedding).arg(3),
 		l.in.unrotated[0].arg(4), l.in.unrotated[1].arg(5), l.conv.arg(6), l.dt.arg(7), l.a.arg(8), l.ssmNorm.arg(9),
 		st.conv[li].arg(10), st.ssm[li].arg(11), rowAt(a.mix, s.row, c.InnerSize).arg(12))
 }
 
-// attention records the attention of s's rows at their positions: fused (one row:
-// norm, RoPE, append and attend in one dispatch) or the prefill pair attn_append + attn.
+// attention records the attention of s's rows at their positions (attn.go): for a
+// prefill (fused unset) attn_append first stores the rows' keys and values; then the
+// partial softmaxes over blocks of positions (attn_*; fused, for one row, the block
+// holding its position also forms, stores and attends its key and value), in as many
+// dispatches as the command buffer's cost limit needs, and attn_merge.
 func (e *engine) attention(cb gpu.CommandBuffer, s seg, li int, fused bool) {
 	c := e.cfg
 	l, st := &e.layers[li], s.st
-	var fu uint32
-	if fused {
-		fu = 1
-	}
+	H, KV, HD := c.Heads, c.KVHeads, c.HeadDim
 	T := s.n
-	a := args{uint32(c.Heads), uint32(c.KVHeads), uint32(c.HeadDim), uint32(c.RopeDims / 2), uint32(T),
-		uint32(st.pos), uint32(st.opt.ContextSize), fu, f32(e.eps), f32(float32(1 / math.Sqrt(float64(c.HeadDim)))), 0, 0}
-	// The kernels' rows: q|gate 2·H·HD, k and v KV·HD, the output H·HD.
-	qg := rowAt(s.a.qg, s.row, 2*c.Heads*c.HeadDim)
-	k, v := rowAt(s.a.k, s.row, c.KVHeads*c.HeadDim), rowAt(s.a.v, s.row, c.KVHeads*c.HeadDim)
-	rope, mix := rowAt(s.a.rope, s.row, e.ropeWidth()), rowAt(s.a.mix, s.row, c.Heads*c.HeadDim)
 	attn, app := kAttnF16, kAttnAppend16
 	switch st.kvElem {
 	case 4:
@@ -428,20 +474,49 @@ func (e *engine) attention(cb gpu.CommandBuffer, s seg, li int, fused bool) {
 	case 1:
 		attn, app = kAttnI8, kAttnAppendI8
 	}
+	p := e.p[attn]
+	pl := e.planAttention(p, st.pos, T, s.a.part.Len()/(4*H*(HD+2)))
+	var fu uint32
+	if fused {
+		fu = 1
+	}
+	a := args{uint32(H), uint32(KV), uint32(HD), uint32(c.RopeDims / 2), uint32(T),
+		uint32(st.pos), uint32(st.opt.ContextSize), fu, f32(e.eps), f32(float32(1 / math.Sqrt(float64(HD)))),
+		uint32(pl.span), uint32(pl.nb), 0, 0, uint32(pl.tt), 0}
+	// The kernels' rows: q|gate 2·H·HD, k and v KV·HD, the output H·HD. The partials
+	// (T·H·nb results) are scratch: the segments of a batch take their turns on them,
+	// each merged before the next writes (dispatches run in order).
+	qg := rowAt(s.a.qg, s.row, 2*H*HD)
+	k, v := rowAt(s.a.k, s.row, KV*HD), rowAt(s.a.v, s.row, KV*HD)
+	rope, mix := rowAt(s.a.rope, s.row, e.ropeWidth()), rowAt(s.a.mix, s.row, H*HD)
+	pacc := r0(s.a.part)
+	pml := pacc.at(4 * T * H * pl.nb * HD)
 	ks, vs := st.kc[li], st.vc[li] // bound, unused, when the cache has no scales
 	if st.ks[li] != nil {
 		ks, vs = st.ks[li], st.vs[li]
 	}
 	if !fused {
-		p := e.p[app]
-		cb.Dispatch(p, gpu.Size{c.KVHeads, T, 1}, gpu.Size{threads(p, (c.HeadDim+31)/32*32), 1, 1},
+		ap := e.p[app]
+		charge(cb, cost{bytes: float64(T*KV*HD) * float64(2*4+2*st.kvElem)})
+		cb.Dispatch(ap, gpu.Size{KV, T, 1}, gpu.Size{threads(ap, (HD+31)/32*32), 1, 1},
 			bytesArg(a), k.arg(1), v.arg(2), l.kNorm.arg(3), rope.arg(4), buf(5, st.kc[li]), buf(6, st.vc[li]),
 			buf(7, ks), buf(8, vs))
 	}
-	p := e.p[attn]
-	cb.Dispatch(p, gpu.Size{c.Heads, T, 1}, gpu.Size{threads(p, attnThreads), 1, 1},
-		bytesArg(a), qg.arg(1), k.arg(2), v.arg(3), l.qNorm.arg(4), l.kNorm.arg(5), rope.arg(6),
-		buf(7, st.kc[li]), buf(8, st.vc[li]), mix.arg(9), buf(10, ks), buf(11, vs))
+	bPer, yPer := e.pieces(pl, st.kvElem, costLimit(cb))
+	for y0 := 0; y0 < pl.tiles; y0 += yPer {
+		for b0 := 0; b0 < pl.nb; b0 += bPer {
+			bn, yn := min(bPer, pl.nb-b0), min(yPer, pl.tiles-y0)
+			a[12], a[13] = uint32(b0), uint32(y0)
+			charge(cb, e.pieceCost(pl, st.kvElem, bn, yn))
+			cb.Dispatch(p, gpu.Size{bn, yn, KV}, gpu.Size{pl.nt, 1, 1},
+				bytesArg(a), qg.arg(1), k.arg(2), v.arg(3), l.qNorm.arg(4), l.kNorm.arg(5), rope.arg(6),
+				buf(7, st.kc[li]), buf(8, st.vc[li]), pacc.arg(9), buf(10, ks), buf(11, vs), pml.arg(12))
+		}
+	}
+	m := e.p[kAttnMerge]
+	charge(cb, e.mergeCost(pl))
+	cb.Dispatch(m, gpu.Size{H, T, 1}, gpu.Size{threads(m, min(256, (HD+31)/32*32)), 1, 1},
+		bytesArg(a), qg.arg(1), pacc.arg(2), pml.arg(3), mix.arg(4))
 }
 
 // siteNorm records x += delta (when hasDelta), h = RMSNorm(x)·gain (written when keepH)
@@ -462,6 +537,7 @@ func (e *engine) siteNormAt(cb gpu.CommandBuffer, a *acts, row int, out ref, T, 
 		flags |= siteH
 	}
 	sa := args{uint32(W), uint32(e.blk), f32(e.scale), f32(e.eps), flags, 0, uint32(T), 0}
+	charge(cb, rowsCost(T, W, 5))
 	cb.Dispatch(p, gpu.Size{T, 1, 1}, gpu.Size{threads(p, min(1024, max(e.blk, 256))), 1, 1},
 		bytesArg(sa), rowAt(a.xa, row, W).arg(1), rowAt(a.delta, row, W).arg(2), gain.arg(3), e.signsOf(W).arg(4),
 		rowAt(a.h, row, W).arg(5), out.arg(6))
@@ -478,6 +554,7 @@ func (e *engine) siteBlocks(cb gpu.CommandBuffer, kernel string, W, T int, ins .
 		i++
 	}
 	list = append(list, e.signsOf(W).arg(i), buf(i+1, ins[len(ins)-1]))
+	charge(cb, rowsCost(T, W, len(ins)))
 	cb.Dispatch(p, gpu.Size{W / e.blk, T, 1}, gpu.Size{threads(p, e.blk), 1, 1}, list...)
 }
 
@@ -488,13 +565,19 @@ func (e *engine) gemm(cb gpu.CommandBuffer, w ref, K, N, T int, x, y gpu.Buffer)
 
 // gemmTiles records the GEMM's first tiles row tiles (the kernel checks sample rows).
 func (e *engine) gemmTiles(cb gpu.CommandBuffer, w ref, K, N, T int, x, y gpu.Buffer, tiles int) {
+	e.gemmAt(cb, w, e.isPTQ1(w), K, N, T, r0(x), r0(y), tiles)
+}
+
+// gemmAt is gemmTiles with X and Y bound at references, and W (stored as PTQ1_0 when
+// t1) at a reference that may lie inside a matrix.
+func (e *engine) gemmAt(cb gpu.CommandBuffer, w ref, t1 bool, K, N, T int, x, y ref, tiles int) {
 	k := kGemm
-	if e.isPTQ1(w) {
+	if t1 {
 		k = kGemmT1
 	}
 	p := e.p[k]
 	cb.Dispatch(p, gpu.Size{tiles, (T + gemmTokens - 1) / gemmTokens, 1}, gpu.Size{gemmThreads, 1, 1},
-		bytesArg(args{uint32(K), uint32(N), uint32(T), 0}), w.arg(1), buf(2, x), buf(3, y))
+		bytesArg(args{uint32(K), uint32(N), uint32(T), 0}), w.arg(1), x.arg(2), y.arg(3))
 }
 
 // encodePrefill records T tokens of st through the layers with the prefill kernels
@@ -540,6 +623,7 @@ func (e *engine) encodeLayers(cb gpu.CommandBuffer, a *acts, R int, segs []seg) 
 		case qwen35.MixerGDN:
 			e.gemmSite(cb, &lp.In, &l.in, R, a.hr, a.qkv, a.z)
 			for _, s := range segs {
+				charge(cb, e.gdnCost(s.n).add(unrotatedCost(&lp.In, s.n)))
 				if s.n > 1 && !e.b.cfg.StepGDN {
 					e.gdnChunk(cb, s, li)
 				} else {
@@ -561,7 +645,10 @@ func (e *engine) encodeLayers(cb gpu.CommandBuffer, a *acts, R int, segs []seg) 
 // DecodeDispatches is metal.DecodeDispatches (the doc is there): the dispatches
 // encodeDecode records.
 func DecodeDispatches(c *qwen35.Config, greedy bool) int {
-	n := 1 + 4*(c.Layers-c.AttentionLayers()) + 5*c.AttentionLayers() + 1
+	// An attention layer: mv_norm, attn and attn_merge (one dispatch each below the cost
+	// limit: a long context may cut attn into several, split.go), mv_fwht, mv_norm,
+	// mv_swiglu.
+	n := 1 + 5*(c.Layers-c.AttentionLayers()) + 6*c.AttentionLayers() + 1
 	if greedy {
 		n++
 	}

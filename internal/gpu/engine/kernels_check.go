@@ -134,7 +134,8 @@ func (k *checker) engine(c qwen35.Config, blk int, widths []int, maxGroups, chun
 	if err != nil {
 		return nil, err
 	}
-	key := fmt.Sprint(geo.macros())
+	geo = geo.withProducts(widths, blk, chunkCap)
+	key := fmt.Sprint(geo.macros(), geo.mv)
 	p := k.libs[key]
 	if p == nil {
 		if p, err = compile(k.dev, geo); err != nil {
@@ -347,11 +348,17 @@ func (k *checker) smallChecks() error {
 		func() error { return e.checkGemm(384, 70, 37) },
 		func() error { return e.checkGemm(256, 33, 1) },
 		func() error { return e.checkGemm(256, 200, 64) },
+		func() error { return e.checkGemmCut(256, 200, 40) },
 		func() error { return e.checkGDN(7) },
 		func() error { return e.checkGDNChunk(45) },
 		func() error { return e.checkAttention(backend.KVFloat16, 5, 3) },
 		func() error { return e.checkAttention(backend.KVFloat32, 4, 2) },
 		func() error { return e.checkAttention(backend.KVInt8, 4, 3) },
+		// Many positions: 3,000 cached, cut into 12 blocks; a 40-token prefill (three
+		// token tiles) and a decode step, one with every block × tile a dispatch and a
+		// command buffer of its own.
+		func() error { return e.checkAttention(backend.KVInt8, 5, 3000) },
+		func() error { return e.checkAttentionCut(backend.KVFloat16, 40, 3000, true) },
 		func() error { return e.checkArgmax(1000) },
 		func() error { return e.checkStreamRead(1000) },
 	}
@@ -370,6 +377,9 @@ func (k *checker) smallChecks() error {
 		func() error {
 			return s.checkMV(mvNorm, 384, []int{40, 9}, mvfDelta|mvfXOut|mvfHOut, "streamed, chunk 128, xout+hout")
 		},
+		// gdn_decode after a streamed mv_norm: the convolution on the rows of the last
+		// chunk's pass.
+		func() error { return s.checkGDN(2) },
 	} {
 		if err := f(); err != nil {
 			return err
@@ -387,6 +397,7 @@ func (k *checker) smallChecks() error {
 		func() error { return s1.checkMV(mvSwiGLU, 512, []int{45}, 0, "streamed, chunk 128") },
 		func() error { return t1.checkGemm(384, 70, 37) },
 		func() error { return t1.checkGemm(256, 200, 64) },
+		func() error { return t1.checkGemmCut(256, 200, 40) },
 		func() error { return t1.checkGDN(3) },
 	} {
 		if err := f(); err != nil {
@@ -429,6 +440,10 @@ func (k *checker) realChecks() error {
 		func() error { return e.checkGDNChunk(40) },
 		func() error { return e.checkAttention(backend.KVFloat16, 3, 2) },
 		func() error { return e.checkAttention(backend.KVInt8, 2, 2) },
+		// Many positions at the 27B model's heads: 2,000 cached (8 blocks), and a
+		// 12-token prefill (3 tiles of 5) cut into a dispatch per block × tile.
+		func() error { return e.checkAttention(backend.KVInt8, 3, 2000) },
+		func() error { return e.checkAttentionCut(backend.KVFloat16, 12, 1500, true) },
 		func() error { return e.checkArgmax(248320) },
 	} {
 		if err := f(); err != nil {
@@ -817,7 +832,8 @@ func (e *ckEngine) checkGDN(T int) error {
 	copy(floats(st.xa.Contents()), x)
 	copy(floats(st.delta.Contents()), delta)
 	dt, err = e.k.run(func(cb gpu.CommandBuffer) {
-		e.gdnDecode(cb, st, 0, r0(st.xa), r0(st.delta), r0(st.xb), e.signsOf(E), true)
+		in := mvIn{in0: r0(st.xa), in1: r0(st.delta), xout: r0(st.xb), gain: e.layers[0].in.norm, signs: e.signsOf(E), flags: mvfDelta | mvfXOut}
+		e.gdnDecode(cb, st, 0, in, W, inner)
 	})
 	xn := make([]float32, E)
 	for i := range xn {
@@ -839,11 +855,10 @@ func (e *ckEngine) checkGDN(T int) error {
 	l.Beta.MulVec(b1, hn)
 	want1 := make([]float32, inner)
 	gdn.Forward(want1, q1, z1, a1, b1, 1, l, gs, sc, false)
-	kd := kGDNDecode
-	if e.ptq1 {
-		kd = kGDNDecodeT1
-	}
-	ck3 := Check{Kernel: kd, Case: fmt.Sprintf("E %d, d %d, %d×%d heads: out", E, c.StateSize, c.KHeads, c.HeadRepeat()), Tol: tolCore, Metric: "rel", Time: dt, Failure: err}
+	// The decode token is two dispatches: the In site's mv_norm (its attn_qkv rows
+	// convolved as they are written) and gdn_decode, one threadgroup per V head.
+	ck3 := Check{Kernel: kGDNDecode, Case: fmt.Sprintf("E %d, d %d, %d×%d heads, after %s with the convolution (chunks of %d): out, states",
+		E, c.StateSize, c.KHeads, c.HeadRepeat(), mvNorm.kernel(e.ptq1), mvChunk(E, e.blk, e.chunkCap)), Tol: tolCore, Metric: "rel", Time: dt, Failure: err}
 	if err == nil {
 		ck3.Err = math.Max(errRel(readF(st.mix, 0, inner), want1), errRel(readF(st.xb, 0, E), xn))
 		ck3.Err = math.Max(ck3.Err, errRel(readF(st.ssmBuf, st.ssm[0].off, len(gs.S)), gs.S))
@@ -910,9 +925,19 @@ func refRows(w []byte, K, N int, x []float32) []float64 {
 
 func (e *ckEngine) gdnRef() *qwen35.GDN { return qwen35.NewGDN(e.cfg) }
 
-// checkAttention runs T tokens through attn_append + attn, then one fused decode step,
-// against qwen35's Attention and KV cache.
+// checkAttention runs T tokens through attn_append + attn + attn_merge, then one fused
+// decode step, against qwen35's Attention and KV cache.
 func (e *ckEngine) checkAttention(p backend.KVPrecision, T, pre int) error {
+	return e.checkAttentionCut(p, T, pre, false)
+}
+
+// checkAttentionCut is checkAttention after a prefix of pre positions (through the
+// kernels, their output unchecked; a prefix longer than the state's rows straight into
+// the caches). With cut set the checked steps run in
+// a splitter whose cost limit no dispatch meets, so that every block × tile of the
+// partial attention is a dispatch, and a command buffer, of its own (the cut the cost
+// model makes at long positions), merged in a command buffer of its own.
+func (e *ckEngine) checkAttentionCut(p backend.KVPrecision, T, pre int, cut bool) error {
 	k, c := e.k, e.cfg
 	H, KV, D := c.Heads, c.KVHeads, c.HeadDim
 	li := c.FullAttentionInterval - 1
@@ -951,7 +976,21 @@ func (e *ckEngine) checkAttention(p backend.KVPrecision, T, pre int) error {
 		copy(floats(st.k.Contents()), kk)
 		copy(floats(st.v.Contents()), vv)
 		e.ropeTable(&st.acts, 0, st.pos, n) // as encodeChunk writes it
-		dt, err := k.run(func(cb gpu.CommandBuffer) { e.attention(cb, st.alone(n), li, fused) })
+		rec := func(cb gpu.CommandBuffer) { e.attention(cb, st.alone(n), li, fused) }
+		var dt time.Duration
+		var err error
+		buffers := 1
+		if cut && what != "" {
+			sp := newSplitter(k.dev, 0)
+			sp.limit = 1e-12
+			rec(sp)
+			t0 := time.Now()
+			sp.Commit()
+			err = sp.Wait()
+			dt, buffers = time.Since(t0), sp.buffers()
+		} else {
+			dt, err = k.run(rec)
+		}
 		want := make([]float32, n*H*D)
 		if err := at.Forward(want, qg, kk, vv, n, st.pos, l, cache, sc); err != nil {
 			return err
@@ -961,9 +1000,15 @@ func (e *ckEngine) checkAttention(p backend.KVPrecision, T, pre int) error {
 			return nil
 		}
 		kernel := map[backend.KVPrecision]string{backend.KVFloat16: kAttnF16, backend.KVFloat32: kAttnF32, backend.KVInt8: kAttnI8}[p]
-		ck := Check{Kernel: kernel, Case: fmt.Sprintf("%d×%d heads of %d, kv %s: %s", H, KV, D, p, what), Tol: tol, Metric: "rel", Time: dt, Failure: err}
+		pl := e.planAttention(e.p[kernel], st.pos-n, n, st.part.Len()/(4*H*(D+2)))
+		name := fmt.Sprintf("%d×%d heads of %d, kv %s: %s, %d block(s) of %d × %d tile(s) of %d", H, KV, D, p, what, pl.nb, pl.span, pl.tiles, pl.tt)
+		if buffers > 1 {
+			name += fmt.Sprintf(", %d command buffers", buffers)
+		}
+		ck := Check{Kernel: kernel, Case: name, Tol: tol, Metric: "rel", Time: dt, Failure: err}
 		if err == nil {
 			ck.Err = errRel(readF(st.mix, 0, n*H*D), want)
+			ck.Case += fmt.Sprintf(" (output %.1e)", ck.Err)
 			// The cache, every position so far.
 			kr, vr := make([]float32, KV*D), make([]float32, KV*D)
 			var gotK, gotV, wantK, wantV []float32
@@ -983,7 +1028,22 @@ func (e *ckEngine) checkAttention(p backend.KVPrecision, T, pre int) error {
 		k.add(ck)
 		return nil
 	}
-	if pre > 0 {
+	if pre > st.chunk {
+		// A long prefix goes straight into both caches, the same encoded rows (the
+		// emulator would take minutes to attend 3,000 positions chunk by chunk).
+		rb := p.RowBytes(KV, D)
+		kb, vb := make([]byte, rb), make([]byte, rb)
+		for range pre {
+			if err := cache.Append(k.floats(KV*D, 1), k.floats(KV*D, 1)); err != nil {
+				return err
+			}
+			cache.ReadRow(cache.Len()-1, kb, vb)
+			if err := st.kv[li].AppendRow(kb, vb); err != nil {
+				return err
+			}
+		}
+		st.pos = pre
+	} else if pre > 0 {
 		if err := step(pre, false, ""); err != nil {
 			return err
 		}
@@ -1078,6 +1138,55 @@ func (e *ckEngine) checkStreamRead(n int) error {
 		ck.Err = math.Abs(got-want) / l1
 		if math.IsNaN(got) {
 			ck.Err = math.Inf(1)
+		}
+	}
+	k.add(ck)
+	return nil
+}
+
+// checkGemmCut runs the GEMM of a site's product through gemmSite in a splitter whose
+// cost limit holds two row tiles, so that the product is cut into GEMMs over ranges of
+// its rows, the last range ending at N and overlapping the one before (split.go, the
+// cut of the 27B head's GEMM): against the reference, every row, with the output rows
+// of all T tokens at their places.
+func (e *ckEngine) checkGemmCut(K, N, T int) error {
+	k := e.k
+	w := k.pq(N, K)
+	wr, err := e.upload(w)
+	if err != nil {
+		return err
+	}
+	m := &qwen35.Matrix{Format: e.format(), K: K, N: N, Data: make([]byte, N*e.format().RowBytes(K))}
+	site := &qwen35.Site{Width: K, Products: []*qwen35.Matrix{m}}
+	x := k.floats(T*K, 1)
+	xb, err := k.newBuf(4*T*K, f32Bytes(x))
+	if err != nil {
+		return err
+	}
+	y, err := k.newBuf(4*T*N, nil)
+	if err != nil {
+		return err
+	}
+	sp := newSplitter(k.dev, 0)
+	sp.limit = gemmCost(m, 2*gemmRows, T).seconds()
+	e.gemmSite(sp, site, &siteRefs{products: []ref{wr}}, T, xb, y)
+	t0 := time.Now()
+	sp.Commit()
+	err = sp.Wait()
+	kn := kGemm
+	if e.ptq1 {
+		kn = kGemmT1
+	}
+	ck := Check{Kernel: kn, Case: fmt.Sprintf("K %d, N %d, T %d, cut into %d GEMMs of 2 row tiles", K, N, T, sp.Dispatches()),
+		Tol: tolL1, Metric: "L1 ", Time: time.Since(t0), Failure: err}
+	if err == nil && sp.Dispatches() < 2 {
+		ck.Failure = fmt.Errorf("%d GEMM dispatches, want the product cut", sp.Dispatches())
+	}
+	if err == nil {
+		got := readF(y, 0, T*N)
+		for t := 0; t < T; t++ {
+			want, l1 := refMatVec(w, K, N, x[t*K:(t+1)*K])
+			ck.Err = math.Max(ck.Err, errL1(got[t*N:(t+1)*N], want, l1))
 		}
 	}
 	k.add(ck)

@@ -88,7 +88,8 @@ func TestKernelRules(t *testing.T) {
 		t.Errorf("defect 1 put back: got %v", err)
 	}
 
-	// attn_f16 holds (3 + ATT_SG) head vectors: at HD = 2048 that is over 32 KiB
+	// attn_f16 holds a tile of keys and values (2·ATT_NP head vectors, ATT_NP = 1 at HD
+	// 2048) and the new key and value: four head vectors, at HD = 2048 over 32 KiB
 	g := geom27B
 	g.HD = 2048
 	err = mslemu.CompileCheck(map[string]string{sourceFile: Source()}, g.macros())

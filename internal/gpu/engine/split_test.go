@@ -39,11 +39,22 @@ func TestCommandBufferBudget(t *testing.T) {
 	if want := 25e-6 * 1.25; b.perLayer < want*0.999 || b.perLayer > want*1.001 {
 		t.Errorf("after a slow chunk: %g s per layer-token, want %g", b.perLayer, want)
 	}
-	// a watchdog error halves the size and caps it from then on
+	// a watchdog error halves the size and the cost limit, and caps the size from then on
 	every := b.every(64)
-	err := b.watchdog(gpu.ErrTimeout, 64, every)
-	if !errors.Is(err, gpu.ErrTimeout) || !strings.Contains(err.Error(), "WithCommandBufferTime") || !strings.Contains(err.Error(), "Reset") {
-		t.Errorf("watchdog error: %v", err)
+	if got := b.costLimit(); got != 0.05 {
+		t.Errorf("cost limit %g s, want half of 100 ms", got)
+	}
+	err := b.watchdog(gpu.ErrTimeout, 64, 3000, &cbSplitter{maxLayers: every, costs: []float64{0.02, 0.048}, committed: make([]gpu.CommandBuffer, 2)})
+	for _, want := range []string{"GPU watchdog", "at position 3000", "2 command buffers held up to 48 ms", "the limit was 50 ms", "now cuts them at 25 ms", "Reset", "WithCommandBufferTime (now 100ms)"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("watchdog error without %q: %v", want, err)
+		}
+	}
+	if !errors.Is(err, gpu.ErrTimeout) {
+		t.Errorf("watchdog error does not wrap gpu.ErrTimeout: %v", err)
+	}
+	if got := b.costLimit(); got != 0.025 {
+		t.Errorf("cost limit after the watchdog: %g s, want 25 ms", got)
 	}
 	if got := b.every(64); got > every/2 || got < 1 {
 		t.Errorf("after the watchdog: %d layers, was %d", got, every)

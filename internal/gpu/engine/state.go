@@ -100,6 +100,7 @@ type acts struct {
 	rope                 gpu.Buffer // rows × RopeDims: cos then sin per row
 	ids                  gpu.Buffer // the rows' token ids (uint32)
 	best                 gpu.Buffer // argmaxes (uint32), one per sequence of the rows
+	part                 gpu.Buffer // attention's partial softmaxes (attn.go)
 }
 
 // layoutActs allocates the activations of T rows of at most seqs sequences through
@@ -117,6 +118,7 @@ func (e *engine) layoutActs(a *acts, T, seqs int, alloc func(n int) (gpu.Buffer,
 		{&a.qg, T * s.attnIn[0]}, {&a.k, T * s.attnIn[1]}, {&a.v, T * s.attnIn[2]},
 		{&a.gate, T * s.ffn}, {&a.up, T * s.ffn}, {&a.act, T * s.ffn},
 		{&a.logits, T * s.vocab}, {&a.rope, T * c.RopeDims}, {&a.ids, T}, {&a.best, seqs},
+		{&a.part, attnPartFloats(T, c.Heads, c.HeadDim)},
 	}
 	for _, s := range sizes {
 		b, err := alloc(4 * s.n)

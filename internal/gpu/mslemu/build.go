@@ -50,11 +50,33 @@ var cxxFlags = append([]string{
 // kernels and the emulator's test kernels compile clean with every warning on.
 var cxxWarningExceptions = []string{}
 
-// flags returns cxxFlags plus $MSLEMU_CXXFLAGS (extra flags, space-separated: for
-// example -DMSLEMU_UCONTEXT to run on the ucontext fallback, or -fsanitize=...).
-func flags() []string {
+// strictFlags are added in the strict alignment mode (WithStrictAlignment): the
+// runtime's padded placement of threadgroup variables and the shim's checked copies
+// (MSLEMU_STRICT_ALIGN), and clang's alignment sanitizer, not recoverable, without its
+// runtime library: the kernel library's runtime handles the sanitizer's one report
+// (__ubsan_handle_type_mismatch_v1_abort) by failing the dispatch.
+var strictFlags = []string{
+	"-DMSLEMU_STRICT_ALIGN=1", "-fsanitize=alignment", "-fno-sanitize-recover=alignment", "-fno-sanitize-link-runtime",
+}
+
+// flags returns cxxFlags, strictFlags when strict, then $MSLEMU_CXXFLAGS (extra flags,
+// space-separated: for example -DMSLEMU_UCONTEXT to run on the ucontext fallback).
+func flags(strict bool) []string {
 	f := append([]string{}, cxxFlags...)
+	if strict {
+		f = append(f, strictFlags...)
+	}
 	return append(f, strings.Fields(os.Getenv("MSLEMU_CXXFLAGS"))...)
+}
+
+// linkFlags are the flags of a library's link. In the strict mode, every sanitizer report
+// the kernels call must be one the runtime handles: an unresolved __ubsan_* is a link
+// error (-z defs), not a failure to load.
+func linkFlags(strict bool) []string {
+	if strict {
+		return []string{"-shared", "-Wl,-z,defs"}
+	}
+	return []string{"-shared"}
 }
 
 // Headers MSL sources include that all mean the shim.
@@ -329,7 +351,11 @@ func CompileCheck(sources map[string]string, macros map[string]string) error {
 	if err := writeTree(dir, p); err != nil {
 		return err
 	}
-	args := append(flags(), "-fsyntax-only", "-Ishim")
+	opts, err := defaultOptions()
+	if err != nil {
+		return err
+	}
+	args := append(flags(opts.strict), "-fsyntax-only", "-Ishim")
 	args = append(args, macroFlags(macros)...)
 	args = append(args, "src/mslemu_tu.cpp")
 	return runClang(ci, dir, args)
@@ -352,10 +378,10 @@ var buildMu sync.Mutex
 // buildLibrary compiles the program into a shared library in cacheDir, named by a hash
 // of everything that goes into it (sources, shim, runtime, macros, flags, compiler
 // version), and returns its path. A library already in the cache is reused.
-func buildLibrary(ci *compilerInfo, cacheDir string, p *program, macros map[string]string) (string, error) {
+func buildLibrary(ci *compilerInfo, cacheDir string, p *program, macros map[string]string, strict bool) (string, error) {
 	h := sha256.New()
 	fmt.Fprintf(h, "mslemu abi %d\n", abiVersion)
-	fmt.Fprintf(h, "%s\n%s\n", ci.version, strings.Join(flags(), " "))
+	fmt.Fprintf(h, "%s\n%s %s\n", ci.version, strings.Join(flags(strict), " "), strings.Join(linkFlags(strict), " "))
 	for _, f := range []string{"shim/metal_stdlib.h", "shim/mslemu_abi.h", "shim/swizzle.inc", "runtime/runtime.cpp"} {
 		data, _ := assets.ReadFile(f)
 		fmt.Fprintf(h, "%s %d\n", f, len(data))
@@ -394,7 +420,8 @@ func buildLibrary(ci *compilerInfo, cacheDir string, p *program, macros map[stri
 	if err := writeTree(dir, p); err != nil {
 		return "", err
 	}
-	args := append(flags(), "-shared", "-Ishim")
+	args := append(flags(strict), linkFlags(strict)...)
+	args = append(args, "-Ishim")
 	args = append(args, macroFlags(macros)...)
 	args = append(args, "-o", "lib.so", "src/mslemu_tu.cpp", "shim/runtime.cpp", "-lpthread")
 	if err := runClang(ci, dir, args); err != nil {

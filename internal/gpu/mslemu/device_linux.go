@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"regexp"
 	"runtime"
 	"strings"
 	"sync"
@@ -155,7 +156,7 @@ func loadLibrary(path string) (*library, error) {
 		return nil, err
 	}
 	if r, _, _ := purego.SyscallN(initFn, uintptr(unsafe.Pointer(&sharedMem[0]))); r != 0 {
-		return nil, fmt.Errorf("mslemu: %s: runtime initialisation failed", path)
+		return nil, fmt.Errorf("mslemu: %s: runtime initialisation failed (another runtime version, or over 4096 libraries in one process)", path)
 	}
 	run, err := sym("mslemu_run")
 	if err != nil {
@@ -222,6 +223,9 @@ func (d *device) Name() string {
 	}
 	if d.opts.workers > 1 {
 		s += fmt.Sprintf(", %d workers", d.opts.workers)
+	}
+	if !d.opts.strict {
+		s += ", alignment unchecked"
 	}
 	return s + ")"
 }
@@ -387,7 +391,7 @@ func (d *device) Compile(sources map[string]string, macros map[string]string, ke
 			return nil, fmt.Errorf("mslemu: kernel %q not found in the sources (kernels: %s)", k, strings.Join(have, ", "))
 		}
 	}
-	path, err := buildLibrary(d.ci, d.opts.cacheDir, prog, macros)
+	path, err := buildLibrary(d.ci, d.opts.cacheDir, prog, macros, d.opts.strict)
 	if err != nil {
 		return nil, err
 	}
@@ -765,13 +769,36 @@ func (d *device) failure(p *pipeline, di int, l *launch, rc int64, bufs *[maxBin
 		}
 	case strings.HasPrefix(msg, "deadlock"):
 		e.Kind = ErrDeadlock
+	case strings.HasPrefix(msg, "misaligned"):
+		e.Kind = ErrMisaligned
+		e.Msg = mslTypeNames(msg)
 	}
 	return e
+}
+
+var (
+	vecTypeName    = regexp.MustCompile(`(?:const )?metal::vec<([a-z ]+), ([234])>`)
+	scalarTypeName = strings.NewReplacer("unsigned char", "uchar", "signed char", "char", "unsigned short", "ushort",
+		"unsigned int", "uint", "unsigned long", "ulong")
+)
+
+// mslTypeNames writes the C++ type names of the runtime's reports as MSL spells them
+// ('metal::vec<unsigned int, 4>' is 'uint4').
+func mslTypeNames(msg string) string {
+	return vecTypeName.ReplaceAllStringFunc(msg, func(m string) string {
+		s := vecTypeName.FindStringSubmatch(m)
+		return scalarTypeName.Replace(s[1]) + s[2]
+	})
 }
 
 // describeAddr explains a fault address in terms of the buffers.
 func (d *device) describeAddr(a uintptr, bufs *[maxBindings]binding) string {
 	if a < 4096 {
+		if a == 0 && !d.opts.strict && runtime.GOARCH == "amd64" {
+			// x86 reports an aligned SSE load or store at a misaligned address as a
+			// fault at address 0 too
+			return "a null pointer, or a misaligned vector access (the strict alignment mode names it)"
+		}
 		return "a null pointer"
 	}
 	name := func(b *buffer) string {

@@ -62,6 +62,7 @@ var allKernels = []string{
 	"vadd", "apply_params", "reduce_tg", "reduce_dyn", "race", "race_fixed", "deadlock_return", "deadlock_split",
 	"atomics", "builtins", "oob_read", "int_div", "stack_hog", "matvec", "scale_f32", "scale_f16", "limited",
 	"simd_ops", "simd_diverged", "half_convert", "half_arith", "unpack", "literals", "vectors", "ns_fill", "anon_fill", "coverage", "add_one_f32", "add_one_i32",
+	"tg_float4_into_float", "tg_float2_into_float", "device_uint_at_odd", "tg_float_view_of_float4", "tg_placement",
 }
 
 // newDevice returns an emulator device; the test is skipped when there is no clang++

@@ -44,6 +44,7 @@ type options struct {
 	compiler   string
 	lenient    bool
 	workingSet int64
+	strict     bool
 }
 
 // Option configures New.
@@ -79,11 +80,31 @@ func WithWorkingSet(n int64) Option { return func(op *options) { op.workingSet =
 // reach is reported as a deadlock, which it is on a GPU.
 func WithLenientBarriers() Option { return func(op *options) { op.lenient = true } }
 
+// WithStrictAlignment makes the device as strict as Apple's compiler about alignment
+// (default on, or $MSLEMU_STRICT_ALIGN=0|1). Metal aligns a threadgroup variable only to
+// its own type, so a kernel that stores a float4 into `threadgroup float x[]` through a
+// cast pointer is undefined there, yet runs on a CPU (and, by luck of placement, often on
+// a GPU). In the strict mode each threadgroup variable of alignment a < 16 is placed at
+// an offset ≡ a (mod 2a), aligned for its type and misaligned for anything wider, and the
+// kernel library is built with clang's alignment sanitizer (-fsanitize=alignment, its
+// reports handled by the runtime), so that any load or store through a pointer
+// misaligned for its type, in threadgroup or device memory, fails the dispatch with
+// ErrMisaligned naming the MSL file, line, type and variable or buffer. Off, threadgroup
+// variables sit at their natural alignment and nothing is checked.
+func WithStrictAlignment(on bool) Option { return func(op *options) { op.strict = on } }
+
 // maxWorkers bounds WithWorkers (the runtime has this many worker slots per process).
 const maxWorkers = 16
 
 func defaultOptions() (options, error) {
-	o := options{order: Forward, seed: 1, workers: 1}
+	o := options{order: Forward, seed: 1, workers: 1, strict: true}
+	if s := os.Getenv("MSLEMU_STRICT_ALIGN"); s != "" {
+		v, err := strconv.ParseBool(s)
+		if err != nil {
+			return o, fmt.Errorf("mslemu: MSLEMU_STRICT_ALIGN=%q: want 0 or 1", s)
+		}
+		o.strict = v
+	}
 	if s := os.Getenv("MSLEMU_ORDER"); s != "" {
 		name, seed, hasSeed := strings.Cut(s, ":")
 		switch strings.ToLower(name) {
@@ -124,6 +145,10 @@ var (
 	// ErrBadDispatch: a dispatch the GPU would reject or misexecute: a missing or
 	// too short binding, a misaligned offset, a threadgroup too large, and so on.
 	ErrBadDispatch = errors.New("mslemu: invalid dispatch")
+	// ErrMisaligned: in the strict alignment mode (WithStrictAlignment), a kernel
+	// loaded or stored through a pointer not aligned for its type, undefined behaviour in
+	// MSL (a float4 store into a threadgroup float array, a uint read at an odd byte).
+	ErrMisaligned = errors.New("mslemu: misaligned access")
 )
 
 // DispatchError describes a failed dispatch.

@@ -638,8 +638,10 @@ func (r *rewriter) threadgroupDecl(i int) (int, edit, bool, error) {
 		*r.tgID++
 		id := *r.tgID
 		r.tgDecls = append(r.tgDecls, tgDecl{tok: i, typ: typeText + dims, line: toks[i].line})
-		fmt.Fprintf(&b, "static char mslemu_tgk_%d; typedef %s mslemu_tgt_%d%s; mslemu_tgt_%d& %s = ::mslemu::tg_static<mslemu_tgt_%d>(&mslemu_tgk_%d); ",
-			id, typeText, id, dims, id, name, id, id)
+		// the key (one per variable: its address tells the variables apart) holds the
+		// name, which the runtime's reports quote
+		fmt.Fprintf(&b, "static char mslemu_tgk_%d[] = %q; typedef %s mslemu_tgt_%d%s; mslemu_tgt_%d& %s = ::mslemu::tg_static<mslemu_tgt_%d>(mslemu_tgk_%d); ",
+			id, name, typeText, id, dims, id, name, id, id)
 	}
 	span := r.src[toks[i].pos:toks[j].end]
 	b.WriteString(strings.Repeat("\n", strings.Count(span, "\n")))

@@ -16,15 +16,14 @@
 #include <metal_stdlib>
 using namespace metal;
 
-// The most activation values a matrix-vector kernel holds in threadgroup memory at once:
-// 24 KiB of the 32 KiB Apple GPUs give a threadgroup. Inputs wider than this are streamed
-// in chunks of whole Hadamard blocks.
+// The activation values a matrix-vector kernel holds in threadgroup memory at once (its
+// chunk). The host compiles the kernels once per chunk size its products use (the input
+// width when it fits, at most 6144: 24 KiB of the 32 KiB Apple GPUs give a threadgroup;
+// wider inputs are streamed in chunks of whole Hadamard blocks), so that no variant
+// holds more than its products need: a GPU core keeps fewer threadgroups resident the
+// more threadgroup memory each declares.
 #ifndef BONSAI_MAXCH
 #define BONSAI_MAXCH 6144
-#endif
-// Embedding width: the fused GDN kernel holds the whole normed residual.
-#ifndef BONSAI_E
-#define BONSAI_E 5120
 #endif
 // GDN head dimension (ssm.state_size) and V heads per q/k head.
 #ifndef BONSAI_GDN_D
@@ -50,7 +49,7 @@ struct MVArgs {
     uint n0;       // rows of weight set 0
     uint n1;       // rows of weight set 1 (0 when unused)
     uint n2;       // rows of weight set 2 (0 when unused)
-    uint rowsPer;  // unused padding kept for layout stability
+    uint convK;    // MVF_CONV: the convolution's taps
     uint ngroups;  // row groups of (SIMD-groups × MV_R) rows
     uint blk;      // Hadamard block size
     uint chunk;    // activation values per chunk: a multiple of blk, ≤ BONSAI_MAXCH
@@ -62,6 +61,8 @@ struct MVArgs {
 #define MVF_DELTA 1u   // NORM: add in1 (the residual delta) to in0
 #define MVF_XOUT  2u   // NORM: threadgroup 0 writes in0 (+ in1) to xout
 #define MVF_HOUT  4u   // NORM: threadgroup 0 writes the normed vector, before rotation, to hout
+#define MVF_CONV  8u   // NORM: set 0's rows (a GDN layer's attn_qkv channels) go through their
+                       // causal convolution and SiLU as they are written (conv_step)
 
 struct SiteArgs {
     uint W;        // row width
@@ -93,11 +94,11 @@ struct GDNArgs {
     uint VH;       // V heads
     uint convK;    // conv taps
     uint T;        // tokens (gdn_seq)
-    uint flags;    // MVF_* bits (gdn_decode's norm prologue)
+    uint flags;    // unused (0)
     float eps;     // RMSNorm / L2 epsilon
     float qscale;  // 1/√d
-    uint blk;      // Hadamard block (gdn_decode)
-    float scale;   // 1/√blk
+    uint blk;      // Hadamard block (unused)
+    float scale;   // 1/√blk (unused)
 };
 
 struct AttnArgs {
@@ -111,7 +112,12 @@ struct AttnArgs {
     uint fused;    // 1: decode (T = 1): append the token's key/value and attend it locally
     float eps;
     float scale;   // 1/√HD
-    uint pad0, pad1;
+    uint span;     // attn_*, attn_merge: positions per block
+    uint nb;       // blocks over positions 0..pos0+T−1 (the partials' stride)
+    uint b0;       // attn_*: the dispatch's first block
+    uint y0;       // attn_*: the dispatch's first token tile
+    uint tt;       // attn_*: tokens per tile
+    uint pad0;
 };
 
 struct ArgmaxArgs {
@@ -127,7 +133,8 @@ struct StreamArgs {
 
 // ---- helpers ----
 
-// A finite stand-in for −∞ (Metal compiles with fast math, which may assume no infinities).
+// A finite stand-in for −∞, so that a running maximum's rescale exp(m − m′) never meets −∞ − (−∞) = NaN
+// (infinities themselves would be safe: the kernels compile with fast math off, metal/device_darwin.go).
 #define NEG_BIG (-3.0e38f)
 
 inline float silu(float x) { return x / (1.0f + exp(-x)); }
@@ -154,6 +161,20 @@ inline float tg_sum(float v, threadgroup float* red, uint lane, uint sg, uint ns
     float s = 0.0f;
     for (uint i = 0; i < nsg; i++) s += red[i];
     return s;
+}
+
+// One token through channel c's causal depthwise convolution and SiLU: the raw inputs
+// of the last K−1 tokens in conv (tap t at conv[t·stride + c], tap 0 the oldest), then
+// cur; the window slides to take cur. gdn_token and the matrix-vector kernels' MVF_CONV
+// epilogue share it, so that the decode's two forms compute the same bits.
+inline float conv_step(uint c, float cur, uint K, uint stride, device const float* convw, device float* conv) {
+    device const float* wc = convw + c * K;
+    float s = 0.0f;
+    for (uint tap = 0; tap + 1u < K; tap++) s += wc[tap] * conv[tap * stride + c];
+    s += wc[K - 1u] * cur;
+    for (uint tap = 0; tap + 2u < K; tap++) conv[tap * stride + c] = conv[(tap + 1u) * stride + c];
+    conv[(K - 2u) * stride + c] = cur;
+    return silu(s);
 }
 
 // In-place Walsh–Hadamard transform of each block of blk values of x[0, n) (n a multiple

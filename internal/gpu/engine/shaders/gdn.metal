@@ -1,12 +1,12 @@
-// The Gated DeltaNet mixer core, one threadgroup per q/k head group kh (KH threadgroups):
-// the group's q and k channels, the REP V heads that read them (tiled heads r·KH + kh)
-// and their conv channels, recurrent states and z rows belong to that threadgroup alone,
-// so the convolution and recurrent states are updated without races.
+// The Gated DeltaNet mixer core. gdn_seq and gdn_chunk run one threadgroup per q/k head
+// group kh (KH threadgroups): the group's q and k channels, the REP V heads that read
+// them (tiled heads r·KH + kh) and their conv channels, recurrent states and z rows
+// belong to that threadgroup alone, so the convolution and recurrent states are updated
+// without races. gdn_decode runs one threadgroup per V head (see there).
 //
-//   gdn_decode: one token, fused with the products that feed it: the NORM prologue
-//               (residual add, RMSNorm·attn_norm), the BF16 alpha/beta projections as
-//               per-head dot products on the un-rotated normed vector, the signed FWHT,
-//               and the group's rows of attn_qkv and attn_gate (PQ2_0) — then the step.
+//   gdn_decode: one token of one V head, after the In site's mv_norm (which convolved
+//               the attn_qkv rows as it wrote them): the BF16 alpha/beta projections on
+//               the un-rotated normed vector, then the step.
 //   gdn_seq:    T tokens of a prefill chunk, the step form token by token, reading the
 //               attn_qkv/attn_gate outputs of the chunk's GEMMs and the normed rows h
 //               for alpha/beta.
@@ -21,7 +21,6 @@
 // rotation.
 
 #include "common.h"
-#include "pq2.h"
 
 #define GDN_C ((2u + BONSAI_GDN_REP) * BONSAI_GDN_D)   // q, k and the REP v channels
 #define GDN_V (BONSAI_GDN_REP * BONSAI_GDN_D)          // the REP heads' values (and z)
@@ -53,17 +52,7 @@ inline void gdn_token(constant GDNArgs& a, uint kh,
     threadgroup_barrier(mem_flags::mem_threadgroup);
     // Causal depthwise convolution and SiLU; the window slides (the state keeps the raw
     // inputs of the last K−1 tokens, row 0 the oldest).
-    for (uint lc = tid; lc < GDN_C; lc += nt) {
-        uint gc = gdn_channel(lc, kh, a.KH);
-        float cur = act[lc];
-        device const float* wc = convw + gc * K;
-        float s = 0.0f;
-        for (uint tap = 0; tap + 1u < K; tap++) s += wc[tap] * conv[tap * a.QKV + gc];
-        s += wc[K - 1u] * cur;
-        for (uint tap = 0; tap + 2u < K; tap++) conv[tap * a.QKV + gc] = conv[(tap + 1u) * a.QKV + gc];
-        conv[(K - 2u) * a.QKV + gc] = cur;
-        act[lc] = silu(s);
-    }
+    for (uint lc = tid; lc < GDN_C; lc += nt) act[lc] = conv_step(gdn_channel(lc, kh, a.KH), act[lc], K, a.QKV, convw, conv);
     threadgroup_barrier(mem_flags::mem_threadgroup);
     // L2 norms of q and k; q also scaled by 1/√d.
     float sq = 0.0f, sk = 0.0f;
@@ -155,146 +144,147 @@ inline void gdn_ab(P x, uint E, uint kh, uint KH, device const ushort* wa, devic
     }
 }
 
-// gdn_decode's body, for either format of attn_qkv and attn_gate (gdn_decode: PQ2_0,
-// gdn_decode_t1: PTQ1_0).
-template <int FMT>
-inline void gdn_decode_impl(constant GDNArgs& a, device const float* xin, device const float* delta,
-                            device float* xout, device const float* gain, device const float* signs,
-                            device const ushort* wqkv, device const ushort* wz, device const ushort* walpha,
-                            device const ushort* wbeta, device const float* convw, device const float* dtb,
-                            device const float* A, device const float* snorm, device float* conv,
-                            device float* S, device float* out,
-                            threadgroup float4* xs4, threadgroup float* gs, threadgroup float* act,
-                            threadgroup float* zl, threadgroup float* ab, threadgroup float* red,
-                            threadgroup float* hs,
-                            uint kh, uint tid, uint nt, uint lane, uint sg, uint nsg) {
-    threadgroup float* xs = (threadgroup float*)xs4;
-    const uint E = a.E;
-    const uint d = BONSAI_GDN_D;
-    // The norm site: residual add, RMSNorm·gain (threadgroup 0 writes the new residual).
-    float s = 0.0f;
-    bool wr = (a.flags & MVF_XOUT) != 0u && kh == 0u;
-    for (uint k = tid; k < E; k += nt) {
-        float x = xin[k];
-        if ((a.flags & MVF_DELTA) != 0u) x += delta[k];
-        if (wr) xout[k] = x;
-        s += x * x;
-    }
-    s = tg_sum(s, red, lane, sg, nsg);
-    float inv = 1.0f / sqrt(s / float(E) + a.eps);
-    for (uint k = tid; k < E; k += nt) {
-        float x = xin[k];
-        if ((a.flags & MVF_DELTA) != 0u) x += delta[k];
-        float v = x * inv;
-        xs[k] = v * gain[k];
-    }
-    threadgroup_barrier(mem_flags::mem_threadgroup);
-    // alpha/beta read the un-rotated normed vector.
-    gdn_ab((threadgroup const float*)xs, E, kh, a.KH, walpha, wbeta, ab, lane, sg, nsg);
-    threadgroup_barrier(mem_flags::mem_threadgroup);
-    mv_finish(xs, gs, 0u, E, true, FMT == FMT_PQ2, signs, a.blk, a.scale, tid, nt);
-    // The group's rows of attn_qkv (q, k, v channels) and attn_gate (z of its heads).
-    const uint rs = (E / 128u) * (FMT == FMT_PQ2 ? PQ_US : PTQ1_US);
-    const uint L = GDN_C + GDN_V;
-    device const ushort* rows[MV_R];
-    bool ok[MV_R];
-    float acc[MV_R];
-    for (uint base = sg * MV_R; base < L; base += nsg * MV_R) {
-        for (uint r = 0; r < MV_R; r++) {
-            uint lr = base + r;
-            ok[r] = lr < L;
-            acc[r] = 0.0f;
-            if (lr < GDN_C) {
-                rows[r] = wqkv + gdn_channel(lr, kh, a.KH) * rs;
-            } else if (ok[r]) {
-                uint idx = lr - GDN_C;
-                uint zr = ((idx / d) * a.KH + kh) * d + idx % d;
-                rows[r] = wz + zr * rs;
-            } else {
-                rows[r] = wqkv;
-            }
-        }
-        if (FMT == FMT_PQ2) mv_dot(acc, rows, ok, 0u, E / 16u, xs4, gs, lane);
-        else mv_dot_t1(acc, rows, ok, 0u, E / 128u, xs, gs, lane);
-        for (uint r = 0; r < MV_R; r++) {
-            float v = simd_sum(acc[r]);
-            uint lr = base + r;
-            if (lane == 0u && lr < L) {
-                if (lr < GDN_C) act[lr] = v;
-                else zl[lr - GDN_C] = v;
-            }
-        }
-    }
-    gdn_token(a, kh, act, zl, ab, red, hs, convw, dtb, A, snorm, conv, S, out, tid, nt, lane, sg, nsg);
-}
-
-
+// gdn_decode: one decode token of V head h = r·KH + kh (grid: VH threadgroups, 48 for
+// the 27B model). The dispatch before it — mv_norm over the In site's products, spread
+// over up to MaxGroups threadgroups like every other product — did the norm site
+// (residual add, RMSNorm·attn_norm, the signed FWHT), attn_qkv and attn_gate, put each
+// attn_qkv channel through its causal convolution and SiLU as it wrote it (MVF_CONV) and
+// kept the normed vector (hout). Here, for head h: alpha and beta (two BF16 rows · hout),
+// the L2 norms of its group's q and k (read by the REP heads of the group, normed by
+// each: 2·d values), the delta rule over its d value-rows, the gated RMSNorm. A head's
+// state rows and outputs are its threadgroup's alone; q, k, v, z and hout are only
+// read. Bit for bit, the same arithmetic as gdn_token's one-token step (the split form,
+// mv_norm then gdn_seq), in the same orders.
+//
+// Why two dispatches, at the 27B sizes (E 5120, KH 16, REP 3, d 128; PQ2_0 at 2.125
+// bits): the layer reads attn_qkv (10,240 rows) and attn_gate (6,144 rows) of 5120
+// inputs — 22.3 MB — and the state, 48 heads × 64 KiB read and written — 6.3 MB.
+//   - The fused kernel this replaces ran everything in KH = 16 threadgroups, one per q/k
+//     head group: on a 20-core M4 Pro 4 cores idle, on a 40-core M4 Max 24, and each
+//     busy core crossed a serial prologue (norm, FWHT, the alpha/beta rows) before its
+//     first weight read, alone on its core. At an even share of the device's bandwidth
+//     per core (546 GB/s / 40 = 13.7 GB/s on an M4 Max) its 1.4 MB per threadgroup takes
+//     ~100 µs where 40 cores would read the 22.3 MB in ~41 µs; 16 threadgroups could
+//     only do better by each pulling 2.5× its share through one core.
+//   - Splitting the fused kernel per V head (48 threadgroups) would have each read its
+//     group's q and k rows again: 3 × 4096 instead of 4096 rows, +50% of the layer's
+//     product bytes (+11 MB a layer, +0.5 GB a token) — and the REP heads of a group
+//     would race on the q/k convolution state.
+//   - Splitting the products over more threadgroups inside one dispatch needs every
+//     group's rows finished before its recurrence starts: a grid-wide wait (a spin on a
+//     device counter), which Metal does not order between threadgroups before MSL 3.2's
+//     device-scope fences and which the emulator, running threadgroups one at a time,
+//     cannot run at all.
+//   So the products run as mv_norm (128 threadgroups: every core), and the recurrence,
+//   with nothing left of the products but a 64 KiB write and read of qkv and z through
+//   the cache, runs here per V head: 48 threadgroups of ~150 KB (the head's state both
+//   ways and its alpha/beta rows), ~11 µs each at 13.7 GB/s, two rounds on the 8 cores
+//   of a 40-core GPU that get two (~22 µs); against the fused kernel's ~100 + 33 µs, the
+//   pair's ~41 + 22 µs, for one more dispatch a layer (a few µs). Estimates from the
+//   sizes and the bandwidth only; what they come to on a GPU only a Mac can measure.
 kernel void gdn_decode(constant GDNArgs& a [[buffer(0)]],
-                       device const float* xin [[buffer(1)]],
-                       device const float* delta [[buffer(2)]],
-                       device float* xout [[buffer(3)]],
-                       device const float* gain [[buffer(4)]],
-                       device const float* signs [[buffer(5)]],
-                       device const ushort* wqkv [[buffer(6)]],
-                       device const ushort* wz [[buffer(7)]],
-                       device const ushort* walpha [[buffer(8)]],
-                       device const ushort* wbeta [[buffer(9)]],
-                       device const float* convw [[buffer(10)]],
-                       device const float* dtb [[buffer(11)]],
-                       device const float* A [[buffer(12)]],
-                       device const float* snorm [[buffer(13)]],
-                       device float* conv [[buffer(14)]],
-                       device float* S [[buffer(15)]],
-                       device float* out [[buffer(16)]],
-                       uint kh [[threadgroup_position_in_grid]],
+                       device const float* qkv [[buffer(1)]],
+                       device const float* z [[buffer(2)]],
+                       device const float* hn [[buffer(3)]],
+                       device const ushort* walpha [[buffer(4)]],
+                       device const ushort* wbeta [[buffer(5)]],
+                       device const float* dtb [[buffer(7)]],
+                       device const float* A [[buffer(8)]],
+                       device const float* snorm [[buffer(9)]],
+                       device float* S [[buffer(11)]],
+                       device float* out [[buffer(12)]],
+                       uint h [[threadgroup_position_in_grid]],
                        uint tid [[thread_index_in_threadgroup]],
                        uint nt [[threads_per_threadgroup]],
                        uint lane [[thread_index_in_simdgroup]],
                        uint sg [[simdgroup_index_in_threadgroup]],
                        uint nsg [[simdgroups_per_threadgroup]]) {
-    threadgroup float4 xs4[BONSAI_E / 4];
-    threadgroup float gs[BONSAI_E / 16];
-    threadgroup float act[GDN_C];
-    threadgroup float zl[GDN_V];
-    threadgroup float ab[2 * BONSAI_GDN_REP];
+    threadgroup float qk[2 * BONSAI_GDN_D];  // q, then k
+    threadgroup float o[BONSAI_GDN_D];
+    threadgroup float ab[2];                 // alpha, beta
     threadgroup float red[MAX_SG];
-    threadgroup float hs[BONSAI_GDN_REP];
-    gdn_decode_impl<FMT_PQ2>(a, xin, delta, xout, gain, signs, wqkv, wz, walpha, wbeta, convw, dtb, A, snorm, conv, S, out,
-                       xs4, gs, act, zl, ab, red, hs, kh, tid, nt, lane, sg, nsg);
-}
-
-kernel void gdn_decode_t1(constant GDNArgs& a [[buffer(0)]],
-                          device const float* xin [[buffer(1)]],
-                          device const float* delta [[buffer(2)]],
-                          device float* xout [[buffer(3)]],
-                          device const float* gain [[buffer(4)]],
-                          device const float* signs [[buffer(5)]],
-                          device const ushort* wqkv [[buffer(6)]],
-                          device const ushort* wz [[buffer(7)]],
-                          device const ushort* walpha [[buffer(8)]],
-                          device const ushort* wbeta [[buffer(9)]],
-                          device const float* convw [[buffer(10)]],
-                          device const float* dtb [[buffer(11)]],
-                          device const float* A [[buffer(12)]],
-                          device const float* snorm [[buffer(13)]],
-                          device float* conv [[buffer(14)]],
-                          device float* S [[buffer(15)]],
-                          device float* out [[buffer(16)]],
-                          uint kh [[threadgroup_position_in_grid]],
-                          uint tid [[thread_index_in_threadgroup]],
-                          uint nt [[threads_per_threadgroup]],
-                          uint lane [[thread_index_in_simdgroup]],
-                          uint sg [[simdgroup_index_in_threadgroup]],
-                          uint nsg [[simdgroups_per_threadgroup]]) {
-    threadgroup float4 xs4[BONSAI_E / 4];
-    threadgroup float gs[BONSAI_E / 16];
-    threadgroup float act[GDN_C];
-    threadgroup float zl[GDN_V];
-    threadgroup float ab[2 * BONSAI_GDN_REP];
-    threadgroup float red[MAX_SG];
-    threadgroup float hs[BONSAI_GDN_REP];
-    gdn_decode_impl<FMT_PTQ1>(a, xin, delta, xout, gain, signs, wqkv, wz, walpha, wbeta, convw, dtb, A, snorm, conv, S, out,
-                       xs4, gs, act, zl, ab, red, hs, kh, tid, nt, lane, sg, nsg);
+    threadgroup float hs[1];
+    const uint d = BONSAI_GDN_D;
+    const uint rep = BONSAI_GDN_REP;
+    const uint kh = h % a.KH, r = h / a.KH;
+    for (uint i = tid; i < d; i += nt) {
+        qk[i] = qkv[kh * d + i];
+        qk[d + i] = qkv[a.KH * d + kh * d + i];
+    }
+    for (uint q = sg; q < 2u; q += nsg) {
+        device const ushort* row = (q == 0u ? walpha : wbeta) + h * a.E;
+        float s = 0.0f;
+        for (uint k = lane; k < a.E; k += 32u) s += bf16_to_float(row[k]) * hn[k];
+        s = simd_sum(s);
+        if (lane == 0u) ab[q] = s;
+    }
+    threadgroup_barrier(mem_flags::mem_threadgroup);
+    // L2 norms of q and k; q also scaled by 1/√d (gdn_token's).
+    float sq = 0.0f, sk = 0.0f;
+    for (uint i = tid; i < d; i += nt) {
+        float q = qk[i], k = qk[d + i];
+        sq += q * q;
+        sk += k * k;
+    }
+    sq = tg_sum(sq, red, lane, sg, nsg);
+    sk = tg_sum(sk, red, lane, sg, nsg);
+    float iq = 1.0f / max(sqrt(sq), a.eps);
+    float ik = 1.0f / max(sqrt(sk), a.eps);
+    threadgroup_barrier(mem_flags::mem_threadgroup);
+    for (uint i = tid; i < d; i += nt) {
+        float q = qk[i] * iq;
+        qk[i] = q * a.qscale;
+        qk[d + i] = qk[d + i] * ik;
+    }
+    threadgroup_barrier(mem_flags::mem_threadgroup);
+    // The delta rule, one value-row per SIMD-group pass.
+    threadgroup const float* q = qk;
+    threadgroup const float* k = qk + d;
+    float beta = sigmoid1(ab[1]);
+    float g = softplus1(ab[0] + dtb[h]) * A[h];
+    float decay = decay_weight(g);
+    for (uint j = sg; j < d; j += nsg) {
+        device float* Sr = S + (h * d + j) * d;
+        float sv[GDN_DPL];
+        float dk = 0.0f;
+        for (uint u = 0; u < GDN_DPL; u++) {
+            uint i = lane + 32u * u;
+            sv[u] = 0.0f;
+            if (i < d) {
+                sv[u] = Sr[i];
+                dk += sv[u] * k[i];
+            }
+        }
+        dk = simd_sum(dk);
+        float vj = qkv[2u * a.KH * d + h * d + j];
+        float dl = (vj - decay * dk) * beta;
+        float dq = 0.0f;
+        for (uint u = 0; u < GDN_DPL; u++) {
+            uint i = lane + 32u * u;
+            if (i < d) {
+                float s = decay * sv[u] + dl * k[i];
+                Sr[i] = s;
+                dq += s * q[i];
+            }
+        }
+        dq = simd_sum(dq);
+        if (lane == 0u) o[j] = dq;
+    }
+    threadgroup_barrier(mem_flags::mem_threadgroup);
+    // Gated RMSNorm, written at the head's grouped place.
+    if (sg == 0u) {
+        float s = 0.0f;
+        for (uint j = lane; j < d; j += 32u) s += o[j] * o[j];
+        s = simd_sum(s);
+        if (lane == 0u) hs[0] = s;
+    }
+    threadgroup_barrier(mem_flags::mem_threadgroup);
+    float inv = 1.0f / sqrt(hs[0] / float(d) + a.eps);
+    for (uint j = tid; j < d; j += nt) {
+        float v = o[j] * inv;
+        v = v * snorm[j];
+        out[(kh * rep + r) * d + j] = silu(z[h * d + j]) * v;
+    }
 }
 
 kernel void gdn_seq(constant GDNArgs& a [[buffer(0)]],

@@ -69,8 +69,13 @@ inline void ptq1_decode16(device const uchar* blk, uint j0, float d, threadgroup
 
 template <int FMT>
 inline void gemm_impl(constant GemmArgs& a, device const uchar* w, device const float* x, device float* y,
-                      threadgroup float* ws, threadgroup float* xs, threadgroup float* stage,
+                      threadgroup float* ws, threadgroup float4* xs4, threadgroup float* stage,
                       uint2 tgp, ushort tid, ushort sg, ushort lane) {
+    // The token tile is a float4 array (xs4) because the loader stores whole float4s:
+    // Metal aligns a threadgroup array to its element type only, so a float array may sit
+    // at any multiple of 4 bytes, where float4 stores are misaligned (undefined behaviour;
+    // the emulator's strict alignment mode checks it). Reading it as floats is fine.
+    threadgroup float* xs = (threadgroup float*)xs4;
     const uint K = a.K, N = a.N, T = a.T;
     const uint bb = FMT == FMT_PQ2 ? PQ2_BLOCK : PTQ1_BLOCK;
     const uint rowBytes = (K / 128u) * bb;
@@ -107,7 +112,7 @@ inline void gemm_impl(constant GemmArgs& a, device const uchar* w, device const 
         }
         if (t < T) {
             device const float4* src = (device const float4*)(x + t * K + k0 + lk);
-            threadgroup float4* dst = (threadgroup float4*)(xs + lr * GEMM_NK + lk);
+            threadgroup float4* dst = xs4 + (lr * GEMM_NK + lk) / 4u;
             for (uint i = 0; i < 4u; i++) dst[i] = src[i];
         } else {
             for (uint i = 0; i < 16u; i++) xs[lr * GEMM_NK + lk + i] = 0.0f;
@@ -163,9 +168,9 @@ kernel void gemm(constant GemmArgs& a [[buffer(0)]],
                  ushort sg [[simdgroup_index_in_threadgroup]],
                  ushort lane [[thread_index_in_simdgroup]]) {
     threadgroup float ws[GEMM_NK * GEMM_NR];
-    threadgroup float xs[GEMM_NT * GEMM_NK];
+    threadgroup float4 xs4[GEMM_NT * GEMM_NK / 4];
     threadgroup float stage[64 * (GEMM_THREADS / 32)];
-    gemm_impl<FMT_PQ2>(a, w, x, y, ws, xs, stage, tgp, tid, sg, lane);
+    gemm_impl<FMT_PQ2>(a, w, x, y, ws, xs4, stage, tgp, tid, sg, lane);
 }
 
 kernel void gemm_t1(constant GemmArgs& a [[buffer(0)]],
@@ -177,7 +182,7 @@ kernel void gemm_t1(constant GemmArgs& a [[buffer(0)]],
                     ushort sg [[simdgroup_index_in_threadgroup]],
                     ushort lane [[thread_index_in_simdgroup]]) {
     threadgroup float ws[GEMM_NK * GEMM_NR];
-    threadgroup float xs[GEMM_NT * GEMM_NK];
+    threadgroup float4 xs4[GEMM_NT * GEMM_NK / 4];
     threadgroup float stage[64 * (GEMM_THREADS / 32)];
-    gemm_impl<FMT_PTQ1>(a, w, x, y, ws, xs, stage, tgp, tid, sg, lane);
+    gemm_impl<FMT_PTQ1>(a, w, x, y, ws, xs4, stage, tgp, tid, sg, lane);
 }

@@ -3,6 +3,9 @@
 // its prologue, over one to three weight sets that share the input (qkv+z, q+k+v,
 // gate+up): one dispatch per site instead of a site kernel plus one per matrix.
 //
+// Threadgroup memory: the chunk (BONSAI_MAXCH floats) and its group sums (1/16 of it),
+// compiled once per chunk size the model's products use (kernels.go, geometry.mv).
+//
 // Geometry: threadgroups of nsg SIMD-groups; each SIMD-group computes MV_R rows per pass
 // (a row group is nsg·MV_R consecutive rows of the sets' concatenated rows). When the
 // input fits one chunk (K ≤ args.chunk) every threadgroup builds the transformed input
@@ -22,7 +25,11 @@
 //   FWHT   signs, FWHT per block, 1/√n (o_proj and ssm_out read the mixer output);
 //   NORM   x (+ delta) → RMSNorm·gain → signs, FWHT, 1/√n; threadgroup 0 may write
 //          the new residual x + delta (the residual stream ping-pongs between buffers)
-//          and the normed vector before its rotation (for the GDN alpha/beta);
+//          and the normed vector before its rotation (for the GDN alpha/beta); with
+//          MVF_CONV (a GDN layer's decode token) the rows of set 0 — attn_qkv, whose
+//          row c is channel c — go through their causal convolution and SiLU as they
+//          are written (conv_step; buffers 13, the weights, and 14, the state), so that
+//          gdn_decode reads its q, k and v ready;
 //   SWIGLU silu(gate)·up → signs, FWHT, 1/√n (ffn_down).
 
 #include "common.h"
@@ -62,6 +69,7 @@ inline void mv_impl(constant MVArgs& a,
                     device const float* gain, device const float* signs,
                     device const ushort* w0, device const ushort* w1, device const ushort* w2,
                     device float* y0, device float* y1, device float* y2, device float* hout,
+                    device const float* convw, device float* conv,
                     threadgroup float4* xs4, threadgroup float* gs, threadgroup float* red,
                     uint tg, uint ntg, uint tid, uint nt, uint lane, uint sg, uint nsg) {
     threadgroup float* xs = (threadgroup float*)xs4;
@@ -124,6 +132,9 @@ inline void mv_impl(constant MVArgs& a,
                 uint set = mv_set(row, a.n0, a.n1);
                 uint lr = mv_local(row, set, a.n0, a.n1);
                 device float* yp = set == 0u ? y0 : (set == 1u ? y1 : y2);
+                // A GDN layer's attn_qkv channel lr: its convolution state is this
+                // thread's alone (one row, one writer).
+                if (MODE == MODE_NORM && set == 0u && (a.flags & MVF_CONV) != 0u) v = conv_step(lr, v, a.convK, a.n0, convw, conv);
                 yp[lr] = v;
             }
         }
@@ -143,6 +154,8 @@ kernel void mv_plain(constant MVArgs& a [[buffer(0)]],
                      device float* y1 [[buffer(10)]],
                      device float* y2 [[buffer(11)]],
                      device float* hout [[buffer(12)]],
+                     device const float* convw [[buffer(13)]],
+                     device float* conv [[buffer(14)]],
                      uint tg [[threadgroup_position_in_grid]],
                      uint ntg [[threadgroups_per_grid]],
                      uint tid [[thread_index_in_threadgroup]],
@@ -153,7 +166,7 @@ kernel void mv_plain(constant MVArgs& a [[buffer(0)]],
     threadgroup float4 xs4[BONSAI_MAXCH / 4];
     threadgroup float gs[BONSAI_MAXCH / 16];
     threadgroup float red[MAX_SG];
-    mv_impl<MODE_PLAIN, FMT_PQ2>(a, in0, in1, xout, gain, signs, w0, w1, w2, y0, y1, y2, hout, xs4, gs, red,
+    mv_impl<MODE_PLAIN, FMT_PQ2>(a, in0, in1, xout, gain, signs, w0, w1, w2, y0, y1, y2, hout, convw, conv, xs4, gs, red,
                         tg, ntg, tid, nt, lane, sg, nsg);
 }
 
@@ -170,6 +183,8 @@ kernel void mv_fwht(constant MVArgs& a [[buffer(0)]],
                     device float* y1 [[buffer(10)]],
                     device float* y2 [[buffer(11)]],
                     device float* hout [[buffer(12)]],
+                    device const float* convw [[buffer(13)]],
+                    device float* conv [[buffer(14)]],
                     uint tg [[threadgroup_position_in_grid]],
                     uint ntg [[threadgroups_per_grid]],
                     uint tid [[thread_index_in_threadgroup]],
@@ -180,7 +195,7 @@ kernel void mv_fwht(constant MVArgs& a [[buffer(0)]],
     threadgroup float4 xs4[BONSAI_MAXCH / 4];
     threadgroup float gs[BONSAI_MAXCH / 16];
     threadgroup float red[MAX_SG];
-    mv_impl<MODE_FWHT, FMT_PQ2>(a, in0, in1, xout, gain, signs, w0, w1, w2, y0, y1, y2, hout, xs4, gs, red,
+    mv_impl<MODE_FWHT, FMT_PQ2>(a, in0, in1, xout, gain, signs, w0, w1, w2, y0, y1, y2, hout, convw, conv, xs4, gs, red,
                        tg, ntg, tid, nt, lane, sg, nsg);
 }
 
@@ -197,6 +212,8 @@ kernel void mv_norm(constant MVArgs& a [[buffer(0)]],
                     device float* y1 [[buffer(10)]],
                     device float* y2 [[buffer(11)]],
                     device float* hout [[buffer(12)]],
+                    device const float* convw [[buffer(13)]],
+                    device float* conv [[buffer(14)]],
                     uint tg [[threadgroup_position_in_grid]],
                     uint ntg [[threadgroups_per_grid]],
                     uint tid [[thread_index_in_threadgroup]],
@@ -207,7 +224,7 @@ kernel void mv_norm(constant MVArgs& a [[buffer(0)]],
     threadgroup float4 xs4[BONSAI_MAXCH / 4];
     threadgroup float gs[BONSAI_MAXCH / 16];
     threadgroup float red[MAX_SG];
-    mv_impl<MODE_NORM, FMT_PQ2>(a, in0, in1, xout, gain, signs, w0, w1, w2, y0, y1, y2, hout, xs4, gs, red,
+    mv_impl<MODE_NORM, FMT_PQ2>(a, in0, in1, xout, gain, signs, w0, w1, w2, y0, y1, y2, hout, convw, conv, xs4, gs, red,
                        tg, ntg, tid, nt, lane, sg, nsg);
 }
 
@@ -224,6 +241,8 @@ kernel void mv_swiglu(constant MVArgs& a [[buffer(0)]],
                       device float* y1 [[buffer(10)]],
                       device float* y2 [[buffer(11)]],
                       device float* hout [[buffer(12)]],
+                      device const float* convw [[buffer(13)]],
+                      device float* conv [[buffer(14)]],
                       uint tg [[threadgroup_position_in_grid]],
                       uint ntg [[threadgroups_per_grid]],
                       uint tid [[thread_index_in_threadgroup]],
@@ -234,7 +253,7 @@ kernel void mv_swiglu(constant MVArgs& a [[buffer(0)]],
     threadgroup float4 xs4[BONSAI_MAXCH / 4];
     threadgroup float gs[BONSAI_MAXCH / 16];
     threadgroup float red[MAX_SG];
-    mv_impl<MODE_SWIGLU, FMT_PQ2>(a, in0, in1, xout, gain, signs, w0, w1, w2, y0, y1, y2, hout, xs4, gs, red,
+    mv_impl<MODE_SWIGLU, FMT_PQ2>(a, in0, in1, xout, gain, signs, w0, w1, w2, y0, y1, y2, hout, convw, conv, xs4, gs, red,
                          tg, ntg, tid, nt, lane, sg, nsg);
 }
 
@@ -251,6 +270,8 @@ kernel void mv_plain_t1(constant MVArgs& a [[buffer(0)]],
                         device float* y1 [[buffer(10)]],
                         device float* y2 [[buffer(11)]],
                         device float* hout [[buffer(12)]],
+                        device const float* convw [[buffer(13)]],
+                        device float* conv [[buffer(14)]],
                         uint tg [[threadgroup_position_in_grid]],
                         uint ntg [[threadgroups_per_grid]],
                         uint tid [[thread_index_in_threadgroup]],
@@ -261,7 +282,7 @@ kernel void mv_plain_t1(constant MVArgs& a [[buffer(0)]],
     threadgroup float4 xs4[BONSAI_MAXCH / 4];
     threadgroup float gs[BONSAI_MAXCH / 16];
     threadgroup float red[MAX_SG];
-    mv_impl<MODE_PLAIN, FMT_PTQ1>(a, in0, in1, xout, gain, signs, w0, w1, w2, y0, y1, y2, hout, xs4, gs, red,
+    mv_impl<MODE_PLAIN, FMT_PTQ1>(a, in0, in1, xout, gain, signs, w0, w1, w2, y0, y1, y2, hout, convw, conv, xs4, gs, red,
                         tg, ntg, tid, nt, lane, sg, nsg);
 }
 
@@ -278,6 +299,8 @@ kernel void mv_fwht_t1(constant MVArgs& a [[buffer(0)]],
                        device float* y1 [[buffer(10)]],
                        device float* y2 [[buffer(11)]],
                        device float* hout [[buffer(12)]],
+                       device const float* convw [[buffer(13)]],
+                       device float* conv [[buffer(14)]],
                        uint tg [[threadgroup_position_in_grid]],
                        uint ntg [[threadgroups_per_grid]],
                        uint tid [[thread_index_in_threadgroup]],
@@ -288,7 +311,7 @@ kernel void mv_fwht_t1(constant MVArgs& a [[buffer(0)]],
     threadgroup float4 xs4[BONSAI_MAXCH / 4];
     threadgroup float gs[BONSAI_MAXCH / 16];
     threadgroup float red[MAX_SG];
-    mv_impl<MODE_FWHT, FMT_PTQ1>(a, in0, in1, xout, gain, signs, w0, w1, w2, y0, y1, y2, hout, xs4, gs, red,
+    mv_impl<MODE_FWHT, FMT_PTQ1>(a, in0, in1, xout, gain, signs, w0, w1, w2, y0, y1, y2, hout, convw, conv, xs4, gs, red,
                        tg, ntg, tid, nt, lane, sg, nsg);
 }
 
@@ -305,6 +328,8 @@ kernel void mv_norm_t1(constant MVArgs& a [[buffer(0)]],
                        device float* y1 [[buffer(10)]],
                        device float* y2 [[buffer(11)]],
                        device float* hout [[buffer(12)]],
+                       device const float* convw [[buffer(13)]],
+                       device float* conv [[buffer(14)]],
                        uint tg [[threadgroup_position_in_grid]],
                        uint ntg [[threadgroups_per_grid]],
                        uint tid [[thread_index_in_threadgroup]],
@@ -315,7 +340,7 @@ kernel void mv_norm_t1(constant MVArgs& a [[buffer(0)]],
     threadgroup float4 xs4[BONSAI_MAXCH / 4];
     threadgroup float gs[BONSAI_MAXCH / 16];
     threadgroup float red[MAX_SG];
-    mv_impl<MODE_NORM, FMT_PTQ1>(a, in0, in1, xout, gain, signs, w0, w1, w2, y0, y1, y2, hout, xs4, gs, red,
+    mv_impl<MODE_NORM, FMT_PTQ1>(a, in0, in1, xout, gain, signs, w0, w1, w2, y0, y1, y2, hout, convw, conv, xs4, gs, red,
                        tg, ntg, tid, nt, lane, sg, nsg);
 }
 
@@ -332,6 +357,8 @@ kernel void mv_swiglu_t1(constant MVArgs& a [[buffer(0)]],
                          device float* y1 [[buffer(10)]],
                          device float* y2 [[buffer(11)]],
                          device float* hout [[buffer(12)]],
+                         device const float* convw [[buffer(13)]],
+                         device float* conv [[buffer(14)]],
                          uint tg [[threadgroup_position_in_grid]],
                          uint ntg [[threadgroups_per_grid]],
                          uint tid [[thread_index_in_threadgroup]],
@@ -342,6 +369,6 @@ kernel void mv_swiglu_t1(constant MVArgs& a [[buffer(0)]],
     threadgroup float4 xs4[BONSAI_MAXCH / 4];
     threadgroup float gs[BONSAI_MAXCH / 16];
     threadgroup float red[MAX_SG];
-    mv_impl<MODE_SWIGLU, FMT_PTQ1>(a, in0, in1, xout, gain, signs, w0, w1, w2, y0, y1, y2, hout, xs4, gs, red,
+    mv_impl<MODE_SWIGLU, FMT_PTQ1>(a, in0, in1, xout, gain, signs, w0, w1, w2, y0, y1, y2, hout, convw, conv, xs4, gs, red,
                          tg, ntg, tid, nt, lane, sg, nsg);
 }

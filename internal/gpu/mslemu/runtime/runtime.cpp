@@ -57,6 +57,20 @@ constexpr size_t kStackGuard = kRegion - kStackSize;
 constexpr int kMaxThreads = 1024;
 constexpr int kMaxSlots = 64;
 constexpr int kMaxStatics = 256;
+#ifdef MSLEMU_STRICT_ALIGN
+// Strict alignment (WithStrictAlignment): a threadgroup variable of alignment a < 16 is
+// placed at an offset ≡ a (mod 2a), aligned for its own type and for nothing wider, so
+// that a kernel which stores a wider type into it (a float4 into `threadgroup float
+// x[]`) is misaligned here as it may be on a GPU, and the alignment sanitizer the
+// library is then built with reports it. The padding (under 3a ≤ 48 bytes a variable)
+// comes out of this slack beyond Metal's limit; the limit itself is checked on the
+// unpadded layout.
+constexpr size_t kTgSlack = 48 * kMaxStatics;
+#else
+constexpr size_t kTgSlack = 0;
+#endif
+// Bytes of threadgroup memory mapped: Metal's limit plus the strict mode's padding.
+constexpr size_t kTgMapped = MSLEMU_MAX_TG_MEMORY + kTgSlack;
 
 struct Worker;
 struct Thread {
@@ -79,7 +93,7 @@ struct Thread {
 };
 
 struct Static {
-  const void* key;
+  const void* key;  // the variable's key: its name, as a string (see source.go)
   void* ptr;
   uint64_t size;
 };
@@ -99,8 +113,9 @@ struct Worker {
   sigjmp_buf jb;
   // threadgroup memory
   char* tg_map;
-  char* tg_mem;   // MSLEMU_MAX_TG_MEMORY bytes, a guard page after
-  size_t tg_used;
+  char* tg_mem;   // kTgMapped bytes, a guard page after
+  size_t tg_used;  // bytes laid out (with the strict mode's padding)
+  size_t tg_acct;  // bytes Metal counts against its limit (each variable from a 16-byte boundary)
   size_t tg_dirty;
   void* tg_args[MSLEMU_MAX_BINDINGS];
   Static statics[kMaxStatics];
@@ -344,7 +359,7 @@ Worker* get_worker(int64_t slot) {
     if (m != MAP_FAILED) {
       w = (Worker*)m;
       if (!g_page) g_page = (size_t)sysconf(_SC_PAGESIZE);
-      size_t tgsize = (MSLEMU_MAX_TG_MEMORY + g_page - 1) / g_page * g_page;
+      size_t tgsize = (kTgMapped + g_page - 1) / g_page * g_page;
       char* tg = (char*)mmap(nullptr, tgsize + g_page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
       if (tg == MAP_FAILED) {
         munmap(m, sizeof(Worker));
@@ -352,8 +367,8 @@ Worker* get_worker(int64_t slot) {
       } else {
         mprotect(tg + tgsize, g_page, PROT_NONE);
         w->tg_map = tg;
-        w->tg_mem = tg + tgsize - MSLEMU_MAX_TG_MEMORY;
-        w->tg_dirty = MSLEMU_MAX_TG_MEMORY;
+        w->tg_mem = tg + tgsize - kTgMapped;
+        w->tg_dirty = kTgMapped;
         w->slot = (int)slot;
         g_workers[slot] = w;
       }
@@ -397,11 +412,14 @@ uint64_t splitmix(uint64_t* s) {
 //
 // Every kernel library carries its own copy of this runtime, but a process has one
 // handler per signal. So the state the handler needs lives in one block of memory that
-// the Go side allocates once per process and hands to every library (mslemu_init): which
-// of our handlers is installed, the handler it replaced (the Go runtime's), and the runs
-// in progress per worker slot. Whichever library's handler is installed serves a fault in
-// any library's kernel; a fault on a thread with no run in progress goes to the old
-// handler.
+// the Go side allocates once per process and hands to every library (mslemu_init): the
+// handlers of all the libraries loaded, the handler the first one replaced (the Go
+// runtime's), and the runs in progress per worker slot. Whichever library's handler is
+// installed serves a fault in any library's kernel; a fault on a thread with no run in
+// progress goes to the old handler. A handler of any of the libraries counts as ours, so
+// that one library never takes another's for a foreign handler to chain to (A, then B,
+// then A again would chain A's handler to itself, and a fault outside the kernels, a Go
+// nil dereference, would loop in it forever).
 
 struct Run {
   pthread_t tid;
@@ -409,14 +427,16 @@ struct Run {
   mslemu_launch* L;
   volatile int active;
 };
+constexpr int kMaxLibraries = 4096;
 struct Shared {
   uint64_t magic;
   volatile int lock;
-  void* installed;  // the handler of ours that is installed
+  int nours;
+  void* ours[kMaxLibraries];  // the on_fault of every library loaded
   struct sigaction old[65];
   Run runs[kMaxSlots];
 };
-constexpr uint64_t kSharedMagic = 0x6d736c656d750001ull;
+constexpr uint64_t kSharedMagic = 0x6d736c656d750002ull;
 Shared* g_shared;
 
 const int kSignals[] = {SIGSEGV, SIGBUS, SIGFPE, SIGILL};
@@ -455,7 +475,10 @@ void ensure_handlers() {
   for (int sig : kSignals) {
     struct sigaction cur;
     if (sigaction(sig, nullptr, &cur) != 0) continue;
-    if ((cur.sa_flags & SA_SIGINFO) && (void*)cur.sa_sigaction == S->installed && S->installed) continue;
+    bool ours = false;
+    for (int i = 0; (cur.sa_flags & SA_SIGINFO) && i < S->nours; i++)
+      if ((void*)cur.sa_sigaction == S->ours[i]) ours = true;
+    if (ours) continue;
     // first time, or someone (the Go runtime) replaced ours: chain to what is there now
     S->old[sig] = cur;
     struct sigaction sa;
@@ -465,7 +488,6 @@ void ensure_handlers() {
     sigemptyset(&sa.sa_mask);
     sigaction(sig, &sa, nullptr);
   }
-  S->installed = (void*)on_fault;
   __atomic_store_n(&S->lock, 0, __ATOMIC_RELEASE);
 }
 
@@ -625,6 +647,7 @@ int run_group(Worker* w, int64_t gx, int64_t gy, int64_t gz, uint64_t glinear) {
   // threadgroup memory: poison what the last threadgroup used, lay out the dynamic part
   if (w->tg_dirty) memset(w->tg_mem, 0xff, w->tg_dirty);
   w->tg_used = 0;
+  w->tg_acct = 0;
   w->tg_dirty = 0;
   w->nstatics = 0;
   for (int i = 0; i < MSLEMU_MAX_BINDINGS; i++) {
@@ -634,6 +657,7 @@ int run_group(Worker* w, int64_t gx, int64_t gy, int64_t gz, uint64_t glinear) {
       w->tg_used += (L->tg_len[i] + 15) & ~(uint64_t)15;
     }
   }
+  w->tg_acct = w->tg_used;
   w->tg_dirty = w->tg_used;
   for (int i = 0; i < n; i++) {
     Thread* t = &w->th[i];
@@ -756,17 +780,26 @@ void* mslemu_tg_static(const void* key, uint64_t size, uint64_t align) {
   for (int i = 0; i < w->nstatics; i++)
     if (w->statics[i].key == key) return w->statics[i].ptr;
   if (w->nstatics == kMaxStatics) mslemu_fail("too many threadgroup variables");
-  if (align < 16) align = 16;
-  size_t off = (w->tg_used + align - 1) & ~(size_t)(align - 1);
-  if (off + size > MSLEMU_MAX_TG_MEMORY) {
+  if (align == 0 || (align & (align - 1))) mslemu_fail("threadgroup variable of a bad alignment");
+  // Metal counts each variable from a 16-byte boundary (the linter's model, lint.go).
+  size_t acct = ((w->tg_acct + 15) & ~(size_t)15) + size;
+  if (acct > MSLEMU_MAX_TG_MEMORY) {
     char msg[200];
     snprintf(msg, sizeof msg,
              "threadgroup memory exceeds Metal's limit: %llu bytes of threadgroup variables on top of %llu bytes in use "
              "(limit %d)",
-             (unsigned long long)size, (unsigned long long)w->tg_used, MSLEMU_MAX_TG_MEMORY);
+             (unsigned long long)size, (unsigned long long)w->tg_acct, MSLEMU_MAX_TG_MEMORY);
     mslemu_fail(msg);
   }
+  // The variable's own alignment, as Apple's compiler gives it (the GPU may place it at
+  // any multiple of that): a kernel must not rely on more.
+  size_t off = (w->tg_used + align - 1) & ~(size_t)(align - 1);
+#ifdef MSLEMU_STRICT_ALIGN
+  if (align < 16) off = ((w->tg_used + 2 * align - 1) & ~(size_t)(2 * align - 1)) + align;
+#endif
+  if (off + size > kTgMapped) mslemu_fail("internal error: threadgroup variables past the mapped memory");
   void* p = w->tg_mem + off;
+  w->tg_acct = acct;
   w->tg_used = off + size;
   if (w->tg_used > w->tg_dirty) w->tg_dirty = w->tg_used;
   w->statics[w->nstatics].key = key;
@@ -808,6 +841,82 @@ void mslemu_fail(const char* msg) {
   __builtin_trap();
 }
 
+#ifdef MSLEMU_STRICT_ALIGN
+// The alignment sanitizer's report (clang -fsanitize=alignment
+// -fno-sanitize-recover=alignment, the strict mode's flags): clang calls this, in place of
+// its runtime library's, when a load, store, member access or reference binding uses an
+// address not aligned for its type. The layout of the data is compiler-rt's
+// TypeMismatchData (ubsan_handlers.h), stable since clang 5.
+struct ubsan_loc {
+  const char* file;
+  uint32_t line, col;
+};
+struct ubsan_type {
+  uint16_t kind, info;
+  char name[1];
+};
+struct ubsan_mismatch {
+  ubsan_loc loc;
+  const ubsan_type* type;
+  unsigned char log_align;
+  unsigned char check;
+};
+
+// The Thread of the fiber the caller runs on, or null off the fibers (found from the
+// stack pointer among the workers' current threads, without trusting the region's last
+// word, which off a fiber is someone else's memory).
+static Thread* fiber_or_null() {
+  uintptr_t sp = (uintptr_t)__builtin_frame_address(0);
+  for (int i = 0; i < kMaxSlots; i++) {
+    Worker* w = __atomic_load_n(&g_workers[i], __ATOMIC_ACQUIRE);
+    if (!w) continue;
+    Thread* t = w->cur;
+    if (t && sp >= (uintptr_t)t->stack_lo && sp < (uintptr_t)t->stack_hi) return t;
+  }
+  return nullptr;
+}
+
+MSLEMU_HIDDEN __attribute__((noreturn)) void __ubsan_handle_type_mismatch_v1_abort(ubsan_mismatch* d, uintptr_t p);
+MSLEMU_HIDDEN __attribute__((noreturn)) void __ubsan_handle_type_mismatch_v1(ubsan_mismatch* d, uintptr_t p);
+
+void __ubsan_handle_type_mismatch_v1_abort(ubsan_mismatch* d, uintptr_t p) {
+  static const char* const kinds[] = {"load from", "store to", "reference to", "member access in",
+                                      "assignment to or method call on", "construction at"};
+  const char* what = d->check < sizeof kinds / sizeof kinds[0] ? kinds[d->check] : "use of";
+  uint64_t align = (uint64_t)1 << d->log_align;
+  char where[160] = "";
+  Thread* t = fiber_or_null();
+  if (t) {
+    Worker* w = t->worker;
+    if (p >= (uintptr_t)w->tg_mem && p < (uintptr_t)w->tg_mem + kTgMapped) {
+      snprintf(where, sizeof where, " (threadgroup memory)");
+      for (int i = 0; i < w->nstatics; i++) {
+        Static* s = &w->statics[i];
+        if (p >= (uintptr_t)s->ptr && p < (uintptr_t)s->ptr + s->size)
+          snprintf(where, sizeof where, " (threadgroup variable %s + %llu bytes)", (const char*)s->key,
+                   (unsigned long long)(p - (uintptr_t)s->ptr));
+      }
+    } else {
+      for (int i = 0; i < MSLEMU_MAX_BINDINGS; i++) {
+        uintptr_t b = (uintptr_t)w->L->buf_ptr[i];
+        if (b && p >= b && p < b + w->L->buf_len[i])
+          snprintf(where, sizeof where, " (buffer(%d) + %llu bytes)", i, (unsigned long long)(p - b));
+      }
+    }
+  }
+  char msg[512];
+  snprintf(msg, sizeof msg, "misaligned %s address %#llx%s of type %s, which needs %llu-byte alignment, at %s:%u:%u",
+           what, (unsigned long long)p, where, d->type ? d->type->name : "?", (unsigned long long)align,
+           d->loc.file ? d->loc.file : "?", d->loc.line, d->loc.col);
+  if (!t) {
+    fprintf(stderr, "mslemu: %s (outside kernel code)\n", msg);
+    abort();
+  }
+  mslemu_fail(msg);
+}
+void __ubsan_handle_type_mismatch_v1(ubsan_mismatch* d, uintptr_t p) { __ubsan_handle_type_mismatch_v1_abort(d, p); }
+#endif
+
 int64_t mslemu_abi_version(void) { return MSLEMU_ABI_VERSION; }
 
 int64_t mslemu_shared_size(void) { return (int64_t)sizeof(Shared); }
@@ -820,8 +929,19 @@ int64_t mslemu_init(void* shared) {
   Shared* S = (Shared*)shared;
   if (S->magic == 0) S->magic = kSharedMagic;
   if (S->magic != kSharedMagic) return -1;
-  g_shared = S;
-  return 0;
+  while (__atomic_exchange_n(&S->lock, 1, __ATOMIC_ACQUIRE)) {
+  }
+  bool known = false;
+  for (int i = 0; i < S->nours; i++)
+    if (S->ours[i] == (void*)on_fault) known = true;
+  int64_t rc = 0;
+  if (!known) {
+    if (S->nours < kMaxLibraries) S->ours[S->nours++] = (void*)on_fault;
+    else rc = -1;
+  }
+  __atomic_store_n(&S->lock, 0, __ATOMIC_RELEASE);
+  if (rc == 0) g_shared = S;
+  return rc;
 }
 
 static int64_t run_protected(Worker* w) __attribute__((noinline));
@@ -849,7 +969,7 @@ static int64_t run_protected(Worker* w) {
     } else {
       errappend(L, " outside kernel code");
     }
-    if (a >= (uintptr_t)w->tg_mem + MSLEMU_MAX_TG_MEMORY && a < (uintptr_t)w->tg_mem + MSLEMU_MAX_TG_MEMORY + g_page)
+    if (a >= (uintptr_t)w->tg_mem + kTgMapped && a < (uintptr_t)w->tg_mem + kTgMapped + g_page)
       errappend(L, ": past the end of threadgroup memory");
     return -2;
   }

@@ -82,6 +82,25 @@ constexpr uint16_t f2bf(float f) {
 constexpr float bf2f(uint16_t b) { return __builtin_bit_cast(float, uint32_t(b) << 16); }
 }  // namespace mslemu_fp
 
+// The strict alignment mode (WithStrictAlignment) builds with clang's alignment
+// sanitizer, which checks scalar loads and stores, member accesses and reference bindings
+// but not the copy of a whole trivially copyable struct: `*(threadgroup float4*)p = v`
+// would go unchecked. So there the vectors (and half, bfloat) copy through user-provided
+// copy operations, which make every copy a member call on the destination and a
+// reference binding of the source, both checked. (Only in that mode: they make the types
+// non-trivially copyable, which costs a little elsewhere.)
+#ifdef MSLEMU_STRICT_ALIGN
+#define MSLEMU_STRICT_COPY(type, init, assign)        \
+  constexpr type(const type& o) : init {}            \
+  constexpr type& operator=(const type& o) {         \
+    assign;                                          \
+    return *this;                                    \
+  }
+#else
+#define MSLEMU_STRICT_COPY(type, init, assign)
+#endif
+#define MSLEMU_COMMA ,
+
 // half: IEEE binary16. Arithmetic is done in float and rounded once per operation, which
 // is correctly rounded for + - * / and sqrt (float has more than 2*11+2 bits).
 struct half {
@@ -91,6 +110,7 @@ struct half {
   constexpr half(double d) : bits(mslemu_fp::f2h(float(d))) {}
   template <class I, class = std::enable_if_t<std::is_integral<I>::value>>
   constexpr half(I i) : bits(mslemu_fp::f2h(float(i))) {}
+  MSLEMU_STRICT_COPY(half, bits(o.bits), bits = o.bits)
   constexpr operator float() const { return mslemu_fp::h2f(bits); }
   static constexpr half from_bits(uint16_t b) {
     half h{};
@@ -117,6 +137,7 @@ struct bfloat {
   constexpr bfloat(double d) : bits(mslemu_fp::f2bf(float(d))) {}
   template <class I, class = std::enable_if_t<std::is_integral<I>::value>>
   constexpr bfloat(I i) : bits(mslemu_fp::f2bf(float(i))) {}
+  MSLEMU_STRICT_COPY(bfloat, bits(o.bits), bits = o.bits)
   constexpr operator float() const { return mslemu_fp::bf2f(bits); }
   static constexpr bfloat from_bits(uint16_t b) {
     bfloat h{};
@@ -258,6 +279,7 @@ template <class T> struct alignas(2 * sizeof(T)) vec<T, 2> {
   template <MSLEMU_SCALAR_T(S)> constexpr vec(S s) : x(T(s)), y(T(s)) {}
   template <class A, class B, class = std::enable_if_t<is_scalar<A>::value && is_scalar<B>::value>>
   constexpr vec(A a, B b) : x(T(a)), y(T(b)) {}
+  MSLEMU_STRICT_COPY(vec, x(o.x) MSLEMU_COMMA y(o.y), x = o.x; y = o.y)
   MSLEMU_VEC_COMMON
 #define MSLEMU_SW_N 2
 #include "swizzle.inc"
@@ -273,6 +295,7 @@ template <class T> struct alignas(4 * sizeof(T)) vec<T, 3> {
   constexpr vec(A a, B b, C c) : x(T(a)), y(T(b)), z(T(c)) {}
   template <MSLEMU_SCALAR_T(S)> constexpr vec(const vec<T, 2>& a, S b) : x(a.x), y(a.y), z(T(b)) {}
   template <MSLEMU_SCALAR_T(S)> constexpr vec(S a, const vec<T, 2>& b) : x(T(a)), y(b.x), z(b.y) {}
+  MSLEMU_STRICT_COPY(vec, x(o.x) MSLEMU_COMMA y(o.y) MSLEMU_COMMA z(o.z), x = o.x; y = o.y; z = o.z)
   MSLEMU_VEC_COMMON
 #define MSLEMU_SW_N 3
 #include "swizzle.inc"
@@ -296,6 +319,8 @@ template <class T> struct alignas(4 * sizeof(T)) vec<T, 4> {
   constexpr vec(const vec<T, 2>& a, const vec<T, 2>& b) : x(a.x), y(a.y), z(b.x), w(b.y) {}
   template <MSLEMU_SCALAR_T(S)> constexpr vec(const vec<T, 3>& a, S b) : x(a.x), y(a.y), z(a.z), w(T(b)) {}
   template <MSLEMU_SCALAR_T(S)> constexpr vec(S a, const vec<T, 3>& b) : x(T(a)), y(b.x), z(b.y), w(b.z) {}
+  MSLEMU_STRICT_COPY(vec, x(o.x) MSLEMU_COMMA y(o.y) MSLEMU_COMMA z(o.z) MSLEMU_COMMA w(o.w),
+                     x = o.x; y = o.y; z = o.z; w = o.w)
   MSLEMU_VEC_COMMON
 #define MSLEMU_SW_N 4
 #include "swizzle.inc"

@@ -43,6 +43,7 @@ func TestParityPTQ1(t *testing.T)       { emulator(t); enginetest.ParityPTQ1(t, 
 func TestGreedyGeneration(t *testing.T) { emulator(t); enginetest.GreedyGeneration(t, emulatorBackend) }
 func TestStates(t *testing.T)           { emulator(t); enginetest.States(t, emulatorBackend) }
 func TestLongContext(t *testing.T)      { emulator(t); enginetest.LongContext(t, emulatorBackend) }
+func TestLongStepWalk(t *testing.T)     { emulator(t); enginetest.LongStepWalk(t, emulatorBackend) }
 func TestSnapshotsAcrossBackends(t *testing.T) {
 	emulator(t)
 	enginetest.SnapshotsAcrossBackends(t, emulatorBackend)

@@ -499,22 +499,36 @@ func Conformance(t *testing.T, nb NewBackend) {
 // TolLogit of the CPU's, and the same greedy choice at every step. On 2 cores it takes
 // 90–120 s on the MSL emulator and 75 s on lavapipe; a step walk through all 1,300
 // positions (0.13 s a step on the emulator, for the matrix-vector and GDN kernels, not
-// attention) took 225 s and 167 s, so the prompt carries the first 1,100.
-func LongContext(t *testing.T, nb NewBackend) {
-	const prompt, steps = 1100, 200
+// attention) took 225 s and 167 s, so the prompt carries the first 1,100; LongStepWalk
+// is that walk.
+func LongContext(t *testing.T, nb NewBackend) { longContext(t, nb, 1100, 200) }
+
+// LongStepWalk is LongContext in step mode alone: 1,250 decode steps from an empty
+// cache, every position's logits against the CPU's, attention crossing from one block to
+// five as the sequence grows. It takes minutes on a CPU device, so -short skips it.
+func LongStepWalk(t *testing.T, nb NewBackend) {
+	if testing.Short() {
+		t.Skip("1,250 decode steps take minutes on a CPU device; LongContext covers the blocks with a prompt")
+	}
+	longContext(t, nb, 0, 1250)
+}
+
+func longContext(t *testing.T, nb NewBackend, prompt, steps int) {
 	path := synthtest.Path(t, "tiny", 1, ternary.PQ2_0)
 	b := nb(t, Variant{})
 	cpu := OpenTiny(t, path, bonsai.CPU(), bonsai.KVFloat16, prompt+steps)
 	dev := OpenTiny(t, path, b, bonsai.KVFloat16, prompt+steps)
 	ids := PromptIDs(prompt + steps)
 	cs, ds := NewSession(t, cpu), NewSession(t, dev)
-	want, err := cs.PrefillAll(context.Background(), ids[:prompt])
-	if err != nil {
-		t.Fatal(err)
-	}
-	got, err := ds.PrefillAll(context.Background(), ids[:prompt])
-	if err != nil {
-		t.Fatal(err)
+	var want, got [][]float32
+	if prompt > 0 {
+		var err error
+		if want, err = cs.PrefillAll(context.Background(), ids[:prompt]); err != nil {
+			t.Fatal(err)
+		}
+		if got, err = ds.PrefillAll(context.Background(), ids[:prompt]); err != nil {
+			t.Fatal(err)
+		}
 	}
 	var dPre, dStep, scale float64
 	for i := range want {

@@ -1,0 +1,5 @@
+//go:build !race
+
+package enginetest
+
+const raceDetector = false

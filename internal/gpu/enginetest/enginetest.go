@@ -514,11 +514,6 @@ func LongStepWalk(t *testing.T, nb NewBackend) {
 }
 
 func longContext(t *testing.T, nb NewBackend, prompt, steps int) {
-	if raceDetector {
-		// These walks check numerics, not concurrency, and under the race detector the
-		// CPU reference alone takes tens of minutes: the plain run covers them.
-		t.Skip("a long-context walk against the CPU backend is left to the run without -race")
-	}
 	path := synthtest.Path(t, "tiny", 1, ternary.PQ2_0)
 	b := nb(t, Variant{})
 	cpu := OpenTiny(t, path, bonsai.CPU(), bonsai.KVFloat16, prompt+steps)

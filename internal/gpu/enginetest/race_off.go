@@ -1,5 +1,0 @@
-//go:build !race
-
-package enginetest
-
-const raceDetector = false

@@ -110,7 +110,7 @@ func TestKernelLimitsReady(t *testing.T) {
 func TestPipelinesFit(t *testing.T) {
 	c, d := limitsDevice(t)
 	if !c.gpuReady {
-		t.Skipf("%s is not ready for the kernels (%s): TestLimitsMeetKernels fails", c.Choice.Name, c.missing)
+		t.Skipf("%s lacks what the kernels need (%s), so no pipeline is built on it", c.Choice.Name, c.missing)
 	}
 	geometries := []struct {
 		name   string

@@ -686,12 +686,7 @@ func (e *ckEngine) checkGemmRows(K, N, T, tiles int) error {
 	if err != nil {
 		return err
 	}
-	x := k.floats(T*K, 1)
-	xb, err := k.newBuf(4*T*K, f32Bytes(x))
-	if err != nil {
-		return err
-	}
-	y, err := k.newBuf(4*T*N, nil)
+	x, xb, y, err := k.gemmIO(K, N, T)
 	if err != nil {
 		return err
 	}
@@ -1144,6 +1139,17 @@ func (e *ckEngine) checkStreamRead(n int) error {
 	return nil
 }
 
+// gemmIO makes a GEMM's random input of T rows of K (x, and on the device xb) and its
+// output buffer of T rows of N.
+func (k *checker) gemmIO(K, N, T int) (x []float32, xb, y gpu.Buffer, err error) {
+	x = k.floats(T*K, 1)
+	if xb, err = k.newBuf(4*T*K, f32Bytes(x)); err != nil {
+		return nil, nil, nil, err
+	}
+	y, err = k.newBuf(4*T*N, nil)
+	return x, xb, y, err
+}
+
 // checkGemmCut runs the GEMM of a site's product through gemmSite in a splitter whose
 // cost limit holds two row tiles, so that the product is cut into GEMMs over ranges of
 // its rows, the last range ending at N and overlapping the one before (split.go, the
@@ -1158,12 +1164,7 @@ func (e *ckEngine) checkGemmCut(K, N, T int) error {
 	}
 	m := &qwen35.Matrix{Format: e.format(), K: K, N: N, Data: make([]byte, N*e.format().RowBytes(K))}
 	site := &qwen35.Site{Width: K, Products: []*qwen35.Matrix{m}}
-	x := k.floats(T*K, 1)
-	xb, err := k.newBuf(4*T*K, f32Bytes(x))
-	if err != nil {
-		return err
-	}
-	y, err := k.newBuf(4*T*N, nil)
+	x, xb, y, err := k.gemmIO(K, N, T)
 	if err != nil {
 		return err
 	}

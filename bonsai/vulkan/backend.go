@@ -61,21 +61,12 @@ func New(opts ...Option) backend.Backend {
 
 // open opens the device of one engine.
 func (c *config) open() (gpu.Device, error) {
-	ctx, err := Open(c.dev)
+	d, err := openDevice(c.dev)
 	if err != nil {
 		return nil, err
-	}
-	if !ctx.gpuReady {
-		ctx.Close()
-		return nil, fmt.Errorf("vulkan: %s lacks what the kernels need (%s): %w", ctx.Choice.Name, ctx.missing, ErrUnavailable)
 	}
 	if c.choice != nil {
-		c.choice(ctx.Choice)
-	}
-	d, err := newGPUDevice(ctx)
-	if err != nil {
-		ctx.Close()
-		return nil, err
+		c.choice(d.c.Choice)
 	}
 	d.messages = c.messages
 	if c.onOpen != nil {
@@ -97,8 +88,32 @@ func Probe(o Options) (Choice, error) {
 		return Choice{}, err
 	}
 	defer ctx.Close()
-	if !ctx.gpuReady {
-		return ctx.Choice, fmt.Errorf("vulkan: %s lacks what the kernels need (%s): %w", ctx.Choice.Name, ctx.missing, ErrUnavailable)
+	return ctx.Choice, ctx.unready()
+}
+
+// openDevice opens the device o names as the engine's device, refusing one that lacks
+// what the kernels need.
+func openDevice(o Options) (*gpuDevice, error) {
+	ctx, err := Open(o)
+	if err != nil {
+		return nil, err
 	}
-	return ctx.Choice, nil
+	if err := ctx.unready(); err != nil {
+		ctx.Close()
+		return nil, err
+	}
+	d, err := newGPUDevice(ctx)
+	if err != nil {
+		ctx.Close()
+		return nil, err
+	}
+	return d, nil
+}
+
+// unready says what the device lacks for the kernels, nil when nothing.
+func (c *Context) unready() error {
+	if c.gpuReady {
+		return nil
+	}
+	return fmt.Errorf("vulkan: %s lacks what the kernels need (%s): %w", c.Choice.Name, c.missing, ErrUnavailable)
 }

@@ -2,7 +2,6 @@ package vulkan
 
 import (
 	"context"
-	"fmt"
 	"time"
 
 	"github.com/bonsai-go/sdk/internal/gpu"
@@ -15,22 +14,13 @@ import (
 // repeated for about d. Decode reads every weight once per token, so this rate divided
 // by the weights' bytes is the decode ceiling.
 func Bandwidth(ctx context.Context, o Options, size int, d time.Duration) (float64, error) {
-	c, err := Open(o)
+	dev, err := openDevice(o)
 	if err != nil {
-		return 0, err
-	}
-	if !c.gpuReady {
-		c.Close()
-		return 0, fmt.Errorf("vulkan: %s lacks what the kernels need (%s): %w", c.Choice.Name, c.missing, ErrUnavailable)
-	}
-	dev, err := newGPUDevice(c)
-	if err != nil {
-		c.Close()
 		return 0, err
 	}
 	defer dev.Close()
 	passes := 8
-	if c.Choice.Type == "cpu" {
+	if dev.c.Choice.Type == "cpu" {
 		passes = 1 // lavapipe reads at a few GB/s
 	}
 	return engine.ReadBandwidth(ctx, dev, size, passes, d)

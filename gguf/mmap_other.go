@@ -7,3 +7,5 @@ import "os"
 func mmapFile(*os.File, int) ([]byte, error) { return nil, errNoMmap }
 
 func munmap([]byte) error { return nil }
+
+func dropPages([]byte) error { return nil }

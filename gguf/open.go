@@ -6,6 +6,8 @@ import (
 	"io"
 	"math"
 	"os"
+
+	"github.com/bonsai-go/sdk/internal/hugemem"
 )
 
 // An OpenOption configures Open.
@@ -66,11 +68,11 @@ func Open(path string, opts ...OpenOption) (*File, error) {
 		}
 	}
 	if unmap == nil {
-		data, unmap = allocData(int(size))
+		var free func() error
+		data, free = hugemem.Alloc(int(size))
+		unmap = func([]byte) error { return free() }
 		if _, err := io.ReadFull(fh, data); err != nil {
-			if unmap != nil {
-				unmap(data)
-			}
+			free()
 			return nil, fmt.Errorf("gguf: %s: read: %w", path, err)
 		}
 	}

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strconv"
 	"sync"
+	"unsafe"
 )
 
 // Minimum encoded sizes, used to bound counts by the bytes that remain
@@ -683,6 +684,29 @@ func (f *File) Close() error {
 // newBufferWithBytesNoCopy takes whole pages): the pages around a tensor belong to the
 // mapping, whereas around a Go allocation they belong to other objects.
 func (f *File) Mapped() bool { return f.mapped }
+
+// Release tells the File that its caller will not read b, a part of its tensor data, for
+// a long while (a backend that keeps the weights in a layout of its own): for a mapped
+// file, the whole pages inside b leave the process's resident memory, and reading them
+// again faults them back in from the file, so a Release can never change what b holds.
+// For data read into memory, or bytes outside the file's data, it does nothing: their
+// memory is not the File's to give back page by page.
+func (f *File) Release(b []byte) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if !f.mapped || f.closed || len(b) == 0 || len(f.data) == 0 {
+		return nil
+	}
+	start := uintptr(unsafe.Pointer(unsafe.SliceData(b)))
+	base := uintptr(unsafe.Pointer(unsafe.SliceData(f.data)))
+	if start < base || start-base > uintptr(len(f.data)) || uintptr(len(b)) > uintptr(len(f.data))-(start-base) {
+		return nil
+	}
+	if err := dropPages(b); err != nil {
+		return fmt.Errorf("gguf: %s: release %d bytes at offset %d: %w", f.name, len(b), start-base, err)
+	}
+	return nil
+}
 
 // Size returns the size of the file in bytes.
 func (f *File) Size() int64 { return f.size }

@@ -79,11 +79,24 @@ type Weights struct {
 
 	rotations map[int]*hadamard.Rotation
 	mapped    bool
+	file      *gguf.File // the file bound from, for Release
 }
 
 // Mapped reports whether the tensor data are views of a read-only mapping of the file
 // (gguf.File.Mapped), which a GPU backend may wrap page by page without copying.
 func (w *Weights) Mapped() bool { return w.mapped }
+
+// Release tells the file the weights were bound from that the bytes b, a part of its
+// tensors (a matrix's rows, say), will not be read for a long while: a backend keeps them
+// in a layout of its own. The pages of a mapped file then leave the process's resident
+// memory ([gguf.File.Release]). It cannot change what the tensors hold: a later read
+// faults the pages back in from the file. For weights read into memory it does nothing.
+func (w *Weights) Release(b []byte) error {
+	if w.file == nil {
+		return nil
+	}
+	return w.file.Release(b)
+}
 
 // Rotation returns the rotation of input width k (5120, 6144 or 17408 in the 27B model).
 func (w *Weights) Rotation(k int) *hadamard.Rotation { return w.rotations[k] }
@@ -132,7 +145,7 @@ func BindProgress(f *gguf.File, progress func(done, total int)) (*Weights, error
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrWeights, err)
 	}
-	w := &Weights{Config: *cfg, Contract: contract, rotations: map[int]*hadamard.Rotation{}, mapped: f.Mapped()}
+	w := &Weights{Config: *cfg, Contract: contract, rotations: map[int]*hadamard.Rotation{}, mapped: f.Mapped(), file: f}
 	for _, width := range cfg.RotationWidths() {
 		if !slices.Contains(contract.Widths, width) {
 			// The error names the key to fix: the contract must carry a sign vector

@@ -44,14 +44,36 @@ type Interleaved struct {
 // NewInterleaved returns room for the interleaved layout of an n×k PQ2_0 matrix (k a
 // positive multiple of 128, n ≥ 1), to be filled by [Interleaved.Fill].
 func NewInterleaved(k, n int) (*Interleaved, error) {
-	if k <= 0 || k%BlockSize != 0 || n < 1 {
-		return nil, fmt.Errorf("ternary: interleaved %d×%d matrix: want k a positive multiple of %d and n ≥ 1", n, k, BlockSize)
+	size, err := InterleavedSize(k, n)
+	if err != nil {
+		return nil, err
 	}
-	nb := k / BlockSize
-	size := (n + IlvRows - 1) / IlvRows * nb * ilvBlockBytes
 	raw := make([]byte, size+63)
 	off := int(-uintptr(unsafe.Pointer(unsafe.SliceData(raw))) & 63)
-	return &Interleaved{k: k, n: n, nb: nb, buf: raw[off : off+size : off+size]}, nil
+	return NewInterleavedIn(raw[off:off+size:off+size], k, n)
+}
+
+// InterleavedSize returns the bytes of the interleaved layout of an n×k PQ2_0 matrix:
+// its PQ2_0 size, rounded up to whole tiles.
+func InterleavedSize(k, n int) (int, error) {
+	if k <= 0 || k%BlockSize != 0 || n < 1 {
+		return 0, fmt.Errorf("ternary: interleaved %d×%d matrix: want k a positive multiple of %d and n ≥ 1", n, k, BlockSize)
+	}
+	return (n + IlvRows - 1) / IlvRows * (k / BlockSize) * ilvBlockBytes, nil
+}
+
+// NewInterleavedIn is [NewInterleaved] in memory of the caller's (huge pages, say):
+// mem must be 64-byte aligned and hold [InterleavedSize] bytes, which the layout then
+// owns.
+func NewInterleavedIn(mem []byte, k, n int) (*Interleaved, error) {
+	size, err := InterleavedSize(k, n)
+	if err != nil {
+		return nil, err
+	}
+	if len(mem) < size || uintptr(unsafe.Pointer(unsafe.SliceData(mem)))%64 != 0 {
+		return nil, fmt.Errorf("ternary: interleaved %d×%d matrix: want %d bytes of 64-byte aligned memory, have %d at %p", n, k, size, len(mem), unsafe.SliceData(mem))
+	}
+	return &Interleaved{k: k, n: n, nb: k / BlockSize, buf: mem[:size:size]}, nil
 }
 
 // K and N are the matrix's row width and row count.

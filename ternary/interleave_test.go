@@ -263,3 +263,34 @@ func TestInterleavedPanics(t *testing.T) {
 		}
 	}
 }
+
+// TestNewInterleavedIn checks the layout in memory of the caller's: it refuses memory
+// too short or not 64-byte aligned, naming the sizes, and over good memory interleaves
+// as NewInterleaved does, in the caller's bytes.
+func TestNewInterleavedIn(t *testing.T) {
+	const k, n = 384, 70
+	size, err := InterleavedSize(k, n)
+	if err != nil || size != 2*3*ilvBlockBytes {
+		t.Fatalf("InterleavedSize(%d, %d) = %d, %v; want %d", k, n, size, err, 2*3*ilvBlockBytes)
+	}
+	if _, err := InterleavedSize(100, n); err == nil {
+		t.Error("InterleavedSize accepted k = 100")
+	}
+	mem := benchAlloc(size + 64)
+	if _, err := NewInterleavedIn(mem[:size-1], k, n); err == nil {
+		t.Error("NewInterleavedIn accepted memory one byte short")
+	}
+	if _, err := NewInterleavedIn(mem[1:size+1], k, n); err == nil {
+		t.Error("NewInterleavedIn accepted memory off 64-byte alignment")
+	}
+	r := rand.New(rand.NewPCG(7, 8))
+	w := randPQ2(r, k, n, func() uint16 { return uint16(r.Uint32()) })
+	v, err := NewInterleavedIn(mem[:size], k, n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v.Fill(w, 0, n)
+	if want := ilvFill(t, w, k, n); !bytes.Equal(mem[:size], want.buf) {
+		t.Error("NewInterleavedIn's layout differs from NewInterleaved's")
+	}
+}

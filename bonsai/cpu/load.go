@@ -123,12 +123,17 @@ func (b cpuBackend) Load(ctx context.Context, m backend.Model, opt backend.LoadO
 		e.tiles = tiles
 	}
 	if b.interleave && e.int8 && ternary.InterleavedNative() {
-		ilv, err := interleaveMatrices(ctx, sites, e.mat, max(opt.Threads, 1), opt.Progress)
+		var release func([]byte) error
+		if ilvServesBatches() && !b.tiles {
+			// Every product then reads the copy: the file's rows can leave memory.
+			release = w.Release
+		}
+		ilv, free, err := interleaveMatrices(ctx, sites, e.mat, max(opt.Threads, 1), opt.Progress, release)
 		if err != nil {
 			e.pool.Close()
 			return nil, err
 		}
-		e.ilv = ilv
+		e.ilv, e.freeIlv = ilv, free
 	}
 	return e, nil
 }
@@ -160,6 +165,8 @@ type cpuEngine struct {
 	// ilv holds the interleaved copies of the PQ2_0 matrices (WithInterleavedWeights),
 	// by the matrix the products read; nil without it.
 	ilv map[*qwen35.Matrix]*ternary.Interleaved
+	// freeIlv gives back the memory of the interleaved copies (nil without them).
+	freeIlv func() error
 
 	// chunkedGDN selects the chunked GDN form for prefill. The chunked form agrees with
 	// the step form but does more scalar arithmetic per token, so on the CPU prefill
@@ -182,7 +189,16 @@ type cpuEngine struct {
 func (e *cpuEngine) Close() error {
 	e.pool.Close()
 	e.mu.Lock()
+	defer e.mu.Unlock()
 	e.free = nil
-	e.mu.Unlock()
+	if e.freeIlv != nil {
+		free := e.freeIlv
+		e.freeIlv, e.ilv = nil, nil
+		return free()
+	}
 	return nil
 }
+
+// ilvServesBatches reports whether the batched products (T > 1) have a native kernel on
+// the interleaved copies, so that nothing reads the file's rows once they are made.
+func ilvServesBatches() bool { return false }

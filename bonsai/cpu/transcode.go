@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sync"
 
+	"github.com/bonsai-go/sdk/internal/hugemem"
 	"github.com/bonsai-go/sdk/qwen35"
 	"github.com/bonsai-go/sdk/ternary"
 )
@@ -149,30 +150,68 @@ func tileMatrices(ctx context.Context, sites []*qwen35.Site, mat func(*qwen35.Ma
 
 // interleaveMatrices returns the interleaved copies of every PQ2_0 product of the sites
 // (as mat has them), keyed by the matrix the products read, filled by threads workers
-// a chunk of whole tiles at a time; progress as for transcodeMatrices.
-func interleaveMatrices(ctx context.Context, sites []*qwen35.Site, mat func(*qwen35.Matrix) *qwen35.Matrix, threads int, progress func(done, total int64)) (map[*qwen35.Matrix]*ternary.Interleaved, error) {
-	var jobs []rowJob
-	ilv := map[*qwen35.Matrix]*ternary.Interleaved{}
+// a chunk of whole tiles at a time in one allocation of huge pages (returned with the
+// function that frees it); progress as for transcodeMatrices. With release set, each
+// chunk's file rows are handed to it once interleaved, so that the file's pages leave
+// memory as the copy fills it.
+func interleaveMatrices(ctx context.Context, sites []*qwen35.Site, mat func(*qwen35.Matrix) *qwen35.Matrix, threads int, progress func(done, total int64), release func([]byte) error) (map[*qwen35.Matrix]*ternary.Interleaved, func() error, error) {
+	var (
+		jobs  []rowJob
+		order []*qwen35.Matrix
+		sizes = map[*qwen35.Matrix]int{}
+		total int
+	)
 	for _, site := range sites {
 		for _, p := range site.Products {
 			m := mat(p)
-			if ilv[m] != nil || m.Format != ternary.PQ2_0 {
+			if _, ok := sizes[m]; ok || m.Format != ternary.PQ2_0 {
 				continue
 			}
-			v, err := ternary.NewInterleaved(m.K, m.N)
+			size, err := ternary.InterleavedSize(m.K, m.N)
 			if err != nil {
-				return nil, fmt.Errorf("tensor %q: %w", m.Name, err)
+				return nil, nil, fmt.Errorf("tensor %q: %w", m.Name, err)
 			}
-			ilv[m] = v
+			sizes[m] = size
+			order = append(order, m)
+			total += size
 			jobs = rowJobs(jobs, m, ternary.IlvRows)
 		}
 	}
+	arena, free := hugemem.Alloc(total)
+	ilv := make(map[*qwen35.Matrix]*ternary.Interleaved, len(order))
+	off := 0
+	for _, m := range order {
+		v, err := ternary.NewInterleavedIn(arena[off:off+sizes[m]], m.K, m.N)
+		if err != nil {
+			free()
+			return nil, nil, fmt.Errorf("tensor %q: %w", m.Name, err)
+		}
+		ilv[m] = v
+		off += sizes[m]
+	}
 	err := runRowJobs(ctx, jobs, threads, progress, func(j rowJob) error {
 		ilv[j.m].Fill(j.m.Data, j.r0, j.r1)
+		if release == nil {
+			return nil
+		}
+		rb := j.m.Format.RowBytes(j.m.K)
+		if err := release(j.m.Data[j.r0*rb : j.r1*rb]); err != nil {
+			return fmt.Errorf("tensor %q: %w", j.m.Name, err)
+		}
 		return nil
 	})
-	if err != nil {
-		return nil, err
+	if err == nil && release != nil {
+		// The pages that straddle two chunks.
+		for _, m := range order {
+			if err = release(m.Data); err != nil {
+				err = fmt.Errorf("tensor %q: %w", m.Name, err)
+				break
+			}
+		}
 	}
-	return ilv, nil
+	if err != nil {
+		free()
+		return nil, nil, err
+	}
+	return ilv, free, nil
 }

@@ -186,6 +186,14 @@ func run(ctx context.Context, out, stderr io.Writer, cfg config) error {
 			runtime.GOOS, runtime.GOARCH, runtime.NumCPU(), m.Backend(), kv)
 	}
 	fmt.Fprintf(out, "weights     %.3f GB read per decoded token; %.3g G multiply-adds per token\n", float64(perToken)/1e9, float64(macs)/1e9)
+	if total, file, anon, ok := residentMemory(); ok {
+		size := int64(-1)
+		if st, err := os.Stat(path); err == nil {
+			size = st.Size()
+		}
+		fmt.Fprintf(out, "memory      %.2f GB resident after load (%.2f GB of mapped files, %.2f GB anonymous) = %.3f× the file's %.2f GB\n",
+			float64(total)/1e9, float64(file)/1e9, float64(anon)/1e9, float64(total)/float64(size), float64(size)/1e9)
+	}
 
 	var bw float64
 	if gpu := m.Backend(); gpu == "vulkan" || gpu == "metal" {

@@ -24,9 +24,9 @@
 // The float fold is the Q8 kernels': per block, fp16(d_w) to float times D (FMUL),
 // then one FMLA of the block integer into the accumulator lane b%8, here 8 lanes × 64
 // rows in memory (lane l at 256l, row r at 4r); per tile the lanes are added as
-// ((a0+a4)+(a2+a6)) + ((a1+a5)+(a3+a7)). Both families give q8RowsNEONDot's and
-// q8RowsNEON's bits (and ilvTilesGeneric's, which arm64 Go compiles with fused
-// multiply-adds).
+// ((a0+a4)+(a2+a6)) + ((a1+a5)+(a3+a7)). So each kernel gives the bits of its family's
+// row kernel (q8RowsNEONDot, q8RowsNEON), and ilvTilesGeneric's, which arm64 Go compiles
+// with fused multiply-adds.
 //
 // Counted in the disassembly, per 256 weights (a step, with its share of the block's
 // fold): the SDOT kernel runs 40 instructions, 35 of them on the vector pipes and 4.7

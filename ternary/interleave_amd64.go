@@ -15,10 +15,19 @@ func ilvTilesVNNI(w *byte, tiles, nb8, tileBytes int, q *int8, d *float32, sum *
 //go:noescape
 func ilvBlockVNNI(blk *byte, q *int8, sum *int32, out *int32)
 
-func archIlvVNNI() bool { return hasAVX512VNNI() }
+// archIlvFamily returns the interleaved kernel of Q8 family id: the AVX-512 one for the
+// AVX-512 VNNI families (it fuses the float multiply-add as they do).
+func archIlvFamily(id q8ID) ilvFamily {
+	if hasAVX512VNNI() && (id == q8AVX512 || id == q8GFNI) {
+		return ilvVNNI
+	}
+	return ilvGeneric
+}
 
-func archIlvTiles(w *byte, tiles, nb8, tileBytes int, q *int8, d *float32, sum *int32, acc *float32, y *float32) {
+func archIlvTiles(fam ilvFamily, w *byte, tiles, nb8, tileBytes int, q *int8, d *float32, sum *int32, acc *float32, y *float32) {
 	ilvTilesVNNI(w, tiles, nb8, tileBytes, q, d, sum, acc, y)
 }
 
-func archIlvBlock(blk *byte, q *int8, sum *int32, out *int32) { ilvBlockVNNI(blk, q, sum, out) }
+func archIlvBlock(fam ilvFamily, blk *byte, q *int8, sum *int32, out *int32) {
+	ilvBlockVNNI(blk, q, sum, out)
+}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"runtime"
 	"sync"
 	"testing"
 )
@@ -210,7 +211,7 @@ func forEachIlvFamily(t *testing.T, f func(name string)) {
 			f(fmt.Sprintf("%s/native=%v", k.name, InterleavedNative()))
 		})
 	}
-	if archIlvVNNI() && !ran {
+	if archIlvFamily(q8Kernels[len(q8Kernels)-1].id) != ilvGeneric && !ran {
 		t.Fatal("AVX-512 VNNI machine: the SIMD interleaved kernel never ran")
 	}
 }
@@ -292,5 +293,126 @@ func TestNewInterleavedIn(t *testing.T) {
 	v.Fill(w, 0, n)
 	if want := ilvFill(t, w, k, n); !bytes.Equal(mem[:size], want.buf) {
 		t.Error("NewInterleavedIn's layout differs from NewInterleaved's")
+	}
+}
+
+// ilvNativeKernels returns the Q8 kernels of this machine that have an interleaved SIMD
+// kernel; on arm64 that must be every SIMD one (both NEON families).
+func ilvNativeKernels(t *testing.T) []q8Kernel {
+	var ks []q8Kernel
+	for _, k := range q8Kernels[1:] {
+		if archIlvFamily(k.id) != ilvGeneric {
+			ks = append(ks, k)
+		} else if runtime.GOARCH == "arm64" {
+			t.Fatalf("arm64 Q8 kernel %s has no interleaved kernel", k.name)
+		}
+	}
+	if len(ks) == 0 {
+		t.Skip("no interleaved SIMD kernel on this machine")
+	}
+	return ks
+}
+
+// randQ8Full returns activations over the whole int8 range, −128 and 127 frequent, and
+// scales D of varied magnitude.
+func randQ8Full(r *rand.Rand, k int) *Q8 {
+	x := NewQ8(k)
+	for b := range k / BlockSize {
+		var s int32
+		for i := range BlockSize {
+			v := int32(r.IntN(256)) - 128
+			switch r.IntN(6) {
+			case 0:
+				v = -128
+			case 1:
+				v = 127
+			}
+			x.Q[q8Index(b*BlockSize+i)] = int8(v)
+			s += v
+		}
+		x.D[b] = float32(math.Ldexp(0.5+r.Float64(), r.IntN(17)-12))
+		x.Sum[b] = s
+	}
+	return x
+}
+
+// TestIlvBlockSums checks every SIMD family's block integers against the generic twin's,
+// on random codes (every code value in every position) and on the extreme block: every
+// code 3 against activations of −128 (the largest sums a lane adds).
+func TestIlvBlockSums(t *testing.T) {
+	r := rand.New(rand.NewPCG(52, 53))
+	for _, kern := range ilvNativeKernels(t) {
+		fam := archIlvFamily(kern.id)
+		for nb := 1; nb <= 20; nb++ {
+			k := nb * BlockSize
+			for _, extreme := range []bool{false, true} {
+				w := randPQ2(r, k, 64, func() uint16 { return randScale(r) })
+				x := randQ8Full(r, k)
+				if extreme {
+					for i := range w {
+						if i%pq2BlockBytes >= 2 {
+							w[i] = 0xff
+						}
+					}
+					for i := range x.Q {
+						x.Q[i] = -128
+					}
+					for b := range x.Sum {
+						x.Sum[b] = -128 * BlockSize
+					}
+				}
+				v := ilvFill(t, w, k, 64)
+				for b := range nb {
+					blk := (*[ilvBlockBytes]byte)(v.buf[b*ilvBlockBytes:])
+					var want, got [IlvRows]int32
+					ilvBlockGeneric(&want, blk, x, b)
+					archIlvBlock(fam, &blk[0], &x.Q[256*(b/2)+32*(b%2)], &x.Sum[b], &got[0])
+					if got != want {
+						t.Fatalf("%s k=%d block %d extreme=%v: sums %v, generic %v", kern.name, k, b, extreme, got, want)
+					}
+				}
+			}
+		}
+	}
+}
+
+// TestIlvFamilies checks every SIMD family, forced in turn, against MatVecQ8Range on its
+// Q8 family and (on arm64, whose Go fuses the twin's multiply-add as FMLA does) against
+// the generic twin, bit for bit: k/128 = 1 … 20 (groups of 8 blocks and tails), row
+// counts on and off the 64-row tile, random scales (zeros, subnormals, 65504), every
+// code value, activations over the whole int8 range.
+func TestIlvFamilies(t *testing.T) {
+	r := rand.New(rand.NewPCG(54, 55))
+	kerns := ilvNativeKernels(t)
+	for nb := 1; nb <= 20; nb++ {
+		k := nb * BlockSize
+		x := randQ8Full(r, k)
+		for _, n := range []int{64, 65, 130} {
+			w := randPQ2(r, k, n, func() uint16 { return randScale(r) })
+			v := ilvFill(t, w, k, n)
+			twin := make([]float32, n)
+			withKernel(q8Kernels[0], func() { MatVecInterleavedRange(v, x, twin, 0, n) })
+			for _, kern := range kerns {
+				withKernel(kern, func() {
+					if !InterleavedNative() {
+						t.Fatalf("%s: InterleavedNative is false", kern.name)
+					}
+					want := make([]float32, n)
+					MatVecQ8Range(PQ2_0, w, k, x, want, 0, n)
+					for _, rg := range ilvRanges(n) {
+						y := nanVec(n)
+						MatVecInterleavedRange(v, x, y, rg[0], rg[1])
+						for i := rg[0]; i < rg[1]; i++ {
+							if math.Float32bits(y[i]) != math.Float32bits(want[i]) {
+								t.Fatalf("%s %d×%d rows %v: y[%d] = %v, MatVecQ8Range %v", kern.name, n, k, rg, i, y[i], want[i])
+							}
+							if runtime.GOARCH == "arm64" && math.Float32bits(y[i]) != math.Float32bits(twin[i]) {
+								t.Fatalf("%s %d×%d rows %v: y[%d] = %v, generic twin %v", kern.name, n, k, rg, i, y[i], twin[i])
+							}
+						}
+					}
+				})
+			}
+		}
 	}
 }

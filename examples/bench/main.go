@@ -60,7 +60,7 @@ func main() {
 	flag.IntVar(&cfg.context, "context", 0, "also decode at this position, with the state filled synthetically (0: no)")
 	flag.StringVar(&cfg.kv, "kv", "f16", "KV cache precision: f16, int8, q4 or f32")
 	flag.StringVar(&cfg.weightFormat, "weight-format", "", "transcode the ternary products to pq2_0 or ptq1_0 at load (cpu.WithWeightFormat; default: as stored)")
-	flag.BoolVar(&cfg.interleave, "interleave", false, "keep the decode kernels' 64-row interleaved copy of the weights, made at load (cpu.WithInterleavedWeights; AVX-512 VNNI, int8 activations, PQ2_0): twice the weights' memory")
+	flag.BoolVar(&cfg.interleave, "interleave", false, "keep the decode kernels' 64-row interleaved copy of the weights, made at load (cpu.WithInterleavedWeights; AVX-512 VNNI or arm64, int8 activations, PQ2_0): twice the weights' memory")
 	flag.StringVar(&cfg.backend, "backend", "auto", "where the model runs: "+strings.Join(cli.Backends, ", ")+" (auto: Metal on Apple silicon, else a Vulkan GPU, else the CPU); on a GPU the bandwidth is the device's, read by a kernel in the same run")
 	flag.BoolVar(&cfg.warmup, "warmup", false, "read every weight page at load, so that the first measurements do not wait for the disk")
 	flag.Usage = func() {

@@ -6,6 +6,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"runtime"
+	"strings"
 	"sync"
 	"testing"
 )
@@ -384,6 +385,11 @@ func TestIlvBlockSums(t *testing.T) {
 func TestIlvFamilies(t *testing.T) {
 	r := rand.New(rand.NewPCG(54, 55))
 	kerns := ilvNativeKernels(t)
+	names := []string{"generic"}
+	for _, k := range kerns {
+		names = append(names, k.name)
+	}
+	t.Logf("interleaved kernels on this machine, by the Q8 family whose bits they give: %s", strings.Join(names, " "))
 	for nb := 1; nb <= 20; nb++ {
 		k := nb * BlockSize
 		x := randQ8Full(r, k)

@@ -166,23 +166,20 @@ type ilvFamily uint8
 const (
 	ilvGeneric ilvFamily = iota
 	ilvVNNI
+	ilvAVX2
 )
 
-// ilvSel returns the interleaved kernel that matches the selected Q8 kernel family: the
-// AVX-512 one where that is AVX-512 VNNI (it fuses the float multiply-add as those do),
-// the generic twin otherwise.
-func ilvSel() ilvFamily {
-	if archIlvVNNI() && (q8Sel.id == q8AVX512 || q8Sel.id == q8GFNI) {
-		return ilvVNNI
-	}
-	return ilvGeneric
-}
+// ilvSel returns the interleaved kernel that matches the selected Q8 kernel family: a
+// SIMD one where the platform has one giving that family's bits (AVX-512 VNNI for the
+// AVX-512 families, AVX2 for the AVX2 one: each fuses the float multiply-add as its
+// family does), the generic twin otherwise.
+func ilvSel() ilvFamily { return archIlvFamily(q8Sel.id) }
 
 // InterleavedNative reports whether [MatVecInterleavedRange] runs a SIMD kernel here,
-// one that gives the bits of the kernel [MatVecQ8Range] runs (AVX-512 VNNI). Elsewhere
-// it runs its pure-Go twin, which gives the bits of the generic Q8 kernel: the same
-// integers, with the float rounding of a multiply then add where a SIMD Q8 kernel fuses
-// them.
+// one that gives the bits of the kernel [MatVecQ8Range] runs (AVX-512 VNNI or AVX2).
+// Elsewhere it runs its pure-Go twin, which gives the bits of the generic Q8 kernel: the
+// same integers, with the float rounding of a multiply then add where a SIMD Q8 kernel
+// fuses them.
 func InterleavedNative() bool { return ilvSel() != ilvGeneric }
 
 // MatVecInterleavedRange is [MatVecQ8Range] over an interleaved PQ2_0 matrix for rows
@@ -232,8 +229,8 @@ func ilvTiles(fam ilvFamily, w []byte, tiles, nb int, x *Q8, acc *[8 * IlvRows]f
 		_ = x.Sum[8*nb8-1]
 		_ = x.D[8*nb8-1]
 		_ = x.Q[256*4*nb8-1]
-		if fam == ilvVNNI {
-			archIlvTiles(&w[0], tiles, nb8, tb, &x.Q[0], &x.D[0], &x.Sum[0], &acc[0], &y[0])
+		if fam != ilvGeneric {
+			archIlvTiles(fam, &w[0], tiles, nb8, tb, &x.Q[0], &x.D[0], &x.Sum[0], &acc[0], &y[0])
 		} else {
 			ilvTilesGeneric(w, tiles, nb8, tb, x, acc, y)
 		}
@@ -249,8 +246,8 @@ func ilvTiles(fam ilvFamily, w []byte, tiles, nb int, x *Q8, acc *[8 * IlvRows]f
 		for b := 8 * nb8; b < nb; b++ {
 			blk := (*[ilvBlockBytes]byte)(tile[b*ilvBlockBytes:])
 			var sums [IlvRows]int32
-			if fam == ilvVNNI {
-				archIlvBlock(&blk[0], &x.Q[256*(b/2)+32*(b%2)], &x.Sum[b], &sums[0])
+			if fam != ilvGeneric {
+				archIlvBlock(fam, &blk[0], &x.Q[256*(b/2)+32*(b%2)], &x.Sum[b], &sums[0])
 			} else {
 				ilvBlockGeneric(&sums, blk, x, b)
 			}

@@ -15,10 +15,39 @@ func ilvTilesVNNI(w *byte, tiles, nb8, tileBytes int, q *int8, d *float32, sum *
 //go:noescape
 func ilvBlockVNNI(blk *byte, q *int8, sum *int32, out *int32)
 
-func archIlvVNNI() bool { return hasAVX512VNNI() }
+// ilvTilesAVX2 and ilvBlockAVX2 are ilvTilesVNNI and ilvBlockVNNI for AVX2 (with FMA
+// and F16C, as the AVX2 Q8 kernel): the same contracts, and the same bits.
+//
+//go:noescape
+func ilvTilesAVX2(w *byte, tiles, nb8, tileBytes int, q *int8, d *float32, sum *int32, acc *float32, y *float32)
 
-func archIlvTiles(w *byte, tiles, nb8, tileBytes int, q *int8, d *float32, sum *int32, acc *float32, y *float32) {
-	ilvTilesVNNI(w, tiles, nb8, tileBytes, q, d, sum, acc, y)
+//go:noescape
+func ilvBlockAVX2(blk *byte, q *int8, sum *int32, out *int32)
+
+// archIlvFamily returns the interleaved kernel whose bits are those of Q8 family id:
+// the VNNI one for the AVX-512 families, the AVX2 one for the AVX2 family.
+func archIlvFamily(id q8ID) ilvFamily {
+	switch {
+	case (id == q8AVX512 || id == q8GFNI) && hasAVX512VNNI():
+		return ilvVNNI
+	case id == q8AVX2 && hasAVX2():
+		return ilvAVX2
+	}
+	return ilvGeneric
 }
 
-func archIlvBlock(blk *byte, q *int8, sum *int32, out *int32) { ilvBlockVNNI(blk, q, sum, out) }
+func archIlvTiles(fam ilvFamily, w *byte, tiles, nb8, tileBytes int, q *int8, d *float32, sum *int32, acc *float32, y *float32) {
+	if fam == ilvVNNI {
+		ilvTilesVNNI(w, tiles, nb8, tileBytes, q, d, sum, acc, y)
+	} else {
+		ilvTilesAVX2(w, tiles, nb8, tileBytes, q, d, sum, acc, y)
+	}
+}
+
+func archIlvBlock(fam ilvFamily, blk *byte, q *int8, sum *int32, out *int32) {
+	if fam == ilvVNNI {
+		ilvBlockVNNI(blk, q, sum, out)
+	} else {
+		ilvBlockAVX2(blk, q, sum, out)
+	}
+}

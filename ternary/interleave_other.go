@@ -5,12 +5,12 @@ package ternary
 // No SIMD interleaved kernel on this platform (or in a purego build): the generic twin
 // runs.
 
-func archIlvVNNI() bool { return false }
+func archIlvFamily(id q8ID) ilvFamily { return ilvGeneric }
 
-func archIlvTiles(w *byte, tiles, nb8, tileBytes int, q *int8, d *float32, sum *int32, acc *float32, y *float32) {
+func archIlvTiles(fam ilvFamily, w *byte, tiles, nb8, tileBytes int, q *int8, d *float32, sum *int32, acc *float32, y *float32) {
 	panic("ternary: no SIMD interleaved kernel on this platform")
 }
 
-func archIlvBlock(blk *byte, q *int8, sum *int32, out *int32) {
+func archIlvBlock(fam ilvFamily, blk *byte, q *int8, sum *int32, out *int32) {
 	panic("ternary: no SIMD interleaved kernel on this platform")
 }

@@ -30,8 +30,8 @@ const ilvBlockBytes = IlvRows * pq2BlockBytes // 2176 = 128 + 2048
 // 16s+4j+p of the block for rows L, 16+L, 32+L and 48+L at bits 0, 2, 4 and 6. So the
 // dword at 4L holds the four columns whose activations are the dword at
 // 256·(b/2)+64p+32·(b%2)+4s of the [Q8] layout, and a 64-byte step with one broadcast
-// activation dword is 256 products of 64 rows (see ilvTilesVNNI in matvec_amd64.s for
-// how the four rows of a byte are separated).
+// activation dword is 256 products of 64 rows (see ilvTilesVNNI and ilvTilesAVX2 in
+// matvec_amd64.s for how the four rows of a byte are separated).
 //
 // A last tile of fewer than 64 rows is padded with rows of zero codes and scales, which
 // no product reports; the rows need not be a multiple of 64.

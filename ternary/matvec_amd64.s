@@ -863,11 +863,22 @@ TEXT ·ilvBlockVNNI(SB), NOSPLIT, $0-32
 // Registers: Y0…Y7 the accumulators, Y8…Y12 scratch, Y13 int16 ones, Y14 the
 // activation dword (the fold: D), Y15 the 0x03 mask.
 
-// ILV2PF is ILVPF for the AVX2 kernel (see ILV2PREFETCH).
+// ILV2PREFETCH is ILVPREFETCH for the AVX2 kernel, ILV2PF bytes ahead. Streaming
+// 5120×17408 and 17408×5120 (BenchmarkIlvStreamAVX2, 1 and 2 threads, on a shared
+// 2-core Intel VM at load 5–9, where single runs spread over 2× and only medians of
+// alternated runs mean much), the medians of 5 runs per shape were 58–72% of the read
+// loop without prefetching, 71–76% one tile × block ahead, 80–83% two, 77–92% four and
+// 77–83% eight; 8 more alternated runs of two against four ahead gave 69–81% and 76–82%
+// (four ahead better in every shape). -D=ILV2PF=… or -D=ILV2NOPF in -asmflags tries
+// another distance.
 #ifndef ILV2PF
 #define ILV2PF 8704
 #endif
+#ifdef ILV2NOPF
+#define ILV2PREFETCH(off)
+#else
 #define ILV2PREFETCH(off) PREFETCHT0 (off+ILV2PF)(AX)
+#endif
 
 // ILV2HALF multiplies the half step at woff(AX) with Y14 into a0…a3 (planes 0…3).
 #define ILV2HALF(woff, a0, a1, a2, a3) \

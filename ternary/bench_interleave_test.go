@@ -61,7 +61,21 @@ func BenchmarkIlvKernel(b *testing.B) {
 // tiles as the model splits rows, and, in the same run, the same bytes through the
 // widest read loop; it reports both rates and their ratio ("read%"). BenchmarkMatVec
 // and BenchmarkMemoryRead are the same measure for the file's layout.
-func BenchmarkIlvStream(b *testing.B) {
+func BenchmarkIlvStream(b *testing.B) { ilvStream(b) }
+
+// BenchmarkIlvStreamAVX2 is BenchmarkIlvStream on the AVX2 family's kernel, which an
+// AVX-512 machine does not otherwise run.
+func BenchmarkIlvStreamAVX2(b *testing.B) {
+	for _, k := range q8Kernels {
+		if k.id == q8AVX2 {
+			withKernel(k, func() { ilvStream(b) })
+			return
+		}
+	}
+	b.Skip("no AVX2 Q8 family on this machine")
+}
+
+func ilvStream(b *testing.B) {
 	rd := memReaders[len(memReaders)-1]
 	for _, sh := range [][2]int{{5120, 17408}, {17408, 5120}, {5120, 6144}} {
 		k, n := sh[0], sh[1]

@@ -30,8 +30,8 @@ const ilvBlockBytes = IlvRows * pq2BlockBytes // 2176 = 128 + 2048
 // 16s+4j+p of the block for rows L, 16+L, 32+L and 48+L at bits 0, 2, 4 and 6. So the
 // dword at 4L holds the four columns whose activations are the dword at
 // 256·(b/2)+64p+32·(b%2)+4s of the [Q8] layout, and a 64-byte step with one broadcast
-// activation dword is 256 products of 64 rows (see ilvTilesVNNI in matvec_amd64.s for
-// how the four rows of a byte are separated).
+// activation dword is 256 products of 64 rows (see ilvTilesVNNI and ilvTilesAVX2 in
+// matvec_amd64.s for how the four rows of a byte are separated).
 //
 // A last tile of fewer than 64 rows is padded with rows of zero codes and scales, which
 // no product reports; the rows need not be a multiple of 64.
@@ -188,13 +188,15 @@ type ilvFamily uint8
 const (
 	ilvGeneric ilvFamily = iota
 	ilvVNNI
+	ilvAVX2
 	ilvNEONDot
 	ilvNEON
 )
 
 // ilvSel returns the interleaved kernel that matches the selected Q8 kernel family
 // (archIlvFamily): the one that gives its integers and folds them into floats as it
-// does, the generic twin where the family has none.
+// does (AVX-512 VNNI for the AVX-512 families, AVX2 for the AVX2 one, SDOT and plain
+// NEON for the two NEON ones), the generic twin where the family has none.
 func ilvSel() ilvFamily {
 	if q8Sel.id == q8Generic {
 		return ilvGeneric
@@ -203,10 +205,10 @@ func ilvSel() ilvFamily {
 }
 
 // InterleavedNative reports whether [MatVecInterleavedRange] runs a SIMD kernel here,
-// one that gives the bits of the kernel [MatVecQ8Range] runs (AVX-512 VNNI on amd64,
-// both NEON families on arm64). Elsewhere it runs its pure-Go twin, which gives the bits
-// of the generic Q8 kernel: the same integers, with the float rounding of a multiply
-// then add where a SIMD Q8 kernel fuses them (arm64's Go fuses them too).
+// one that gives the bits of the kernel [MatVecQ8Range] runs (AVX-512 VNNI or AVX2 on
+// amd64, both NEON families on arm64). Elsewhere it runs its pure-Go twin, which gives
+// the bits of the generic Q8 kernel: the same integers, with the float rounding of a
+// multiply then add where a SIMD Q8 kernel fuses them (arm64's Go fuses them too).
 func InterleavedNative() bool { return ilvSel() != ilvGeneric }
 
 // MatVecInterleavedRange is [MatVecQ8Range] over an interleaved PQ2_0 matrix for rows

@@ -15,19 +15,39 @@ func ilvTilesVNNI(w *byte, tiles, nb8, tileBytes int, q *int8, d *float32, sum *
 //go:noescape
 func ilvBlockVNNI(blk *byte, q *int8, sum *int32, out *int32)
 
-// archIlvFamily returns the interleaved kernel of Q8 family id: the AVX-512 one for the
-// AVX-512 VNNI families (it fuses the float multiply-add as they do).
+// ilvTilesAVX2 and ilvBlockAVX2 are ilvTilesVNNI and ilvBlockVNNI for AVX2 (with FMA
+// and F16C, as the AVX2 Q8 kernel): the same contracts, and the same bits.
+//
+//go:noescape
+func ilvTilesAVX2(w *byte, tiles, nb8, tileBytes int, q *int8, d *float32, sum *int32, acc *float32, y *float32)
+
+//go:noescape
+func ilvBlockAVX2(blk *byte, q *int8, sum *int32, out *int32)
+
+// archIlvFamily returns the interleaved kernel whose bits are those of Q8 family id:
+// the VNNI one for the AVX-512 families, the AVX2 one for the AVX2 family.
 func archIlvFamily(id q8ID) ilvFamily {
-	if hasAVX512VNNI() && (id == q8AVX512 || id == q8GFNI) {
+	switch {
+	case (id == q8AVX512 || id == q8GFNI) && hasAVX512VNNI():
 		return ilvVNNI
+	case id == q8AVX2 && hasAVX2():
+		return ilvAVX2
 	}
 	return ilvGeneric
 }
 
 func archIlvTiles(fam ilvFamily, w *byte, tiles, nb8, tileBytes int, q *int8, d *float32, sum *int32, acc *float32, y *float32) {
-	ilvTilesVNNI(w, tiles, nb8, tileBytes, q, d, sum, acc, y)
+	if fam == ilvVNNI {
+		ilvTilesVNNI(w, tiles, nb8, tileBytes, q, d, sum, acc, y)
+	} else {
+		ilvTilesAVX2(w, tiles, nb8, tileBytes, q, d, sum, acc, y)
+	}
 }
 
 func archIlvBlock(fam ilvFamily, blk *byte, q *int8, sum *int32, out *int32) {
-	ilvBlockVNNI(blk, q, sum, out)
+	if fam == ilvVNNI {
+		ilvBlockVNNI(blk, q, sum, out)
+	} else {
+		ilvBlockAVX2(blk, q, sum, out)
+	}
 }

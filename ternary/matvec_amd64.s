@@ -848,3 +848,236 @@ TEXT ·ilvBlockVNNI(SB), NOSPLIT, $0-32
 	VMOVDQU32 Z3, 192(R8)
 	VZEROUPPER
 	RET
+
+// AVX2 interleaved kernels: the layout and results of the VNNI ones above, with the
+// four row groups of a code byte separated by shift and mask, as the AVX2 Q8 kernel
+// separates its planes. A step's 64 bytes are two halves (dwords L = 0…7 and 8…15);
+// plane g of half h, (v >> 2g) & 3, VPMADDUBSW with the broadcast activation dword
+// (codes unsigned, activations signed), gives per word c·a + c'·a' of row 16g+8h+L,
+// |·| ≤ 2·3·128 = 768, and a block's 32 steps add up in int16 to at most 32·768 =
+// 24576 < 2¹⁵: exact for every code, 3 included, and every activation, −128 included.
+// One VPMADDWD by ones a block widens each accumulator to the 8 row integers of rows
+// 8i … 8i+7 (Y_i = plane i/2 of half i%2). A step is 2 loads, a broadcast, 6 shifts,
+// 8 ANDs, 8 VPMADDUBSW and 8 VPADDW: 33 instructions per 256 weights (30 on the
+// vector ALUs, 10 cycles on Intel's three), 65–69 G weights/s a core in the cache
+// (BenchmarkIlvKernel, the AVX2 Q8 kernel 50–55 on the same VM). Masking with 0x0C
+// instead of shifting saves shifts but scales the planes by 4, and 32 steps of 4·768
+// no longer fit int16: the partial sums would need widening every 8 steps, and 16
+// registers leave no room for their totals.
+//
+// Registers: Y0…Y7 the accumulators, Y8…Y12 scratch, Y13 int16 ones, Y14 the
+// activation dword (the fold: D), Y15 the 0x03 mask.
+
+// ILV2PREFETCH is ILVPREFETCH for the AVX2 kernel, ILV2PF bytes ahead. Streaming
+// 5120×17408 and 17408×5120 (BenchmarkIlvStreamAVX2, 1 and 2 threads, on a shared
+// 2-core Intel VM at load 5–9, where single runs spread over 2× and only medians of
+// alternated runs mean much), the medians of 5 runs per shape were 58–72% of the read
+// loop without prefetching, 71–76% one tile × block ahead, 80–83% two, 77–92% four and
+// 77–83% eight; 8 more alternated runs of two against four ahead gave 69–81% and 76–82%
+// (four ahead better in every shape). -D=ILV2PF=… or -D=ILV2NOPF in -asmflags tries
+// another distance.
+#ifndef ILV2PF
+#define ILV2PF 8704
+#endif
+#ifdef ILV2NOPF
+#define ILV2PREFETCH(off)
+#else
+#define ILV2PREFETCH(off) PREFETCHT0 (off+ILV2PF)(AX)
+#endif
+
+// ILV2HALF multiplies the half step at woff(AX) with Y14 into a0…a3 (planes 0…3).
+#define ILV2HALF(woff, a0, a1, a2, a3) \
+	VMOVDQU (woff)(AX), Y8; \
+	VPSRLW $2, Y8, Y9; \
+	VPSRLW $4, Y8, Y10; \
+	VPSRLW $6, Y8, Y11; \
+	VPAND Y15, Y8, Y8; \
+	VPAND Y15, Y9, Y9; \
+	VPAND Y15, Y10, Y10; \
+	VPAND Y15, Y11, Y11; \
+	VPMADDUBSW Y14, Y8, Y8; \
+	VPMADDUBSW Y14, Y9, Y9; \
+	VPMADDUBSW Y14, Y10, Y10; \
+	VPMADDUBSW Y14, Y11, Y11; \
+	VPADDW Y8, a0, a0; \
+	VPADDW Y9, a1, a1; \
+	VPADDW Y10, a2, a2; \
+	VPADDW Y11, a3, a3
+
+// ILV2STEP runs the step at woff(AX) with the activation dword at qoff(BX).
+#define ILV2STEP(woff, qoff) \
+	ILV2PREFETCH(woff); \
+	VPBROADCASTD (qoff)(BX), Y14; \
+	ILV2HALF(woff, Y0, Y2, Y4, Y6); \
+	ILV2HALF(woff+32, Y1, Y3, Y5, Y7)
+
+// ILV2QUAD runs four consecutive steps.
+#define ILV2QUAD(woff, qoff) \
+	ILV2STEP(woff, qoff); \
+	ILV2STEP(woff+64, qoff+4); \
+	ILV2STEP(woff+128, qoff+8); \
+	ILV2STEP(woff+192, qoff+12)
+
+// ILV2PLANE runs the eight steps of activation plane p: code bytes at wo = 128+512p
+// into the tile × block, activations at qo = 64p.
+#define ILV2PLANE(wo, qo) \
+	ILV2QUAD(wo, qo); \
+	ILV2QUAD(wo+256, qo+16)
+
+// ILV2SUMS leaves in Y0…Y7 the 64 row integers Σ c·Q − Sum (rows 8i … 8i+7 in Y_i) of
+// the tile × block at AX, whose activations are at BX and activation sum at (DI).
+#define ILV2SUMS \
+	ILV2PREFETCH(0); \
+	ILV2PREFETCH(64); \
+	VPXOR Y0, Y0, Y0; \
+	VPXOR Y1, Y1, Y1; \
+	VPXOR Y2, Y2, Y2; \
+	VPXOR Y3, Y3, Y3; \
+	VPXOR Y4, Y4, Y4; \
+	VPXOR Y5, Y5, Y5; \
+	VPXOR Y6, Y6, Y6; \
+	VPXOR Y7, Y7, Y7; \
+	ILV2PLANE(128, 0); \
+	ILV2PLANE(640, 64); \
+	ILV2PLANE(1152, 128); \
+	ILV2PLANE(1664, 192); \
+	VPBROADCASTD (DI), Y12; \
+	VPMADDWD Y13, Y0, Y0; \
+	VPMADDWD Y13, Y1, Y1; \
+	VPMADDWD Y13, Y2, Y2; \
+	VPMADDWD Y13, Y3, Y3; \
+	VPMADDWD Y13, Y4, Y4; \
+	VPMADDWD Y13, Y5, Y5; \
+	VPMADDWD Y13, Y6, Y6; \
+	VPMADDWD Y13, Y7, Y7; \
+	VPSUBD Y12, Y0, Y0; \
+	VPSUBD Y12, Y1, Y1; \
+	VPSUBD Y12, Y2, Y2; \
+	VPSUBD Y12, Y3, Y3; \
+	VPSUBD Y12, Y4, Y4; \
+	VPSUBD Y12, Y5, Y5; \
+	VPSUBD Y12, Y6, Y6; \
+	VPSUBD Y12, Y7, Y7
+
+// ILV2CONST loads the mask and the ones.
+#define ILV2CONST \
+	MOVL $0x03030303, AX; \
+	VMOVD AX, X15; \
+	VPBROADCASTD X15, Y15; \
+	MOVL $0x00010001, AX; \
+	VMOVD AX, X13; \
+	VPBROADCASTD X13, Y13
+
+// ILV2FOLD1 adds the integers of rows 8i … 8i+7 (Yi), scaled by fp16(d_w)·D (scales at
+// 16i(AX), D in Y14), into the block's lane of the accumulators at (R11)(R12): the
+// VNNI kernel's VMULPS and FMA, which are the AVX2 Q8 kernel's too.
+#define ILV2FOLD1(i, Yi) \
+	VCVTPH2PS (16*i)(AX), Y8; \
+	VMULPS Y14, Y8, Y8; \
+	VCVTDQ2PS Yi, Yi; \
+	VMOVUPS (32*i)(R11)(R12*1), Y9; \
+	VFMADD231PS Yi, Y8, Y9; \
+	VMOVUPS Y9, (32*i)(R11)(R12*1)
+
+// ILV2TREE stores y of rows 8i … 8i+7: their eight lanes (256 bytes apart in the
+// accumulators at R11) added as ((a0+a4)+(a2+a6)) + ((a1+a5)+(a3+a7)).
+#define ILV2TREE(i) \
+	VMOVUPS (32*i)(R11), Y0; \
+	VADDPS (1024+32*i)(R11), Y0, Y0; \
+	VMOVUPS (512+32*i)(R11), Y1; \
+	VADDPS (1536+32*i)(R11), Y1, Y1; \
+	VADDPS Y1, Y0, Y0; \
+	VMOVUPS (256+32*i)(R11), Y2; \
+	VADDPS (1280+32*i)(R11), Y2, Y2; \
+	VMOVUPS (768+32*i)(R11), Y3; \
+	VADDPS (1792+32*i)(R11), Y3, Y3; \
+	VADDPS Y3, Y2, Y2; \
+	VADDPS Y2, Y0, Y0; \
+	VMOVUPS Y0, (32*i)(R14)
+
+// func ilvTilesAVX2(w *byte, tiles, nb8, tileBytes int, q *int8, d *float32, sum *int32, acc *float32, y *float32)
+//
+// Registers: SI tile pointer, CX tile counter, R9 tile stride, R14 output pointer, R11
+// the accumulators (8 lanes × 64 floats, lane l at 256l), R12 the block's lane offset;
+// per block AX weights, BX activations (block b at 256·(b/2) + 32·(b%2)), R10 the step
+// to the next block's (32 after an even block, 224 after an odd one), DX D, DI Sum, R8
+// the block counter.
+TEXT ·ilvTilesAVX2(SB), NOSPLIT, $0-72
+	ILV2CONST
+	MOVQ w+0(FP), SI
+	MOVQ tiles+8(FP), CX
+	MOVQ tileBytes+24(FP), R9
+	MOVQ acc+56(FP), R11
+	MOVQ y+64(FP), R14
+
+ilv2tile:
+	VXORPS Y0, Y0, Y0
+	MOVQ $0, R12
+ilv2clear:
+	VMOVUPS Y0, (R11)(R12*1)
+	ADDQ $32, R12
+	CMPQ R12, $2048
+	JNE ilv2clear
+	MOVQ $0, R12
+	MOVQ SI, AX
+	MOVQ q+32(FP), BX
+	MOVQ d+40(FP), DX
+	MOVQ sum+48(FP), DI
+	MOVQ $32, R10
+	MOVQ nb8+16(FP), R8
+	SHLQ $3, R8
+
+ilv2block:
+	ILV2SUMS
+	VBROADCASTSS (DX), Y14
+	ILV2FOLD1(0, Y0)
+	ILV2FOLD1(1, Y1)
+	ILV2FOLD1(2, Y2)
+	ILV2FOLD1(3, Y3)
+	ILV2FOLD1(4, Y4)
+	ILV2FOLD1(5, Y5)
+	ILV2FOLD1(6, Y6)
+	ILV2FOLD1(7, Y7)
+	ADDQ $2176, AX
+	ADDQ R10, BX
+	XORQ $192, R10 // 32 ^ 224
+	ADDQ $4, DX
+	ADDQ $4, DI
+	ADDQ $256, R12
+	ANDQ $2047, R12
+	DECQ R8
+	JNZ ilv2block
+
+	ILV2TREE(0)
+	ILV2TREE(1)
+	ILV2TREE(2)
+	ILV2TREE(3)
+	ILV2TREE(4)
+	ILV2TREE(5)
+	ILV2TREE(6)
+	ILV2TREE(7)
+	ADDQ R9, SI
+	ADDQ $256, R14
+	DECQ CX
+	JNZ ilv2tile
+	VZEROUPPER
+	RET
+
+// func ilvBlockAVX2(blk *byte, q *int8, sum *int32, out *int32)
+TEXT ·ilvBlockAVX2(SB), NOSPLIT, $0-32
+	ILV2CONST
+	MOVQ blk+0(FP), AX
+	MOVQ q+8(FP), BX
+	MOVQ sum+16(FP), DI
+	MOVQ out+24(FP), R8
+	ILV2SUMS
+	VMOVDQU Y0, (R8)
+	VMOVDQU Y1, 32(R8)
+	VMOVDQU Y2, 64(R8)
+	VMOVDQU Y3, 96(R8)
+	VMOVDQU Y4, 128(R8)
+	VMOVDQU Y5, 160(R8)
+	VMOVDQU Y6, 192(R8)
+	VMOVDQU Y7, 224(R8)
+	VZEROUPPER
+	RET

@@ -52,11 +52,13 @@ func WithBatchTiles() Option {
 }
 
 // WithInterleavedWeights keeps, beside the weights, a copy of every PQ2_0 matrix in
-// the 64-row interleaved layout of [ternary.Interleaved], made at Load, which one
-// sequence's decode steps then read instead of the file's rows: the AVX-512 VNNI kernel
-// over it computes several times fewer instructions per weight, so that decode can run at
-// the memory's rate on few cores. The copy takes the weights' size again (7.1 GB for
-// the 27B model); batches and prompts read the file's layout as ever. It is made only
+// the 64-row interleaved layout of [ternary.Interleaved], made at Load, which every
+// product then reads instead of the file's rows: one sequence's decode steps (the
+// AVX-512 VNNI kernel over it computes several times fewer instructions per weight, so
+// that decode can run at the memory's rate on few cores), and batched decode steps and
+// prompts ([ternary.MatMulInterleavedRange], which needs no repacking), where that
+// kernel is native too ([ternary.InterleavedBatchNative]). The copy takes the weights'
+// size again (7.1 GB for the 27B model). It is made only
 // with int8 activations and where the CPU has the kernel
 // ([ternary.InterleavedNative]: AVX-512 VNNI), and only of PQ2_0 matrices (a PTQ1_0
 // model with WithWeightFormat(ternary.PQ2_0)). The results are the same bits.

@@ -31,6 +31,7 @@ const (
 	argAcc = 56
 	argY   = 64
 	argYS  = 72
+	argPFD = 80
 )
 
 var b bytes.Buffer
@@ -74,6 +75,7 @@ func block(nv int, odd bool, name string) {
 	for st := range 8 {
 		// Step 8p+st: codes at 128+64·st past the plane (AX moves 512 a plane), the
 		// vectors' dwords at ao+4·st past theirs (BX and R10 move 64 a plane).
+		p("PREFETCHT1 %d(AX)(R9*1)", 128+64*st)
 		p("VMOVDQU64 %d(AX), Z24", 128+64*st)
 		p("VPANDD Z28, Z24, Z25")
 		p("VPANDD Z29, Z24, Z26")
@@ -101,7 +103,11 @@ func block(nv int, odd bool, name string) {
 	for g := range 4 {
 		p("VCVTPH2PS %d(AX), Z%d", -2048+32*g, 24+g)
 	}
+	p("PREFETCHT1 -2048(AX)(R9*1)")
+	p("PREFETCHT1 -1984(AX)(R9*1)")
 	p("ADDQ $128, AX")
+	p("MOVQ a+0(FP), R15")
+	p("MOVQ %d(R15), R9", argDS)
 	p("MOVQ DX, R14")
 	p("MOVQ DI, SI")
 	p("MOVQ R11, R15")
@@ -131,6 +137,8 @@ func block(nv int, odd bool, name string) {
 			p("ADDQ $2048, R15")
 		}
 	}
+	p("MOVQ a+0(FP), R15")
+	p("MOVQ %d(R15), R9", argPFD)
 	p("ADDQ $4, DX")
 	p("ADDQ $4, DI")
 	p("ADDQ $256, R12")
@@ -161,7 +169,7 @@ func kernel(nv int) {
 	}
 	p("MOVQ %d(R8), DX", argD)
 	p("MOVQ %d(R8), DI", argSum)
-	p("MOVQ %d(R8), R9", argDS)
+	p("MOVQ %d(R8), R9", argPFD)
 	p("MOVQ %d(R8), R11", argAcc)
 	// Clear the accumulators: nv × 8 lanes × 64 floats.
 	p("VPXORD Z0, Z0, Z0")
@@ -230,9 +238,14 @@ func main() {
 	line("// VPDPBUSD's latency without ilvTilesVNNI's four sets of steps.")
 	line("//")
 	line("// Registers: R8 the block pairs left, AX the weights, BX vector 0's activations and")
-	line("// R10 vector 3's (R13 apart), DX and DI vector 0's D and Sum (R9 apart), R11 the")
-	line("// accumulators (vector v's lane l at 2048v+256l), R12 the lane of the block, CX the")
-	line("// planes left; R14, SI and R15 walk the vectors in the fold.")
+	line("// R10 vector 3's (R13 apart), DX and DI vector 0's D and Sum, R9 the distance to the")
+	line("// bytes to prefetch (the D and Sum stride in the fold), R11 the accumulators (vector")
+	line("// v's lane l at 2048v+256l), R12 the lane of the block, CX the planes left; R14, SI")
+	line("// and R15 walk the vectors in the fold.")
+	line("//")
+	line("// Each step prefetches the line at its offset in the tile ilvMatArgs.pfd bytes on")
+	line("// (the next tile, on a tile's first call), into L2: the tiles of a range then")
+	line("// stream from memory while the previous one is computed.")
 	for nv := 1; nv <= width; nv++ {
 		kernel(nv)
 	}

@@ -42,6 +42,10 @@ type ilvMatArgs struct {
 	acc *float32 // scratch: 512 float32 per vector (eight lanes of 64 rows)
 	y   *float32 // vector 0's output of the tile's row 0
 	ys  int      // bytes from one vector's outputs to the next's
+	// pfd is the distance from w to the tile the kernel prefetches into L2, a line for
+	// each of w's (the next tile of the range on a tile's first call, which reads w from
+	// memory; 0, w itself, on the others).
+	pfd int
 }
 
 // InterleavedBatchNative reports whether [MatMulInterleavedRange] runs a SIMD kernel
@@ -91,10 +95,15 @@ func MatMulInterleavedRange(v *Interleaved, x *Q8Batch, t int, y []float32, lo, 
 	for r0 := lo; r0 < hi; r0 += IlvRows {
 		tile := v.buf[r0/IlvRows*tb : (r0/IlvRows+1)*tb]
 		rows := min(IlvRows, hi-r0)
+		pfd := 0
+		if r0+IlvRows < hi {
+			pfd = tb
+		}
 		for _, cl := range calls[:ncalls] {
 			for s0 := cl.v0; s0 < cl.v0+cl.tiles*cl.tv; s0 += cl.tv {
 				a := ilvMatArgs{w: &tile[0], nb8: nb8, q: &x.q[s0*qs], qs: qs,
-					d: &x.d[s0*v.nb], sum: &x.sum[s0*v.nb], ds: 4 * v.nb, acc: &acc[0]}
+					d: &x.d[s0*v.nb], sum: &x.sum[s0*v.nb], ds: 4 * v.nb, acc: &acc[0], pfd: pfd}
+				pfd = 0
 				if rows == IlvRows {
 					a.y, a.ys = &y[s0*n+r0], 4*n
 				} else {

@@ -107,3 +107,23 @@ func TestInterleavedWeightsBatchSameLogits(t *testing.T) {
 		}
 	}
 }
+
+// With batch tiles asked for too, a load whose batches read the interleaved copy makes
+// no tiles of the matrices that have one: one pass over the products (its reports end
+// once at all of their bytes), not two.
+func TestInterleavedWeightsNoTiles(t *testing.T) {
+	if !ternary.InterleavedBatchNative() {
+		t.Skip("no native batched interleaved kernel here: batches read the tiles")
+	}
+	m := synthtest.Weights(t, "small", 4, ternary.PQ2_0)
+	var ends []int64
+	e, err := cpu.New(cpu.WithInterleavedWeights(), cpu.WithBatchTiles()).Load(context.Background(), m, backend.LoadOptions{Threads: 2,
+		Activations: backend.ActivationsInt8, Progress: func(done, total int64) {
+			if done == total {
+				ends = append(ends, total)
+			}
+		}})
+	require.NoError(t, err)
+	defer e.Close()
+	assert.Equal(t, []int64{productBytes(m)}, ends, "the passes of the load (their bytes)")
+}

@@ -46,7 +46,9 @@ func WithWeightFormat(f ternary.Format) Option {
 // 5120×17408 product of 2 vectors ran 1.5–1.9× and of 4 vectors 1.4–1.5× as fast, of 8
 // the same (BenchmarkMatMulQ8Batch, mode=tiles). The copy takes 576 bytes for every 544
 // of the weights (7.3 GB for the 27B model), and it is made only with int8 activations;
-// one sequence's step reads the weights as ever. The results are the same bits.
+// one sequence's step reads the weights as ever. With [WithInterleavedWeights], where
+// batches read the interleaved copy, only the matrices that have none (PTQ1_0 ones) are
+// tiled. The results are the same bits.
 func WithBatchTiles() Option {
 	return func(b *cpuBackend) { b.tiles = true }
 }
@@ -116,14 +118,6 @@ func (b cpuBackend) Load(ctx context.Context, m backend.Model, opt backend.LoadO
 		}
 		e.subst = subst
 	}
-	if b.tiles && e.int8 {
-		tiles, err := tileMatrices(ctx, sites, e.mat, max(opt.Threads, 1), opt.Progress)
-		if err != nil {
-			e.pool.Close()
-			return nil, err
-		}
-		e.tiles = tiles
-	}
 	if b.interleave && e.int8 && ternary.InterleavedNative() {
 		ilv, err := interleaveMatrices(ctx, sites, e.mat, max(opt.Threads, 1), opt.Progress)
 		if err != nil {
@@ -131,6 +125,16 @@ func (b cpuBackend) Load(ctx context.Context, m backend.Model, opt backend.LoadO
 			return nil, err
 		}
 		e.ilv = ilv
+	}
+	if b.tiles && e.int8 {
+		// A matrix whose batches read its interleaved copy needs no tiles.
+		skip := func(m *qwen35.Matrix) bool { return e.ilv[m] != nil && ternary.InterleavedBatchNative() }
+		tiles, err := tileMatrices(ctx, sites, e.mat, skip, max(opt.Threads, 1), opt.Progress)
+		if err != nil {
+			e.pool.Close()
+			return nil, err
+		}
+		e.tiles = tiles
 	}
 	return e, nil
 }

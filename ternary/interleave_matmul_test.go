@@ -1,10 +1,10 @@
 package ternary
 
 import (
-	"fmt"
 	"math"
 	"math/rand/v2"
 	"testing"
+	"unsafe"
 )
 
 // ilvMatTs are the batch sizes of the batched interleaved tests: every size up to
@@ -203,5 +203,33 @@ func TestMatMulInterleavedPanics(t *testing.T) {
 			c.f()
 		}()
 	}
-	_ = fmt.Sprint()
+}
+
+// TestIlvMatArgsLayout pins the field offsets the assembly kernels use (the constants
+// of ilvmatmul_amd64_gen.go): a change to ilvMatArgs must be made there too.
+func TestIlvMatArgsLayout(t *testing.T) {
+	if unsafe.Sizeof(uintptr(0)) != 8 {
+		t.Skip("the assembly kernels are 64-bit only")
+	}
+	var a ilvMatArgs
+	for _, c := range []struct {
+		name      string
+		got, want uintptr
+	}{
+		{"w", unsafe.Offsetof(a.w), 0},
+		{"nb8", unsafe.Offsetof(a.nb8), 8},
+		{"q", unsafe.Offsetof(a.q), 16},
+		{"qs", unsafe.Offsetof(a.qs), 24},
+		{"d", unsafe.Offsetof(a.d), 32},
+		{"sum", unsafe.Offsetof(a.sum), 40},
+		{"ds", unsafe.Offsetof(a.ds), 48},
+		{"acc", unsafe.Offsetof(a.acc), 56},
+		{"y", unsafe.Offsetof(a.y), 64},
+		{"ys", unsafe.Offsetof(a.ys), 72},
+		{"pfd", unsafe.Offsetof(a.pfd), 80},
+	} {
+		if c.got != c.want {
+			t.Errorf("ilvMatArgs.%s at %d, the assembly kernels read %d", c.name, c.got, c.want)
+		}
+	}
 }

@@ -55,7 +55,9 @@
 // 64-row tiles whose code bytes each carry four rows' codes of one column, so that on
 // AVX-512 VNNI four VPDPBUSD, on the bytes and on them masked three ways, multiply 256
 // weights without unpacking a code; [MatVecInterleavedRange] over it gives the bits of
-// [MatVecQ8Range].
+// [MatVecQ8Range], and [MatMulInterleavedRange], which multiplies each loaded step with
+// up to six vectors, those of [MatMulQ8Range] with no repacking
+// ([InterleavedBatchNative]).
 //
 // # Decoded values
 //

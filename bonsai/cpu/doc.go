@@ -8,8 +8,8 @@
 // layout (ternary.Tiles), for servers whose batches of a few sequences are bound by
 // arithmetic rather than by memory: a batched pass then skips repacking the weights.
 // WithInterleavedWeights makes it keep a second copy of the PQ2_0 products in the
-// 64-row interleaved layout (ternary.Interleaved) that one sequence's decode steps read
-// on AVX-512 VNNI and arm64 machines, for decode at the memory's rate on few cores.
+// 64-row interleaved layout (ternary.Interleaved) that decode steps and prompts read
+// on AVX-512 VNNI machines, for decode at the memory's rate on few cores.
 //
 // A forward pass follows qwen35's plan (qwen35.Weights.Plan) a chunk of up to
 // backend.ChunkRows rows at a time, and a batch of sequences runs together: their

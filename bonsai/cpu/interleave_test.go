@@ -53,3 +53,77 @@ func TestInterleavedWeightsCancelledLoad(t *testing.T) {
 		Activations: backend.ActivationsInt8, Progress: func(done, total int64) { cancel() }})
 	require.ErrorIs(t, err, context.Canceled, "cancelled load")
 }
+
+// batchLogits runs, on a fresh load of m by b, prompts of three sequences together (70,
+// 9 and 1 tokens: a chunk of 64 rows and a mixed one), every logit asked for, then six
+// batched decode steps of the three, each feeding back its greedy token; it returns
+// every logit in order.
+func batchLogits(t *testing.T, b backend.Backend, m backend.Model) []float32 {
+	t.Helper()
+	e, err := b.Load(context.Background(), m, backend.LoadOptions{Threads: 2, Activations: backend.ActivationsInt8})
+	require.NoError(t, err)
+	defer e.Close()
+	sts := newStates(t, e, 3, 128)
+	var out []float32
+	prompt := make([]backend.Sequence, len(sts))
+	for i, st := range sts {
+		toks := ids([]int{70, 9, 1}[i], m.Vocab(), i)
+		prompt[i] = backend.Sequence{State: st, Tokens: toks, Logits: backend.LogitsAll, Out: make([]float32, len(toks)*m.Vocab())}
+	}
+	require.NoError(t, e.Forward(context.Background(), prompt))
+	for _, q := range prompt {
+		out = append(out, q.Out...)
+	}
+	d := newDecodeBatch(e, sts, m.Vocab())
+	for range 6 {
+		require.NoError(t, d.step(context.Background()))
+		for _, q := range d.batch {
+			out = append(out, q.Out...)
+		}
+	}
+	return out
+}
+
+// Prompts and batched decode steps over the interleaved copy (where its batched kernel
+// is native) give bit for bit the logits of the plain load's tiled kernels over the
+// file's rows.
+func TestInterleavedWeightsBatchSameLogits(t *testing.T) {
+	if !ternary.InterleavedBatchNative() {
+		t.Skip("no native batched interleaved kernel here: batches read the file's rows")
+	}
+	m := synthtest.Weights(t, "small", 6, ternary.PQ2_0)
+	want := batchLogits(t, cpu.New(), m)
+	for _, c := range []struct {
+		name string
+		opts []cpu.Option
+	}{
+		{"interleaved", []cpu.Option{cpu.WithInterleavedWeights()}},
+		{"interleaved and tiles", []cpu.Option{cpu.WithInterleavedWeights(), cpu.WithBatchTiles()}},
+	} {
+		got := batchLogits(t, cpu.New(c.opts...), m)
+		require.Len(t, got, len(want))
+		for i := range got {
+			require.Equal(t, math.Float32bits(want[i]), math.Float32bits(got[i]), "%s: logit %d is %v, without interleaving %v", c.name, i, got[i], want[i])
+		}
+	}
+}
+
+// With batch tiles asked for too, a load whose batches read the interleaved copy makes
+// no tiles of the matrices that have one: one pass over the products (its reports end
+// once at all of their bytes), not two.
+func TestInterleavedWeightsNoTiles(t *testing.T) {
+	if !ternary.InterleavedBatchNative() {
+		t.Skip("no native batched interleaved kernel here: batches read the tiles")
+	}
+	m := synthtest.Weights(t, "small", 4, ternary.PQ2_0)
+	var ends []int64
+	e, err := cpu.New(cpu.WithInterleavedWeights(), cpu.WithBatchTiles()).Load(context.Background(), m, backend.LoadOptions{Threads: 2,
+		Activations: backend.ActivationsInt8, Progress: func(done, total int64) {
+			if done == total {
+				ends = append(ends, total)
+			}
+		}})
+	require.NoError(t, err)
+	defer e.Close()
+	assert.Equal(t, []int64{productBytes(m)}, ends, "the passes of the load (their bytes)")
+}

@@ -46,21 +46,24 @@ func WithWeightFormat(f ternary.Format) Option {
 // 5120×17408 product of 2 vectors ran 1.5–1.9× and of 4 vectors 1.4–1.5× as fast, of 8
 // the same (BenchmarkMatMulQ8Batch, mode=tiles). The copy takes 576 bytes for every 544
 // of the weights (7.3 GB for the 27B model), and it is made only with int8 activations;
-// one sequence's step reads the weights as ever. The results are the same bits.
+// one sequence's step reads the weights as ever. With [WithInterleavedWeights], where
+// batches read the interleaved copy, only the matrices that have none (PTQ1_0 ones) are
+// tiled. The results are the same bits.
 func WithBatchTiles() Option {
 	return func(b *cpuBackend) { b.tiles = true }
 }
 
 // WithInterleavedWeights keeps, beside the weights, a copy of every PQ2_0 matrix in
-// the 64-row interleaved layout of [ternary.Interleaved], made at Load, which one
-// sequence's decode steps then read instead of the file's rows: the kernel over it
-// computes fewer instructions per weight (several times fewer with AVX-512 VNNI, a third
-// fewer with arm64's SDOT, counted but not timed), so that decode can run at the
-// memory's rate on few cores. The copy takes the weights' size again (7.1 GB for the
-// 27B model); batches and prompts read the file's layout as ever. It is made only with
-// int8 activations and where the CPU has the kernel ([ternary.InterleavedNative]:
-// AVX-512 VNNI, or arm64), and only of PQ2_0 matrices (a PTQ1_0 model with
-// WithWeightFormat(ternary.PQ2_0)). The results are the same bits.
+// the 64-row interleaved layout of [ternary.Interleaved], made at Load, which every
+// product then reads instead of the file's rows: one sequence's decode steps (the
+// AVX-512 VNNI kernel over it computes several times fewer instructions per weight, so
+// that decode can run at the memory's rate on few cores), and batched decode steps and
+// prompts ([ternary.MatMulInterleavedRange], which needs no repacking), where that
+// kernel is native too ([ternary.InterleavedBatchNative]). The copy takes the weights'
+// size again (7.1 GB for the 27B model). It is made only
+// with int8 activations and where the CPU has the kernel
+// ([ternary.InterleavedNative]: AVX-512 VNNI), and only of PQ2_0 matrices (a PTQ1_0
+// model with WithWeightFormat(ternary.PQ2_0)). The results are the same bits.
 func WithInterleavedWeights() Option {
 	return func(b *cpuBackend) { b.interleave = true }
 }
@@ -115,17 +118,9 @@ func (b cpuBackend) Load(ctx context.Context, m backend.Model, opt backend.LoadO
 		}
 		e.subst = subst
 	}
-	if b.tiles && e.int8 {
-		tiles, err := tileMatrices(ctx, sites, e.mat, max(opt.Threads, 1), opt.Progress)
-		if err != nil {
-			e.pool.Close()
-			return nil, err
-		}
-		e.tiles = tiles
-	}
 	if b.interleave && e.int8 && ternary.InterleavedNative() {
 		var release func([]byte) error
-		if ilvServesBatches() && !b.tiles {
+		if ternary.InterleavedBatchNative() {
 			// Every product then reads the copy: the file's rows can leave memory.
 			release = w.Release
 		}
@@ -135,6 +130,16 @@ func (b cpuBackend) Load(ctx context.Context, m backend.Model, opt backend.LoadO
 			return nil, err
 		}
 		e.ilv, e.freeIlv = ilv, free
+	}
+	if b.tiles && e.int8 {
+		// A matrix whose batches read its interleaved copy needs no tiles.
+		skip := func(m *qwen35.Matrix) bool { return e.ilv[m] != nil && ternary.InterleavedBatchNative() }
+		tiles, err := tileMatrices(ctx, sites, e.mat, skip, max(opt.Threads, 1), opt.Progress)
+		if err != nil {
+			e.pool.Close()
+			return nil, err
+		}
+		e.tiles = tiles
 	}
 	return e, nil
 }
@@ -199,7 +204,3 @@ func (e *cpuEngine) Close() error {
 	}
 	return nil
 }
-
-// ilvServesBatches reports whether the batched products (T > 1) have a native kernel on
-// the interleaved copies, so that nothing reads the file's rows once they are made.
-func ilvServesBatches() bool { return false }

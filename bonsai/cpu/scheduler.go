@@ -44,9 +44,8 @@ func (e *cpuEngine) run(s *scratch, j *productJob) {
 
 // productJob is the set of matrix products that read one activation site, run as one
 // parallel loop over the concatenated rows of every matrix: one barrier per site, and
-// the workers stream each matrix's rows in order. A decode step's products over
-// interleaved copies count in their tiles of 64 rows instead, so that every chunk is
-// whole tiles.
+// the workers stream each matrix's rows in order. Products over interleaved copies
+// count in their tiles of 64 rows instead, so that every chunk is whole tiles.
 type productJob struct {
 	t     int
 	n     int
@@ -96,7 +95,7 @@ type product struct {
 	bf    *qwen35.BF16Matrix
 	q8    *ternary.Q8Batch     // the int8 site, or nil for the float32 kernels
 	tiles *ternary.Tiles       // tern's tiles, or nil
-	ilv   *ternary.Interleaved // tern's interleaved copy, for a decode step; or nil
+	ilv   *ternary.Interleaved // tern's interleaved copy, if the product reads it; or nil
 	x, y  []float32
 	first int // global index of the product's first row (or tile)
 	rows  int
@@ -107,7 +106,9 @@ func (j *productJob) reset(t int) { j.t, j.n, j.total, j.tiled = t, 0, 0, false 
 
 func (j *productJob) ternary(m *qwen35.Matrix, x []float32, q8 *ternary.Q8Batch, y []float32) {
 	p := product{tern: m, tiles: j.tiles[m], x: x, q8: q8, y: y, first: j.total, rows: m.N, units: m.N}
-	if v := j.ilv[m]; v != nil && q8 != nil && j.t == 1 {
+	// Batches read the interleaved copy only where its batched kernel is native: the
+	// twin elsewhere is slower than the tiled kernels, and gives other bits.
+	if v := j.ilv[m]; v != nil && q8 != nil && (j.t == 1 || ternary.InterleavedBatchNative()) {
 		p.ilv, p.units = v, (m.N+ternary.IlvRows-1)/ternary.IlvRows
 		j.tiled = true
 	}
@@ -130,8 +131,10 @@ func (j *productJob) Run(lo, hi int) {
 			continue
 		}
 		switch {
-		case p.ilv != nil:
+		case p.ilv != nil && j.t == 1:
 			ternary.MatVecInterleavedRange(p.ilv, p.q8.Row(0), p.y, a*ternary.IlvRows, min(b*ternary.IlvRows, p.rows))
+		case p.ilv != nil:
+			ternary.MatMulInterleavedRange(p.ilv, p.q8, j.t, p.y, a*ternary.IlvRows, min(b*ternary.IlvRows, p.rows))
 		case p.q8 != nil && j.t == 1:
 			ternary.MatVecQ8Range(p.tern.Format, p.tern.Data, p.tern.K, p.q8.Row(0), p.y, a, b)
 		case p.q8 != nil:

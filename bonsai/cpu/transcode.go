@@ -119,15 +119,15 @@ func transcodeMatrices(ctx context.Context, sites []*qwen35.Site, f ternary.Form
 }
 
 // tileMatrices returns the tiles of every ternary product of the sites (as mat has them)
-// whose width the batched kernels take, keyed by the matrix the products read, filled
-// by threads workers; progress as for transcodeMatrices.
-func tileMatrices(ctx context.Context, sites []*qwen35.Site, mat func(*qwen35.Matrix) *qwen35.Matrix, threads int, progress func(done, total int64)) (map[*qwen35.Matrix]*ternary.Tiles, error) {
+// whose width the batched kernels take, but those skip names, keyed by the matrix the
+// products read, filled by threads workers; progress as for transcodeMatrices.
+func tileMatrices(ctx context.Context, sites []*qwen35.Site, mat func(*qwen35.Matrix) *qwen35.Matrix, skip func(*qwen35.Matrix) bool, threads int, progress func(done, total int64)) (map[*qwen35.Matrix]*ternary.Tiles, error) {
 	var jobs []rowJob
 	tiles := map[*qwen35.Matrix]*ternary.Tiles{}
 	for _, site := range sites {
 		for _, p := range site.Products {
 			m := mat(p)
-			if tiles[m] != nil || !ternary.Tiled(m.K) {
+			if tiles[m] != nil || !ternary.Tiled(m.K) || skip(m) {
 				continue
 			}
 			tl, err := ternary.NewTiles(m.Format, m.K, m.N)

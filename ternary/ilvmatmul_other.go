@@ -1,0 +1,7 @@
+//go:build !amd64 || purego
+
+package ternary
+
+func archIlvMat(nv int, a *ilvMatArgs) {
+	panic("ternary: no SIMD batched interleaved kernel on this platform")
+}

@@ -89,9 +89,6 @@ var (
 	ilv3Trits [256]uint64
 	// ilv3Enc[q] is the canonical byte of the five trits q = 81u₀+…+u₄ (q < 243).
 	ilv3Enc [256]byte
-	// ilv3Dst[m][n] is where trit n of byte m (0 … 25) of a PTQ1_0 block goes in a
-	// tile × block's code bytes, for L = 0 (add 4L); -1 for a qh byte's fifth trit.
-	ilv3Dst [26][5]int16
 	// ilv3Pad is the PTQ1_0 block the padding rows of a last tile read: every trit 1
 	// (weight 0) and scale 0.
 	ilv3Pad [ptq1BlockBytes]byte
@@ -104,14 +101,6 @@ func init() {
 		}
 		if c < 243 {
 			ilv3Enc[c] = encodeTrits(uint(c))
-		}
-	}
-	for m := range 26 {
-		for n := range 5 {
-			ilv3Dst[m][n] = -1
-			if e := ptq1Elem(m, n); e >= 0 {
-				ilv3Dst[m][n] = int16(ilv3CodePos(e))
-			}
 		}
 	}
 	var ones [BlockSize]uint8
@@ -159,33 +148,53 @@ func (v *Interleaved3) Fill(w []byte, lo, hi int) {
 //
 // For each L and each of the 26 trit bytes m, Horner's rule over the five rows of the
 // byte group gives the five output q values (one per trit n of byte m) in the bytes of
-// one word; each goes through the encoder to its column's place.
+// one word; each goes through the encoder to its column's place, which for a given m
+// is a fixed pattern of offsets (ilv3CodePos): qs[4j+p] at 512p+j+64n, qs[16+4j+p] at
+// 512p+320+j + 0, 2, 64, 66, 128, and qh[h] at 512h+450 + 0, 1024, 1, 1025.
 func ilv3PackBlock(dst *[ilv3BlockBytes]byte, blk *[Ilv3Rows]*[ptq1BlockBytes]byte) {
 	for r, b := range blk {
 		dst[2*r], dst[2*r+1] = b[26], b[27]
 	}
 	clear(dst[2*Ilv3Rows : ilv3CodeOff])
 	codes := (*[ilv3BlockBytes - ilv3CodeOff]byte)(dst[ilv3CodeOff:])
+	enc := &ilv3Enc
 	for L := range 16 {
 		b0, b1, b2, b3, b4 := blk[L], blk[16+L], blk[32+L], blk[48+L], blk[64+L]
-		for m := range 24 {
-			q := (((ilv3Trits[b0[m]]*3+ilv3Trits[b1[m]])*3+ilv3Trits[b2[m]])*3+ilv3Trits[b3[m]])*3 + ilv3Trits[b4[m]]
-			d := &ilv3Dst[m]
-			codes[int(d[0])+4*L] = ilv3Enc[uint8(q)]
-			codes[int(d[1])+4*L] = ilv3Enc[uint8(q>>8)]
-			codes[int(d[2])+4*L] = ilv3Enc[uint8(q>>16)]
-			codes[int(d[3])+4*L] = ilv3Enc[uint8(q>>24)]
-			codes[int(d[4])+4*L] = ilv3Enc[uint8(q>>32)]
+		for m := range 16 {
+			q := ilv3Horner(b0, b1, b2, b3, b4, m)
+			o := 512*(m%4) + m/4 + 4*L
+			c := codes[o : o+257]
+			c[256] = enc[uint8(q>>32)]
+			c[0] = enc[uint8(q)]
+			c[64] = enc[uint8(q>>8)]
+			c[128] = enc[uint8(q>>16)]
+			c[192] = enc[uint8(q>>24)]
 		}
-		for m := 24; m < 26; m++ {
-			q := (((ilv3Trits[b0[m]]*3+ilv3Trits[b1[m]])*3+ilv3Trits[b2[m]])*3+ilv3Trits[b3[m]])*3 + ilv3Trits[b4[m]]
-			d := &ilv3Dst[m]
-			codes[int(d[0])+4*L] = ilv3Enc[uint8(q)]
-			codes[int(d[1])+4*L] = ilv3Enc[uint8(q>>8)]
-			codes[int(d[2])+4*L] = ilv3Enc[uint8(q>>16)]
-			codes[int(d[3])+4*L] = ilv3Enc[uint8(q>>24)]
+		for m := range 8 {
+			q := ilv3Horner(b0, b1, b2, b3, b4, 16+m)
+			o := 512*(m%4) + 320 + m/4 + 4*L
+			c := codes[o : o+129]
+			c[128] = enc[uint8(q>>32)]
+			c[0] = enc[uint8(q)]
+			c[2] = enc[uint8(q>>8)]
+			c[64] = enc[uint8(q>>16)]
+			c[66] = enc[uint8(q>>24)]
+		}
+		for h := range 2 {
+			q := ilv3Horner(b0, b1, b2, b3, b4, 24+h)
+			o := 512*h + 450 + 4*L
+			c := codes[o : o+1026]
+			c[0] = enc[uint8(q)]
+			c[1024] = enc[uint8(q>>8)]
+			c[1] = enc[uint8(q>>16)]
+			c[1025] = enc[uint8(q>>24)]
 		}
 	}
+}
+
+// ilv3Horner returns, in bytes 0 … 4, Σ_g 3^(4−g)·(trit n of byte m of row group g).
+func ilv3Horner(b0, b1, b2, b3, b4 *[ptq1BlockBytes]byte, m int) uint64 {
+	return (((ilv3Trits[b0[m]]*3+ilv3Trits[b1[m]])*3+ilv3Trits[b2[m]])*3+ilv3Trits[b3[m]])*3 + ilv3Trits[b4[m]]
 }
 
 // Unpack writes rows lo ≤ i < hi of the matrix back in PTQ1_0 (hi·rowBytes bytes of

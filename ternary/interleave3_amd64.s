@@ -18,13 +18,23 @@
 // the block's 80 row integers lie in row order in Z0..Z4.
 
 // ILV3PREFETCH prefetches the line ILV3PF bytes past off(AX): every line of the tiles
-// once (the 32 steps and the 3 lines of scales of each tile × block). The distance was
-// tuned on BenchmarkIlv3Stream (see bench_interleave3_test.go); a build may try
-// another: go test -asmflags=github.com/bonsai-go/sdk/ternary=-D=ILV3PF=4480 ...
+// once (the 32 steps and the 3 lines of scales of each tile × block). Streaming
+// 5120×17408 (BenchmarkIlv3Stream, an AVX-512 Xeon VM shared with other work, median
+// share of the read loop over three alternated runs each) it ran at 72–77% of the read
+// loop without prefetch, 84–91% one tile × block ahead (2240), 80–83% at four (8960)
+// and 71–87% at eight on one thread; on two, 81–94% at one, 77–95% at two and 67–85%
+// at four. The kernel is nearer its compute limit than the 2-bit one (see
+// ilvTilesVNNI), so a short distance suffices. A build may try another distance:
+// go test -asmflags=github.com/bonsai-go/sdk/ternary=-D=ILV3PF=4480 ..., or none:
+// -D=ILV3NOPF.
 #ifndef ILV3PF
-#define ILV3PF 8960
+#define ILV3PF 2240
 #endif
+#ifdef ILV3NOPF
+#define ILV3PREFETCH(off)
+#else
 #define ILV3PREFETCH(off) PREFETCHT0 (off+ILV3PF)(AX)
+#endif
 
 // ILV3STEP multiplies the step at woff(AX) with the activation dword at qoff(BX) into
 // the accumulators p0..p5, with x, a, t as scratch.
@@ -62,7 +72,7 @@
 	ILV3TWO(wo+256, qo+16); \
 	ILV3TWO(wo+384, qo+24)
 
-// ILV3ROW turns P in Zn and Pₙ₊₁ in Zm into Sₙ − Sum (sum broadcast in Z17) in Zn.
+// ILV3ROW turns Pₙ in Zn and Pₙ₊₁ in Zm into Sₙ − Sum (sum broadcast in Z17) in Zn.
 #define ILV3ROW(Zn, Zm) \
 	VPADDD Zn, Zn, Z12; \
 	VPADDD Z12, Zn, Zn; \

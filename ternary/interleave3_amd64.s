@@ -24,16 +24,20 @@
 // loop without prefetch, 84–91% one tile × block ahead (2240), 80–83% at four (8960)
 // and 71–87% at eight on one thread; on two, 81–94% at one, 77–95% at two and 67–85%
 // at four. The kernel is nearer its compute limit than the 2-bit one (see
-// ilvTilesVNNI), so a short distance suffices. A build may try another distance:
-// go test -asmflags=github.com/bonsai-go/sdk/ternary=-D=ILV3PF=4480 ..., or none:
-// -D=ILV3NOPF.
+// ilvTilesVNNI), so a short distance suffices. PREFETCHT1 (at one and four) did no
+// better within the noise, PREFETCHNTA worse (37–80%). A build may try another
+// distance or instruction: go test -asmflags=github.com/bonsai-go/sdk/ternary=-D=ILV3PF=4480
+// (or -D=ILV3PFOP=PREFETCHT1, or -D=ILV3NOPF for none).
 #ifndef ILV3PF
 #define ILV3PF 2240
 #endif
 #ifdef ILV3NOPF
 #define ILV3PREFETCH(off)
 #else
-#define ILV3PREFETCH(off) PREFETCHT0 (off+ILV3PF)(AX)
+#ifndef ILV3PFOP
+#define ILV3PFOP PREFETCHT0
+#endif
+#define ILV3PREFETCH(off) ILV3PFOP (off+ILV3PF)(AX)
 #endif
 
 // ILV3STEP multiplies the step at woff(AX) with the activation dword at qoff(BX) into

@@ -83,9 +83,9 @@ func ilv3CheckRows(op string, n, lo, hi int) {
 }
 
 var (
-	// ilv3Trits[c] holds the five trits of byte c in its bytes 0 … 4, so that Fill can
-	// run Horner's rule on five columns at once: 3·acc + ilv3Trits[c] never carries
-	// from one byte into the next (each stays ≤ 242).
+	// ilv3Trits[c] holds the five trits of byte c in its bytes 0 … 4, so that Fill
+	// runs Horner's rule for all five trits of a byte at once: 3·acc + ilv3Trits[c]
+	// never carries from one byte into the next (each stays ≤ 242).
 	ilv3Trits [256]uint64
 	// ilv3Enc[q] is the canonical byte of the five trits q = 81u₀+…+u₄ (q < 243).
 	ilv3Enc [256]byte

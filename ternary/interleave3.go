@@ -1,0 +1,374 @@
+package ternary
+
+import (
+	"encoding/binary"
+	"fmt"
+	"unsafe"
+)
+
+// Ilv3Rows is the row tile of an [Interleaved3] matrix: five groups of 16 rows, one per
+// trit of a byte.
+const Ilv3Rows = 80
+
+const (
+	// ilv3CodeOff is where a tile × block's code bytes start: after the 80 fp16 scales
+	// (160 bytes) and 32 bytes of zeros that keep the 64-byte steps on cache lines.
+	ilv3CodeOff = 192
+	// ilv3BlockBytes is one tile × block of an [Interleaved3] matrix: 2240 bytes, as
+	// many as the 80 PTQ1_0 blocks it holds.
+	ilv3BlockBytes = ilv3CodeOff + 32*64
+)
+
+// Interleaved3 is a PTQ1_0 matrix's trits rearranged once, at load, into 80-row tiles
+// for the decode kernel [MatVecInterleaved3Range], still five trits a byte (base 3,
+// PTQ1_0's own encoding) and so as many bytes as the file: the [Interleaved] layout
+// with a fifth row in every code byte. [Interleaved3.Unpack] gives back the file's
+// bytes where those are canonical (as the encoder writes them).
+//
+// # Layout
+//
+// Tile t (rows 80t … 80t+79) holds the matrix's blocks b = 0 … nb−1 (nb = k/128) one
+// after the other, ilv3BlockBytes each, tiles following each other (tile t, block b at
+// 2240·(t·nb + b)). A tile × block is
+//
+//	bytes 0 … 159     the fp16 scales of rows 80t+r (r = 0 … 79) at 2r, little endian;
+//	bytes 160 … 191   zero;
+//	bytes 192 … 2239  32 steps of 64 bytes, step 8p+s (p, s = 0 … 3, 0 … 7) at 192+64·(8p+s).
+//
+// In step 8p+s, byte 4L+j (L = 0 … 15, j = 0 … 3) holds the trits u₀ … u₄ of column
+// 16s+4j+p of the block for rows L, 16+L, 32+L, 48+L and 64+L, encoded as a PTQ1_0 qs
+// byte: ⌈q·256/243⌉ with q = 81u₀+27u₁+9u₂+3u₃+u₄, so that trit g of byte c is
+// (uint8(c·3^g)·3) >> 8 and the row's weight there is (trit − 1)·d. The columns of a
+// step are those of [Interleaved]'s, so the dword at 4L meets the activation dword at
+// 256·(b/2)+64p+32·(b%2)+4s of the [Q8] layout, and a 64-byte step with one broadcast
+// activation dword is 320 products of 80 rows (see interleave3_amd64.s for how the
+// five rows of a byte are separated).
+//
+// A last tile of fewer than 80 rows is padded with rows of trit 1 (weight 0) and scale
+// 0, which no product reports; the rows need not be a multiple of 80.
+type Interleaved3 struct {
+	k, n int
+	nb   int
+	buf  []byte // ⌈n/80⌉ · nb · ilv3BlockBytes, 64-byte aligned
+}
+
+// NewInterleaved3 returns room for the interleaved layout of an n×k PTQ1_0 matrix (k a
+// positive multiple of 128, n ≥ 1), to be filled by [Interleaved3.Fill].
+func NewInterleaved3(k, n int) (*Interleaved3, error) {
+	if k <= 0 || k%BlockSize != 0 || n < 1 {
+		return nil, fmt.Errorf("ternary: interleaved base-3 %d×%d matrix: want k a positive multiple of %d and n ≥ 1", n, k, BlockSize)
+	}
+	nb := k / BlockSize
+	size := (n + Ilv3Rows - 1) / Ilv3Rows * nb * ilv3BlockBytes
+	raw := make([]byte, size+63)
+	off := int(-uintptr(unsafe.Pointer(unsafe.SliceData(raw))) & 63)
+	return &Interleaved3{k: k, n: n, nb: nb, buf: raw[off : off+size : off+size]}, nil
+}
+
+// K and N are the matrix's row width and row count.
+func (v *Interleaved3) K() int { return v.k }
+func (v *Interleaved3) N() int { return v.n }
+
+// Bytes is the memory the layout takes.
+func (v *Interleaved3) Bytes() int { return len(v.buf) }
+
+func (v *Interleaved3) tileBytes() int { return v.nb * ilv3BlockBytes }
+
+// ilv3CheckRows panics unless lo and hi are tile-aligned rows of an n-row matrix: lo a
+// multiple of 80, hi a multiple of 80 or n.
+func ilv3CheckRows(op string, n, lo, hi int) {
+	if lo < 0 || hi > n || lo > hi || lo%Ilv3Rows != 0 || (hi%Ilv3Rows != 0 && hi != n) {
+		panic(fmt.Sprintf("ternary: %s: rows %d…%d of %d (want multiples of %d, or the row count)", op, lo, hi, n, Ilv3Rows))
+	}
+}
+
+var (
+	// ilv3Trits[c] holds the five trits of byte c in its bytes 0 … 4, so that Fill
+	// runs Horner's rule for all five trits of a byte at once: 3·acc + ilv3Trits[c]
+	// never carries from one byte into the next (each stays ≤ 242).
+	ilv3Trits [256]uint64
+	// ilv3Enc[q] is the canonical byte of the five trits q = 81u₀+…+u₄ (q < 243).
+	ilv3Enc [256]byte
+	// ilv3Pad is the PTQ1_0 block the padding rows of a last tile read: every trit 1
+	// (weight 0) and scale 0.
+	ilv3Pad [ptq1BlockBytes]byte
+)
+
+func init() {
+	for c := range 256 {
+		for n := range 5 {
+			ilv3Trits[c] |= uint64(tritTab[c][n]) << (8 * n)
+		}
+		if c < 243 {
+			ilv3Enc[c] = encodeTrits(uint(c))
+		}
+	}
+	var ones [BlockSize]uint8
+	for i := range ones {
+		ones[i] = 1
+	}
+	packPTQ1_0(ilv3Pad[:], &ones, 0)
+}
+
+// ilv3CodePos returns the offset within a tile × block's code bytes (after
+// ilv3CodeOff) of column e's byte for L = 0.
+func ilv3CodePos(e int) int {
+	p, s, j := e%4, e/16, e%16/4
+	return 64*(8*p+s) + j
+}
+
+// Fill interleaves rows lo ≤ i < hi of the PTQ1_0 matrix w (the one v was made for); lo
+// must be a multiple of 80 and hi a multiple of 80 or the row count, so that goroutines
+// filling disjoint ranges write disjoint tiles. It reads the trits where PTQ1_0 keeps
+// them (there is no PQ2_0 step), and every code byte it writes is canonical.
+func (v *Interleaved3) Fill(w []byte, lo, hi int) {
+	ilv3CheckRows("Interleaved3.Fill", v.n, lo, hi)
+	rb := PTQ1_0.RowBytes(v.k)
+	if len(w) < v.n*rb {
+		panic(fmt.Sprintf("ternary: Interleaved3.Fill: %d bytes, want %d rows of %d", len(w), v.n, rb))
+	}
+	tb := v.tileBytes()
+	var blk [Ilv3Rows]*[ptq1BlockBytes]byte
+	for r0 := lo; r0 < hi; r0 += Ilv3Rows {
+		tile := v.buf[r0/Ilv3Rows*tb : (r0/Ilv3Rows+1)*tb]
+		rows := min(Ilv3Rows, v.n-r0)
+		for b := range v.nb {
+			for r := range blk {
+				blk[r] = &ilv3Pad
+				if r < rows {
+					blk[r] = (*[ptq1BlockBytes]byte)(w[(r0+r)*rb+b*ptq1BlockBytes:])
+				}
+			}
+			ilv3PackBlock((*[ilv3BlockBytes]byte)(tile[b*ilv3BlockBytes:]), &blk)
+		}
+	}
+}
+
+// ilv3PackBlock writes one tile × block from the 80 PTQ1_0 blocks blk.
+//
+// For each L and each of the 26 trit bytes m, Horner's rule over the five rows of the
+// byte group gives the five output q values (one per trit n of byte m) in the bytes of
+// one word; each goes through the encoder to its column's place, which for a given m
+// is a fixed pattern of offsets (ilv3CodePos): qs[4j+p] at 512p+j+64n, qs[16+4j+p] at
+// 512p+320+j + 0, 2, 64, 66, 128, and qh[h] at 512h+450 + 0, 1024, 1, 1025.
+func ilv3PackBlock(dst *[ilv3BlockBytes]byte, blk *[Ilv3Rows]*[ptq1BlockBytes]byte) {
+	for r, b := range blk {
+		dst[2*r], dst[2*r+1] = b[26], b[27]
+	}
+	clear(dst[2*Ilv3Rows : ilv3CodeOff])
+	codes := (*[ilv3BlockBytes - ilv3CodeOff]byte)(dst[ilv3CodeOff:])
+	enc := &ilv3Enc
+	for L := range 16 {
+		b0, b1, b2, b3, b4 := blk[L], blk[16+L], blk[32+L], blk[48+L], blk[64+L]
+		for m := range 16 {
+			q := ilv3Horner(b0, b1, b2, b3, b4, m)
+			o := 512*(m%4) + m/4 + 4*L
+			c := codes[o : o+257]
+			c[256] = enc[uint8(q>>32)]
+			c[0] = enc[uint8(q)]
+			c[64] = enc[uint8(q>>8)]
+			c[128] = enc[uint8(q>>16)]
+			c[192] = enc[uint8(q>>24)]
+		}
+		for m := range 8 {
+			q := ilv3Horner(b0, b1, b2, b3, b4, 16+m)
+			o := 512*(m%4) + 320 + m/4 + 4*L
+			c := codes[o : o+129]
+			c[128] = enc[uint8(q>>32)]
+			c[0] = enc[uint8(q)]
+			c[2] = enc[uint8(q>>8)]
+			c[64] = enc[uint8(q>>16)]
+			c[66] = enc[uint8(q>>24)]
+		}
+		for h := range 2 {
+			q := ilv3Horner(b0, b1, b2, b3, b4, 24+h)
+			o := 512*h + 450 + 4*L
+			c := codes[o : o+1026]
+			c[0] = enc[uint8(q)]
+			c[1024] = enc[uint8(q>>8)]
+			c[1] = enc[uint8(q>>16)]
+			c[1025] = enc[uint8(q>>24)]
+		}
+	}
+}
+
+// ilv3Horner returns, in bytes 0 … 4, Σ_g 3^(4−g)·(trit n of byte m of row group g).
+func ilv3Horner(b0, b1, b2, b3, b4 *[ptq1BlockBytes]byte, m int) uint64 {
+	return (((ilv3Trits[b0[m]]*3+ilv3Trits[b1[m]])*3+ilv3Trits[b2[m]])*3+ilv3Trits[b3[m]])*3 + ilv3Trits[b4[m]]
+}
+
+// Unpack writes rows lo ≤ i < hi of the matrix back in PTQ1_0 (hi·rowBytes bytes of
+// dst, row i at i·rowBytes), canonically encoded: the bytes Fill read where those were
+// canonical. lo and hi are as for Fill.
+func (v *Interleaved3) Unpack(dst []byte, lo, hi int) {
+	ilv3CheckRows("Interleaved3.Unpack", v.n, lo, hi)
+	rb := PTQ1_0.RowBytes(v.k)
+	if len(dst) < hi*rb {
+		panic(fmt.Sprintf("ternary: Interleaved3.Unpack: rows up to %d need %d bytes, have %d", hi, hi*rb, len(dst)))
+	}
+	var pos [BlockSize]int
+	for e := range pos {
+		pos[e] = ilv3CodeOff + ilv3CodePos(e)
+	}
+	tb := v.tileBytes()
+	var codes [BlockSize]uint8
+	for i := lo; i < hi; i++ {
+		tile := v.buf[i/Ilv3Rows*tb:]
+		r := i % Ilv3Rows
+		g, L := r/16, r%16
+		for b := range v.nb {
+			blk := (*[ilv3BlockBytes]byte)(tile[b*ilv3BlockBytes:])
+			for e, p := range pos {
+				codes[e] = tritTab[blk[p+4*L]][g]
+			}
+			scale := binary.LittleEndian.Uint16(blk[2*r:])
+			packPTQ1_0(dst[i*rb+b*ptq1BlockBytes:], &codes, scale)
+		}
+	}
+}
+
+// ilv3Native reports whether the SIMD kernel runs: where the selected Q8 family is an
+// AVX-512 VNNI one, whose float fold it reproduces.
+func ilv3Native() bool {
+	return archIlv3VNNI() && (q8Sel.id == q8AVX512 || q8Sel.id == q8GFNI)
+}
+
+// Interleaved3Native reports whether [MatVecInterleaved3Range] runs a SIMD kernel here,
+// one that gives the bits of the kernel [MatVecQ8Range] runs on the PTQ1_0 file (AVX-512
+// VNNI). Elsewhere it runs its pure-Go twin, which gives the bits of the generic Q8
+// kernel.
+func Interleaved3Native() bool { return ilv3Native() }
+
+// MatVecInterleaved3Range is [MatVecQ8Range] over an interleaved PTQ1_0 matrix for rows
+// lo ≤ i < hi, lo a multiple of 80 and hi a multiple of 80 or the row count (the
+// engine's threads split tiles): bit for bit what MatVecQ8Range gives over the file's
+// bytes where [Interleaved3Native] says so, and always on the generic family. It does
+// not allocate.
+func MatVecInterleaved3Range(v *Interleaved3, x *Q8, y []float32, lo, hi int) {
+	ilv3CheckRows("MatVecInterleaved3Range", v.n, lo, hi)
+	if x.K != v.k {
+		panic(fmt.Sprintf("ternary: MatVecInterleaved3Range: activation width %d, matrix row width %d", x.K, v.k))
+	}
+	if len(y) < hi {
+		panic(fmt.Sprintf("ternary: MatVecInterleaved3Range: rows up to %d, len(y) = %d", hi, len(y)))
+	}
+	if lo == hi {
+		return
+	}
+	native := ilv3Native()
+	tb := v.tileBytes()
+	t0, t1 := lo/Ilv3Rows, (hi+Ilv3Rows-1)/Ilv3Rows
+	whole := t1 - t0
+	if hi%Ilv3Rows != 0 {
+		whole-- // the padded last tile goes through a buffer
+	}
+	var acc [8 * Ilv3Rows]float32
+	if whole > 0 {
+		out := y[lo : lo+whole*Ilv3Rows]
+		ilv3Tiles(native, v.buf[t0*tb:(t0+whole)*tb], whole, v.nb, x, &acc, out)
+	}
+	if whole < t1-t0 {
+		var last [Ilv3Rows]float32
+		t := t1 - 1
+		ilv3Tiles(native, v.buf[t*tb:(t+1)*tb], 1, v.nb, x, &acc, last[:])
+		copy(y[t*Ilv3Rows:hi], last[:])
+	}
+}
+
+// ilv3Tiles sets the 80 outputs y[80i…80i+79] of each of the tiles of w (nb blocks
+// each): the groups of 8 blocks by the tile kernel, the blocks after the last group
+// (added in block order, as q8TailDot does) from their block sums.
+func ilv3Tiles(native bool, w []byte, tiles, nb int, x *Q8, acc *[8 * Ilv3Rows]float32, y []float32) {
+	nb8 := nb / 8
+	tb := nb * ilv3BlockBytes
+	y = y[:tiles*Ilv3Rows]
+	if nb8 > 0 {
+		_ = x.Sum[8*nb8-1]
+		_ = x.D[8*nb8-1]
+		_ = x.Q[256*4*nb8-1]
+		if native {
+			archIlv3Tiles(&w[0], tiles, nb8, tb, &x.Q[0], &x.D[0], &x.Sum[0], &acc[0], &y[0])
+		} else {
+			ilv3TilesGeneric(w, tiles, nb8, tb, x, acc, y)
+		}
+	} else {
+		clear(y)
+	}
+	if nb == 8*nb8 {
+		return
+	}
+	for t := range tiles {
+		tile := w[t*tb : (t+1)*tb]
+		var tail [Ilv3Rows]float32
+		for b := 8 * nb8; b < nb; b++ {
+			blk := (*[ilv3BlockBytes]byte)(tile[b*ilv3BlockBytes:])
+			var sums [Ilv3Rows]int32
+			if native {
+				archIlv3Block(&blk[0], &x.Q[256*(b/2)+32*(b%2)], &x.Sum[b], &sums[0])
+			} else {
+				ilv3BlockGeneric(&sums, blk, x, b)
+			}
+			for r := range tail {
+				h := binary.LittleEndian.Uint16(blk[2*r:])
+				tail[r] += fp16(h) * x.D[b] * float32(sums[r])
+			}
+		}
+		yt := y[t*Ilv3Rows : (t+1)*Ilv3Rows]
+		for r := range yt {
+			yt[r] += tail[r]
+		}
+	}
+}
+
+// ilv3TilesGeneric is the pure-Go twin of ilv3TilesVNNI (interleave3_amd64.s): for
+// each of the tiles of w (tb bytes apart), y[80i+r] = the Q8 rows kernel's value over
+// its 8·nb8 first blocks, the same eight lanes folded in the same order (see
+// q8RowsFunc).
+func ilv3TilesGeneric(w []byte, tiles, nb8, tb int, x *Q8, accBuf *[8 * Ilv3Rows]float32, y []float32) {
+	acc := (*[8][Ilv3Rows]float32)(unsafe.Pointer(accBuf))
+	for t := range tiles {
+		*acc = [8][Ilv3Rows]float32{}
+		tile := w[t*tb:]
+		for b := range 8 * nb8 {
+			blk := (*[ilv3BlockBytes]byte)(tile[b*ilv3BlockBytes:])
+			var sums [Ilv3Rows]int32
+			ilv3BlockGeneric(&sums, blk, x, b)
+			lane := &acc[b%8]
+			for r := range Ilv3Rows {
+				s := fp16(binary.LittleEndian.Uint16(blk[2*r:])) * x.D[b]
+				lane[r] += s * float32(sums[r])
+			}
+		}
+		yt := y[t*Ilv3Rows : (t+1)*Ilv3Rows]
+		for r := range yt {
+			yt[r] = ((acc[0][r] + acc[4][r]) + (acc[2][r] + acc[6][r])) + ((acc[1][r] + acc[5][r]) + (acc[3][r] + acc[7][r]))
+		}
+	}
+}
+
+// ilv3BlockGeneric sets sums[r] to the integer I_b = Σ_j u_j·Q_j − Sum_b of row r of
+// the tile × block blk with block b of x (the pure-Go twin of ilv3BlockVNNI).
+func ilv3BlockGeneric(sums *[Ilv3Rows]int32, blk *[ilv3BlockBytes]byte, x *Q8, b int) {
+	var s [Ilv3Rows]int32
+	base := 256*(b/2) + 32*(b%2)
+	for p := range 4 {
+		for st := range 8 {
+			codes := (*[64]byte)(blk[ilv3CodeOff+64*(8*p+st):])
+			acts := (*[4]int8)(x.Q[base+64*p+4*st:])
+			for L := range 16 {
+				for j := range 4 {
+					t := &tritTab[codes[4*L+j]]
+					a := int32(acts[j])
+					s[L] += int32(t[0]) * a
+					s[16+L] += int32(t[1]) * a
+					s[32+L] += int32(t[2]) * a
+					s[48+L] += int32(t[3]) * a
+					s[64+L] += int32(t[4]) * a
+				}
+			}
+		}
+	}
+	for r := range s {
+		sums[r] = s[r] - x.Sum[b]
+	}
+}

@@ -1,0 +1,16 @@
+//go:build !amd64 || purego
+
+package ternary
+
+// No SIMD base-3 interleaved kernel on this platform (or in a purego build): the
+// generic twin runs.
+
+func archIlv3VNNI() bool { return false }
+
+func archIlv3Tiles(w *byte, tiles, nb8, tileBytes int, q *int8, d *float32, sum *int32, acc *float32, y *float32) {
+	panic("ternary: no SIMD base-3 interleaved kernel on this platform")
+}
+
+func archIlv3Block(blk *byte, q *int8, sum *int32, out *int32) {
+	panic("ternary: no SIMD base-3 interleaved kernel on this platform")
+}

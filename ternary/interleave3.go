@@ -55,14 +55,36 @@ type Interleaved3 struct {
 // NewInterleaved3 returns room for the interleaved layout of an n×k PTQ1_0 matrix (k a
 // positive multiple of 128, n ≥ 1), to be filled by [Interleaved3.Fill].
 func NewInterleaved3(k, n int) (*Interleaved3, error) {
-	if k <= 0 || k%BlockSize != 0 || n < 1 {
-		return nil, fmt.Errorf("ternary: interleaved base-3 %d×%d matrix: want k a positive multiple of %d and n ≥ 1", n, k, BlockSize)
+	size, err := Interleaved3Size(k, n)
+	if err != nil {
+		return nil, err
 	}
-	nb := k / BlockSize
-	size := (n + Ilv3Rows - 1) / Ilv3Rows * nb * ilv3BlockBytes
 	raw := make([]byte, size+63)
 	off := int(-uintptr(unsafe.Pointer(unsafe.SliceData(raw))) & 63)
-	return &Interleaved3{k: k, n: n, nb: nb, buf: raw[off : off+size : off+size]}, nil
+	return NewInterleaved3In(raw[off:off+size:off+size], k, n)
+}
+
+// Interleaved3Size returns the bytes of the base-3 interleaved layout of an n×k PTQ1_0
+// matrix: its PTQ1_0 size, rounded up to whole tiles.
+func Interleaved3Size(k, n int) (int, error) {
+	if k <= 0 || k%BlockSize != 0 || n < 1 {
+		return 0, fmt.Errorf("ternary: interleaved base-3 %d×%d matrix: want k a positive multiple of %d and n ≥ 1", n, k, BlockSize)
+	}
+	return (n + Ilv3Rows - 1) / Ilv3Rows * (k / BlockSize) * ilv3BlockBytes, nil
+}
+
+// NewInterleaved3In is [NewInterleaved3] in memory of the caller's (huge pages, say):
+// mem must be 64-byte aligned and hold [Interleaved3Size] bytes, which the layout then
+// owns.
+func NewInterleaved3In(mem []byte, k, n int) (*Interleaved3, error) {
+	size, err := Interleaved3Size(k, n)
+	if err != nil {
+		return nil, err
+	}
+	if len(mem) < size || uintptr(unsafe.Pointer(unsafe.SliceData(mem)))%64 != 0 {
+		return nil, fmt.Errorf("ternary: interleaved base-3 %d×%d matrix: want %d bytes of 64-byte aligned memory, have %d at %p", n, k, size, len(mem), unsafe.SliceData(mem))
+	}
+	return &Interleaved3{k: k, n: n, nb: k / BlockSize, buf: mem[:size:size]}, nil
 }
 
 // K and N are the matrix's row width and row count.

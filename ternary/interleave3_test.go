@@ -371,3 +371,33 @@ func TestIlv3Panics(t *testing.T) {
 		}
 	}
 }
+
+// TestNewInterleaved3In checks the base-3 layout in memory of the caller's, as
+// TestNewInterleavedIn does the 2-bit one.
+func TestNewInterleaved3In(t *testing.T) {
+	const k, n = 384, 90
+	size, err := Interleaved3Size(k, n)
+	if err != nil || size != 2*3*ilv3BlockBytes {
+		t.Fatalf("Interleaved3Size(%d, %d) = %d, %v; want %d", k, n, size, err, 2*3*ilv3BlockBytes)
+	}
+	if _, err := Interleaved3Size(k, 0); err == nil {
+		t.Error("Interleaved3Size accepted n = 0")
+	}
+	mem := benchAlloc(size + 64)
+	if _, err := NewInterleaved3In(mem[:size-1], k, n); err == nil {
+		t.Error("NewInterleaved3In accepted memory one byte short")
+	}
+	if _, err := NewInterleaved3In(mem[8:size+8], k, n); err == nil {
+		t.Error("NewInterleaved3In accepted memory off 64-byte alignment")
+	}
+	r := rand.New(rand.NewPCG(9, 10))
+	w := randPTQ1Canon(r, k, n, func() uint16 { return uint16(r.Uint32()) })
+	v, err := NewInterleaved3In(mem[:size], k, n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v.Fill(w, 0, n)
+	if want := ilv3Fill(t, w, k, n); !bytes.Equal(mem[:size], want.buf) {
+		t.Error("NewInterleaved3In's layout differs from NewInterleaved3's")
+	}
+}

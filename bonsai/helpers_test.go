@@ -3,7 +3,9 @@ package bonsai_test
 import (
 	"os"
 
+	"github.com/bonsai-go/sdk/bonsai/cpu"
 	"github.com/bonsai-go/sdk/gguf"
+	"github.com/bonsai-go/sdk/ternary"
 )
 
 func writeGGUF(path string, kv []gguf.KV) error {
@@ -61,4 +63,18 @@ func copyWithoutKey(src, dst, key string) error {
 		return err
 	}
 	return out.Close()
+}
+
+// loadStages returns the progress stages Open reports for the backend's part with a
+// PQ2_0 model on the default CPU backend, in the order they first appear: "prepare"
+// too where it interleaves the weights (cpu.LayoutAuto on this CPU), within "load".
+// With changes, every change of stage: load, prepare, load.
+func loadStages(changes bool) []string {
+	switch {
+	case cpu.LayoutAuto.Resolve(ternary.PQ2_0) != cpu.LayoutInterleaved:
+		return []string{"load"}
+	case changes:
+		return []string{"load", "prepare", "load"}
+	}
+	return []string{"load", "prepare"}
 }

@@ -39,7 +39,10 @@ var errClosed = fmt.Errorf("bonsai: %w", ErrClosed)
 //	"tokenizer"  reading the vocabulary; 0 then 1
 //	"verify"     WithVerify's scan of the ternary weights; in bytes
 //	"warmup"     WithWarmup's read of every weight page; in bytes
-//	"load"       the backend's; 0 then 1, or the backend's own counts
+//	"load"       the backend's; 0 then 1
+//	"prepare"    within "load", where the backend reports it: its work on the weights
+//	             (the CPU's interleaved copy or another format, in bytes; a GPU's
+//	             compiling and copying), in the backend's own units
 //
 // Each stage reports Done = 0 when it starts and Done = Total when it ends; InBytes says
 // which stages count bytes.
@@ -256,7 +259,7 @@ func load(f *gguf.File, o options, report func(string, int64, int64)) (*Model, e
 		return nil, fmt.Errorf("bonsai: unknown KV cache precision %v", o.kv)
 	}
 	report("load", 0, 1)
-	progress := func(done, total int64) { report("load", done, total) }
+	progress := func(done, total int64) { report("prepare", done, total) }
 	engine, err := o.backend.Load(o.ctx, w, backend.LoadOptions{Threads: o.threads, Progress: progress, Activations: o.acts, Profile: o.profile})
 	if err != nil {
 		return nil, fmt.Errorf("bonsai: backend %s: %w", o.backend.Name(), err)

@@ -1,45 +1,21 @@
 package gguf
 
 import (
-	"bufio"
-	"fmt"
 	"os"
 	"path/filepath"
-	"strings"
 	"testing"
-	"unsafe"
+
+	"github.com/bonsai-go/sdk/internal/alloctest"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
 
-// mappingRss returns the resident bytes of the mapping holding b, read from
-// /proc/self/smaps (the kernel's own account of the process's pages).
 func mappingRss(t *testing.T, b []byte) int64 {
 	t.Helper()
-	addr := uintptr(unsafe.Pointer(unsafe.SliceData(b)))
-	f, err := os.Open("/proc/self/smaps")
+	n, err := alloctest.MappingResident(b)
 	require.NoError(t, err)
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	in := false
-	for sc.Scan() {
-		line := sc.Text()
-		var lo, hi uintptr
-		if n, _ := fmt.Sscanf(line, "%x-%x", &lo, &hi); n == 2 && strings.Contains(line, " ") && !strings.HasSuffix(strings.Fields(line)[0], ":") {
-			in = lo <= addr && addr < hi
-			continue
-		}
-		if in && strings.HasPrefix(line, "Rss:") {
-			var kb int64
-			_, err := fmt.Sscanf(line, "Rss: %d kB", &kb)
-			require.NoError(t, err)
-			return kb << 10
-		}
-	}
-	require.NoError(t, sc.Err())
-	t.Fatalf("no mapping holds %#x in /proc/self/smaps", addr)
-	return 0
+	return n
 }
 
 // TestReleaseDropsPages checks that Release takes a mapped tensor's pages out of the

@@ -111,7 +111,7 @@ func (e *cpuEngine) newScratch() *scratch {
 		// pool's workers, the caller among them), so that a chunk allocates nothing.
 		s.rows = newRowScratch(e.pool.Workers(), max(c.Embedding, c.InnerSize, c.AttentionWidth(), c.FeedForward))
 	}
-	s.prod.rows, s.prod.tiles, s.prod.ilv = &s.rows, e.tiles, e.ilv
+	s.prod.rows, s.prod.tiles, s.prod.packed = &s.rows, e.tiles, e.packed
 	return s
 }
 

@@ -243,13 +243,13 @@ func TestProfileShared(t *testing.T) {
 // BenchmarkBatchedDecode measures decode steps of 1, 2, 4 and 8 sequences run as one
 // batch, in aggregate tokens per second, and a 64-token prefill chunk of one sequence
 // (prefill=64), the batched work's best rate: the batch's sequences against it is the
-// engine's share of loadbench's 8-streams-against-prefill ratio. One sequence also runs over
-// interleaved weights (batch=1/interleaved, cpu.WithInterleavedWeights). The batches and the
-// prefill run with and without the batch tiles (cpu.WithBatchTiles), in turn, so that
-// each pair is measured minutes apart at most. Each case reports where its steps' time
-// goes (the OpProfile kinds, in ms a step). The model is the real-widths synthetic preset
-// (the 27B model's widths, four layers), generated once per run into a temporary
-// directory, or the GGUF file BONSAI_BENCH_MODEL names.
+// engine's share of loadbench's 8-streams-against-prefill ratio. Each runs on three
+// loads in turn, so that each set is measured minutes apart at most: the file's layout
+// (layout=file), the file's layout with the batch tiles (cpu.WithBatchTiles,
+// layout=tiles) and the interleaved copy (cpu.LayoutInterleaved, layout=interleaved). Each
+// case reports where its steps' time goes (the OpProfile kinds, in ms a step). The model
+// is the real-widths synthetic preset (the 27B model's widths, four layers), generated
+// once per run into a temporary directory, or the GGUF file BONSAI_BENCH_MODEL names.
 func BenchmarkBatchedDecode(b *testing.B) {
 	path := os.Getenv("BONSAI_BENCH_MODEL")
 	if path == "" {
@@ -261,75 +261,71 @@ func BenchmarkBatchedDecode(b *testing.B) {
 	m, err := qwen35.Bind(f)
 	require.NoError(b, err)
 	opt := backend.LoadOptions{Threads: runtime.NumCPU(), Profile: true}
-	plain := load(b, m, opt)
-	tiled, err := cpu.New(cpu.WithBatchTiles()).Load(context.Background(), m, opt)
-	require.NoError(b, err)
-	defer tiled.Close()
-	ilv, err := cpu.New(cpu.WithInterleavedWeights()).Load(context.Background(), m, opt)
-	require.NoError(b, err)
-	defer ilv.Close()
+	engines := map[string]backend.Engine{}
+	for _, c := range []struct {
+		name string
+		opts []cpu.Option
+	}{{"file", []cpu.Option{cpu.WithLayout(cpu.LayoutFile)}},
+		{"tiles", []cpu.Option{cpu.WithLayout(cpu.LayoutFile), cpu.WithBatchTiles()}},
+		{"interleaved", []cpu.Option{cpu.WithLayout(cpu.LayoutInterleaved)}}} {
+		e, err := cpu.New(c.opts...).Load(context.Background(), m, opt)
+		require.NoError(b, err)
+		defer e.Close()
+		engines[c.name] = e
+	}
 	ctx := context.Background()
 	const contextSize = 512
-	for _, c := range []struct {
-		n     int  // sequences; −n: a prefill chunk of n tokens
-		tiles bool // with the batch tiles
-		ilv   bool // with interleaved weights (cpu.WithInterleavedWeights)
-	}{{1, false, false}, {1, false, true}, {2, false, false}, {2, true, false}, {4, false, false}, {4, true, false},
-		{8, false, false}, {8, true, false}, {-64, false, false}, {-64, true, false}} {
-		n, e := c.n, plain
-		if c.tiles {
-			e = tiled
-		}
-		name := fmt.Sprintf("batch=%d/tiles=%v", n, c.tiles)
-		if c.ilv {
-			e, name = ilv, fmt.Sprintf("batch=%d/interleaved", n)
-		}
-		if n < 0 {
-			name = fmt.Sprintf("prefill=%d/tiles=%v", -n, c.tiles)
-		}
-		b.Run(name, func(b *testing.B) {
-			var sts []backend.State
-			var d *decodeBatch
-			if n > 0 {
-				sts = newStates(b, e, n, contextSize)
-				d = newDecodeBatch(e, sts, m.Vocab())
-			} else {
-				sts = newStates(b, e, 1, contextSize)
-				d = newPrefillChunk(e, sts[0], -n, m.Vocab())
-				n = -n
+	for _, n := range []int{1, 2, 4, 8, -64} {
+		for _, layout := range []string{"file", "tiles", "interleaved"} {
+			n, e := n, engines[layout]
+			name := fmt.Sprintf("batch=%d/layout=%s", n, layout)
+			if n < 0 {
+				name = fmt.Sprintf("prefill=%d/layout=%s", -n, layout)
 			}
-			// A step outside the timing: the first one faults the mapped weights in.
-			require.NoError(b, d.step(ctx))
-			for _, st := range sts {
-				st.(backend.Profiler).ResetProfile()
-			}
-			for b.Loop() {
-				if sts[0].Len() >= contextSize-1 {
-					for _, st := range sts {
-						st.Reset()
-					}
+			b.Run(name, func(b *testing.B) {
+				var sts []backend.State
+				var d *decodeBatch
+				if n > 0 {
+					sts = newStates(b, e, n, contextSize)
+					d = newDecodeBatch(e, sts, m.Vocab())
+				} else {
+					sts = newStates(b, e, 1, contextSize)
+					d = newPrefillChunk(e, sts[0], -n, m.Vocab())
+					n = -n
 				}
+				// A step outside the timing: the first one faults the mapped weights in.
 				require.NoError(b, d.step(ctx))
-			}
-			b.ReportMetric(float64(b.N*n)/b.Elapsed().Seconds(), "tok/s")
-			// Where a step's time goes: each state holds its share of the batch's.
-			var p backend.OpProfile
-			for _, st := range sts {
-				q := st.(backend.Profiler).Profile()
-				p.Ternary += q.Ternary
-				p.Transforms += q.Transforms
-				p.GDN += q.GDN
-				p.Attention += q.Attention
-				p.Other += q.Other
-			}
-			steps := float64(b.N)
-			for _, k := range []struct {
-				unit string
-				d    time.Duration
-			}{{"ternary-ms/step", p.Ternary}, {"transforms-ms/step", p.Transforms}, {"gdn-ms/step", p.GDN},
-				{"attention-ms/step", p.Attention}, {"other-ms/step", p.Other}} {
-				b.ReportMetric(float64(k.d.Milliseconds())/steps, k.unit)
-			}
-		})
+				for _, st := range sts {
+					st.(backend.Profiler).ResetProfile()
+				}
+				for b.Loop() {
+					if sts[0].Len() >= contextSize-1 {
+						for _, st := range sts {
+							st.Reset()
+						}
+					}
+					require.NoError(b, d.step(ctx))
+				}
+				b.ReportMetric(float64(b.N*n)/b.Elapsed().Seconds(), "tok/s")
+				// Where a step's time goes: each state holds its share of the batch's.
+				var p backend.OpProfile
+				for _, st := range sts {
+					q := st.(backend.Profiler).Profile()
+					p.Ternary += q.Ternary
+					p.Transforms += q.Transforms
+					p.GDN += q.GDN
+					p.Attention += q.Attention
+					p.Other += q.Other
+				}
+				steps := float64(b.N)
+				for _, k := range []struct {
+					unit string
+					d    time.Duration
+				}{{"ternary-ms/step", p.Ternary}, {"transforms-ms/step", p.Transforms}, {"gdn-ms/step", p.GDN},
+					{"attention-ms/step", p.Attention}, {"other-ms/step", p.Other}} {
+					b.ReportMetric(float64(k.d.Milliseconds())/steps, k.unit)
+				}
+			})
+		}
 	}
 }

@@ -1,15 +1,22 @@
 // Package cpu is the pure-Go backend (a backend.Backend): it runs on any platform Go
-// supports, reads the ternary weights in place from the mapped file, and spreads the
-// large matrix products over a pool of worker goroutines started once per model. It is
-// bonsai's default; pass New() to bonsai.WithBackend to say so explicitly.
+// supports and spreads the large matrix products over a pool of worker goroutines
+// started once per model. It is bonsai's default; pass New() to bonsai.WithBackend to
+// say so explicitly.
+//
+// Where this CPU's kernels read it for decode steps and batches alike (AVX-512 VNNI,
+// PQ2_0), it keeps the ternary products in a row-interleaved layout made at load
+// (ternary.Interleaved: 64-row tiles whose code bytes hold four rows each), whose kernels
+// do several times fewer instructions per weight than the file's layout allows, so that
+// decode runs at the memory's rate on few cores; the mapped file's pages of those rows
+// are released as the copy is made, so resident memory stays the file's size. Elsewhere
+// it reads the weights in place from the mapped file. WithLayout chooses otherwise:
+// the file's layout always, or the interleaved one wherever a decode kernel reads it
+// (AVX2, NEON, PTQ1_0's base-3 ternary.Interleaved3), on top of the file's rows.
 // WithWeightFormat makes it keep its own copy of the products in the other ternary
-// format instead (PTQ1_0 files on machines whose cores, not memory, limit decode).
-// WithBatchTiles makes it keep a second copy of the products in the batched kernels'
-// layout (ternary.Tiles), for servers whose batches of a few sequences are bound by
-// arithmetic rather than by memory: a batched pass then skips repacking the weights.
-// WithInterleavedWeights makes it keep a second copy of the PQ2_0 products in the
-// 64-row interleaved layout (ternary.Interleaved) that decode steps and prompts read
-// on AVX-512 VNNI machines, for decode at the memory's rate on few cores.
+// format. WithBatchTiles makes it keep a second copy of the products that batches read
+// from the file in the batched kernels' layout (ternary.Tiles), for servers whose
+// batches of a few sequences are bound by arithmetic: a batched pass then skips
+// repacking the weights.
 //
 // A forward pass follows qwen35's plan (qwen35.Weights.Plan) a chunk of up to
 // backend.ChunkRows rows at a time, and a batch of sequences runs together: their

@@ -13,30 +13,36 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// A model loaded with interleaved weights gives bit for bit the logits of the plain
-// load (the prompt's chunk on the file's rows, the decode steps on the interleaved
-// copy), a PQ2_0 model and a PTQ1_0 one transcoded; where the CPU has the interleaved
-// kernel the load reports interleaving every product, elsewhere it makes no copy.
-func TestInterleavedWeightsSameLogits(t *testing.T) {
+// packedBytes returns the bytes of m's products that layout l interleaves on this CPU
+// (the work its load reports).
+func packedBytes(m backend.Model, f ternary.Format, l cpu.Layout) int64 {
+	decode, batch := ternary.InterleavedNative(), ternary.InterleavedBatchNative()
+	if f == ternary.PTQ1_0 {
+		decode, batch = ternary.Interleaved3Native(), false
+	}
+	if l == cpu.LayoutFile || !decode || (l == cpu.LayoutAuto && !batch) {
+		return 0
+	}
+	return productBytes(m)
+}
+
+// A model loaded in each layout gives bit for bit the logits of the file's layout (a
+// prompt's chunk, then decode steps), a PQ2_0 model and a PTQ1_0 one; the load reports
+// interleaving the products the layout asks for where the CPU has their kernels.
+func TestLayoutsSameLogits(t *testing.T) {
 	tokens := []int32{1, 7, 42, 3, 99, 5, 17, 250, 8, 11}
 	for _, f := range []ternary.Format{ternary.PQ2_0, ternary.PTQ1_0} {
 		m := synthtest.Weights(t, "small", 6, f)
-		want, _, _ := logitsOf(t, cpu.New(), m, backend.ActivationsInt8, tokens)
-		opts := []cpu.Option{cpu.WithInterleavedWeights()}
-		work := productBytes(m)
-		if f == ternary.PTQ1_0 {
-			opts = append(opts, cpu.WithWeightFormat(ternary.PQ2_0))
-			work = work / int64(ternary.PTQ1_0.RowBytes(1024)) * int64(ternary.PQ2_0.RowBytes(1024))
-		}
-		if !ternary.InterleavedNative() {
-			t.Logf("no interleaved kernel here: the option makes no copy")
-			work = map[bool]int64{true: productBytes(m), false: 0}[f == ternary.PTQ1_0]
-		}
-		got, done, total := logitsOf(t, cpu.New(opts...), m, backend.ActivationsInt8, tokens)
-		assert.Equal(t, [2]int64{work, work}, [2]int64{done, total}, "%s: the load's last report (done, total bytes)", f)
-		require.Len(t, got, len(want))
-		for i := range got {
-			require.Equal(t, math.Float32bits(want[i]), math.Float32bits(got[i]), "%s: logit %d is %v, without interleaving %v", f, i, got[i], want[i])
+		want, _, _ := logitsOf(t, cpu.New(cpu.WithLayout(cpu.LayoutFile)), m, backend.ActivationsInt8, tokens)
+		for _, l := range []cpu.Layout{cpu.LayoutAuto, cpu.LayoutInterleaved} {
+			work := packedBytes(m, f, l)
+			t.Logf("%s, %s: %d bytes interleaved", f, l, work)
+			got, done, total := logitsOf(t, cpu.New(cpu.WithLayout(l)), m, backend.ActivationsInt8, tokens)
+			assert.Equal(t, [2]int64{work, work}, [2]int64{done, total}, "%s, %s: the load's last report (done, total bytes)", f, l)
+			require.Len(t, got, len(want))
+			for i := range got {
+				require.Equal(t, math.Float32bits(want[i]), math.Float32bits(got[i]), "%s, %s: logit %d is %v, in the file's layout %v", f, l, i, got[i], want[i])
+			}
 		}
 	}
 }
@@ -45,11 +51,11 @@ func TestInterleavedWeightsSameLogits(t *testing.T) {
 // error.
 func TestInterleavedWeightsCancelledLoad(t *testing.T) {
 	if !ternary.InterleavedNative() {
-		t.Skip("no interleaved kernel on this CPU: the option makes no copy")
+		t.Skip("no interleaved kernel on this CPU: the layout makes no copy")
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	_, err := cpu.New(cpu.WithInterleavedWeights()).Load(ctx, synthtest.Weights(t, "small", 4, ternary.PQ2_0), backend.LoadOptions{Threads: 2,
+	_, err := cpu.New(cpu.WithLayout(cpu.LayoutInterleaved)).Load(ctx, synthtest.Weights(t, "small", 4, ternary.PQ2_0), backend.LoadOptions{Threads: 2,
 		Activations: backend.ActivationsInt8, Progress: func(done, total int64) { cancel() }})
 	require.ErrorIs(t, err, context.Canceled, "cancelled load")
 }
@@ -92,13 +98,13 @@ func TestInterleavedWeightsBatchSameLogits(t *testing.T) {
 		t.Skip("no native batched interleaved kernel here: batches read the file's rows")
 	}
 	m := synthtest.Weights(t, "small", 6, ternary.PQ2_0)
-	want := batchLogits(t, cpu.New(), m)
+	want := batchLogits(t, cpu.New(cpu.WithLayout(cpu.LayoutFile)), m)
 	for _, c := range []struct {
 		name string
 		opts []cpu.Option
 	}{
-		{"interleaved", []cpu.Option{cpu.WithInterleavedWeights()}},
-		{"interleaved and tiles", []cpu.Option{cpu.WithInterleavedWeights(), cpu.WithBatchTiles()}},
+		{"auto", nil},
+		{"interleaved and tiles", []cpu.Option{cpu.WithLayout(cpu.LayoutInterleaved), cpu.WithBatchTiles()}},
 	} {
 		got := batchLogits(t, cpu.New(c.opts...), m)
 		require.Len(t, got, len(want))
@@ -117,7 +123,7 @@ func TestInterleavedWeightsNoTiles(t *testing.T) {
 	}
 	m := synthtest.Weights(t, "small", 4, ternary.PQ2_0)
 	var ends []int64
-	e, err := cpu.New(cpu.WithInterleavedWeights(), cpu.WithBatchTiles()).Load(context.Background(), m, backend.LoadOptions{Threads: 2,
+	e, err := cpu.New(cpu.WithLayout(cpu.LayoutInterleaved), cpu.WithBatchTiles()).Load(context.Background(), m, backend.LoadOptions{Threads: 2,
 		Activations: backend.ActivationsInt8, Progress: func(done, total int64) {
 			if done == total {
 				ends = append(ends, total)

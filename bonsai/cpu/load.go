@@ -46,33 +46,34 @@ func WithWeightFormat(f ternary.Format) Option {
 // 5120×17408 product of 2 vectors ran 1.5–1.9× and of 4 vectors 1.4–1.5× as fast, of 8
 // the same (BenchmarkMatMulQ8Batch, mode=tiles). The copy takes 576 bytes for every 544
 // of the weights (7.3 GB for the 27B model), and it is made only with int8 activations;
-// one sequence's step reads the weights as ever. With [WithInterleavedWeights], where
-// batches read the interleaved copy, only the matrices that have none (PTQ1_0 ones) are
-// tiled. The results are the same bits.
+// one sequence's step reads the weights as ever. Matrices whose batches read an
+// interleaved copy ([WithLayout]) are not tiled. The results are the same bits.
 func WithBatchTiles() Option {
 	return func(b *cpuBackend) { b.tiles = true }
 }
 
-// WithInterleavedWeights keeps, beside the weights, a copy of every PQ2_0 matrix in
-// the 64-row interleaved layout of [ternary.Interleaved], made at Load, which every
-// product then reads instead of the file's rows: one sequence's decode steps (the
-// AVX-512 VNNI kernel over it computes several times fewer instructions per weight, so
-// that decode can run at the memory's rate on few cores), and batched decode steps and
-// prompts ([ternary.MatMulInterleavedRange], which needs no repacking), where that
-// kernel is native too ([ternary.InterleavedBatchNative]). The copy takes the weights'
-// size again (7.1 GB for the 27B model). It is made only
-// with int8 activations and where the CPU has the kernel
-// ([ternary.InterleavedNative]: AVX-512 VNNI), and only of PQ2_0 matrices (a PTQ1_0
-// model with WithWeightFormat(ternary.PQ2_0)). The results are the same bits.
-func WithInterleavedWeights() Option {
-	return func(b *cpuBackend) { b.interleave = true }
+// WithLayout sets how the backend keeps the ternary matrices (default [LayoutAuto]).
+//
+// An interleaved matrix is a copy made at Load in the row-interleaved layout of its
+// format ([ternary.Interleaved] for PQ2_0, [ternary.Interleaved3] for PTQ1_0): its kernels
+// do several times fewer instructions per weight than the file's layout allows, so that
+// decode runs at the memory's rate on few cores, and batches read it without repacking.
+// Where both its decode and batched kernels are native (AVX-512 VNNI, for PQ2_0 today),
+// the file's rows are released as the copy is made ([qwen35.Weights.Release]: the pages
+// of a memory-mapped file leave resident memory), so the copy takes their place: resident
+// memory stays about the file's size. Where only its decode kernel is
+// ([LayoutInterleaved] on AVX2, NEON, or PTQ1_0), batches keep reading the file's rows and
+// the copy comes on top of them (7.1 GB for the 27B model). Copies are made only with
+// int8 activations. The results are the same bits in every layout.
+func WithLayout(l Layout) Option {
+	return func(b *cpuBackend) { b.layout = l }
 }
 
 type cpuBackend struct {
-	format     ternary.Format
-	transcode  bool
-	tiles      bool
-	interleave bool
+	format    ternary.Format
+	transcode bool
+	tiles     bool
+	layout    Layout
 }
 
 func (cpuBackend) Name() string { return "cpu" }
@@ -118,22 +119,17 @@ func (b cpuBackend) Load(ctx context.Context, m backend.Model, opt backend.LoadO
 		}
 		e.subst = subst
 	}
-	if b.interleave && e.int8 && ternary.InterleavedNative() {
-		var release func([]byte) error
-		if ternary.InterleavedBatchNative() {
-			// Every product then reads the copy: the file's rows can leave memory.
-			release = w.Release
-		}
-		ilv, free, err := interleaveMatrices(ctx, sites, e.mat, max(opt.Threads, 1), opt.Progress, release)
+	if e.int8 && b.layout != LayoutFile {
+		pk, free, err := packMatrices(ctx, sites, e.mat, b.layout, w.Release, max(opt.Threads, 1), opt.Progress)
 		if err != nil {
 			e.pool.Close()
 			return nil, err
 		}
-		e.ilv, e.freeIlv = ilv, free
+		e.packed, e.freePacked = pk, free
 	}
 	if b.tiles && e.int8 {
 		// A matrix whose batches read its interleaved copy needs no tiles.
-		skip := func(m *qwen35.Matrix) bool { return e.ilv[m] != nil && ternary.InterleavedBatchNative() }
+		skip := func(m *qwen35.Matrix) bool { return e.packed[m] != nil && e.packed[m].batchNative() }
 		tiles, err := tileMatrices(ctx, sites, e.mat, skip, max(opt.Threads, 1), opt.Progress)
 		if err != nil {
 			e.pool.Close()
@@ -168,11 +164,11 @@ type cpuEngine struct {
 	// tiles holds the batched kernels' copies of the matrices (WithBatchTiles), by the
 	// matrix the products read; nil without it.
 	tiles map[*qwen35.Matrix]*ternary.Tiles
-	// ilv holds the interleaved copies of the PQ2_0 matrices (WithInterleavedWeights),
-	// by the matrix the products read; nil without it.
-	ilv map[*qwen35.Matrix]*ternary.Interleaved
-	// freeIlv gives back the memory of the interleaved copies (nil without them).
-	freeIlv func() error
+	// packed holds the interleaved copies of the matrices (WithLayout), by the matrix
+	// the products read; nil without any.
+	packed map[*qwen35.Matrix]*packed
+	// freePacked gives back the memory of the interleaved copies (nil without them).
+	freePacked func() error
 
 	// chunkedGDN selects the chunked GDN form for prefill. The chunked form agrees with
 	// the step form but does more scalar arithmetic per token, so on the CPU prefill
@@ -197,9 +193,9 @@ func (e *cpuEngine) Close() error {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	e.free = nil
-	if e.freeIlv != nil {
-		free := e.freeIlv
-		e.freeIlv, e.ilv = nil, nil
+	if e.freePacked != nil {
+		free := e.freePacked
+		e.freePacked, e.packed = nil, nil
 		return free()
 	}
 	return nil

@@ -47,14 +47,14 @@ func (e *cpuEngine) run(s *scratch, j *productJob) {
 // the workers stream each matrix's rows in order. Products over interleaved copies
 // count in their tiles of 64 rows instead, so that every chunk is whole tiles.
 type productJob struct {
-	t     int
-	n     int
-	total int  // rows and tiles of every product
-	tiled bool // some product counts in tiles
-	ps    [4]product
-	rows  *rowScratch                             // decoded rows for the float32 matrix-matrix products
-	tiles map[*qwen35.Matrix]*ternary.Tiles       // the engine's tiles, if it made them
-	ilv   map[*qwen35.Matrix]*ternary.Interleaved // the engine's interleaved copies, if it made them
+	t      int
+	n      int
+	total  int  // rows and tiles of every product
+	tiled  bool // some product counts in tiles
+	ps     [4]product
+	rows   *rowScratch                       // decoded rows for the float32 matrix-matrix products
+	tiles  map[*qwen35.Matrix]*ternary.Tiles // the engine's tiles, if it made them
+	packed map[*qwen35.Matrix]*packed        // the engine's interleaved copies, if it made any
 }
 
 // rowScratch is a set of K-wide rows, one per goroutine that may run a productJob's
@@ -93,13 +93,13 @@ func (r *rowScratch) put(i int) {
 type product struct {
 	tern  *qwen35.Matrix
 	bf    *qwen35.BF16Matrix
-	q8    *ternary.Q8Batch     // the int8 site, or nil for the float32 kernels
-	tiles *ternary.Tiles       // tern's tiles, or nil
-	ilv   *ternary.Interleaved // tern's interleaved copy, if the product reads it; or nil
+	q8    *ternary.Q8Batch // the int8 site, or nil for the float32 kernels
+	tiles *ternary.Tiles   // tern's tiles, or nil
+	pk    *packed          // tern's interleaved copy, if the product reads it; or nil
 	x, y  []float32
 	first int // global index of the product's first row (or tile)
 	rows  int
-	units int // rows, or tiles over ilv
+	units int // rows, or tiles over pk
 }
 
 func (j *productJob) reset(t int) { j.t, j.n, j.total, j.tiled = t, 0, 0, false }
@@ -108,8 +108,8 @@ func (j *productJob) ternary(m *qwen35.Matrix, x []float32, q8 *ternary.Q8Batch,
 	p := product{tern: m, tiles: j.tiles[m], x: x, q8: q8, y: y, first: j.total, rows: m.N, units: m.N}
 	// Batches read the interleaved copy only where its batched kernel is native: the
 	// twin elsewhere is slower than the tiled kernels, and gives other bits.
-	if v := j.ilv[m]; v != nil && q8 != nil && (j.t == 1 || ternary.InterleavedBatchNative()) {
-		p.ilv, p.units = v, (m.N+ternary.IlvRows-1)/ternary.IlvRows
+	if v := j.packed[m]; v != nil && q8 != nil && (j.t == 1 || v.batchNative()) {
+		p.pk, p.units = v, (m.N+v.tile()-1)/v.tile()
 		j.tiled = true
 	}
 	j.ps[j.n] = p
@@ -131,10 +131,9 @@ func (j *productJob) Run(lo, hi int) {
 			continue
 		}
 		switch {
-		case p.ilv != nil && j.t == 1:
-			ternary.MatVecInterleavedRange(p.ilv, p.q8.Row(0), p.y, a*ternary.IlvRows, min(b*ternary.IlvRows, p.rows))
-		case p.ilv != nil:
-			ternary.MatMulInterleavedRange(p.ilv, p.q8, j.t, p.y, a*ternary.IlvRows, min(b*ternary.IlvRows, p.rows))
+		case p.pk != nil:
+			tr := p.pk.tile()
+			p.pk.product(p.q8, j.t, p.y, a*tr, min(b*tr, p.rows))
 		case p.q8 != nil && j.t == 1:
 			ternary.MatVecQ8Range(p.tern.Format, p.tern.Data, p.tern.K, p.q8.Row(0), p.y, a, b)
 		case p.q8 != nil:

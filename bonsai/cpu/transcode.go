@@ -47,6 +47,9 @@ func runRowJobs(ctx context.Context, jobs []rowJob, threads int, progress func(d
 	for _, j := range jobs {
 		total += size(j)
 	}
+	if progress != nil && len(jobs) > 0 {
+		progress(0, total)
+	}
 	var (
 		mu   sync.Mutex
 		next int
@@ -148,13 +151,13 @@ func tileMatrices(ctx context.Context, sites []*qwen35.Site, mat func(*qwen35.Ma
 	return tiles, nil
 }
 
-// interleaveMatrices returns the interleaved copies of every PQ2_0 product of the sites
-// (as mat has them), keyed by the matrix the products read, filled by threads workers
-// a chunk of whole tiles at a time in one allocation of huge pages (returned with the
-// function that frees it); progress as for transcodeMatrices. With release set, each
-// chunk's file rows are handed to it once interleaved, so that the file's pages leave
-// memory as the copy fills it.
-func interleaveMatrices(ctx context.Context, sites []*qwen35.Site, mat func(*qwen35.Matrix) *qwen35.Matrix, threads int, progress func(done, total int64), release func([]byte) error) (map[*qwen35.Matrix]*ternary.Interleaved, func() error, error) {
+// packMatrices returns the interleaved copies that layout asks for of the sites'
+// products (as mat has them; see WithLayout), keyed by the matrix the products read,
+// filled by threads workers a chunk of whole tiles at a time in one allocation of huge
+// pages (returned with the function that frees it); progress as for transcodeMatrices.
+// The rows of a matrix whose batches will read its copy too are handed to release a
+// chunk at a time once copied, so that the file's pages leave memory as the copy fills it.
+func packMatrices(ctx context.Context, sites []*qwen35.Site, mat func(*qwen35.Matrix) *qwen35.Matrix, layout Layout, release func([]byte) error, threads int, progress func(done, total int64)) (map[*qwen35.Matrix]*packed, func() error, error) {
 	var (
 		jobs  []rowJob
 		order []*qwen35.Matrix
@@ -164,34 +167,41 @@ func interleaveMatrices(ctx context.Context, sites []*qwen35.Site, mat func(*qwe
 	for _, site := range sites {
 		for _, p := range site.Products {
 			m := mat(p)
-			if _, ok := sizes[m]; ok || m.Format != ternary.PQ2_0 {
+			if _, ok := sizes[m]; ok {
 				continue
 			}
-			size, err := ternary.InterleavedSize(m.K, m.N)
+			if layout.Resolve(m.Format) != LayoutInterleaved {
+				continue
+			}
+			size, err := packSize(m.Format, m.K, m.N)
 			if err != nil {
 				return nil, nil, fmt.Errorf("tensor %q: %w", m.Name, err)
 			}
 			sizes[m] = size
 			order = append(order, m)
 			total += size
-			jobs = rowJobs(jobs, m, ternary.IlvRows)
+			jobs = rowJobs(jobs, m, packTile(m.Format))
 		}
 	}
+	if len(order) == 0 {
+		return nil, nil, nil
+	}
 	arena, free := hugemem.Alloc(total)
-	ilv := make(map[*qwen35.Matrix]*ternary.Interleaved, len(order))
+	pk := make(map[*qwen35.Matrix]*packed, len(order))
 	off := 0
 	for _, m := range order {
-		v, err := ternary.NewInterleavedIn(arena[off:off+sizes[m]], m.K, m.N)
+		v, err := newPacked(m.Format, arena[off:off+sizes[m]], m.K, m.N)
 		if err != nil {
 			free()
 			return nil, nil, fmt.Errorf("tensor %q: %w", m.Name, err)
 		}
-		ilv[m] = v
+		pk[m] = v
 		off += sizes[m]
 	}
+	releases := func(m *qwen35.Matrix) bool { return release != nil && pk[m].batchNative() }
 	err := runRowJobs(ctx, jobs, threads, progress, func(j rowJob) error {
-		ilv[j.m].Fill(j.m.Data, j.r0, j.r1)
-		if release == nil {
+		pk[j.m].fill(j.m.Data, j.r0, j.r1)
+		if !releases(j.m) {
 			return nil
 		}
 		rb := j.m.Format.RowBytes(j.m.K)
@@ -200,12 +210,14 @@ func interleaveMatrices(ctx context.Context, sites []*qwen35.Site, mat func(*qwe
 		}
 		return nil
 	})
-	if err == nil && release != nil {
-		// The pages that straddle two chunks.
-		for _, m := range order {
+	for _, m := range order {
+		if err != nil {
+			break
+		}
+		if releases(m) {
+			// The pages that straddle two chunks.
 			if err = release(m.Data); err != nil {
 				err = fmt.Errorf("tensor %q: %w", m.Name, err)
-				break
 			}
 		}
 	}
@@ -213,5 +225,5 @@ func interleaveMatrices(ctx context.Context, sites []*qwen35.Site, mat func(*qwe
 		free()
 		return nil, nil, err
 	}
-	return ilv, free, nil
+	return pk, free, nil
 }

@@ -75,8 +75,11 @@ func TestWeightFormatSameLogits(t *testing.T) {
 	tq := synthtest.Weights(t, "tiny", 9, ternary.PTQ1_0)
 	pq := synthtest.Weights(t, "tiny", 9, ternary.PQ2_0)
 	tokens := []int32{1, 7, 42, 3, 99, 5, 17, 250, 8, 11}
+	// The file's layout: the loads report the transcoding alone (TestLayoutsSameLogits
+	// checks the interleaved copies give the same bits).
+	file := cpu.WithLayout(cpu.LayoutFile)
 	for _, acts := range []backend.Activations{backend.ActivationsInt8, backend.ActivationsFloat32} {
-		want, _, native := logitsOf(t, cpu.New(), tq, acts, tokens)
+		want, _, native := logitsOf(t, cpu.New(file), tq, acts, tokens)
 		assert.Zero(t, native, "bytes of transcoding the native load reported")
 		for _, c := range []struct {
 			name string
@@ -84,10 +87,10 @@ func TestWeightFormatSameLogits(t *testing.T) {
 			m    backend.Model
 			work int64 // the source bytes the load must report transcoded
 		}{
-			{"PTQ1_0 as PQ2_0", cpu.New(cpu.WithWeightFormat(ternary.PQ2_0)), tq, productBytes(tq)},
-			{"PQ2_0 twin", cpu.New(), pq, 0},
-			{"PQ2_0 as PTQ1_0", cpu.New(cpu.WithWeightFormat(ternary.PTQ1_0)), pq, productBytes(pq)},
-			{"PTQ1_0 as PTQ1_0", cpu.New(cpu.WithWeightFormat(ternary.PTQ1_0)), tq, 0},
+			{"PTQ1_0 as PQ2_0", cpu.New(file, cpu.WithWeightFormat(ternary.PQ2_0)), tq, productBytes(tq)},
+			{"PQ2_0 twin", cpu.New(file), pq, 0},
+			{"PQ2_0 as PTQ1_0", cpu.New(file, cpu.WithWeightFormat(ternary.PTQ1_0)), pq, productBytes(pq)},
+			{"PTQ1_0 as PTQ1_0", cpu.New(file, cpu.WithWeightFormat(ternary.PTQ1_0)), tq, 0},
 		} {
 			got, done, total := logitsOf(t, c.b, c.m, acts, tokens)
 			assert.Equal(t, [2]int64{c.work, c.work}, [2]int64{done, total}, "%s: the load's report of the bytes transcoded (done, total)", c.name)

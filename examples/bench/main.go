@@ -60,7 +60,7 @@ func main() {
 	flag.IntVar(&cfg.context, "context", 0, "also decode at this position, with the state filled synthetically (0: no)")
 	flag.StringVar(&cfg.kv, "kv", "f16", "KV cache precision: f16, int8, q4 or f32")
 	flag.StringVar(&cfg.weightFormat, "weight-format", "", "transcode the ternary products to pq2_0 or ptq1_0 at load (cpu.WithWeightFormat; default: as stored)")
-	flag.BoolVar(&cfg.interleave, "interleave", false, "keep a 64-row interleaved copy of the weights, made at load, which decode and prefill read (cpu.WithInterleavedWeights; AVX-512 VNNI, int8 activations, PQ2_0): twice the weights' memory")
+	flag.StringVar(&cfg.layout, "layout", "auto", cli.LayoutUsage)
 	flag.StringVar(&cfg.backend, "backend", "auto", "where the model runs: "+strings.Join(cli.Backends, ", ")+" (auto: Metal on Apple silicon, else a Vulkan GPU, else the CPU); on a GPU the bandwidth is the device's, read by a kernel in the same run")
 	flag.BoolVar(&cfg.warmup, "warmup", false, "read every weight page at load, so that the first measurements do not wait for the disk")
 	flag.Usage = func() {
@@ -86,7 +86,8 @@ type config struct {
 	kv, weightFormat, backend string
 	context                   int
 	cpuprofile                string
-	mmap, warmup, interleave  bool
+	mmap, warmup              bool
+	layout                    string
 	threads, prompt, gen      int
 	bwTime                    time.Duration
 	pairedBytes               int // the buffer of the bandwidth pass after each long-context step
@@ -119,8 +120,14 @@ func run(ctx context.Context, out, stderr io.Writer, cfg config) error {
 		}
 		cpuOpts = append(cpuOpts, cpu.WithWeightFormat(transcodeTo))
 	}
-	if cfg.interleave {
-		cpuOpts = append(cpuOpts, cpu.WithInterleavedWeights())
+	layout := cpu.LayoutAuto
+	if cfg.layout != "" {
+		if layout, err = cpu.ParseLayout(cfg.layout); err != nil {
+			return fmt.Errorf("-layout: %w", err)
+		}
+	}
+	if layout != cpu.LayoutAuto {
+		cpuOpts = append(cpuOpts, cpu.WithLayout(layout))
 	}
 	if cfg.context < 0 {
 		return fmt.Errorf("-context %d: want at least 0", cfg.context)
@@ -175,11 +182,8 @@ func run(ctx context.Context, out, stderr io.Writer, cfg config) error {
 	if !cfg.mmap {
 		load = "read into memory"
 	}
-	if cfg.interleave && ternary.InterleavedNative() && acts == bonsai.ActivationsInt8 {
-		load += ", decode from a 64-row interleaved copy"
-		if ternary.InterleavedBatchNative() {
-			load = strings.Replace(load, "decode", "decode and prefill", 1)
-		}
+	if acts == bonsai.ActivationsInt8 {
+		load += ", " + cli.LayoutNote(cfg.layout, w)
 	}
 	if m.Backend() == "cpu" {
 		fmt.Fprintf(out, "machine     %s/%s, %d CPUs; backend %s, %d threads, %s activations (kernel %s), weights %s, KV cache %v\n",

@@ -1,6 +1,7 @@
 // Package alloctest counts heap allocations exactly, for the tests that hold a decode
 // step to zero: testing.AllocsPerRun averages and rounds down, which hides one
-// allocation in a hundred steps.
+// allocation in a hundred steps. It also reads the kernel's account of a mapping's
+// resident pages, for the tests of memory given back to the OS.
 package alloctest
 
 import (

@@ -41,7 +41,7 @@ func TestChooseBackend(t *testing.T) {
 		{"cpu", "cpu", []cpu.Option{cpu.WithBatchTiles()}, linuxGPU, "cpu", "asked for"},
 		{"metal", "metal", nil, linuxCPU, "metal", "asked for"},
 		{"vulkan", "vulkan", nil, linuxCPU, "vulkan", "asked for"},
-		{"vulkan with CPU options", "vulkan", []cpu.Option{cpu.WithInterleavedWeights()}, linuxCPU, "", ""},
+		{"vulkan with CPU options", "vulkan", []cpu.Option{cpu.WithLayout(cpu.LayoutInterleaved)}, linuxCPU, "", ""},
 		{"unknown", "cuda", nil, linuxCPU, "", ""},
 	} {
 		b, why, err := chooseBackend(tc.flag, tc.cpuOpts, tc.p)

@@ -37,6 +37,7 @@ func NewBar(w io.Writer, prog string) *Bar {
 var stageNames = map[string]string{
 	"map": "reading the file", "bind": "checking tensors", "tokenizer": "reading the vocabulary",
 	"verify": "verifying weights", "warmup": "warming up", "load": "starting the backend",
+	"prepare": "preparing the weights",
 }
 
 // Progress is the callback for bonsai.WithProgress.

@@ -34,9 +34,9 @@ type ModelFlags struct {
 	Warmup  bool // read every weight page at load
 	// BatchTiles keeps the batched kernels' copy of the weights (cpu.WithBatchTiles).
 	BatchTiles bool
-	// Interleave keeps the decode kernels' interleaved copy of the weights
-	// (cpu.WithInterleavedWeights).
-	Interleave bool
+	// Layout is how the CPU backend keeps the ternary weights (cpu.ParseLayout; "" or
+	// "auto" for its default).
+	Layout string
 	// Backend is auto (the default when empty), cpu, metal or vulkan.
 	Backend string
 	// CPU are further options of the CPU backend.
@@ -47,7 +47,7 @@ type ModelFlags struct {
 var Backends = []string{"auto", "cpu", "metal", "vulkan"}
 
 // Register adds -model, -threads, -context, -verify, -warmup, -backend, -batch-tiles and
-// -interleave to fs.
+// -layout to fs.
 func (f *ModelFlags) Register(fs *flag.FlagSet) {
 	fs.StringVar(&f.Model, "model", "", "GGUF model `file` (default: a tiny synthetic model with random weights)")
 	fs.IntVar(&f.Threads, "threads", runtime.NumCPU(), "CPU threads")
@@ -56,7 +56,27 @@ func (f *ModelFlags) Register(fs *flag.FlagSet) {
 	fs.BoolVar(&f.Warmup, "warmup", false, "read every weight page at load, so that the first token does not wait for the disk")
 	fs.BoolVar(&f.BatchTiles, "batch-tiles", false, "CPU: keep a second copy of the weights in the batched kernels' layout, made at load (cpu.WithBatchTiles): batches of a few sequences run faster, for 1.06× the weights' memory")
 	fs.StringVar(&f.Backend, "backend", "auto", "where the model runs: auto (Metal on Apple silicon, else a Vulkan GPU if there is one, else the CPU), cpu, metal or vulkan (a GPU, or Mesa's lavapipe when it is the only Vulkan device; BONSAI_VULKAN_DEVICE picks one by index or name)")
-	fs.BoolVar(&f.Interleave, "interleave", false, "CPU: keep a copy of the weights interleaved in 64-row tiles, made at load (cpu.WithInterleavedWeights): one stream's decode steps read it, at the memory's rate on AVX-512 VNNI, for twice the weights' memory")
+	fs.StringVar(&f.Layout, "layout", "auto", LayoutUsage)
+}
+
+// LayoutUsage is the help of -layout.
+const LayoutUsage = "CPU: how to keep the ternary weights: auto (interleaved in row tiles at load where this CPU's kernels read them for decode steps and batches alike, AVX-512 VNNI today, the file's pages then leaving memory; else as the file has them), file, or interleaved (also where only decode steps read the copy: AVX2, NEON, PTQ1_0; a second copy)"
+
+// LayoutNote says how the CPU backend keeps w's ternary matrices under -layout name:
+// "interleaved" or "as in the file".
+func LayoutNote(name string, w any) string {
+	l, err := cpu.ParseLayout(name)
+	if name == "" || err != nil {
+		l = cpu.LayoutAuto
+	}
+	q, ok := w.(*qwen35.Weights)
+	if !ok {
+		return "as in the file"
+	}
+	if l.Resolve(q.Output.Format) == cpu.LayoutInterleaved {
+		return "interleaved"
+	}
+	return "as in the file"
 }
 
 // Loaded is an open model, and the temporary directory of a synthetic one.
@@ -111,8 +131,12 @@ func Load(ctx context.Context, stderr io.Writer, prog string, f ModelFlags, opts
 	if f.BatchTiles {
 		cpuOpts = append(cpuOpts, cpu.WithBatchTiles())
 	}
-	if f.Interleave {
-		cpuOpts = append(cpuOpts, cpu.WithInterleavedWeights())
+	if f.Layout != "" && f.Layout != "auto" {
+		l, err := cpu.ParseLayout(f.Layout)
+		if err != nil {
+			return nil, fmt.Errorf("-layout: %w", err)
+		}
+		cpuOpts = append(cpuOpts, cpu.WithLayout(l))
 	}
 	be, why, err := ChooseBackend(f.Backend, cpuOpts)
 	if err != nil {
@@ -145,8 +169,8 @@ func Load(ctx context.Context, stderr io.Writer, prog string, f ModelFlags, opts
 	if f.BatchTiles {
 		tiles = ", batch tiles"
 	}
-	if f.Interleave {
-		tiles += ", interleaved weights"
+	if m.Backend() == "cpu" {
+		tiles += ", weights " + LayoutNote(f.Layout, m.Driver().Weights())
 	}
 	fmt.Fprintf(stderr, "%s: backend %s%s, %d threads, context %d tokens (%s)\n", prog, m.Backend(), tiles, m.Threads(), m.ContextSize(), why())
 	return l, nil
@@ -242,7 +266,7 @@ func chooseBackend(name string, cpuOpts []cpu.Option, p platform) (bonsai.Backen
 		name = "auto"
 	}
 	if name != "cpu" && name != "auto" && len(cpuOpts) > 0 {
-		return nil, nil, fmt.Errorf("-batch-tiles and -interleave are options of the CPU backend, not of -backend %s", name)
+		return nil, nil, fmt.Errorf("-batch-tiles and -layout are options of the CPU backend, not of -backend %s", name)
 	}
 	vulkanOn := func(o vulkan.Options, why string) (bonsai.Backend, func() string) {
 		var got vulkan.Choice

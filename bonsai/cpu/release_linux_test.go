@@ -1,0 +1,81 @@
+package cpu_test
+
+import (
+	"context"
+	"os"
+	"testing"
+
+	"github.com/bonsai-go/sdk/bonsai/backend"
+	"github.com/bonsai-go/sdk/bonsai/cpu"
+	"github.com/bonsai-go/sdk/internal/alloctest"
+	"github.com/bonsai-go/sdk/internal/synth/synthtest"
+	"github.com/bonsai-go/sdk/qwen35"
+	"github.com/bonsai-go/sdk/ternary"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// residentAfterLoad touches every byte of w's products (so that the file's pages are
+// resident), loads w with b, and returns the mapping's resident bytes before and after,
+// as the kernel counts them, with the engine still open.
+func residentAfterLoad(t *testing.T, b backend.Backend, w *qwen35.Weights) (before, after int64) {
+	t.Helper()
+	data := w.Output.Data
+	var sum byte
+	p := w.Plan()
+	for _, site := range append([]*qwen35.Site{&p.Head}, layerSites(p)...) {
+		for _, m := range site.Products {
+			for i := 0; i < len(m.Data); i += os.Getpagesize() {
+				sum += m.Data[i]
+			}
+		}
+	}
+	_ = sum
+	before, err := alloctest.MappingResident(data)
+	require.NoError(t, err)
+	e, err := b.Load(context.Background(), w, backend.LoadOptions{Threads: 2, Activations: backend.ActivationsInt8})
+	require.NoError(t, err)
+	t.Cleanup(func() { e.Close() })
+	after, err = alloctest.MappingResident(data)
+	require.NoError(t, err)
+	return before, after
+}
+
+// Where the interleaved copy serves decode steps and batches alike, the load hands the
+// file's rows of every interleaved matrix back to the OS as it copies them: the mapped
+// file's resident pages fall by (nearly) the products' bytes. Where batches must still
+// read the file's rows (a PTQ1_0 model, whose base-3 copy serves decode steps only), its
+// pages stay.
+func TestLayoutReleasesFilePages(t *testing.T) {
+	if !ternary.InterleavedBatchNative() {
+		t.Skip("no native batched interleaved kernel on this CPU (AVX-512 VNNI): the file's rows stay in use")
+	}
+	page := int64(os.Getpagesize())
+	w := synthtest.Weights(t, "small", 4, ternary.PQ2_0)
+	products := productBytes(w)
+	before, after := residentAfterLoad(t, cpu.New(), w)
+	t.Logf("PQ2_0, auto: the mapping's resident bytes %d → %d (products %d)", before, after, products)
+	// Each matrix may keep its two edge pages (shared with its neighbours).
+	edges := 2 * page * int64(productCount(w))
+	assert.LessOrEqual(t, after, before-products+edges, "the products' file pages left resident memory")
+
+	if !ternary.Interleaved3Native() {
+		return
+	}
+	w3 := synthtest.Weights(t, "small", 4, ternary.PTQ1_0)
+	before, after = residentAfterLoad(t, cpu.New(cpu.WithLayout(cpu.LayoutInterleaved)), w3)
+	t.Logf("PTQ1_0, interleaved (decode only): the mapping's resident bytes %d → %d", before, after)
+	assert.GreaterOrEqual(t, after, before-edges, "the file's pages stay where batches read them")
+}
+
+// productCount returns the number of w's distinct product matrices.
+func productCount(w *qwen35.Weights) int {
+	p := w.Plan()
+	seen := map[*qwen35.Matrix]bool{}
+	for _, site := range append([]*qwen35.Site{&p.Head}, layerSites(p)...) {
+		for _, m := range site.Products {
+			seen[m] = true
+		}
+	}
+	return len(seen)
+}

@@ -432,3 +432,45 @@ func (c *KVCache) rowBytes(p *kvPage, i int, k, v []byte, in bool) {
 }
 
 var _ backend.KVCache = (*KVCache)(nil)
+
+// integer reports whether attention scores the cache's keys in integers (attnint.go).
+func (c *KVCache) integer() bool {
+	return integerScores && (c.prec == backend.KVInt8 || c.prec == backend.KVQ4)
+}
+
+// integerScores is cleared by tests and benchmarks only, to run the float scoring of
+// the int8 and q4 caches (their keys widened, then float dot products) for comparison.
+var integerScores = true
+
+// keyTile is the codes and scales of a run of keys of one head of an int8 (k8, ks) or
+// q4 (k4, k4s) cache, as the page holds them.
+type keyTile struct {
+	k8  []int8
+	ks  []float32
+	k4  []byte
+	k4s []uint16
+}
+
+// keyCodes returns the key codes and scales of positions [i, i+n) of head h of page p.
+func (c *KVCache) keyCodes(p *kvPage, h, i, n int) keyTile {
+	s, e := (h*p.n+i)*c.blocks, (h*p.n+i+n)*c.blocks
+	if c.prec == backend.KVQ4 {
+		return keyTile{k4: p.k4[16*s : 16*e], k4s: p.k4s[s:e]}
+	}
+	a, b := (h*p.n+i)*c.dim, (h*p.n+i+n)*c.dim
+	return keyTile{k8: p.k8[a:b], ks: p.ks[s:e]}
+}
+
+// values decodes the values of positions [i, i+n) of head h of page p, an int8 or q4
+// cache's, into vbuf and returns them.
+func (c *KVCache) values(p *kvPage, h, i, n int, vbuf []float32) []float32 {
+	v := vbuf[:n*c.dim]
+	s, e := (h*p.n+i)*c.blocks, (h*p.n+i+n)*c.blocks
+	if c.prec == backend.KVQ4 {
+		dequantQ4(v, p.v4[16*s:16*e], p.v4s[s:e])
+		return v
+	}
+	a, b := (h*p.n+i)*c.dim, (h*p.n+i+n)*c.dim
+	dequantizeInt8(v, p.v8[a:b], p.vs[s:e])
+	return v
+}

@@ -60,6 +60,11 @@ type kernels struct {
 	// (scaleAddRows for six rows at once), d a multiple of 32.
 	axpy6F32 func(acc []float32, w []float32, ws int, v []float32, n, d int)
 	axpy6F16 func(acc []float32, w []float32, ws int, v []uint16, n, d int)
+
+	// scoreInt8 and scoreQ4 score quantised queries against int8 and q4 keys
+	// (attnint.go); every set gives the generic code's bits. The SIMD ones take d = 256.
+	scoreInt8 func(out []float32, os int, codes []int8, sq []float32, corr []int32, rep int, k []int8, ks []float32, n, d int)
+	scoreQ4   func(out []float32, os int, codes []int8, sq []float32, corr []int32, rep int, k []byte, ks []uint16, n, d int)
 }
 
 var genericKernels = kernels{
@@ -78,6 +83,8 @@ var genericKernels = kernels{
 	expSub:       expSubGeneric,
 	dequantQ4:    dequantQ4Generic,
 	max:          maxGeneric,
+	scoreInt8:    scoreInt8Generic,
+	scoreQ4:      scoreQ4Generic,
 }
 
 // kernelSets lists the implementations this machine runs, the generic one first and the

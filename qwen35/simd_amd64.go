@@ -170,5 +170,10 @@ func archKernels() []*kernels {
 	avx512.dot6F16 = dot6x4F16AVX512
 	avx512.axpy6F32 = axpy6F32AVX512
 	avx512.axpy6F16 = axpy6F16AVX512
+	if x.HasAVX512VNNI && x.HasAVX512BW {
+		// Integer attention scores: VPDPBUSD, and VPSRLW on bytes' words.
+		avx512.scoreInt8 = scoreInt8AVX512
+		avx512.scoreQ4 = scoreQ4AVX512
+	}
 	return []*kernels{avx2, &avx512}
 }

@@ -1,0 +1,194 @@
+//go:build !purego
+
+#include "textflag.h"
+
+// Integer scoring of quantised queries against int8 and q4 keys (attnint.go): each
+// lane's integer J by VPDPBUSD (unsigned key bytes × signed query codes, the keys'
+// bias removed by starting the lane at the query's correction), then per lane
+// acc += (float32(J)·sq)·sk with separate roundings and the lanes summed in hsum16's
+// tree, so that the scores are the generic code's bits. Head dim 256 only: the four
+// (int8) or two (q4) vectors of a key row and their scale lanes stay in registers for
+// every query head.
+
+// q4 scale lanes: vector v's lane l takes block 4v + l/4 of the row's eight scales.
+DATA q4lanes<>+0(SB)/8, $0x0000000000000000
+DATA q4lanes<>+8(SB)/8, $0x0000000000000000
+DATA q4lanes<>+16(SB)/8, $0x0000000100000001
+DATA q4lanes<>+24(SB)/8, $0x0000000100000001
+DATA q4lanes<>+32(SB)/8, $0x0000000200000002
+DATA q4lanes<>+40(SB)/8, $0x0000000200000002
+DATA q4lanes<>+48(SB)/8, $0x0000000300000003
+DATA q4lanes<>+56(SB)/8, $0x0000000300000003
+DATA q4lanes<>+64(SB)/8, $0x0000000400000004
+DATA q4lanes<>+72(SB)/8, $0x0000000400000004
+DATA q4lanes<>+80(SB)/8, $0x0000000500000005
+DATA q4lanes<>+88(SB)/8, $0x0000000500000005
+DATA q4lanes<>+96(SB)/8, $0x0000000600000006
+DATA q4lanes<>+104(SB)/8, $0x0000000600000006
+DATA q4lanes<>+112(SB)/8, $0x0000000700000007
+DATA q4lanes<>+120(SB)/8, $0x0000000700000007
+GLOBL q4lanes<>(SB), RODATA|NOPTR, $128
+
+// HSUM16 leaves the sum of Z0's lanes in X0 (hsum16's order); clobbers Z1.
+#define HSUM16 \
+	VEXTRACTF64X4 $1, Z0, Y1 \
+	VADDPS        Y1, Y0, Y0 \
+	VEXTRACTF128  $1, Y0, X1 \
+	VADDPS        X1, X0, X0 \
+	VPERMILPS     $0x0e, X0, X1 \
+	VADDPS        X1, X0, X0 \
+	VMOVSHDUP     X0, X1 \
+	VADDSS        X1, X0, X0
+
+// func scoreInt8AVX512(out []float32, os int, codes []int8, sq []float32, corr []int32, rep int, k []int8, ks []float32, n, d int)
+//
+// The keys XOR 0x80 are their codes + 128, unsigned; corr holds −128·Σ of each lane's
+// query codes.
+TEXT ·scoreInt8AVX512(SB), NOSPLIT, $0-176
+	MOVQ out_base+0(FP), DI
+	MOVQ os+24(FP), R8
+	SHLQ $2, R8
+	MOVQ codes_base+32(FP), SI
+	MOVQ sq_base+56(FP), R9
+	MOVQ corr_base+80(FP), R10
+	SUBQ R9, R10 // corr lies R10 bytes after sq, lane for lane
+	MOVQ rep+104(FP), R11
+	MOVQ k_base+112(FP), BX
+	MOVQ ks_base+136(FP), R12
+	MOVQ n+160(FP), CX
+	MOVL $0x80808080, AX
+	VPBROADCASTD AX, Z31
+
+si8_pos:
+	VPXORD (BX), Z31, Z16
+	VPXORD 64(BX), Z31, Z17
+	VPXORD 128(BX), Z31, Z18
+	VPXORD 192(BX), Z31, Z19
+	VBROADCASTSS 0(R12), Z20
+	VBROADCASTSS 4(R12), Y3
+	VINSERTF64X4 $1, Y3, Z20, Z20
+	VBROADCASTSS 8(R12), Z21
+	VBROADCASTSS 12(R12), Y3
+	VINSERTF64X4 $1, Y3, Z21, Z21
+	VBROADCASTSS 16(R12), Z22
+	VBROADCASTSS 20(R12), Y3
+	VINSERTF64X4 $1, Y3, Z22, Z22
+	VBROADCASTSS 24(R12), Z23
+	VBROADCASTSS 28(R12), Y3
+	VINSERTF64X4 $1, Y3, Z23, Z23
+	MOVQ SI, R13
+	MOVQ R9, R14
+	MOVQ DI, DX
+	MOVQ R11, AX
+
+si8_head:
+	VXORPS Z0, Z0, Z0
+	VMOVDQU32 0(R14)(R10*1), Z1
+	VPDPBUSD  0(R13), Z16, Z1
+	VCVTDQ2PS Z1, Z1
+	VMULPS    0(R14), Z1, Z1
+	VMULPS    Z20, Z1, Z1
+	VADDPS    Z1, Z0, Z0
+	VMOVDQU32 64(R14)(R10*1), Z1
+	VPDPBUSD  64(R13), Z17, Z1
+	VCVTDQ2PS Z1, Z1
+	VMULPS    64(R14), Z1, Z1
+	VMULPS    Z21, Z1, Z1
+	VADDPS    Z1, Z0, Z0
+	VMOVDQU32 128(R14)(R10*1), Z1
+	VPDPBUSD  128(R13), Z18, Z1
+	VCVTDQ2PS Z1, Z1
+	VMULPS    128(R14), Z1, Z1
+	VMULPS    Z22, Z1, Z1
+	VADDPS    Z1, Z0, Z0
+	VMOVDQU32 192(R14)(R10*1), Z1
+	VPDPBUSD  192(R13), Z19, Z1
+	VCVTDQ2PS Z1, Z1
+	VMULPS    192(R14), Z1, Z1
+	VMULPS    Z23, Z1, Z1
+	VADDPS    Z1, Z0, Z0
+	HSUM16
+	VMOVSS X0, (DX)
+	ADDQ   $256, R13
+	ADDQ   $256, R14
+	ADDQ   R8, DX
+	DECQ   AX
+	JNZ    si8_head
+
+	ADDQ $4, DI
+	ADDQ $256, BX
+	ADDQ $32, R12
+	DECQ CX
+	JNZ  si8_pos
+	VZEROUPPER
+	RET
+
+// func scoreQ4AVX512(out []float32, os int, codes []int8, sq []float32, corr []int32, rep int, k []byte, ks []uint16, n, d int)
+//
+// A vector's 64 code bytes give two operands, the low nibbles and the high ones, both
+// accumulating into the same lanes; corr holds −8·Σ of each lane's eight query codes.
+TEXT ·scoreQ4AVX512(SB), NOSPLIT, $0-176
+	MOVQ out_base+0(FP), DI
+	MOVQ os+24(FP), R8
+	SHLQ $2, R8
+	MOVQ codes_base+32(FP), SI
+	MOVQ sq_base+56(FP), R9
+	MOVQ corr_base+80(FP), R10
+	SUBQ R9, R10
+	MOVQ rep+104(FP), R11
+	MOVQ k_base+112(FP), BX
+	MOVQ ks_base+136(FP), R12
+	MOVQ n+160(FP), CX
+	MOVL $0x0f0f0f0f, AX
+	VPBROADCASTD AX, Z30
+	VMOVDQU32    q4lanes<>+0(SB), Z28
+	VMOVDQU32    q4lanes<>+64(SB), Z29
+
+sq4_pos:
+	VMOVDQU32 (BX), Z2
+	VPANDD    Z30, Z2, Z16
+	VPSRLW    $4, Z2, Z2
+	VPANDD    Z30, Z2, Z17
+	VMOVDQU32 64(BX), Z2
+	VPANDD    Z30, Z2, Z18
+	VPSRLW    $4, Z2, Z2
+	VPANDD    Z30, Z2, Z19
+	VCVTPH2PS (R12), Y3
+	VPERMPS   Z3, Z28, Z20
+	VPERMPS   Z3, Z29, Z21
+	MOVQ      SI, R13
+	MOVQ      R9, R14
+	MOVQ      DI, DX
+	MOVQ      R11, AX
+
+sq4_head:
+	VXORPS Z0, Z0, Z0
+	VMOVDQU32 0(R14)(R10*1), Z1
+	VPDPBUSD  0(R13), Z16, Z1
+	VPDPBUSD  64(R13), Z17, Z1
+	VCVTDQ2PS Z1, Z1
+	VMULPS    0(R14), Z1, Z1
+	VMULPS    Z20, Z1, Z1
+	VADDPS    Z1, Z0, Z0
+	VMOVDQU32 64(R14)(R10*1), Z1
+	VPDPBUSD  128(R13), Z18, Z1
+	VPDPBUSD  192(R13), Z19, Z1
+	VCVTDQ2PS Z1, Z1
+	VMULPS    64(R14), Z1, Z1
+	VMULPS    Z21, Z1, Z1
+	VADDPS    Z1, Z0, Z0
+	HSUM16
+	VMOVSS X0, (DX)
+	ADDQ   $256, R13
+	ADDQ   $128, R14
+	ADDQ   R8, DX
+	DECQ   AX
+	JNZ    sq4_head
+
+	ADDQ $4, DI
+	ADDQ $128, BX
+	ADDQ $16, R12
+	DECQ CX
+	JNZ  sq4_pos
+	VZEROUPPER
+	RET

@@ -7,3 +7,9 @@ func scoreInt8AVX512(out []float32, os int, codes []int8, sq []float32, corr []i
 
 //go:noescape
 func scoreQ4AVX512(out []float32, os int, codes []int8, sq []float32, corr []int32, rep int, k []byte, ks []uint16, n, d int)
+
+//go:noescape
+func scoreInt8AVX2(out []float32, os int, codes []int8, sq []float32, corr []int32, rep int, k []int8, ks []float32, n, d int)
+
+//go:noescape
+func scoreQ4AVX2(out []float32, os int, codes []int8, sq []float32, corr []int32, rep int, k []byte, ks []uint16, n, d int)

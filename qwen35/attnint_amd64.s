@@ -192,3 +192,272 @@ sq4_head:
 	JNZ  sq4_pos
 	VZEROUPPER
 	RET
+
+// HSUM8 leaves in X0 the sum of the sixteen lanes Y0 (lanes 0…7) and Y5 (8…15), in
+// hsum16's order; clobbers Y1.
+#define HSUM8 \
+	VADDPS       Y5, Y0, Y0 \
+	VEXTRACTF128 $1, Y0, X1 \
+	VADDPS       X1, X0, X0 \
+	VPERMILPS    $0x0e, X0, X1 \
+	VADDPS       X1, X0, X0 \
+	VMOVSHDUP    X0, X1 \
+	VADDSS       X1, X0, X0
+
+// func scoreInt8AVX2(out []float32, os int, codes []int8, sq []float32, corr []int32, rep int, k []int8, ks []float32, n, d int)
+//
+// A vector's two halves of 32 values are one block each, lanes 0…7 and 8…15: Y0 and
+// Y5 accumulate them. VPMADDUBSW takes |k| unsigned and q with k's sign, whose pair sums
+// stay within int16 (2·127² < 2¹⁵, the codes never −128), so no correction is needed.
+// The keys' magnitudes stay in Y8…Y15; the blocks' scales, broadcast, on the stack.
+TEXT ·scoreInt8AVX2(SB), NOSPLIT, $256-176
+	MOVQ out_base+0(FP), DI
+	MOVQ os+24(FP), R8
+	SHLQ $2, R8
+	MOVQ codes_base+32(FP), SI
+	MOVQ sq_base+56(FP), R9
+	MOVQ rep+104(FP), R11
+	MOVQ k_base+112(FP), BX
+	MOVQ ks_base+136(FP), R12
+	MOVQ n+160(FP), CX
+	MOVL $0x00010001, AX
+	MOVQ AX, X7
+	VPBROADCASTD X7, Y7
+
+si8a_pos:
+	VPABSB       0(BX), Y8
+	VBROADCASTSS 0(R12), Y1
+	VMOVUPS      Y1, 0(SP)
+	VPABSB       32(BX), Y9
+	VBROADCASTSS 4(R12), Y1
+	VMOVUPS      Y1, 32(SP)
+	VPABSB       64(BX), Y10
+	VBROADCASTSS 8(R12), Y1
+	VMOVUPS      Y1, 64(SP)
+	VPABSB       96(BX), Y11
+	VBROADCASTSS 12(R12), Y1
+	VMOVUPS      Y1, 96(SP)
+	VPABSB       128(BX), Y12
+	VBROADCASTSS 16(R12), Y1
+	VMOVUPS      Y1, 128(SP)
+	VPABSB       160(BX), Y13
+	VBROADCASTSS 20(R12), Y1
+	VMOVUPS      Y1, 160(SP)
+	VPABSB       192(BX), Y14
+	VBROADCASTSS 24(R12), Y1
+	VMOVUPS      Y1, 192(SP)
+	VPABSB       224(BX), Y15
+	VBROADCASTSS 28(R12), Y1
+	VMOVUPS      Y1, 224(SP)
+	MOVQ SI, R13
+	MOVQ R9, R14
+	MOVQ DI, DX
+	MOVQ R11, AX
+
+si8a_head:
+	VXORPS Y0, Y0, Y0
+	VXORPS Y5, Y5, Y5
+	VMOVDQU     0(R13), Y1
+	VPSIGNB     0(BX), Y1, Y1
+	VPMADDUBSW  Y1, Y8, Y1
+	VPMADDWD    Y7, Y1, Y1
+	VCVTDQ2PS   Y1, Y1
+	VMULPS      0(R14), Y1, Y1
+	VMULPS      0(SP), Y1, Y1
+	VADDPS      Y1, Y0, Y0
+	VMOVDQU     32(R13), Y1
+	VPSIGNB     32(BX), Y1, Y1
+	VPMADDUBSW  Y1, Y9, Y1
+	VPMADDWD    Y7, Y1, Y1
+	VCVTDQ2PS   Y1, Y1
+	VMULPS      32(R14), Y1, Y1
+	VMULPS      32(SP), Y1, Y1
+	VADDPS      Y1, Y5, Y5
+	VMOVDQU     64(R13), Y1
+	VPSIGNB     64(BX), Y1, Y1
+	VPMADDUBSW  Y1, Y10, Y1
+	VPMADDWD    Y7, Y1, Y1
+	VCVTDQ2PS   Y1, Y1
+	VMULPS      64(R14), Y1, Y1
+	VMULPS      64(SP), Y1, Y1
+	VADDPS      Y1, Y0, Y0
+	VMOVDQU     96(R13), Y1
+	VPSIGNB     96(BX), Y1, Y1
+	VPMADDUBSW  Y1, Y11, Y1
+	VPMADDWD    Y7, Y1, Y1
+	VCVTDQ2PS   Y1, Y1
+	VMULPS      96(R14), Y1, Y1
+	VMULPS      96(SP), Y1, Y1
+	VADDPS      Y1, Y5, Y5
+	VMOVDQU     128(R13), Y1
+	VPSIGNB     128(BX), Y1, Y1
+	VPMADDUBSW  Y1, Y12, Y1
+	VPMADDWD    Y7, Y1, Y1
+	VCVTDQ2PS   Y1, Y1
+	VMULPS      128(R14), Y1, Y1
+	VMULPS      128(SP), Y1, Y1
+	VADDPS      Y1, Y0, Y0
+	VMOVDQU     160(R13), Y1
+	VPSIGNB     160(BX), Y1, Y1
+	VPMADDUBSW  Y1, Y13, Y1
+	VPMADDWD    Y7, Y1, Y1
+	VCVTDQ2PS   Y1, Y1
+	VMULPS      160(R14), Y1, Y1
+	VMULPS      160(SP), Y1, Y1
+	VADDPS      Y1, Y5, Y5
+	VMOVDQU     192(R13), Y1
+	VPSIGNB     192(BX), Y1, Y1
+	VPMADDUBSW  Y1, Y14, Y1
+	VPMADDWD    Y7, Y1, Y1
+	VCVTDQ2PS   Y1, Y1
+	VMULPS      192(R14), Y1, Y1
+	VMULPS      192(SP), Y1, Y1
+	VADDPS      Y1, Y0, Y0
+	VMOVDQU     224(R13), Y1
+	VPSIGNB     224(BX), Y1, Y1
+	VPMADDUBSW  Y1, Y15, Y1
+	VPMADDWD    Y7, Y1, Y1
+	VCVTDQ2PS   Y1, Y1
+	VMULPS      224(R14), Y1, Y1
+	VMULPS      224(SP), Y1, Y1
+	VADDPS      Y1, Y5, Y5
+	HSUM8
+	VMOVSS X0, (DX)
+	ADDQ   $256, R13
+	ADDQ   $256, R14
+	ADDQ   R8, DX
+	DECQ   AX
+	JNZ    si8a_head
+
+	ADDQ $4, DI
+	ADDQ $256, BX
+	ADDQ $32, R12
+	DECQ CX
+	JNZ  si8a_pos
+	VZEROUPPER
+	RET
+
+// q4 scale lanes of an AVX2 half: half k (0…3) of the row's lanes takes blocks 2k and
+// 2k+1, four lanes each.
+DATA q4half<>+0(SB)/8, $0x0000000000000000
+DATA q4half<>+8(SB)/8, $0x0000000000000000
+DATA q4half<>+16(SB)/8, $0x0000000100000001
+DATA q4half<>+24(SB)/8, $0x0000000100000001
+GLOBL q4half<>(SB), RODATA|NOPTR, $32
+
+// func scoreQ4AVX2(out []float32, os int, codes []int8, sq []float32, corr []int32, rep int, k []byte, ks []uint16, n, d int)
+//
+// Each half of a vector (32 code bytes, lanes 0…7 or 8…15) gives its low and high
+// nibbles, unsigned; VPMADDUBSW's pair sums (≤ 2·15·127) and the two nibbles' total stay
+// within int16. The nibbles stay in Y8…Y15, the scale lanes on the stack.
+TEXT ·scoreQ4AVX2(SB), NOSPLIT, $128-176
+	MOVQ out_base+0(FP), DI
+	MOVQ os+24(FP), R8
+	SHLQ $2, R8
+	MOVQ codes_base+32(FP), SI
+	MOVQ sq_base+56(FP), R9
+	MOVQ corr_base+80(FP), R10
+	SUBQ R9, R10
+	MOVQ rep+104(FP), R11
+	MOVQ k_base+112(FP), BX
+	MOVQ ks_base+136(FP), R12
+	MOVQ n+160(FP), CX
+
+sq4a_pos:
+	MOVL         $0x0f0f0f0f, AX
+	MOVQ         AX, X6
+	VPBROADCASTD X6, Y6
+	VMOVDQU 0(BX), Y1
+	VPAND   Y6, Y1, Y8
+	VPSRLW  $4, Y1, Y1
+	VPAND   Y6, Y1, Y9
+	VMOVDQU 32(BX), Y1
+	VPAND   Y6, Y1, Y10
+	VPSRLW  $4, Y1, Y1
+	VPAND   Y6, Y1, Y11
+	VMOVDQU 64(BX), Y1
+	VPAND   Y6, Y1, Y12
+	VPSRLW  $4, Y1, Y1
+	VPAND   Y6, Y1, Y13
+	VMOVDQU 96(BX), Y1
+	VPAND   Y6, Y1, Y14
+	VPSRLW  $4, Y1, Y1
+	VPAND   Y6, Y1, Y15
+	VCVTPH2PS (R12), Y2
+	VMOVDQU   q4half<>(SB), Y3
+	MOVL      $0x00000002, AX
+	MOVQ      AX, X4
+	VPBROADCASTD X4, Y4
+	VPERMPS Y2, Y3, Y1
+	VMOVUPS Y1, 0(SP)
+	VPADDD  Y4, Y3, Y3
+	VPERMPS Y2, Y3, Y1
+	VMOVUPS Y1, 32(SP)
+	VPADDD  Y4, Y3, Y3
+	VPERMPS Y2, Y3, Y1
+	VMOVUPS Y1, 64(SP)
+	VPADDD  Y4, Y3, Y3
+	VPERMPS Y2, Y3, Y1
+	VMOVUPS Y1, 96(SP)
+	MOVL         $0x00010001, AX
+	MOVQ         AX, X7
+	VPBROADCASTD X7, Y7
+	MOVQ         SI, R13
+	MOVQ         R9, R14
+	MOVQ         DI, DX
+	MOVQ         R11, AX
+
+sq4a_head:
+	VXORPS Y0, Y0, Y0
+	VXORPS Y5, Y5, Y5
+	VPMADDUBSW 0(R13), Y8, Y1
+	VPMADDUBSW 64(R13), Y9, Y2
+	VPADDW     Y2, Y1, Y1
+	VPMADDWD   Y7, Y1, Y1
+	VPADDD     0(R14)(R10*1), Y1, Y1
+	VCVTDQ2PS  Y1, Y1
+	VMULPS     0(R14), Y1, Y1
+	VMULPS     0(SP), Y1, Y1
+	VADDPS     Y1, Y0, Y0
+	VPMADDUBSW 32(R13), Y10, Y1
+	VPMADDUBSW 96(R13), Y11, Y2
+	VPADDW     Y2, Y1, Y1
+	VPMADDWD   Y7, Y1, Y1
+	VPADDD     32(R14)(R10*1), Y1, Y1
+	VCVTDQ2PS  Y1, Y1
+	VMULPS     32(R14), Y1, Y1
+	VMULPS     32(SP), Y1, Y1
+	VADDPS     Y1, Y5, Y5
+	VPMADDUBSW 128(R13), Y12, Y1
+	VPMADDUBSW 192(R13), Y13, Y2
+	VPADDW     Y2, Y1, Y1
+	VPMADDWD   Y7, Y1, Y1
+	VPADDD     64(R14)(R10*1), Y1, Y1
+	VCVTDQ2PS  Y1, Y1
+	VMULPS     64(R14), Y1, Y1
+	VMULPS     64(SP), Y1, Y1
+	VADDPS     Y1, Y0, Y0
+	VPMADDUBSW 160(R13), Y14, Y1
+	VPMADDUBSW 224(R13), Y15, Y2
+	VPADDW     Y2, Y1, Y1
+	VPMADDWD   Y7, Y1, Y1
+	VPADDD     96(R14)(R10*1), Y1, Y1
+	VCVTDQ2PS  Y1, Y1
+	VMULPS     96(R14), Y1, Y1
+	VMULPS     96(SP), Y1, Y1
+	VADDPS     Y1, Y5, Y5
+	HSUM8
+	VMOVSS X0, (DX)
+	ADDQ   $256, R13
+	ADDQ   $128, R14
+	ADDQ   R8, DX
+	DECQ   AX
+	JNZ    sq4a_head
+
+	ADDQ $4, DI
+	ADDQ $128, BX
+	ADDQ $16, R12
+	DECQ CX
+	JNZ  sq4a_pos
+	VZEROUPPER
+	RET

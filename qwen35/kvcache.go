@@ -41,6 +41,10 @@ type kvPage struct {
 // page table (pageCount(MaxLen) page headers, about 6 KB at 32768 positions). A page
 // growth is therefore one allocation (two for an int8 cache: codes and scales), and
 // every other Append allocates nothing.
+//
+// Attention scores an int8 or q4 cache's keys as they lie, in integers, against the
+// query quantised to int8 per block (attnint.go): the query is rounded as the int8
+// cache rounds the keys. The values are widened to float32.
 type KVCache struct {
 	heads, dim, blocks int
 	prec               backend.KVPrecision

@@ -371,6 +371,9 @@ func (a *Attention) attendRange(w *attnWork, sc *AttentionScratch, g, t0, t1, po
 	D, rep := a.dim, a.rep
 	fused := decode && cache.prec == backend.KVFloat16 && a.six() && kern.dot6F16 != nil
 	integer := cache.integer()
+	// Six heads a KV head read an integer cache's values where they lie, as fp16's.
+	codeValues := integer && a.six() &&
+		(cache.prec == backend.KVInt8 && kern.axpy6Int8 != nil || cache.prec == backend.KVQ4 && kern.axpy6Q4 != nil)
 	for t := t0; t < t1; t++ {
 		j := base + t*stride
 		for r := 0; r < rep; r++ {
@@ -391,13 +394,15 @@ func (a *Attention) attendRange(w *attnWork, sc *AttentionScratch, g, t0, t1, po
 			b1 := min(b0+attnBlock, pend)
 			var kb, vb []float32
 			var k16, v16 []uint16
-			var kt keyTile
+			var ct codeTile
 			switch {
 			case fused:
 				k16, v16 = cache.rows16(p, g, b0-p.start, b1-b0)
 			case integer:
-				kt = cache.keyCodes(p, g, b0-p.start, b1-b0)
-				vb = cache.values(p, g, b0-p.start, b1-b0, w.vbuf)
+				ct = cache.codes(p, g, b0-p.start, b1-b0)
+				if !codeValues {
+					vb = cache.values(p, g, b0-p.start, b1-b0, w.vbuf)
+				}
 			default:
 				kb, vb = cache.block(p, g, b0-p.start, b1-b0, w.kbuf, w.vbuf)
 			}
@@ -406,9 +411,9 @@ func (a *Attention) attendRange(w *attnWork, sc *AttentionScratch, g, t0, t1, po
 				j := base + t*stride
 				qh := (t*a.heads + g*rep) * D
 				if integer {
-					a.scoreTile(w.s, sc, t, g, n, kt, cache.prec == backend.KVQ4)
+					a.scoreTile(w.s, sc, t, g, n, ct, cache.prec == backend.KVQ4)
 				}
-				a.attendBlock(w, sc.q[qh:qh+rep*D], n, kb, vb, k16, v16, m[j:j+rep], sum[j:j+rep], acc[j*D:(j+rep)*D])
+				a.attendBlock(w, sc.q[qh:qh+rep*D], n, kb, vb, k16, v16, &ct, m[j:j+rep], sum[j:j+rep], acc[j*D:(j+rep)*D])
 			}
 		}
 	}
@@ -416,7 +421,7 @@ func (a *Attention) attendRange(w *attnWork, sc *AttentionScratch, g, t0, t1, po
 
 // scoreTile writes the scores of token t's queries of KV group g against the n keys of
 // kt to s (rep × attnBlock), from the quantised queries (integer scoring, attnint.go).
-func (a *Attention) scoreTile(s []float32, sc *AttentionScratch, t, g, n int, kt keyTile, q4 bool) {
+func (a *Attention) scoreTile(s []float32, sc *AttentionScratch, t, g, n int, kt codeTile, q4 bool) {
 	i := t*a.heads + g*a.rep
 	codes, qs, corr := sc.qc[i*sc.qb:], sc.qs[i*sc.ql:], sc.qcorr[i*sc.ql:]
 	if q4 {
@@ -425,6 +430,9 @@ func (a *Attention) scoreTile(s []float32, sc *AttentionScratch, t, g, n int, kt
 	}
 	scoreInt8(s, attnBlock, codes, qs, corr, a.rep, kt.k8, kt.ks, n, a.dim)
 }
+
+// blocks returns the scale blocks of a head.
+func (a *Attention) blocks() int { return (a.dim + kvBlock - 1) / kvBlock }
 
 // six reports whether the six-row kernels apply: six query heads a KV head (the 27B
 // model's groups) and a head dim of whole 32-float chunks.
@@ -435,8 +443,9 @@ func (a *Attention) six() bool {
 // attendBlock folds the first n rows of a key/value tile into the running softmax of the
 // rep queries qs (rep × HeadDim) whose states are m, sum (rep) and acc (rep × HeadDim).
 // The rows are kb, vb (float32) or, when kb is nil, k16, v16 (IEEE halves); when both
-// are nil the scores are already in w.s (scoreTile) and the values in vb.
-func (a *Attention) attendBlock(w *attnWork, qs []float32, n int, kb, vb []float32, k16, v16 []uint16, m, sum, acc []float32) {
+// are nil the scores are already in w.s (scoreTile) and the values are vb or, where vb
+// is nil too, ct's codes.
+func (a *Attention) attendBlock(w *attnWork, qs []float32, n int, kb, vb []float32, k16, v16 []uint16, ct *codeTile, m, sum, acc []float32) {
 	D, rep := a.dim, a.rep
 	s := w.s[:rep*attnBlock]
 	// s[r][p] = q_r·k_p
@@ -475,6 +484,10 @@ func (a *Attention) attendBlock(w *attnWork, qs []float32, n int, kb, vb []float
 		kern.axpy6F16(acc[:6*D], s, attnBlock, v16[:n*D], n, D)
 	case vb != nil && a.six():
 		kern.axpy6F32(acc[:6*D], s, attnBlock, vb[:n*D], n, D)
+	case vb == nil && ct.v8 != nil:
+		kern.axpy6Int8(acc[:6*D], s, attnBlock, ct.v8[:n*D], ct.vs[:n*a.blocks()], n, D)
+	case vb == nil && ct.v4 != nil:
+		kern.axpy6Q4(acc[:6*D], s, attnBlock, ct.v4[:16*n*a.blocks()], ct.v4s[:n*a.blocks()], n, D)
 	default:
 		for r := 0; r < rep; r++ {
 			scaleAddRows(acc[r*D:(r+1)*D], 1, s[r*attnBlock:r*attnBlock+n], vb, D)

@@ -461,3 +461,220 @@ sq4a_head:
 	JNZ  sq4a_pos
 	VZEROUPPER
 	RET
+
+// func axpy6Int8AVX512(acc []float32, w []float32, ws int, v []int8, vs []float32, n, d int)
+//
+// axpy6F32AVX512 over int8 value rows as they lie (d codes and d/32 float scales a row,
+// one block a chunk): each value code·s rounded once, as dequantInt8 forms it, so that
+// the sums are axpy6F32AVX512's bits on the decoded rows.
+TEXT ·axpy6Int8AVX512(SB), NOSPLIT, $0-120
+	MOVQ acc_base+0(FP), DI
+	MOVQ w_base+24(FP), R12
+	MOVQ ws+48(FP), BX
+	SHLQ $2, BX
+	MOVQ v_base+56(FP), R13
+	MOVQ d+112(FP), R8
+	SHLQ $2, R8
+	MOVQ d+112(FP), R14
+	SHRQ $5, R14
+	JZ   ax8_done
+	CMPQ n+104(FP), $0
+	JEQ  ax8_done
+
+ax8_chunk:
+	LEAQ    (DI)(R8*2), R11
+	ADDQ    R8, R11
+	VMOVUPS (DI), Z0
+	VMOVUPS 64(DI), Z1
+	VMOVUPS (DI)(R8*1), Z2
+	VMOVUPS 64(DI)(R8*1), Z3
+	VMOVUPS (DI)(R8*2), Z4
+	VMOVUPS 64(DI)(R8*2), Z5
+	VMOVUPS (R11), Z6
+	VMOVUPS 64(R11), Z7
+	VMOVUPS (R11)(R8*1), Z8
+	VMOVUPS 64(R11)(R8*1), Z9
+	VMOVUPS (R11)(R8*2), Z10
+	VMOVUPS 64(R11)(R8*2), Z11
+	MOVQ    R12, R9
+	LEAQ    (R12)(BX*2), R10
+	ADDQ    BX, R10
+	MOVQ    R13, SI
+	MOVQ    d+112(FP), DX // the chunk's block b = d/32 − R14, its scale at vs + b
+	SHRQ    $5, DX
+	SUBQ    R14, DX
+	SHLQ    $2, DX
+	ADDQ    vs_base+80(FP), DX
+	MOVQ    d+112(FP), AX // the rows' strides: codes, then scales
+	MOVQ    AX, R11
+	SHRQ    $3, R11
+	MOVQ    n+104(FP), CX
+
+ax8_p:
+	VPMOVSXBD    (SI), Z12
+	VPMOVSXBD    16(SI), Z13
+	VCVTDQ2PS    Z12, Z12
+	VCVTDQ2PS    Z13, Z13
+	VBROADCASTSS (DX), Z20
+	VMULPS       Z20, Z12, Z12
+	VMULPS       Z20, Z13, Z13
+	VBROADCASTSS (R9), Z14
+	VBROADCASTSS (R9)(BX*1), Z15
+	VBROADCASTSS (R9)(BX*2), Z16
+	VBROADCASTSS (R10), Z17
+	VBROADCASTSS (R10)(BX*1), Z18
+	VBROADCASTSS (R10)(BX*2), Z19
+	VFMADD231PS  Z14, Z12, Z0
+	VFMADD231PS  Z14, Z13, Z1
+	VFMADD231PS  Z15, Z12, Z2
+	VFMADD231PS  Z15, Z13, Z3
+	VFMADD231PS  Z16, Z12, Z4
+	VFMADD231PS  Z16, Z13, Z5
+	VFMADD231PS  Z17, Z12, Z6
+	VFMADD231PS  Z17, Z13, Z7
+	VFMADD231PS  Z18, Z12, Z8
+	VFMADD231PS  Z18, Z13, Z9
+	VFMADD231PS  Z19, Z12, Z10
+	VFMADD231PS  Z19, Z13, Z11
+	ADDQ         $4, R9
+	ADDQ         $4, R10
+	ADDQ         AX, SI
+	ADDQ         R11, DX
+	DECQ         CX
+	JNZ          ax8_p
+
+	LEAQ    (DI)(R8*2), R11
+	ADDQ    R8, R11
+	VMOVUPS Z0, (DI)
+	VMOVUPS Z1, 64(DI)
+	VMOVUPS Z2, (DI)(R8*1)
+	VMOVUPS Z3, 64(DI)(R8*1)
+	VMOVUPS Z4, (DI)(R8*2)
+	VMOVUPS Z5, 64(DI)(R8*2)
+	VMOVUPS Z6, (R11)
+	VMOVUPS Z7, 64(R11)
+	VMOVUPS Z8, (R11)(R8*1)
+	VMOVUPS Z9, 64(R11)(R8*1)
+	VMOVUPS Z10, (R11)(R8*2)
+	VMOVUPS Z11, 64(R11)(R8*2)
+	ADDQ    $128, DI
+	ADDQ    $32, R13
+	DECQ    R14
+	JNZ     ax8_chunk
+
+ax8_done:
+	VZEROUPPER
+	RET
+
+// func axpy6Q4AVX512(acc []float32, w []float32, ws int, v []byte, vs []uint16, n, d int)
+//
+// axpy6F32AVX512 over q4 value rows as they lie (16 code bytes and a half scale a block
+// of 32 values, one block a chunk): each value (code − 8)·s formed exactly, as
+// dequantQ4 forms it, by a fused c·s − 8s, so that the sums are axpy6F32AVX512's bits on
+// the decoded rows.
+TEXT ·axpy6Q4AVX512(SB), NOSPLIT, $0-120
+	MOVQ acc_base+0(FP), DI
+	MOVQ w_base+24(FP), R12
+	MOVQ ws+48(FP), BX
+	SHLQ $2, BX
+	MOVQ v_base+56(FP), R13
+	MOVQ d+112(FP), R8
+	SHLQ $2, R8
+	MOVQ d+112(FP), R14
+	SHRQ $5, R14
+	JZ   ax4_done
+	CMPQ n+104(FP), $0
+	JEQ  ax4_done
+	MOVL         $0x0000000f, AX
+	VPBROADCASTD AX, Z21
+	MOVL         $0xc1000000, AX // −8
+	VPBROADCASTD AX, Z22
+
+ax4_chunk:
+	LEAQ    (DI)(R8*2), R11
+	ADDQ    R8, R11
+	VMOVUPS (DI), Z0
+	VMOVUPS 64(DI), Z1
+	VMOVUPS (DI)(R8*1), Z2
+	VMOVUPS 64(DI)(R8*1), Z3
+	VMOVUPS (DI)(R8*2), Z4
+	VMOVUPS 64(DI)(R8*2), Z5
+	VMOVUPS (R11), Z6
+	VMOVUPS 64(R11), Z7
+	VMOVUPS (R11)(R8*1), Z8
+	VMOVUPS 64(R11)(R8*1), Z9
+	VMOVUPS (R11)(R8*2), Z10
+	VMOVUPS 64(R11)(R8*2), Z11
+	MOVQ    R12, R9
+	LEAQ    (R12)(BX*2), R10
+	ADDQ    BX, R10
+	MOVQ    R13, SI
+	MOVQ    d+112(FP), DX // the chunk's block b = d/32 − R14, its scale at vs + b
+	SHRQ    $5, DX
+	SUBQ    R14, DX
+	SHLQ    $1, DX
+	ADDQ    vs_base+80(FP), DX
+	MOVQ    d+112(FP), AX // the rows' strides: codes, then scales
+	MOVQ    AX, R11
+	SHRQ    $1, AX
+	SHRQ    $4, R11
+	MOVQ    n+104(FP), CX
+
+ax4_p:
+	VPMOVZXBD    (SI), Z12
+	VPSRLD       $4, Z12, Z13
+	VPANDD       Z21, Z12, Z12
+	VCVTDQ2PS    Z12, Z12
+	VCVTDQ2PS    Z13, Z13
+	VPBROADCASTW (DX), Y24
+	VCVTPH2PS    Y24, Z20
+	VMULPS       Z22, Z20, Z23
+	VFMADD213PS  Z23, Z20, Z12
+	VFMADD213PS  Z23, Z20, Z13
+	VBROADCASTSS (R9), Z14
+	VBROADCASTSS (R9)(BX*1), Z15
+	VBROADCASTSS (R9)(BX*2), Z16
+	VBROADCASTSS (R10), Z17
+	VBROADCASTSS (R10)(BX*1), Z18
+	VBROADCASTSS (R10)(BX*2), Z19
+	VFMADD231PS  Z14, Z12, Z0
+	VFMADD231PS  Z14, Z13, Z1
+	VFMADD231PS  Z15, Z12, Z2
+	VFMADD231PS  Z15, Z13, Z3
+	VFMADD231PS  Z16, Z12, Z4
+	VFMADD231PS  Z16, Z13, Z5
+	VFMADD231PS  Z17, Z12, Z6
+	VFMADD231PS  Z17, Z13, Z7
+	VFMADD231PS  Z18, Z12, Z8
+	VFMADD231PS  Z18, Z13, Z9
+	VFMADD231PS  Z19, Z12, Z10
+	VFMADD231PS  Z19, Z13, Z11
+	ADDQ         $4, R9
+	ADDQ         $4, R10
+	ADDQ         AX, SI
+	ADDQ         R11, DX
+	DECQ         CX
+	JNZ          ax4_p
+
+	LEAQ    (DI)(R8*2), R11
+	ADDQ    R8, R11
+	VMOVUPS Z0, (DI)
+	VMOVUPS Z1, 64(DI)
+	VMOVUPS Z2, (DI)(R8*1)
+	VMOVUPS Z3, 64(DI)(R8*1)
+	VMOVUPS Z4, (DI)(R8*2)
+	VMOVUPS Z5, 64(DI)(R8*2)
+	VMOVUPS Z6, (R11)
+	VMOVUPS Z7, 64(R11)
+	VMOVUPS Z8, (R11)(R8*1)
+	VMOVUPS Z9, 64(R11)(R8*1)
+	VMOVUPS Z10, (R11)(R8*2)
+	VMOVUPS Z11, 64(R11)(R8*2)
+	ADDQ    $128, DI
+	ADDQ    $16, R13
+	DECQ    R14
+	JNZ     ax4_chunk
+
+ax4_done:
+	VZEROUPPER
+	RET

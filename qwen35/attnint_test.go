@@ -235,6 +235,15 @@ func BenchmarkAttentionLong(b *testing.B) {
 	out := make([]float32, c.Heads*c.HeadDim)
 	for _, p := range []backend.KVPrecision{backend.KVInt8, backend.KVQ4} {
 		for _, ctx := range []int{8192, 32768} {
+			b.Run(fmt.Sprintf("%v/ctx=%d", p, ctx), func(b *testing.B) { benchAttentionLong(b, a, l, qg, k, v, out, vec, p, ctx) })
+		}
+	}
+}
+
+func benchAttentionLong(b *testing.B, a *Attention, l *Layer, qg, k, v, out []float32, vec func(int) []float32, p backend.KVPrecision, ctx int) {
+	row := a.kvHeads * a.dim
+	{
+		{
 			cache := a.NewKVCache(p, ctx+1)
 			rows := make([][]float32, 64)
 			for i := range rows {
@@ -248,7 +257,7 @@ func BenchmarkAttentionLong(b *testing.B) {
 			cache.Reserve(ctx + 1)
 			sc := a.NewScratch(1)
 			for _, integer := range []bool{false, true} {
-				b.Run(fmt.Sprintf("%v/ctx=%d/integer=%v", p, ctx, integer), func(b *testing.B) {
+				b.Run(fmt.Sprintf("integer=%v", integer), func(b *testing.B) {
 					defer func(old bool) { integerScores = old }(integerScores)
 					integerScores = integer
 					var tRead, tAttn time.Duration
@@ -324,4 +333,44 @@ func forKV(c *KVCache, n int, f func([]byte)) {
 			}
 		}
 	}
+}
+
+// TestAxpyCodes checks axpy6Int8 and axpy6Q4, where a set has them, against its own
+// axpy6F32 on the rows decoded by the generic code: the same bits.
+func TestAxpyCodes(t *testing.T) {
+	rng := rand.New(rand.NewPCG(64, 1))
+	forEachSet(t, func(t *testing.T, k *kernels) {
+		if k.axpy6Int8 == nil && k.axpy6Q4 == nil {
+			t.Skip("no code kernels")
+		}
+		for _, q4 := range []bool{false, true} {
+			if q4 && k.axpy6Q4 == nil || !q4 && k.axpy6Int8 == nil {
+				continue
+			}
+			for _, d := range []int{32, 64, 256, 288} {
+				for _, n := range []int{1, 2, 7, 32} {
+					ik := newIntKeys(rng, n, d, q4)
+					const ws = 37
+					w := make([]float32, 6*ws)
+					for i := range w {
+						w[i] = float32(rng.Float64())
+					}
+					acc0 := make([]float32, 6*d)
+					for i := range acc0 {
+						acc0[i] = float32(rng.NormFloat64())
+					}
+					got, want := append([]float32(nil), acc0...), append([]float32(nil), acc0...)
+					k.axpy6F32(want, w, ws, ik.plain, n, d)
+					if q4 {
+						k.axpy6Q4(got, w, ws, ik.k4, ik.k4s, n, d)
+					} else {
+						k.axpy6Int8(got, w, ws, ik.k8, ik.ks, n, d)
+					}
+					for i := range got {
+						require.Equal(t, math.Float32bits(want[i]), math.Float32bits(got[i]), "q4=%v d=%d n=%d: acc[%d] = %v, want %v", q4, d, n, i, got[i], want[i])
+					}
+				}
+			}
+		}
+	})
 }

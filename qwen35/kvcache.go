@@ -446,23 +446,23 @@ func (c *KVCache) integer() bool {
 // the int8 and q4 caches (their keys widened, then float dot products) for comparison.
 var integerScores = true
 
-// keyTile is the codes and scales of a run of keys of one head of an int8 (k8, ks) or
-// q4 (k4, k4s) cache, as the page holds them.
-type keyTile struct {
-	k8  []int8
-	ks  []float32
-	k4  []byte
-	k4s []uint16
+// codeTile is the codes and scales of a run of keys and values of one head of an int8
+// (k8, ks, v8, vs) or q4 (k4, k4s, v4, v4s) cache, as the page holds them.
+type codeTile struct {
+	k8, v8   []int8
+	ks, vs   []float32
+	k4, v4   []byte
+	k4s, v4s []uint16
 }
 
-// keyCodes returns the key codes and scales of positions [i, i+n) of head h of page p.
-func (c *KVCache) keyCodes(p *kvPage, h, i, n int) keyTile {
+// codes returns the codes and scales of positions [i, i+n) of head h of page p.
+func (c *KVCache) codes(p *kvPage, h, i, n int) codeTile {
 	s, e := (h*p.n+i)*c.blocks, (h*p.n+i+n)*c.blocks
 	if c.prec == backend.KVQ4 {
-		return keyTile{k4: p.k4[16*s : 16*e], k4s: p.k4s[s:e]}
+		return codeTile{k4: p.k4[16*s : 16*e], k4s: p.k4s[s:e], v4: p.v4[16*s : 16*e], v4s: p.v4s[s:e]}
 	}
 	a, b := (h*p.n+i)*c.dim, (h*p.n+i+n)*c.dim
-	return keyTile{k8: p.k8[a:b], ks: p.ks[s:e]}
+	return codeTile{k8: p.k8[a:b], ks: p.ks[s:e], v8: p.v8[a:b], vs: p.vs[s:e]}
 }
 
 // values decodes the values of positions [i, i+n) of head h of page p, an int8 or q4

@@ -68,6 +68,11 @@ type kernels struct {
 	// (attnint.go); every set gives the generic code's bits. The SIMD ones take d = 256.
 	scoreInt8 func(out []float32, os int, codes []int8, sq []float32, corr []int32, rep int, k []int8, ks []float32, n, d int)
 	scoreQ4   func(out []float32, os int, codes []int8, sq []float32, corr []int32, rep int, k []byte, ks []uint16, n, d int)
+	// axpy6Int8 and axpy6Q4, where set, are axpy6F32 on int8 and q4 value rows as the
+	// cache holds them (codes, then a scale per block of 32), d a multiple of 32, with
+	// the bits of axpy6F32 on the rows dequantInt8 and dequantQ4 decode.
+	axpy6Int8 func(acc []float32, w []float32, ws int, v []int8, vs []float32, n, d int)
+	axpy6Q4   func(acc []float32, w []float32, ws int, v []byte, vs []uint16, n, d int)
 }
 
 var genericKernels = kernels{

@@ -566,12 +566,32 @@ ax8_done:
 	VZEROUPPER
 	RET
 
+// q4values is code − 8 for the codes 0…15.
+DATA q4values<>+0(SB)/4, $-8.0
+DATA q4values<>+4(SB)/4, $-7.0
+DATA q4values<>+8(SB)/4, $-6.0
+DATA q4values<>+12(SB)/4, $-5.0
+DATA q4values<>+16(SB)/4, $-4.0
+DATA q4values<>+20(SB)/4, $-3.0
+DATA q4values<>+24(SB)/4, $-2.0
+DATA q4values<>+28(SB)/4, $-1.0
+DATA q4values<>+32(SB)/4, $0.0
+DATA q4values<>+36(SB)/4, $1.0
+DATA q4values<>+40(SB)/4, $2.0
+DATA q4values<>+44(SB)/4, $3.0
+DATA q4values<>+48(SB)/4, $4.0
+DATA q4values<>+52(SB)/4, $5.0
+DATA q4values<>+56(SB)/4, $6.0
+DATA q4values<>+60(SB)/4, $7.0
+GLOBL q4values<>(SB), RODATA|NOPTR, $64
+
 // func axpy6Q4AVX512(acc []float32, w []float32, ws int, v []byte, vs []uint16, n, d int)
 //
 // axpy6F32AVX512 over q4 value rows as they lie (16 code bytes and a half scale a block
-// of 32 values, one block a chunk): each value (code − 8)·s formed exactly, as
-// dequantQ4 forms it, by a fused c·s − 8s, so that the sums are axpy6F32AVX512's bits on
-// the decoded rows.
+// of 32 values, one block a chunk): each value (code − 8)·s looked up by VPERMPS (which
+// reads an index's low four bits, so the low nibble needs no mask) in the block's table
+// s·(−8…7), whose products are exact, as dequantQ4's, so that the sums are
+// axpy6F32AVX512's bits on the decoded rows.
 TEXT ·axpy6Q4AVX512(SB), NOSPLIT, $0-120
 	MOVQ acc_base+0(FP), DI
 	MOVQ w_base+24(FP), R12
@@ -585,10 +605,7 @@ TEXT ·axpy6Q4AVX512(SB), NOSPLIT, $0-120
 	JZ   ax4_done
 	CMPQ n+104(FP), $0
 	JEQ  ax4_done
-	MOVL         $0x0000000f, AX
-	VPBROADCASTD AX, Z21
-	MOVL         $0xc1000000, AX // −8
-	VPBROADCASTD AX, Z22
+	VMOVUPS q4values<>(SB), Z22
 
 ax4_chunk:
 	LEAQ    (DI)(R8*2), R11
@@ -623,14 +640,11 @@ ax4_chunk:
 ax4_p:
 	VPMOVZXBD    (SI), Z12
 	VPSRLD       $4, Z12, Z13
-	VPANDD       Z21, Z12, Z12
-	VCVTDQ2PS    Z12, Z12
-	VCVTDQ2PS    Z13, Z13
 	VPBROADCASTW (DX), Y24
 	VCVTPH2PS    Y24, Z20
-	VMULPS       Z22, Z20, Z23
-	VFMADD213PS  Z23, Z20, Z12
-	VFMADD213PS  Z23, Z20, Z13
+	VMULPS       Z22, Z20, Z20
+	VPERMPS      Z20, Z12, Z12
+	VPERMPS      Z20, Z13, Z13
 	VBROADCASTSS (R9), Z14
 	VBROADCASTSS (R9)(BX*1), Z15
 	VBROADCASTSS (R9)(BX*2), Z16

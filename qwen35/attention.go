@@ -100,6 +100,7 @@ type AttentionScratch struct {
 type attnWork struct {
 	kbuf, vbuf []float32 // attnBlock × HeadDim
 	s          []float32 // rep × attnBlock: scores, then weights
+	vscale     []float32 // attnBlock × blocks: a q4 tile's value scales as float32
 }
 
 // NewScratch returns buffers for calls of up to maxTokens tokens; a longer call grows
@@ -122,9 +123,10 @@ func (a *Attention) NewScratch(maxTokens int) *AttentionScratch {
 
 func (a *Attention) newWork() *attnWork {
 	return &attnWork{
-		kbuf: make([]float32, attnBlock*a.dim),
-		vbuf: make([]float32, attnBlock*a.dim),
-		s:    make([]float32, a.rep*attnBlock),
+		kbuf:   make([]float32, attnBlock*a.dim),
+		vbuf:   make([]float32, attnBlock*a.dim),
+		s:      make([]float32, a.rep*attnBlock),
+		vscale: make([]float32, attnBlock*a.blocks()),
 	}
 }
 
@@ -487,7 +489,10 @@ func (a *Attention) attendBlock(w *attnWork, qs []float32, n int, kb, vb []float
 	case vb == nil && ct.v8 != nil:
 		kern.axpy6Int8(acc[:6*D], s, attnBlock, ct.v8[:n*D], ct.vs[:n*a.blocks()], n, D)
 	case vb == nil && ct.v4 != nil:
-		kern.axpy6Q4(acc[:6*D], s, attnBlock, ct.v4[:16*n*a.blocks()], ct.v4s[:n*a.blocks()], n, D)
+		// The scales widened once per tile (exactly), not once per block in the kernel.
+		vs := w.vscale[:n*a.blocks()]
+		f16ToF32s(vs, ct.v4s)
+		kern.axpy6Q4(acc[:6*D], s, attnBlock, ct.v4[:16*n*a.blocks()], vs, n, D)
 	default:
 		for r := 0; r < rep; r++ {
 			scaleAddRows(acc[r*D:(r+1)*D], 1, s[r*attnBlock:r*attnBlock+n], vb, D)

@@ -876,10 +876,10 @@ DATA q4values<>+56(SB)/4, $6.0
 DATA q4values<>+60(SB)/4, $7.0
 GLOBL q4values<>(SB), RODATA|NOPTR, $64
 
-// func axpy6Q4AVX512(acc []float32, w []float32, ws int, v []byte, vs []uint16, n, d int)
+// func axpy6Q4AVX512(acc []float32, w []float32, ws int, v []byte, vs []float32, n, d int)
 //
-// axpy6F32AVX512 over q4 value rows as they lie (16 code bytes and a half scale a block
-// of 32 values, one block a chunk): each value (code − 8)·s looked up by VPERMPS (which
+// axpy6F32AVX512 over q4 value rows as they lie (16 code bytes a block of 32 values, one
+// block a chunk; the scales already widened to float32, exactly): each value (code − 8)·s looked up by VPERMPS (which
 // reads an index's low four bits, so the low nibble needs no mask) in the block's table
 // s·(−8…7), whose products are exact, as dequantQ4's, so that the sums are
 // axpy6F32AVX512's bits on the decoded rows.
@@ -920,20 +920,18 @@ ax4_chunk:
 	MOVQ    d+112(FP), DX // the chunk's block b = d/32 − R14, its scale at vs + b
 	SHRQ    $5, DX
 	SUBQ    R14, DX
-	SHLQ    $1, DX
+	SHLQ    $2, DX
 	ADDQ    vs_base+80(FP), DX
 	MOVQ    d+112(FP), AX // the rows' strides: codes, then scales
 	MOVQ    AX, R11
 	SHRQ    $1, AX
-	SHRQ    $4, R11
+	SHRQ    $3, R11
 	MOVQ    n+104(FP), CX
 
 ax4_p:
 	VPMOVZXBD    (SI), Z12
 	VPSRLD       $4, Z12, Z13
-	VPBROADCASTW (DX), Y24
-	VCVTPH2PS    Y24, Z20
-	VMULPS       Z22, Z20, Z20
+	VMULPS.BCST  (DX), Z22, Z20
 	VPERMPS      Z20, Z12, Z12
 	VPERMPS      Z20, Z13, Z13
 	VBROADCASTSS (R9), Z14

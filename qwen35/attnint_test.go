@@ -369,7 +369,9 @@ func TestAxpyCodes(t *testing.T) {
 					got, want := append([]float32(nil), acc0...), append([]float32(nil), acc0...)
 					k.axpy6F32(want, w, ws, ik.plain, n, d)
 					if q4 {
-						k.axpy6Q4(got, w, ws, ik.k4, ik.k4s, n, d)
+						vs := make([]float32, len(ik.k4s))
+						f16ToF32Generic(vs, ik.k4s)
+						k.axpy6Q4(got, w, ws, ik.k4, vs, n, d)
 					} else {
 						k.axpy6Int8(got, w, ws, ik.k8, ik.ks, n, d)
 					}

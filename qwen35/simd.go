@@ -69,10 +69,11 @@ type kernels struct {
 	scoreInt8 func(out []float32, os int, codes []int8, sq []float32, corr []int32, rep int, k []int8, ks []float32, n, d int)
 	scoreQ4   func(out []float32, os int, codes []int8, sq []float32, corr []int32, rep int, k []byte, ks []uint16, n, d int)
 	// axpy6Int8 and axpy6Q4, where set, are axpy6F32 on int8 and q4 value rows as the
-	// cache holds them (codes, then a scale per block of 32), d a multiple of 32, with
-	// the bits of axpy6F32 on the rows dequantInt8 and dequantQ4 decode.
+	// cache holds them (codes, and a scale per block of 32: q4's halves widened to
+	// float32 first), d a multiple of 32, with the bits of axpy6F32 on the rows
+	// dequantInt8 and dequantQ4 decode.
 	axpy6Int8 func(acc []float32, w []float32, ws int, v []int8, vs []float32, n, d int)
-	axpy6Q4   func(acc []float32, w []float32, ws int, v []byte, vs []uint16, n, d int)
+	axpy6Q4   func(acc []float32, w []float32, ws int, v []byte, vs []float32, n, d int)
 }
 
 var genericKernels = kernels{

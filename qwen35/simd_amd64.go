@@ -173,9 +173,7 @@ func archKernels() []*kernels {
 	avx512.axpy6F32 = axpy6F32AVX512
 	avx512.axpy6F16 = axpy6F16AVX512
 	avx512.axpy6Int8 = axpy6Int8AVX512
-	if x.HasAVX512BW && x.HasAVX512VL {
-		avx512.axpy6Q4 = axpy6Q4AVX512 // VPBROADCASTW to Y24
-	}
+	avx512.axpy6Q4 = axpy6Q4AVX512
 	if x.HasAVX512VNNI && x.HasAVX512BW {
 		// Integer attention scores by VPDPBUSD (VPSRLW on a ZMM is AVX-512 BW); else
 		// the AVX2 ones.

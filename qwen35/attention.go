@@ -368,6 +368,11 @@ func (a *Attention) rope(x []float32, sc *AttentionScratch) {
 // tile first: a decode step reads each row once. Prefill widens them once per tile for
 // all its tokens. Both give the same results (the halves widen exactly, and the same
 // kernel bodies do the sums).
+//
+// An int8 or q4 cache's keys are never widened: every token, prefill or decode, scores
+// them in integers against its quantised queries (scoreTile). Their values are read as
+// codes by axpy6Int8 and axpy6Q4 where the kernel set has them, else widened into the
+// tile, with the same bits either way.
 func (a *Attention) attendRange(w *attnWork, sc *AttentionScratch, g, t0, t1, pos0, lo, hi int, cache *KVCache,
 	m, sum, acc []float32, base, stride int, decode bool) {
 	D, rep := a.dim, a.rep

@@ -512,7 +512,7 @@ TEXT ·scoreInt8AVX2(SB), NOSPLIT, $256-176
 	MOVQ ks_base+136(FP), R12
 	MOVQ n+160(FP), CX
 	MOVL $0x00010001, AX
-	MOVQ AX, X7
+	VMOVQ AX, X7
 	VPBROADCASTD X7, Y7
 
 si8a_pos:
@@ -656,7 +656,7 @@ TEXT ·scoreQ4AVX2(SB), NOSPLIT, $128-176
 
 sq4a_pos:
 	MOVL         $0x0f0f0f0f, AX
-	MOVQ         AX, X6
+	VMOVQ         AX, X6
 	VPBROADCASTD X6, Y6
 	VMOVDQU 0(BX), Y1
 	VPAND   Y6, Y1, Y8
@@ -677,7 +677,7 @@ sq4a_pos:
 	VCVTPH2PS (R12), Y2
 	VMOVDQU   q4half<>(SB), Y3
 	MOVL      $0x00000002, AX
-	MOVQ      AX, X4
+	VMOVQ      AX, X4
 	VPBROADCASTD X4, Y4
 	VPERMPS Y2, Y3, Y1
 	VMOVUPS Y1, 0(SP)
@@ -691,7 +691,7 @@ sq4a_pos:
 	VPERMPS Y2, Y3, Y1
 	VMOVUPS Y1, 96(SP)
 	MOVL         $0x00010001, AX
-	MOVQ         AX, X7
+	VMOVQ         AX, X7
 	VPBROADCASTD X7, Y7
 	MOVQ         SI, R13
 	MOVQ         R9, R14

@@ -75,8 +75,14 @@ type AttentionScratch struct {
 	// Runner, when set, runs the KV groups, token blocks and position spans in parallel.
 	Runner Runner
 
-	maxT        int
-	q           []float32 // T × Heads × HeadDim: normed, roped, scaled by 1/√HeadDim
+	maxT int
+	q    []float32 // T × Heads × HeadDim: normed, roped, scaled by 1/√HeadDim
+	// q quantised for an int8 or q4 cache (quantQuery), T × Heads heads of qb codes and
+	// ql lane scales and corrections, packed as the cache's precision lays them out.
+	qc          []int8
+	qs          []float32
+	qcorr       []int32
+	qb, ql      int
 	krow        []float32 // KVHeads × HeadDim: one position's normed, roped keys
 	cos, sin    []float32 // RopeDims/2 for one position
 	m, sum, acc []float32 // prefill: running max, sum and weighted values, T × Heads (× HeadDim)
@@ -94,6 +100,7 @@ type AttentionScratch struct {
 type attnWork struct {
 	kbuf, vbuf []float32 // attnBlock × HeadDim
 	s          []float32 // rep × attnBlock: scores, then weights
+	vscale     []float32 // attnBlock × blocks: a q4 tile's value scales as float32
 }
 
 // NewScratch returns buffers for calls of up to maxTokens tokens; a longer call grows
@@ -116,9 +123,10 @@ func (a *Attention) NewScratch(maxTokens int) *AttentionScratch {
 
 func (a *Attention) newWork() *attnWork {
 	return &attnWork{
-		kbuf: make([]float32, attnBlock*a.dim),
-		vbuf: make([]float32, attnBlock*a.dim),
-		s:    make([]float32, a.rep*attnBlock),
+		kbuf:   make([]float32, attnBlock*a.dim),
+		vbuf:   make([]float32, attnBlock*a.dim),
+		s:      make([]float32, a.rep*attnBlock),
+		vscale: make([]float32, attnBlock*a.blocks()),
 	}
 }
 
@@ -147,6 +155,12 @@ func (a *Attention) grow(sc *AttentionScratch, T int) {
 	}
 	sc.maxT = T
 	sc.q = make([]float32, T*a.heads*a.dim)
+	// Room for either layout: the q4 one is the longer where they differ.
+	qb := max(qHead(a.dim, false), qHead(a.dim, true))
+	ql := qLanes * max(qVectors(a.dim, false), qVectors(a.dim, true))
+	sc.qc = make([]int8, T*a.heads*qb)
+	sc.qs = make([]float32, T*a.heads*ql)
+	sc.qcorr = make([]int32, T*a.heads*ql)
 	if T > attnSplitT {
 		sc.m = make([]float32, T*a.heads)
 		sc.sum = make([]float32, T*a.heads)
@@ -183,6 +197,8 @@ func (a *Attention) Forward(out, qg, k, v []float32, T, pos0 int, l *Layer, cach
 	}
 	a.grow(sc, T)
 	cache.Reserve(pos0 + T)
+	q4 := cache.prec == backend.KVQ4
+	sc.qb, sc.ql = qHead(D, q4), qLanes*qVectors(D, q4)
 	for t := 0; t < T; t++ {
 		a.ropeTable(sc, pos0+t)
 		for h := 0; h < H; h++ {
@@ -190,6 +206,10 @@ func (a *Attention) Forward(out, qg, k, v []float32, T, pos0 int, l *Layer, cach
 			RMSNorm(q, qg[(t*H+h)*2*D:(t*H+h)*2*D+D], l.QNorm, a.eps)
 			a.rope(q, sc)
 			scal(q, a.scale)
+			if cache.integer() {
+				i := t*H + h
+				quantQuery(sc.qc[i*sc.qb:(i+1)*sc.qb], sc.qs[i*sc.ql:(i+1)*sc.ql], sc.qcorr[i*sc.ql:(i+1)*sc.ql], q, q4)
+			}
 		}
 		for h := 0; h < KV; h++ {
 			kh := sc.krow[h*D : (h+1)*D]
@@ -244,13 +264,13 @@ func (b *attnBody) Run(lo, hi int) {
 		if b.spans > 0 {
 			g, s := i/b.spans, i%b.spans
 			base := (g*b.spans + s) * b.T * rep
-			a.attendRange(w, sc.q, g, 0, b.T, b.pos0, s*b.span, min((s+1)*b.span, end), b.cache,
+			a.attendRange(w, sc, g, 0, b.T, b.pos0, s*b.span, min((s+1)*b.span, end), b.cache,
 				sc.pm, sc.psum, sc.pacc, base, rep, true)
 			continue
 		}
 		qb, g := b.qblocks-1-i/KV, i%KV
 		t0, t1 := qb*attnQBlock, min((qb+1)*attnQBlock, b.T)
-		a.attendRange(w, sc.q, g, t0, t1, b.pos0, 0, b.pos0+t1, b.cache, sc.m, sc.sum, sc.acc, g*rep, H, false)
+		a.attendRange(w, sc, g, t0, t1, b.pos0, 0, b.pos0+t1, b.cache, sc.m, sc.sum, sc.acc, g*rep, H, false)
 		for t := t0; t < t1; t++ {
 			for r := 0; r < rep; r++ {
 				h := g*rep + r
@@ -348,10 +368,19 @@ func (a *Attention) rope(x []float32, sc *AttentionScratch) {
 // tile first: a decode step reads each row once. Prefill widens them once per tile for
 // all its tokens. Both give the same results (the halves widen exactly, and the same
 // kernel bodies do the sums).
-func (a *Attention) attendRange(w *attnWork, q []float32, g, t0, t1, pos0, lo, hi int, cache *KVCache,
+//
+// An int8 or q4 cache's keys are never widened: every token, prefill or decode, scores
+// them in integers against its quantised queries (scoreTile). Their values are read as
+// codes by axpy6Int8 and axpy6Q4 where the kernel set has them, else widened into the
+// tile, with the same bits either way.
+func (a *Attention) attendRange(w *attnWork, sc *AttentionScratch, g, t0, t1, pos0, lo, hi int, cache *KVCache,
 	m, sum, acc []float32, base, stride int, decode bool) {
 	D, rep := a.dim, a.rep
 	fused := decode && cache.prec == backend.KVFloat16 && a.six() && kern.dot6F16 != nil
+	integer := cache.integer()
+	// Six heads a KV head read an integer cache's values where they lie, as fp16's.
+	codeValues := integer && a.six() &&
+		(cache.prec == backend.KVInt8 && kern.axpy6Int8 != nil || cache.prec == backend.KVQ4 && kern.axpy6Q4 != nil)
 	for t := t0; t < t1; t++ {
 		j := base + t*stride
 		for r := 0; r < rep; r++ {
@@ -372,20 +401,45 @@ func (a *Attention) attendRange(w *attnWork, q []float32, g, t0, t1, pos0, lo, h
 			b1 := min(b0+attnBlock, pend)
 			var kb, vb []float32
 			var k16, v16 []uint16
-			if fused {
+			var ct codeTile
+			switch {
+			case fused:
 				k16, v16 = cache.rows16(p, g, b0-p.start, b1-b0)
-			} else {
+			case integer:
+				ct = cache.codes(p, g, b0-p.start, b1-b0)
+				if !codeValues {
+					vb = cache.values(p, g, b0-p.start, b1-b0, w.vbuf)
+				}
+			default:
 				kb, vb = cache.block(p, g, b0-p.start, b1-b0, w.kbuf, w.vbuf)
 			}
 			for t := max(t0, b0-pos0); t < t1; t++ {
 				n := min(b1, pos0+t+1) - b0
 				j := base + t*stride
 				qh := (t*a.heads + g*rep) * D
-				a.attendBlock(w, q[qh:qh+rep*D], n, kb, vb, k16, v16, m[j:j+rep], sum[j:j+rep], acc[j*D:(j+rep)*D])
+				if integer {
+					a.scoreTile(w.s, sc, t, g, n, ct, cache.prec == backend.KVQ4)
+				}
+				a.attendBlock(w, sc.q[qh:qh+rep*D], n, kb, vb, k16, v16, &ct, m[j:j+rep], sum[j:j+rep], acc[j*D:(j+rep)*D])
 			}
 		}
 	}
 }
+
+// scoreTile writes the scores of token t's queries of KV group g against the n keys of
+// kt to s (rep × attnBlock), from the quantised queries (integer scoring, attnint.go).
+func (a *Attention) scoreTile(s []float32, sc *AttentionScratch, t, g, n int, kt codeTile, q4 bool) {
+	i := t*a.heads + g*a.rep
+	codes, qs, corr := sc.qc[i*sc.qb:], sc.qs[i*sc.ql:], sc.qcorr[i*sc.ql:]
+	if q4 {
+		scoreQ4(s, attnBlock, codes, qs, corr, a.rep, kt.k4, kt.k4s, n, a.dim)
+		return
+	}
+	scoreInt8(s, attnBlock, codes, qs, corr, a.rep, kt.k8, kt.ks, n, a.dim)
+}
+
+// blocks returns the scale blocks of a head.
+func (a *Attention) blocks() int { return (a.dim + kvBlock - 1) / kvBlock }
 
 // six reports whether the six-row kernels apply: six query heads a KV head (the 27B
 // model's groups) and a head dim of whole 32-float chunks.
@@ -395,12 +449,15 @@ func (a *Attention) six() bool {
 
 // attendBlock folds the first n rows of a key/value tile into the running softmax of the
 // rep queries qs (rep × HeadDim) whose states are m, sum (rep) and acc (rep × HeadDim).
-// The rows are kb, vb (float32) or, when kb is nil, k16, v16 (IEEE halves).
-func (a *Attention) attendBlock(w *attnWork, qs []float32, n int, kb, vb []float32, k16, v16 []uint16, m, sum, acc []float32) {
+// The rows are kb, vb (float32) or, when kb is nil, k16, v16 (IEEE halves); when both
+// are nil the scores are already in w.s (scoreTile) and the values are vb or, where vb
+// is nil too, ct's codes.
+func (a *Attention) attendBlock(w *attnWork, qs []float32, n int, kb, vb []float32, k16, v16 []uint16, ct *codeTile, m, sum, acc []float32) {
 	D, rep := a.dim, a.rep
 	s := w.s[:rep*attnBlock]
 	// s[r][p] = q_r·k_p
 	switch {
+	case kb == nil && k16 == nil:
 	case kb == nil:
 		kern.dot6F16(s, attnBlock, qs[:6*D], k16[:n*D], n, D)
 	case a.six():
@@ -430,10 +487,17 @@ func (a *Attention) attendBlock(w *attnWork, qs []float32, n int, kb, vb []float
 	// acc_r += Σ_p w_rp·v_p: each value row read once for the six heads where the
 	// kernels apply, else once per head (from L1) with the accumulator in registers.
 	switch {
-	case kb == nil:
+	case kb == nil && k16 != nil:
 		kern.axpy6F16(acc[:6*D], s, attnBlock, v16[:n*D], n, D)
-	case a.six():
+	case vb != nil && a.six():
 		kern.axpy6F32(acc[:6*D], s, attnBlock, vb[:n*D], n, D)
+	case vb == nil && ct.v8 != nil:
+		kern.axpy6Int8(acc[:6*D], s, attnBlock, ct.v8[:n*D], ct.vs[:n*a.blocks()], n, D)
+	case vb == nil && ct.v4 != nil:
+		// The scales widened once per tile (exactly), not once per block in the kernel.
+		vs := w.vscale[:n*a.blocks()]
+		f16ToF32s(vs, ct.v4s)
+		kern.axpy6Q4(acc[:6*D], s, attnBlock, ct.v4[:16*n*a.blocks()], vs, n, D)
 	default:
 		for r := 0; r < rep; r++ {
 			scaleAddRows(acc[r*D:(r+1)*D], 1, s[r*attnBlock:r*attnBlock+n], vb, D)

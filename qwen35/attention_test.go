@@ -1,6 +1,7 @@
 package qwen35_test
 
 import (
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"testing"
@@ -340,10 +341,20 @@ func cachedRows(cache *qwen35.KVCache, row int) (keys, vals []float32) {
 // pos0…pos0+T−1 over the cached rows keys and vals (cachedRows), as Forward left them:
 // the queries normed and roped in float64, the keys and values those the cache stores,
 // so that any cache precision is checked to float32 accuracy.
-func refAttentionCached(c *qwen35.Config, l *qwen35.Layer, in attnInputs, pos0 int, keys, vals []float32) []float64 {
+//
+// bound holds, per output value, how far quantising the query for integer scoring (the
+// int8 and q4 caches) may move it. Quantising q per block of 32 to s_b·a_i with
+// s_b = max_b|q|/127 (q scaled by 1/√D) moves each q_i by at most s_b/2, so the logit of
+// position p moves by Δ_p, |Δ_p| ≤ δ_p = Σ_b (s_b/2)·Σ_{i∈b}|k_pi|. The weights become
+// w'_p = w_p·e^{Δ_p}/Z', Z' = Σ w_j·e^{Δ_j} ∈ [Zlo, Zhi] = [Σ w_j·e^{−δ_j}, Σ w_j·e^{δ_j}],
+// so |w'_p − w_p| ≤ w_p·m_p with m_p = max(e^{δ_p} − Zlo, Zhi − e^{−δ_p})/Zlo; and since
+// the weights' changes sum to 0, out_i moves by Σ_p (w'_p − w_p)·(v_pi − o_i), at most
+// Σ_p w_p·m_p·|v_pi − o_i|, times the gate's sigmoid.
+func refAttentionCached(c *qwen35.Config, l *qwen35.Layer, in attnInputs, pos0 int, keys, vals []float32) (out, bound []float64) {
 	H, KV, D, R := c.Heads, c.KVHeads, c.HeadDim, c.RopeDims
 	row := KV * D
-	out := make([]float64, in.T*H*D)
+	out = make([]float64, in.T*H*D)
+	bound = make([]float64, in.T*H*D)
 	for t := 0; t < in.T; t++ {
 		pos := pos0 + t
 		for h := 0; h < H; h++ {
@@ -364,13 +375,25 @@ func refAttentionCached(c *qwen35.Config, l *qwen35.Layer, in attnInputs, pos0 i
 				q[i] = a*math.Cos(theta) - b*math.Sin(theta)
 				q[i+R/2] = a*math.Sin(theta) + b*math.Cos(theta)
 			}
+			half := make([]float64, D) // s_b/2 of value i's block
+			for b0 := 0; b0 < D; b0 += 32 {
+				var amax float64
+				for _, a := range q[b0:min(b0+32, D)] {
+					amax = math.Max(amax, math.Abs(a)/math.Sqrt(float64(D)))
+				}
+				for i := b0; i < min(b0+32, D); i++ {
+					half[i] = amax / 127 / 2
+				}
+			}
 			kv := h / (H / KV)
 			scores := make([]float64, pos+1)
+			delta := make([]float64, pos+1)
 			mx := math.Inf(-1)
 			for s := range scores {
 				k := keys[s*row+kv*D : s*row+(kv+1)*D]
 				for i := range q {
 					scores[s] += q[i] * float64(k[i])
+					delta[s] += half[i] * math.Abs(float64(k[i]))
 				}
 				scores[s] /= math.Sqrt(float64(D))
 				mx = math.Max(mx, scores[s])
@@ -380,17 +403,31 @@ func refAttentionCached(c *qwen35.Config, l *qwen35.Layer, in attnInputs, pos0 i
 				scores[s] = math.Exp(scores[s] - mx)
 				z += scores[s]
 			}
+			var zlo, zhi float64
+			for s := range scores {
+				scores[s] /= z
+				zlo += scores[s] * math.Exp(-delta[s])
+				zhi += scores[s] * math.Exp(delta[s])
+			}
+			for s := range delta { // delta becomes w_p·m_p
+				delta[s] = scores[s] * math.Max(math.Exp(delta[s])-zlo, zhi-math.Exp(-delta[s])) / zlo
+			}
 			for i := 0; i < D; i++ {
 				var o float64
 				for s := range scores {
 					o += scores[s] * float64(vals[s*row+kv*D+i])
 				}
-				gate := float64(in.qg[base+D+i])
-				out[(t*H+h)*D+i] = o / z / (1 + math.Exp(-gate))
+				var e float64
+				for s := range scores {
+					e += delta[s] * math.Abs(float64(vals[s*row+kv*D+i])-o)
+				}
+				g := 1 / (1 + math.Exp(-float64(in.qg[base+D+i])))
+				out[(t*H+h)*D+i] = o * g
+				bound[(t*H+h)*D+i] = e * g
 			}
 		}
 	}
-	return out
+	return out, bound
 }
 
 // TestAttentionLongContext checks attention over 4,096 cached positions against the
@@ -431,14 +468,68 @@ func TestAttentionLongContext(t *testing.T) {
 			keys, vals := cachedRows(cache, row) // what each call appended stays as it was
 			worst := 0.0
 			for i, span := range spans {
-				want := refAttentionCached(c, l, in.slice(c, span[0], span[1]), ctx+span[0], keys, vals)
-				e := relErr(got[i], want, 0)
-				worst = max(worst, e)
-				require.Less(t, e, 2e-5, "tokens %v", span)
+				want, bound := refAttentionCached(c, l, in.slice(c, span[0], span[1]), ctx+span[0], keys, vals)
+				if p != backend.KVInt8 && p != backend.KVQ4 {
+					e := relErr(got[i], want, 0)
+					worst = max(worst, e)
+					require.Less(t, e, 2e-5, "tokens %v", span)
+					continue
+				}
+				checkQuantBound(t, got[i], want, bound, fmt.Sprintf("tokens %v", span))
 			}
-			t.Logf("%v cache, %d positions: max error %.2e against float64 over the cached rows", p, ctx, worst)
+			if p != backend.KVInt8 && p != backend.KVQ4 {
+				t.Logf("%v cache, %d positions: max error %.2e against float64 over the cached rows", p, ctx, worst)
+			}
 		})
 	}
 }
 
+// checkQuantBound checks an int8 or q4 cache's outputs against the float64 reference
+// over the cached rows: within the bound of refAttentionCached on what quantising the
+// queries changes, plus float32's 2e-5 of the largest output. It logs how much of the
+// bound the worst value used.
+func checkQuantBound(t *testing.T, got []float32, want, bound []float64, what string) {
+	t.Helper()
+	var m float64
+	for _, w := range want {
+		m = math.Max(m, math.Abs(w))
+	}
+	worst, used := 0.0, 0.0
+	for i := range want {
+		e := math.Abs(float64(got[i]) - want[i])
+		require.LessOrEqual(t, e, bound[i]+2e-5*m, "%s: out[%d] = %v, want %v ± %.2e", what, i, got[i], want[i], bound[i])
+		worst = max(worst, e/m)
+		if bound[i] > 0 {
+			used = max(used, e/(bound[i]+2e-5*m))
+		}
+	}
+	t.Logf("%s: max error %.2e of max |out|, at most %.1f%% of the bound", what, worst, 100*used)
+}
+
 var kvPrecisions = []backend.KVPrecision{backend.KVFloat32, backend.KVFloat16, backend.KVInt8, backend.KVQ4}
+
+// TestAttentionIntegerScores checks decode steps over int8 and q4 caches at the model's
+// head dim (the SIMD kernels' size) against the float64 reference over the cached rows,
+// at several context lengths, within the bound on what quantising the queries changes
+// (refAttentionCached).
+func TestAttentionIntegerScores(t *testing.T) {
+	for _, p := range []backend.KVPrecision{backend.KVInt8, backend.KVQ4} {
+		rng := rand.New(rand.NewPCG(29, uint64(p)))
+		c := attnConfig(12, 2, 256, 64, 1e7) // two KV heads of six query heads
+		l := attnLayer(rng, c)
+		a := qwen35.NewAttention(c)
+		sc := a.NewScratch(1)
+		row := c.KVHeads * c.HeadDim
+		for _, ctx := range []int{0, 31, 700, 2500} {
+			cache := a.NewKVCache(p, ctx+1)
+			for cache.Len() < ctx {
+				require.NoError(t, cache.Append(randVec(rng, row, 0.4), randVec(rng, row, 1)))
+			}
+			in := newAttnInputs(rng, c, 1)
+			got := runAttn(t, a, c, in, ctx, l, cache, sc)
+			keys, vals := cachedRows(cache, row)
+			want, bound := refAttentionCached(c, l, in, ctx, keys, vals)
+			checkQuantBound(t, got, want, bound, fmt.Sprintf("%v, %d positions", p, ctx+1))
+		}
+	}
+}

@@ -93,6 +93,14 @@
 //	query head j reads KV head j/(Heads/KVHeads):  a = softmax(q·kᵀ/√D)·v over positions ≤ pos
 //	mixer = attn_output·(a ⊙ sigmoid(gate))
 //
+// With an int8 or q4 KV cache the scores q·kᵀ are computed in integers: each query head
+// is quantised to int8 per block of 32 values (scale max|q|/127, as the cache quantises
+// k), and a score is the sum over blocks of the two scales times the integer dot product
+// of the codes. This rounds q as the int8 cache rounds k: a logit moves by at most
+// Σ_b max_b|q|/254·Σ_{i∈b}|k_i|, of both signs, a change the size of the int8 cache's
+// own and small beside q4's (attnint.go has the derivation and measurements). The values
+// are weighted in float32. The f32 and fp16 caches keep float scores.
+//
 // ε is attention.layer_norm_rms_epsilon throughout. The chunked form of the GDN
 // recurrence that prefill may use computes the same function.
 package qwen35

@@ -41,6 +41,10 @@ type kvPage struct {
 // page table (pageCount(MaxLen) page headers, about 6 KB at 32768 positions). A page
 // growth is therefore one allocation (two for an int8 cache: codes and scales), and
 // every other Append allocates nothing.
+//
+// Attention scores an int8 or q4 cache's keys as they lie, in integers, against the
+// query quantised to int8 per block (attnint.go): the query is rounded as the int8
+// cache rounds the keys. The values are widened to float32.
 type KVCache struct {
 	heads, dim, blocks int
 	prec               backend.KVPrecision
@@ -432,3 +436,45 @@ func (c *KVCache) rowBytes(p *kvPage, i int, k, v []byte, in bool) {
 }
 
 var _ backend.KVCache = (*KVCache)(nil)
+
+// integer reports whether attention scores the cache's keys in integers (attnint.go).
+func (c *KVCache) integer() bool {
+	return integerScores && (c.prec == backend.KVInt8 || c.prec == backend.KVQ4)
+}
+
+// integerScores is cleared by tests and benchmarks only, to run the float scoring of
+// the int8 and q4 caches (their keys widened, then float dot products) for comparison.
+var integerScores = true
+
+// codeTile is the codes and scales of a run of keys and values of one head of an int8
+// (k8, ks, v8, vs) or q4 (k4, k4s, v4, v4s) cache, as the page holds them.
+type codeTile struct {
+	k8, v8   []int8
+	ks, vs   []float32
+	k4, v4   []byte
+	k4s, v4s []uint16
+}
+
+// codes returns the codes and scales of positions [i, i+n) of head h of page p.
+func (c *KVCache) codes(p *kvPage, h, i, n int) codeTile {
+	s, e := (h*p.n+i)*c.blocks, (h*p.n+i+n)*c.blocks
+	if c.prec == backend.KVQ4 {
+		return codeTile{k4: p.k4[16*s : 16*e], k4s: p.k4s[s:e], v4: p.v4[16*s : 16*e], v4s: p.v4s[s:e]}
+	}
+	a, b := (h*p.n+i)*c.dim, (h*p.n+i+n)*c.dim
+	return codeTile{k8: p.k8[a:b], ks: p.ks[s:e], v8: p.v8[a:b], vs: p.vs[s:e]}
+}
+
+// values decodes the values of positions [i, i+n) of head h of page p, an int8 or q4
+// cache's, into vbuf and returns them.
+func (c *KVCache) values(p *kvPage, h, i, n int, vbuf []float32) []float32 {
+	v := vbuf[:n*c.dim]
+	s, e := (h*p.n+i)*c.blocks, (h*p.n+i+n)*c.blocks
+	if c.prec == backend.KVQ4 {
+		dequantQ4(v, p.v4[16*s:16*e], p.v4s[s:e])
+		return v
+	}
+	a, b := (h*p.n+i)*c.dim, (h*p.n+i+n)*c.dim
+	dequantizeInt8(v, p.v8[a:b], p.vs[s:e])
+	return v
+}

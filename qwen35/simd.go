@@ -3,7 +3,8 @@ package qwen35
 // The small float32 kernels of the mixers and the engine — dot products, the GDN
 // state update, RMSNorm's sum of squares and scaling, SiLU, the softmax's exponential
 // and maximum, the KV cache's half, int8 and 4-bit widening, attention's six-head score
-// and value kernels, and the projections' bfloat16 widening —
+// and value kernels, the int8 and q4 caches' integer scores (attnint.go; AVX-512 VNNI
+// and AVX2 in attnint_amd64.s) and the projections' bfloat16 widening —
 // have SIMD implementations in simd_amd64.s (AVX2 with FMA and F16C; AVX-512) and
 // simd_arm64.s (NEON), and pure-Go twins in simd_generic.go. One implementation is chosen
 // when the package initialises, from the CPU's features, and every call goes through the
@@ -25,6 +26,8 @@ package qwen35
 //     each sum stays within the classic bound γₖ·Σ|terms| of the exact one (k the number
 //     of additions a term goes through), and inputs whose sums are exact give exact,
 //     identical results.
+//   - scoreInt8 and scoreQ4 (attnint.go) have their integer parts exact and their float
+//     parts in one order: every implementation gives the generic code's bits.
 //   - siluMul computes the SiLU in float32 with Cephes' polynomial exp instead of in
 //     float64: within 4 ulp of the exact silu(g) for every float32 g ≥ ln 2⁻¹²⁶ ≈ −87.34
 //     (checked exhaustively; 91% correctly rounded), the generic code's being within ½.
@@ -60,6 +63,17 @@ type kernels struct {
 	// (scaleAddRows for six rows at once), d a multiple of 32.
 	axpy6F32 func(acc []float32, w []float32, ws int, v []float32, n, d int)
 	axpy6F16 func(acc []float32, w []float32, ws int, v []uint16, n, d int)
+
+	// scoreInt8 and scoreQ4 score quantised queries against int8 and q4 keys
+	// (attnint.go); every set gives the generic code's bits. The SIMD ones take d = 256.
+	scoreInt8 func(out []float32, os int, codes []int8, sq []float32, corr []int32, rep int, k []int8, ks []float32, n, d int)
+	scoreQ4   func(out []float32, os int, codes []int8, sq []float32, corr []int32, rep int, k []byte, ks []uint16, n, d int)
+	// axpy6Int8 and axpy6Q4, where set, are axpy6F32 on int8 and q4 value rows as the
+	// cache holds them (codes, and a scale per block of 32: q4's halves widened to
+	// float32 first), d a multiple of 32, with the bits of axpy6F32 on the rows
+	// dequantInt8 and dequantQ4 decode.
+	axpy6Int8 func(acc []float32, w []float32, ws int, v []int8, vs []float32, n, d int)
+	axpy6Q4   func(acc []float32, w []float32, ws int, v []byte, vs []float32, n, d int)
 }
 
 var genericKernels = kernels{
@@ -78,6 +92,8 @@ var genericKernels = kernels{
 	expSub:       expSubGeneric,
 	dequantQ4:    dequantQ4Generic,
 	max:          maxGeneric,
+	scoreInt8:    scoreInt8Generic,
+	scoreQ4:      scoreQ4Generic,
 }
 
 // kernelSets lists the implementations this machine runs, the generic one first and the

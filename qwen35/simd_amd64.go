@@ -150,6 +150,8 @@ func archKernels() []*kernels {
 		dot6F16:      dot6x2F16AVX2,
 		axpy6F32:     axpy6F32AVX2,
 		axpy6F16:     axpy6F16AVX2,
+		scoreInt8:    scoreInt8AVX2,
+		scoreQ4:      scoreQ4AVX2,
 	}
 	if !x.HasAVX512F {
 		return []*kernels{avx2}
@@ -170,5 +172,13 @@ func archKernels() []*kernels {
 	avx512.dot6F16 = dot6x4F16AVX512
 	avx512.axpy6F32 = axpy6F32AVX512
 	avx512.axpy6F16 = axpy6F16AVX512
+	avx512.axpy6Int8 = axpy6Int8AVX512
+	avx512.axpy6Q4 = axpy6Q4AVX512
+	if x.HasAVX512VNNI && x.HasAVX512BW {
+		// Integer attention scores by VPDPBUSD (VPSRLW on a ZMM is AVX-512 BW); else
+		// the AVX2 ones.
+		avx512.scoreInt8 = scoreInt8AVX512
+		avx512.scoreQ4 = scoreQ4AVX512
+	}
 	return []*kernels{avx2, &avx512}
 }

@@ -47,11 +47,14 @@ type NewBackend func(t testing.TB, v Variant) backend.Backend
 
 // TolLogit is the allowed |Δlogit| between a GPU backend and the CPU backend's float32
 // path on the tiny model (logits up to ~20): float32 sums in another order through four
-// layers, and fp16 keys that may round to the other neighbouring half. An int8 cache's
-// code may round the other way: TolLogitInt8.
+// layers, and fp16 keys that may round to the other neighbouring half. Over an int8
+// cache a key's code may round the other way, and the CPU scores in integers against
+// queries rounded to int8 per block of 32 (qwen35's integer attention scores) while the
+// GPU kernels score the float queries: TolLogitInt8 (measured 1.3e-2 on the emulator,
+// 1.1e-3 before the CPU's scores were integers).
 const (
 	TolLogit     = 2e-3
-	TolLogitInt8 = 1e-2
+	TolLogitInt8 = 3e-2
 )
 
 // BatchTolerance is the |Δlogit| allowed between a sequence run in a batch and run alone

@@ -10,8 +10,8 @@ import (
 
 // BenchmarkIlv3MatKernel measures each batched base-3 kernel alone on one core, as
 // BenchmarkIlvMatKernel does the 2-bit ones: one tile of 80 rows run over 60 vectors
-// whose activations sit in the L2 cache, at every width (nv), so that the widest
-// kernel's width is a measured choice ("GMAC/s" = 10⁹ multiply-adds a second,
+// whose activations sit in the L2 cache, at every width (nv) and number of groups of
+// vectors sharing a decoding (g), so that both are measured choices ("GMAC/s" = 10⁹ multiply-adds a second,
 // "GMAC/cpu-s" per second of CPU time the process got).
 func BenchmarkIlv3MatKernel(b *testing.B) {
 	if !archIlv3VNNI() {
@@ -19,27 +19,31 @@ func BenchmarkIlv3MatKernel(b *testing.B) {
 	}
 	for _, k := range []int{1024, 5120, 17408} {
 		for nv := ilv3MatWidth; nv >= 1; nv-- {
-			b.Run(fmt.Sprintf("K=%d/nv=%d", k, nv), func(b *testing.B) {
-				const t = 60
-				r := rand.New(rand.NewPCG(1, 2))
-				w := randPTQ1Canon(r, k, Ilv3Rows, func() uint16 { return 0x2000 })
-				v := ilv3Fill(b, w, k, Ilv3Rows)
-				x := ilvBenchBatch(r, k, t)
-				y := make([]float32, t*Ilv3Rows)
-				var acc [ilv3MatWidth * 8 * Ilv3Rows]float32
-				nb := k / BlockSize
-				c0 := processCPUSeconds()
-				for b.Loop() {
-					for s0 := 0; s0+nv <= t; s0 += nv {
-						a := ilv3MatArgs{w: &v.buf[0], nb8: nb / 8, q: &x.q[s0*q8QBytes(k)], qs: q8QBytes(k),
-							d: &x.d[s0*nb], sum: &x.sum[s0*nb], ds: 4 * nb, acc: &acc[0], y: &y[s0*Ilv3Rows], ys: 4 * Ilv3Rows}
-						archIlv3Mat(nv, &a)
+			for g := ilv3MatGroups; g >= 1; g-- {
+				b.Run(fmt.Sprintf("K=%d/nv=%d/g=%d", k, nv, g), func(b *testing.B) {
+					const t = 64
+					r := rand.New(rand.NewPCG(1, 2))
+					w := randPTQ1Canon(r, k, Ilv3Rows, func() uint16 { return 0x2000 })
+					v := ilv3Fill(b, w, k, Ilv3Rows)
+					x := ilvBenchBatch(r, k, t)
+					y := make([]float32, t*Ilv3Rows)
+					var acc [ilv3MatGroups * ilv3MatWidth * 8 * Ilv3Rows]float32
+					planes := benchAlloc(ilv3PlaneBytes)
+					nb := k / BlockSize
+					c0 := processCPUSeconds()
+					for b.Loop() {
+						for s0 := 0; s0+g*nv <= t; s0 += g * nv {
+							a := ilv3MatArgs{w: &v.buf[0], nb8: nb / 8, q: &x.q[s0*q8QBytes(k)], qs: q8QBytes(k),
+								d: &x.d[s0*nb], sum: &x.sum[s0*nb], ds: 4 * nb, acc: &acc[0], y: &y[s0*Ilv3Rows], ys: 4 * Ilv3Rows,
+								groups: g, planes: &planes[0]}
+							archIlv3Mat(nv, &a)
+						}
 					}
-				}
-				macs := float64(k) * Ilv3Rows * float64(t/nv*nv) * float64(b.N) / 1e9
-				b.ReportMetric(macs/b.Elapsed().Seconds(), "GMAC/s")
-				b.ReportMetric(macs/(processCPUSeconds()-c0), "GMAC/cpu-s")
-			})
+					macs := float64(k) * Ilv3Rows * float64(t/(g*nv)*g*nv) * float64(b.N) / 1e9
+					b.ReportMetric(macs/b.Elapsed().Seconds(), "GMAC/s")
+					b.ReportMetric(macs/(processCPUSeconds()-c0), "GMAC/cpu-s")
+				})
+			}
 		}
 	}
 }

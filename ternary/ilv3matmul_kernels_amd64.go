@@ -19,9 +19,6 @@ func ilv3MatVNNI3(a *ilv3MatArgs)
 //go:noescape
 func ilv3MatVNNI4(a *ilv3MatArgs)
 
-//go:noescape
-func ilv3MatVNNI5(a *ilv3MatArgs)
-
 // archIlv3Mat runs the AVX-512 VNNI kernel for nv vectors, 1 ≤ nv ≤ ilv3MatWidth.
 func archIlv3Mat(nv int, a *ilv3MatArgs) {
 	switch nv {
@@ -33,8 +30,6 @@ func archIlv3Mat(nv int, a *ilv3MatArgs) {
 		ilv3MatVNNI3(a)
 	case 4:
 		ilv3MatVNNI4(a)
-	case 5:
-		ilv3MatVNNI5(a)
 	default:
 		panic("ternary: archIlv3Mat: bad width")
 	}

@@ -10,32 +10,40 @@ import (
 // MatMulInterleavedRange is over an [Interleaved] one.
 //
 // The decode kernel (ilv3TilesVNNI) loads each 64-byte step of a tile, triples it five
-// times (x₀ = c, xₙ₊₁ = 3xₙ mod 256) and multiplies the six byte vectors with one
-// broadcast activation dword into P₀ … P₅, from which a block's row sums are
-// Sₙ = (3Pₙ − Pₙ₊₁)/256. The batched kernel does the load and the triplings once per
-// step and multiplies each byte vector with the dwords of several vectors
-// (ilv3MatWidth at most), six integer accumulators per vector. The activations are the
-// vectors' [Q8] rows as they are, as for the 2-bit batched kernel.
+// times (x₀ = c, xₙ₊₁ = 3xₙ mod 256, two VPADDB each) and multiplies the six byte
+// vectors with one broadcast activation dword into P₀ … P₅, from which a block's row
+// sums are Sₙ = (3Pₙ − Pₙ₊₁)/256. The batched kernel decodes each block pair of a tile
+// once into scratch (the six byte vectors of every step) for up to ilv3MatGroups
+// groups of ilv3MatWidth vectors, and each group then reads the six from there and
+// multiplies them with each of its vectors' dwords, six integer accumulators per
+// vector. The activations are the vectors' [Q8] rows as they are, as for the 2-bit
+// batched kernel.
 //
 // Each vector's block integers, their fold into eight float lanes and the lane tree
 // are those of ilv3TilesVNNI, so every vector's outputs are bit for bit what
 // [MatVecInterleaved3Range] gives it, whatever the batch around it.
 
-// ilv3MatWidth is the most vectors the batched base-3 kernels take at once: six
-// accumulators per vector, and a step's byte vector and its tripling (two registers,
-// each xₙ meeting every vector before xₙ₊₁ replaces xₙ₋₁; the activation dwords are
-// broadcast from memory by the VPDPBUSD themselves) fill 32 registers at five.
+// ilv3MatWidth is the most vectors a group takes: six accumulators per vector, the
+// six byte vectors of a step and two broadcast activation dwords fill the 32 registers
+// at four.
 //
-// At five, a step costs 30 VPDPBUSD and 10 VPADDB, and a block of one vector 45 vector
-// instructions of fold, all on the two ports VPDPBUSD issues on: 192 of a block's 301
-// per vector, at best 64% of the VNNI rate (the 2-bit kernel: 77%), for 5/4 the
-// weights of a byte.
-const ilv3MatWidth = 5
+// Per step a group of four costs 24 VPDPBUSD, and a block of one vector 45 vector
+// instructions of fold, on the two ports VPDPBUSD issues on; the decoding, 10 VPADDB
+// and 6 stores a step, is shared by the call's groups. Triplings done in the step
+// instead (at most five vectors then: two registers for the byte vectors, the dwords
+// broadcast by the VPDPBUSD from memory) cost 10 VPADDB a step for every five
+// vectors, and ran at 171–188 G multiply-adds per CPU second in the cache on the
+// 2-core AVX-512 Xeon VM whose 2-bit batched kernel ran 244–275
+// (BenchmarkIlvMatKernel); decoded once for eight groups of four, 206–225
+// (BenchmarkIlv3MatKernel, g=8; 195–201 at three groups, 154–157 at one). The base-3
+// step's six VPDPBUSD for 320 products against the 2-bit step's four for 256 bound
+// the ratio at 5/6 before the fold.
+const ilv3MatWidth = 4
 
 // ilv3MatArgs is the argument block of the batched base-3 kernels (ilv3MatGeneric and
 // ilv3MatVNNI<nv> in ilv3matmul_amd64.s, which read its fields at fixed offsets: keep
-// the order). One call runs one tile of 80 rows and nv vectors. Its fields are
-// ilvMatArgs's, for 80-row tiles.
+// the order). One call runs one tile of 80 rows and groups·nv vectors. Its first
+// fields are ilvMatArgs's, for 80-row tiles.
 type ilv3MatArgs struct {
 	w   *byte    // the tile's first block
 	nb8 int      // groups of 8 blocks (≥ 1)
@@ -44,14 +52,29 @@ type ilv3MatArgs struct {
 	d   *float32 // vector 0's D
 	sum *int32   // vector 0's Sum
 	ds  int      // bytes from one vector's D (and Sum) to the next's
-	acc *float32 // scratch: 640 float32 per vector (eight lanes of 80 rows)
+	acc *float32 // scratch: 640 float32 per vector (eight lanes of 80 rows), 64-byte aligned
 	y   *float32 // vector 0's output of the tile's row 0
 	ys  int      // bytes from one vector's outputs to the next's
 	// pfd is the distance from w to the tile the kernel prefetches into L2, a line for
 	// each of w's (the next tile of the range on a tile's first call, which reads w from
 	// memory; 0, w itself, on the others).
 	pfd int
+	// groups is the groups of nv vectors the call runs (vector nv·g+v of the call is
+	// vector v of group g), at most ilv3MatGroups; acc holds 640 floats for each.
+	groups int
+	// planes is scratch for a block pair's decoded steps (ilv3PlaneBytes, 64-byte
+	// aligned): the triplings, computed once for all the call's groups.
+	planes *byte
 }
+
+// ilv3MatGroups is the most groups of vectors a batched base-3 kernel call runs over
+// one decoding of each block pair (eight: 32 vectors, a prompt chunk of 64 in two
+// calls; the scratch for their accumulators is 80 KiB of the caller's stack), and
+// ilv3PlaneBytes the room the decoding takes.
+const (
+	ilv3MatGroups  = 8
+	ilv3PlaneBytes = 2 * 32 * 6 * 64
+)
 
 // Interleaved3BatchNative reports whether [MatMulInterleaved3Range] runs a SIMD kernel
 // here, one whose outputs are bit for bit those of [MatMulQ8Range] over the PTQ1_0 file
@@ -98,8 +121,13 @@ func MatMulInterleaved3Range(v *Interleaved3, x *Q8Batch, t int, y []float32, lo
 	native := ilv3Native()
 	var calls [2]q8Call
 	ncalls := q8TileCalls(&calls, ilv3MatWidth, t)
-	var acc [ilv3MatWidth * 8 * Ilv3Rows]float32
-	var last [ilv3MatWidth * Ilv3Rows]float32 // a padded last tile's outputs
+	// The kernels' scratch, on 64-byte lines: their stores of it would straddle two
+	// otherwise.
+	var accBuf [ilv3MatGroups*ilv3MatWidth*8*Ilv3Rows + 15]float32
+	acc := accBuf[int(-uintptr(unsafe.Pointer(&accBuf[0]))&63)/4:]
+	var last [ilv3MatGroups * ilv3MatWidth * Ilv3Rows]float32 // a padded last tile's outputs
+	var planeBuf [ilv3PlaneBytes + 63]byte
+	planes := &planeBuf[int(-uintptr(unsafe.Pointer(&planeBuf[0]))&63)]
 	tb := v.tileBytes()
 	qs := q8QBytes(v.k)
 	for r0 := lo; r0 < hi; r0 += Ilv3Rows {
@@ -110,9 +138,12 @@ func MatMulInterleaved3Range(v *Interleaved3, x *Q8Batch, t int, y []float32, lo
 			pfd = tb
 		}
 		for _, cl := range calls[:ncalls] {
-			for s0 := cl.v0; s0 < cl.v0+cl.tiles*cl.tv; s0 += cl.tv {
+			end := cl.v0 + cl.tiles*cl.tv
+			for s0 := cl.v0; s0 < end; {
+				g := min(ilv3MatGroups, (end-s0)/cl.tv)
 				a := ilv3MatArgs{w: &tile[0], nb8: nb8, q: &x.q[s0*qs], qs: qs,
-					d: &x.d[s0*v.nb], sum: &x.sum[s0*v.nb], ds: 4 * v.nb, acc: &acc[0], pfd: pfd}
+					d: &x.d[s0*v.nb], sum: &x.sum[s0*v.nb], ds: 4 * v.nb, acc: &acc[0], pfd: pfd,
+					groups: g, planes: planes}
 				pfd = 0
 				if rows == Ilv3Rows {
 					a.y, a.ys = &y[s0*n+r0], 4*n
@@ -124,7 +155,7 @@ func MatMulInterleaved3Range(v *Interleaved3, x *Q8Batch, t int, y []float32, lo
 				} else {
 					ilv3MatGeneric(cl.tv, &a)
 				}
-				for s := s0; s < s0+cl.tv; s++ {
+				for s := s0; s < s0+g*cl.tv; s++ {
 					yt := y[s*n+r0 : s*n+r0+rows]
 					if rows < Ilv3Rows {
 						copy(yt, last[(s-s0)*Ilv3Rows:])
@@ -133,6 +164,7 @@ func MatMulInterleaved3Range(v *Interleaved3, x *Q8Batch, t int, y []float32, lo
 						ilv3TailAdd(native, tile, v.nb, nb8, &x.rows[s], yt)
 					}
 				}
+				s0 += g * cl.tv
 			}
 		}
 	}
@@ -160,15 +192,16 @@ func ilv3TailAdd(native bool, tile []byte, nb, nb8 int, x *Q8, yt []float32) {
 	}
 }
 
-// ilv3MatGeneric is the pure-Go twin of the ilv3MatVNNI kernels: for each of the nv
-// vectors of a, the 80 outputs of a's tile over its 8·nb8 first blocks, as
+// ilv3MatGeneric is the pure-Go twin of the ilv3MatVNNI kernels: for each of the
+// nv·a.groups vectors of a, the 80 outputs of a's tile over its 8·nb8 first blocks, as
 // ilv3TilesGeneric computes them for that vector alone.
 func ilv3MatGeneric(nv int, a *ilv3MatArgs) {
+	nv *= a.groups
 	nb := 8 * a.nb8
 	tile := unsafe.Slice(a.w, nb*ilv3BlockBytes)
 	accs := unsafe.Slice(a.acc, nv*8*Ilv3Rows)
 	clear(accs)
-	var xs [ilv3MatWidth]Q8
+	var xs [ilv3MatGroups * ilv3MatWidth]Q8
 	for v := range nv {
 		xs[v] = Q8{
 			Q:   unsafe.Slice((*int8)(unsafe.Add(unsafe.Pointer(a.q), v*a.qs)), 256*a.nb8*4),

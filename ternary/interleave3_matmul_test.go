@@ -117,7 +117,7 @@ func TestMatMulInterleaved3Exact(t *testing.T) {
 }
 
 // TestIlv3MatKernels checks each batched base-3 kernel, called directly on one tile at
-// every width, against the matrix-vector kernel of its family run on each vector
+// every width and number of groups, against the matrix-vector kernel of its family run on each vector
 // alone, bit for bit: the SIMD kernels against ilv3TilesVNNI, the twin against
 // ilv3TilesGeneric. A nonzero prefetch distance (into the tile after) must not matter.
 func TestIlv3MatKernels(t *testing.T) {
@@ -133,22 +133,25 @@ func TestIlv3MatKernels(t *testing.T) {
 	for _, k := range []int{1024, 2048, 5120} {
 		w := randPTQ1(r, k, 2*Ilv3Rows, func() uint16 { return randScale(r) })
 		v := ilv3Fill(t, w, k, 2*Ilv3Rows)
-		xb := randIlvBatch(r, k, ilv3MatWidth, false)
+		xb := randIlvBatch(r, k, ilv3MatGroups*ilv3MatWidth, false)
 		for _, f := range fams {
 			for nv := 1; nv <= ilv3MatWidth; nv++ {
-				var acc [ilv3MatWidth * 8 * Ilv3Rows]float32
-				y := nanVec(nv * Ilv3Rows)
-				a := ilv3MatArgs{w: &v.buf[0], nb8: k / 1024, q: &xb.q[0], qs: q8QBytes(k),
-					d: &xb.d[0], sum: &xb.sum[0], ds: 4 * (k / BlockSize), acc: &acc[0], y: &y[0], ys: 4 * Ilv3Rows,
-					pfd: v.tileBytes()}
-				f.mat(nv, &a)
-				for s := range nv {
-					var acc1 [8 * Ilv3Rows]float32
-					want := nanVec(Ilv3Rows)
-					ilv3Tiles(f.native, v.buf, 1, k/BlockSize, xb.Row(s), &acc1, want)
-					for i, g := range y[s*Ilv3Rows : (s+1)*Ilv3Rows] {
-						if math.Float32bits(g) != math.Float32bits(want[i]) {
-							t.Fatalf("%s k=%d nv=%d: vector %d row %d = %v, alone %v", f.name, k, nv, s, i, g, want[i])
+				for g := 1; g <= ilv3MatGroups; g++ {
+					var acc [ilv3MatGroups * ilv3MatWidth * 8 * Ilv3Rows]float32
+					var planes [ilv3PlaneBytes]byte
+					y := nanVec(g * nv * Ilv3Rows)
+					a := ilv3MatArgs{w: &v.buf[0], nb8: k / 1024, q: &xb.q[0], qs: q8QBytes(k),
+						d: &xb.d[0], sum: &xb.sum[0], ds: 4 * (k / BlockSize), acc: &acc[0], y: &y[0], ys: 4 * Ilv3Rows,
+						pfd: v.tileBytes(), groups: g, planes: &planes[0]}
+					f.mat(nv, &a)
+					for s := range g * nv {
+						var acc1 [8 * Ilv3Rows]float32
+						want := nanVec(Ilv3Rows)
+						ilv3Tiles(f.native, v.buf, 1, k/BlockSize, xb.Row(s), &acc1, want)
+						for i, got := range y[s*Ilv3Rows : (s+1)*Ilv3Rows] {
+							if math.Float32bits(got) != math.Float32bits(want[i]) {
+								t.Fatalf("%s k=%d nv=%d groups=%d: vector %d row %d = %v, alone %v", f.name, k, nv, g, s, i, got, want[i])
+							}
 						}
 					}
 				}
@@ -218,6 +221,8 @@ func TestIlv3MatArgsLayout(t *testing.T) {
 		{"y", unsafe.Offsetof(a.y), 64},
 		{"ys", unsafe.Offsetof(a.ys), 72},
 		{"pfd", unsafe.Offsetof(a.pfd), 80},
+		{"groups", unsafe.Offsetof(a.groups), 88},
+		{"planes", unsafe.Offsetof(a.planes), 96},
 	} {
 		if c.got != c.want {
 			t.Errorf("ilv3MatArgs.%s at %d, the assembly kernels read %d", c.name, c.got, c.want)

@@ -147,23 +147,32 @@ func block(nv, blk int, name string) {
 			p("SUBQ $256, %s", qreg[v])
 		}
 	}
-	// The block's scales at blockBytes·blk(R9).
-	p("MOVQ %d(SP), R9", fW)
 	p("MOVQ a+0(FP), R8")
 	p("MOVQ %d(R8), R8", argDS)
 	p("MOVQ DX, SI")
 	p("MOVQ DI, CX")
+	// The constants of the row step: 3 and 2⁻⁸.
+	p("MOVL $0x40400000, R9")
+	p("VPBROADCASTD R9, Z28")
+	p("MOVL $0x3b800000, R9")
+	p("VPBROADCASTD R9, Z29")
+	// The block's scales at blockBytes·blk(R9).
+	p("MOVQ %d(SP), R9", fW)
 	for v := range nv {
-		// Sₙ − Sum = (3Pₙ − Pₙ₊₁)>>8 − Sum as ilv3TilesVNNI's ILV3ROW, in place (Pₙ₊₁
-		// is read before it is turned into its own row), then I → fma(fp16(d)·D, I,
-		// acc) as its ILV3FOLD1.
+		// I = Sₙ − Sum = (3Pₙ − Pₙ₊₁)/256 − Sum, ilv3TilesVNNI's ILV3ROW, in floats: two
+		// fused steps for its five integer ones, in place (Pₙ₊₁ is read before it is
+		// turned into its own row). Every value is exact: |Pₙ| ≤ 255·128·128 < 2²³,
+		// 3Pₙ − Pₙ₊₁ = 256·Sₙ with |Sₙ| ≤ 2·128·128 (so |·| < 2²⁴), and I an integer
+		// of at most 2¹⁵: the floats are those VCVTDQ2PS makes of ILV3ROW's integers.
+		// Then I → fma(fp16(d)·D, I, acc) as its ILV3FOLD1.
+		for n := range 6 {
+			p("VCVTDQ2PS %s, %s", acc(v, n), acc(v, n))
+		}
+		p("VCVTDQ2PS.BCST %d(CX), Z27", 4*blk)
 		for n := range 5 {
 			a := acc(v, n)
-			p("VPADDD %s, %s, Z30", a, a)
-			p("VPADDD Z30, %s, %s", a, a)
-			p("VPSUBD %s, %s, %s", acc(v, n+1), a, a)
-			p("VPSRAD $8, %s, %s", a, a)
-			p("VPSUBD.BCST %d(CX), %s, %s", 4*blk, a, a)
+			p("VFMSUB213PS %s, Z28, %s", acc(v, n+1), a)
+			p("VFMSUB213PS Z27, Z29, %s", a)
 		}
 		for g := range 5 {
 			a := acc(v, g)
@@ -171,7 +180,6 @@ func block(nv, blk int, name string) {
 			m := fmt.Sprintf("%d(R11)(R12*1)", vecAcc*v+laneBytes*blk+64*g)
 			p("VCVTPH2PS %d(R9), %s", blockBytes*blk+32*g, s)
 			p("VMULPS.BCST %d(SI), %s, %s", 4*blk, s, s)
-			p("VCVTDQ2PS %s, %s", a, a)
 			p("VFMADD213PS %s, %s, %s", m, s, a)
 			p("VMOVUPS %s, %s", a, m)
 		}

@@ -27,17 +27,18 @@ import (
 // six byte vectors of a step and two broadcast activation dwords fill the 32 registers
 // at four.
 //
-// Per step a group of four costs 24 VPDPBUSD, and a block of one vector 45 vector
-// instructions of fold, on the two ports VPDPBUSD issues on; the decoding, 10 VPADDB
-// and 6 stores a step, is shared by the call's groups. Triplings done in the step
-// instead (at most five vectors then: two registers for the byte vectors, the dwords
-// broadcast by the VPDPBUSD from memory) cost 10 VPADDB a step for every five
-// vectors, and ran at 171–188 G multiply-adds per CPU second in the cache on the
-// 2-core AVX-512 Xeon VM whose 2-bit batched kernel ran 244–275
-// (BenchmarkIlvMatKernel); decoded once for eight groups of four, 206–225
-// (BenchmarkIlv3MatKernel, g=8; 195–201 at three groups, 154–157 at one). The base-3
-// step's six VPDPBUSD for 320 products against the 2-bit step's four for 256 bound
-// the ratio at 5/6 before the fold.
+// Per step a group of four costs 24 VPDPBUSD, and a block of one vector 32 vector
+// instructions of fold (the row step in floats, see ilv3matmul_amd64_gen.go), on the
+// two ports VPDPBUSD issues on; the decoding, 10 VPADDB and 6 stores a step, is shared
+// by the call's groups. Triplings done in the step instead (at most five vectors then:
+// two registers for the byte vectors, the dwords broadcast by the VPDPBUSD from memory)
+// cost 10 VPADDB a step for every five vectors, and ran at 171–188 G multiply-adds per
+// CPU second in the cache on the 2-core AVX-512 Xeon VM whose 2-bit batched kernel ran
+// 244–275 (BenchmarkIlvMatKernel); decoded once for eight groups of four, 206–225
+// (BenchmarkIlv3MatKernel, g=8; 195–201 at three groups, 154–157 at one) with the
+// integer row step of ilv3TilesVNNI (45 instructions a block and vector), 220–230 with
+// the float one. The base-3 step's six VPDPBUSD for 320 products against the 2-bit
+// step's four for 256 bound the ratio at 5/6 before the fold.
 const ilv3MatWidth = 4
 
 // ilv3MatArgs is the argument block of the batched base-3 kernels (ilv3MatGeneric and

@@ -229,3 +229,47 @@ func TestIlv3MatArgsLayout(t *testing.T) {
 		}
 	}
 }
+
+// TestMatMulInterleaved3Extreme runs the sums to their bounds, where the kernel's float
+// row step must still be exact: every trit byte 0xff (every xₙ 255 and every trit 2)
+// or 0xf2 (a canonical byte of large xₙ), every activation −128 or 127.
+func TestMatMulInterleaved3Extreme(t *testing.T) {
+	const k, n, tv = 2048, 160, 8
+	for _, c := range []byte{0xff, 0xf2} {
+		w := make([]byte, n*PTQ1_0.RowBytes(k))
+		for i := range w {
+			w[i] = c
+		}
+		for b := 0; b < len(w); b += ptq1BlockBytes {
+			w[b+26], w[b+27] = 0x00, 0x3c // 1
+		}
+		v := ilv3Fill(t, w, k, n)
+		xb := NewQ8Batch(k, tv)
+		for s := range tv {
+			x := xb.Row(s)
+			q := int8(-128)
+			if s%2 == 1 {
+				q = 127
+			}
+			for b := range k / BlockSize {
+				for e := range BlockSize {
+					x.Q[q8Index(b*BlockSize+e)] = q
+				}
+				x.Sum[b], x.D[b] = int32(q)*BlockSize, 1
+			}
+			q8TileActs(xb.tile(s), x.Q)
+		}
+		rb := PTQ1_0.RowBytes(k)
+		forEachIlv3Family(t, func(name string) {
+			y := nanVec(tv * n)
+			MatMulInterleaved3Range(v, xb, tv, y, 0, n)
+			for s := range tv {
+				for i := range n {
+					if want := float32(ilv3Exact(w[i*rb:(i+1)*rb], xb.Row(s))); y[s*n+i] != want {
+						t.Fatalf("%s byte %#x: vector %d row %d = %v, want %v", name, c, s, i, y[s*n+i], want)
+					}
+				}
+			}
+		})
+	}
+}

@@ -18,7 +18,7 @@ import (
 func packedBytes(m backend.Model, f ternary.Format, l cpu.Layout) int64 {
 	decode, batch := ternary.InterleavedNative(), ternary.InterleavedBatchNative()
 	if f == ternary.PTQ1_0 {
-		decode, batch = ternary.Interleaved3Native(), false
+		decode, batch = ternary.Interleaved3Native(), ternary.Interleaved3BatchNative()
 	}
 	if l == cpu.LayoutFile || !decode || (l == cpu.LayoutAuto && !batch) {
 		return 0

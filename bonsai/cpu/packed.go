@@ -64,13 +64,16 @@ type packed struct {
 }
 
 // packNative reports whether format f's interleaved kernels run natively here: decode
-// (one vector) and batch (several; only then may the file's rows go).
-func packNative(f ternary.Format) (decode, batch bool) {
+// (one vector) and batch (several; only then may the file's rows go). A variable, for
+// the tests of what the layouts do on CPUs of other kernels.
+var packNative = nativeKernels
+
+func nativeKernels(f ternary.Format) (decode, batch bool) {
 	switch f {
 	case ternary.PQ2_0:
 		return ternary.InterleavedNative(), ternary.InterleavedBatchNative()
 	case ternary.PTQ1_0:
-		return ternary.Interleaved3Native(), false
+		return ternary.Interleaved3Native(), ternary.Interleaved3BatchNative()
 	}
 	return false, false
 }
@@ -118,11 +121,12 @@ func (p *packed) fill(w []byte, lo, hi int) {
 
 // batchNative reports whether batches should read p (see packNative).
 func (p *packed) batchNative() bool {
+	f := ternary.PQ2_0
 	if p.ptq1 != nil {
-		_, b := packNative(ternary.PTQ1_0)
-		return b
+		f = ternary.PTQ1_0
 	}
-	return ternary.InterleavedBatchNative()
+	_, b := packNative(f)
+	return b
 }
 
 // product sets y for rows lo ≤ i < hi (tile-aligned) of the first t vectors of x.
@@ -131,10 +135,7 @@ func (p *packed) product(x *ternary.Q8Batch, t int, y []float32, lo, hi int) {
 	case p.ptq1 != nil && t == 1:
 		ternary.MatVecInterleaved3Range(p.ptq1, x.Row(0), y, lo, hi)
 	case p.ptq1 != nil:
-		for s := range t {
-			n := p.ptq1.N()
-			ternary.MatVecInterleaved3Range(p.ptq1, x.Row(s), y[s*n:(s+1)*n], lo, hi)
-		}
+		ternary.MatMulInterleaved3Range(p.ptq1, x, t, y, lo, hi)
 	case t == 1:
 		ternary.MatVecInterleavedRange(p.pq2, x.Row(0), y, lo, hi)
 	default:

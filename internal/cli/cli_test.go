@@ -40,8 +40,7 @@ func TestLoadSynthetic(t *testing.T) {
 	assert.True(t, os.IsNotExist(err), "the synthetic model's directory is removed")
 	out := stderr.String()
 	assert.Contains(t, out, "weights are RANDOM")
-	assert.Contains(t, out, "test: backend cpu, ")
-	assert.Contains(t, out, " 2 threads, context 4096 tokens (auto: no Vulkan GPU")
+	assert.Contains(t, out, "test: backend cpu, 2 threads, context 4096 tokens (auto: no Vulkan GPU); weights ")
 	assert.Equal(t, 3, strings.Count(out, "\n"), "quick stages print nothing when not on a terminal: %s", out)
 }
 

@@ -165,14 +165,14 @@ func Load(ctx context.Context, stderr io.Writer, prog string, f ModelFlags, opts
 	}
 	fmt.Fprintf(stderr, "%s: model %s: %v, %s; loaded in %.2f s\n",
 		prog, filepath.Base(l.Path), m.Driver().Weights(), Bytes(size), time.Since(start).Seconds())
-	tiles := ""
-	if f.BatchTiles {
-		tiles = ", batch tiles"
-	}
+	weights := ""
 	if m.Backend() == "cpu" {
-		tiles += ", weights " + LayoutNote(f.Layout, m.Driver().Weights())
+		weights = "; weights " + LayoutNote(f.Layout, m.Driver().Weights())
+		if f.BatchTiles {
+			weights += ", batch tiles"
+		}
 	}
-	fmt.Fprintf(stderr, "%s: backend %s%s, %d threads, context %d tokens (%s)\n", prog, m.Backend(), tiles, m.Threads(), m.ContextSize(), why())
+	fmt.Fprintf(stderr, "%s: backend %s, %d threads, context %d tokens (%s)%s\n", prog, m.Backend(), m.Threads(), m.ContextSize(), why(), weights)
 	return l, nil
 }
 

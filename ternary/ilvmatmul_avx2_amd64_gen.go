@@ -59,18 +59,38 @@ func act(v, off int) string {
 	}
 }
 
-// pass emits one pass over a block: the 32 half steps of half h, plane g (rows
-// 16g+8h … 16g+8h+7, ilvTilesAVX2's Y_{2g+h}), each vector's int16 sums in Y<v>, then
-// their fold into the vectors' accumulator lanes. The first pass of a block also
-// prefetches the block's lines pfd bytes on.
-func pass(nv, h, g int, odd bool, name string) {
+// regs is a kernel's register plan: each pass runs two planes (two int16
+// accumulators a vector, Y0 … Y2nv−1), then the two code vectors, the product and the
+// broadcast dword; the code mask and the int16 ones stay in Y15 and Y13 while there is
+// room (nv ≤ 5) and are memory operands from ilvavx2<> at six.
+type regs struct {
+	act        int
+	mask, ones string
+}
+
+func plan(nv int) regs {
+	if 2*nv+3 <= 13 {
+		return regs{14, "Y15", "Y13"}
+	}
+	return regs{15, "ilvavx2<>+0(SB)", "ilvavx2<>+32(SB)"}
+}
+
+// pass emits one pass over a block: the 32 half steps of half h, planes g+j (j < np;
+// rows 16(g+j)+8h … +7, ilvTilesAVX2's Y_{2(g+j)+h}), each vector's int16 sums in
+// Y<np·v+j>, then their fold into the vectors' accumulator lanes. The first
+// pass of a block also prefetches the block's lines pfd bytes on.
+func pass(nv, np, h, g int, odd bool, name string) {
+	rg := plan(nv)
 	ao := 0
 	if odd {
 		ao = 32
 	}
 	first := h == 0 && g == 0
-	for v := range nv {
-		p("VPXOR Y%d, Y%d, Y%d", v, v, v)
+	base := nv * np
+	code := func(j int) int { return base + j }
+	tmp := base + np
+	for a := range base {
+		p("VPXOR Y%d, Y%d, Y%d", a, a, a)
 	}
 	if first {
 		p("PREFETCHT1 (AX)(R9*1)")
@@ -86,15 +106,19 @@ func pass(nv, h, g int, odd bool, name string) {
 		if first {
 			p("PREFETCHT1 %d(SI)(R9*1)", off)
 		}
-		p("VMOVDQU %d(SI), Y8", off+32*h)
-		if g > 0 {
-			p("VPSRLW $%d, Y8, Y8", 2*g)
+		p("VMOVDQU %d(SI), Y%d", off+32*h, code(0))
+		for j := np - 1; j >= 0; j-- {
+			if g+j > 0 {
+				p("VPSRLW $%d, Y%d, Y%d", 2*(g+j), code(0), code(j))
+			}
+			p("VPAND %s, Y%d, Y%d", rg.mask, code(j), code(j))
 		}
-		p("VPAND Y15, Y8, Y8")
 		for v := range nv {
-			p("VPBROADCASTD %s, Y14", act(v, ao+4*st))
-			p("VPMADDUBSW Y14, Y8, Y9")
-			p("VPADDW Y9, Y%d, Y%d", v, v)
+			p("VPBROADCASTD %s, Y%d", act(v, ao+4*st), rg.act)
+			for j := range np {
+				p("VPMADDUBSW Y%d, Y%d, Y%d", rg.act, code(j), tmp)
+				p("VPADDW Y%d, Y%d, Y%d", tmp, np*v+j, np*v+j)
+			}
 		}
 	}
 	p("ADDQ $512, SI")
@@ -110,31 +134,36 @@ func pass(nv, h, g int, odd bool, name string) {
 	}
 	// I = Σ c·Q − Sum and acc = fma(fp16(d)·D, I, acc), as ilvTilesAVX2's ILV2SUMS and
 	// ILV2FOLD1.
-	i := 2*g + h
-	p("VCVTPH2PS %d(AX), Y10", 16*i)
-	for v := range nv {
-		d, s := "(R10)", "(DI)"
-		if v > 0 {
-			p("IMUL3Q $%d, R14, R15", v)
-			d, s = "(R10)(R15*1)", "(DI)(R15*1)"
+	scale, prod, mem := code(0), tmp, code(1)
+	for j := range np {
+		i := 2*(g+j) + h
+		p("VCVTPH2PS %d(AX), Y%d", 16*i, scale)
+		for v := range nv {
+			d, s := "(R10)", "(DI)"
+			if v > 0 {
+				p("IMUL3Q $%d, R14, R15", v)
+				d, s = "(R10)(R15*1)", "(DI)(R15*1)"
+			}
+			a := np*v + j
+			p("VPMADDWD %s, Y%d, Y%d", rg.ones, a, a)
+			p("VPBROADCASTD %s, Y%d", s, rg.act)
+			p("VPSUBD Y%d, Y%d, Y%d", rg.act, a, a)
+			p("VCVTDQ2PS Y%d, Y%d", a, a)
+			p("VBROADCASTSS %s, Y%d", d, rg.act)
+			p("VMULPS Y%d, Y%d, Y%d", rg.act, scale, prod)
+			p("VMOVUPS %d(R11)(R12*1), Y%d", 2048*v+32*i, mem)
+			p("VFMADD231PS Y%d, Y%d, Y%d", a, prod, mem)
+			p("VMOVUPS Y%d, %d(R11)(R12*1)", mem, 2048*v+32*i)
 		}
-		p("VPMADDWD Y13, Y%d, Y%d", v, v)
-		p("VPBROADCASTD %s, Y14", s)
-		p("VPSUBD Y14, Y%d, Y%d", v, v)
-		p("VCVTDQ2PS Y%d, Y%d", v, v)
-		p("VBROADCASTSS %s, Y14", d)
-		p("VMULPS Y14, Y10, Y9")
-		p("VMOVUPS %d(R11)(R12*1), Y11", 2048*v+32*i)
-		p("VFMADD231PS Y%d, Y9, Y11", v)
-		p("VMOVUPS Y11, %d(R11)(R12*1)", 2048*v+32*i)
 	}
 }
 
-// block emits one block: its eight passes, then the step to the next block.
+// block emits one block: its four passes, then the step to the next block.
 func block(nv int, odd bool, name string) {
+	const np = 2
 	for h := range 2 {
-		for g := range 4 {
-			pass(nv, h, g, odd, fmt.Sprintf("%s%d%d", name, h, g))
+		for g := 0; g < 4; g += np {
+			pass(nv, np, h, g, odd, fmt.Sprintf("%s%d%d", name, h, g))
 		}
 	}
 	p("ADDQ $%d, AX", 2176)
@@ -149,13 +178,15 @@ func kernel(nv int) {
 	line("")
 	line(fmt.Sprintf("// func %s(a *ilvMatArgs)", name))
 	line(fmt.Sprintf("TEXT ·%s(SB), NOSPLIT, $0-8", name))
-	// The code mask and the int16 ones, as ilvTilesAVX2's ILV2CONST.
-	p("MOVL $0x03030303, AX")
-	p("VMOVD AX, X15")
-	p("VPBROADCASTD X15, Y15")
-	p("MOVL $0x00010001, AX")
-	p("VMOVD AX, X13")
-	p("VPBROADCASTD X13, Y13")
+	if plan(nv).mask == "Y15" {
+		// The code mask and the int16 ones, as ilvTilesAVX2's ILV2CONST.
+		p("MOVL $0x03030303, AX")
+		p("VMOVD AX, X15")
+		p("VPBROADCASTD X15, Y15")
+		p("MOVL $0x00010001, AX")
+		p("VMOVD AX, X13")
+		p("VPBROADCASTD X13, Y13")
+	}
 	p("MOVQ a+0(FP), R8")
 	p("MOVQ %d(R8), AX", argW)
 	p("MOVQ %d(R8), BX", argQ)
@@ -231,24 +262,44 @@ func main() {
 	line("// The batched interleaved kernels for AVX2 (see interleave_matmul.go): ilvMatAVX2<nv>")
 	line("// runs one tile of 64 rows and nv vectors. Sixteen registers do not hold")
 	line("// ilvTilesAVX2's eight int16 accumulators for more than one vector, so a block is")
-	line("// run in eight passes, one per half step and plane (eight rows): a pass loads and")
-	line("// extracts each of its 32 code vectors once (Y8, mask Y15) and multiplies it with")
-	line("// every vector's broadcast dword (Y14, product Y9) into that vector's int16")
-	line("// accumulator Y<v>; the block (2176 bytes) stays in L1 across its passes. Per 32")
-	line("// codes a vector costs a broadcast, a VPMADDUBSW and a VPADDW, the extraction")
-	line("// (load, shift, AND) is shared by the nv vectors. Each pass then folds its eight rows")
-	line("// as ilvTilesAVX2 does (VPMADDWD by ones Y13, minus Sum, fp16(d)·D, FMA into the")
-	line("// block's lane), so every vector's bits are ilvTilesAVX2's: integer sums do not")
-	line("// depend on the order of their terms, and the float operations are the same.")
+	line("// run in four passes, one per half step and pair of planes (two sets of eight rows):")
+	line("// a pass loads each of its 32 half steps once, extracts two code vectors (shift,")
+	line("// AND) and multiplies them with every vector's broadcast dword into that vector's two")
+	line("// int16 accumulators; the block (2176 bytes) stays in L1 across its passes. Per 32")
+	line("// codes a vector then costs a VPMADDUBSW, a VPADDW and half a broadcast, and the")
+	line("// extraction is shared by the nv vectors. Each pass folds its sixteen rows as")
+	line("// ilvTilesAVX2 does (VPMADDWD by ones, minus Sum, fp16(d)·D, FMA into the block's")
+	line("// lane), so every vector's bits are ilvTilesAVX2's: integer sums do not depend on the")
+	line("// order of their terms, and the float operations are the same.")
 	line("//")
-	line("// Registers: R8 the block pairs left, AX the block, SI the pass's plane of steps, DX")
-	line("// the planes left, BX vector 0's activations and CX vector 3's (R13 apart), R10 and")
-	line("// DI vector 0's D and Sum (R14 apart, R15 v·R14 in the fold), R9 the distance to the")
-	line("// bytes to prefetch, R11 the accumulators (vector v's lane l at 2048v+256l), R12 the")
-	line("// lane of the block.")
+	line("// The vector ALUs bound it: at six vectors 2.3 of them per 32 products, about 40")
+	line("// products a cycle. On a shared 2-core AVX-512 Xeon VM (load 5–9, AVX2 family),")
+	line("// BenchmarkIlvMatKernelAVX2 ran 94–103 G multiply-adds per CPU second at six vectors")
+	line("// and 94–99 at four, against 57–59 at one (ilvTilesAVX2's rate) and the AVX2 tiled")
+	line("// kernel's 71–98 (BenchmarkIlvMatKernelTiled). One plane a pass, six vectors in")
+	line("// registers with the mask and ones, ran 2–8% slower.")
+	line("//")
+	line("// Registers: Y0 … Y2nv−1 the accumulators (vector v's at 2v, 2v+1), then the two code")
+	line("// vectors and the product; the broadcast dword in Y14, the mask in Y15 and the ones")
+	line("// in Y13 up to five vectors; at six the dword takes Y15 and the mask and ones are")
+	line("// memory operands. R8 the block pairs left, AX the block, SI the pass's plane of")
+	line("// steps, DX the planes left, BX vector 0's activations and CX vector 3's (R13")
+	line("// apart), R10 and DI vector 0's D and Sum (R14 apart, R15 v·R14 in the fold), R9 the")
+	line("// distance to the bytes to prefetch, R11 the accumulators (vector v's lane l at")
+	line("// 2048v+256l), R12 the lane of the block.")
 	line("//")
 	line("// A block's first pass prefetches each of its lines ilvMatArgs.pfd bytes on (the")
 	line("// next tile, on a tile's first call) into L2, as the VNNI kernels do.")
+	line("")
+	line("// ilvavx2<> holds the code mask (0x03 in every byte) and the int16 ones for the kernel")
+	line("// whose accumulators leave them no register.")
+	for i := 0; i < 32; i += 8 {
+		line(fmt.Sprintf("DATA ilvavx2<>+%d(SB)/8, $0x0303030303030303", i))
+	}
+	for i := 32; i < 64; i += 8 {
+		line(fmt.Sprintf("DATA ilvavx2<>+%d(SB)/8, $0x0001000100010001", i))
+	}
+	line("GLOBL ilvavx2<>(SB), RODATA|NOPTR, $64")
 	for nv := 1; nv <= width; nv++ {
 		kernel(nv)
 	}

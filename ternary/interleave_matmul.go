@@ -24,7 +24,7 @@ import (
 // [MatVecInterleavedRange] gives it, whatever the batch around it.
 //
 // The AVX2 kernels (ilvMatAVX2<nv>, ilvmatmul_avx2_amd64.s) do the same with
-// ilvTilesAVX2's arithmetic, in eight passes a block for want of registers: see there.
+// ilvTilesAVX2's arithmetic, in four passes a block for want of registers: see there.
 
 // ilvMatWidth is the most vectors the batched kernels take at once: four accumulators
 // per vector, and a code step, its three masked variants, the three masks and a

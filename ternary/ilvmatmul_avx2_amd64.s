@@ -18,11 +18,13 @@
 // order of their terms, and the float operations are the same.
 //
 // The vector ALUs bound it: at six vectors 2.3 of them per 32 products, about 40
-// products a cycle. On a shared 2-core AVX-512 Xeon VM (load 5–9, AVX2 family),
-// BenchmarkIlvMatKernelAVX2 ran 94–103 G multiply-adds per CPU second at six vectors
-// and 94–99 at four, against 57–59 at one (ilvTilesAVX2's rate) and the AVX2 tiled
-// kernel's 71–98 (BenchmarkIlvMatKernelTiled). One plane a pass, six vectors in
-// registers with the mask and ones, ran 2–8% slower.
+// products a cycle. On a shared 2-core AVX-512 Xeon VM (load 4–6, AVX2 family; medians
+// of 5 alternated runs at K = 1024, 5120, 17408), BenchmarkIlvMatKernelAVX2 ran 92,
+// 102 and 101 G multiply-adds per CPU second at six vectors, 63–65 at one, and the
+// AVX2 tiled kernel 83, 99 and 80 (BenchmarkIlvMatKernelTiled); one plane a pass, six
+// vectors in registers with the mask and ones, ran 2–8% slower. In the prefill
+// product (BenchmarkMatMulIlvAVX2, 5120×17408 and 17408×5120, 64 and 256 tokens)
+// the medians were 93–98 against 59–64 vector by vector and 50–90 over the file.
 //
 // Registers: Y0 … Y2nv−1 the accumulators (vector v's at 2v, 2v+1), then the two code
 // vectors and the product; the broadcast dword in Y14, the mask in Y15 and the ones

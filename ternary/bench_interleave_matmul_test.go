@@ -16,6 +16,18 @@ func BenchmarkIlvMatKernel(b *testing.B) {
 	if !ilvHasVNNI() {
 		b.Skip("no AVX-512 VNNI")
 	}
+	benchIlvMatKernel(b, archIlvMat)
+}
+
+// BenchmarkIlvMatKernelAVX2 is BenchmarkIlvMatKernel for the AVX2 kernels.
+func BenchmarkIlvMatKernelAVX2(b *testing.B) {
+	if _, ok := ilvAVX2Kernel(); !ok {
+		b.Skip("no AVX2 (with FMA and F16C)")
+	}
+	benchIlvMatKernel(b, archIlvMatAVX2)
+}
+
+func benchIlvMatKernel(b *testing.B, mat func(int, *ilvMatArgs)) {
 	for _, nv := range []int{ilvMatWidth, 4, 2, 1} {
 		for _, k := range []int{1024, 5120, 17408} {
 			b.Run(fmt.Sprintf("K=%d/nv=%d", k, nv), func(b *testing.B) {
@@ -32,7 +44,7 @@ func BenchmarkIlvMatKernel(b *testing.B) {
 					for s0 := 0; s0+nv <= t; s0 += nv {
 						a := ilvMatArgs{w: &v.buf[0], nb8: nb / 8, q: &x.q[s0*q8QBytes(k)], qs: q8QBytes(k),
 							d: &x.d[s0*nb], sum: &x.sum[s0*nb], ds: 4 * nb, acc: &acc[0], y: &y[s0*IlvRows], ys: 4 * IlvRows}
-						archIlvMat(nv, &a)
+						mat(nv, &a)
 					}
 				}
 				macs := float64(k) * IlvRows * float64(t/nv*nv) * float64(b.N) / 1e9
@@ -43,10 +55,16 @@ func BenchmarkIlvMatKernel(b *testing.B) {
 	}
 }
 
-// BenchmarkIlvMatKernelTiled is BenchmarkQ8TileKernel's widest tiled kernel of the
-// selected family measured as BenchmarkIlvMatKernel is (72 vectors, CPU seconds), for
+// BenchmarkIlvMatKernelTiled is BenchmarkQ8TileKernel's widest tiled kernel of each
+// SIMD family measured as BenchmarkIlvMatKernel is (72 vectors, CPU seconds), for
 // a side-by-side figure: one repacked tile of rows, no repacking timed.
 func BenchmarkIlvMatKernelTiled(b *testing.B) {
+	for _, kern := range q8Kernels[1:] {
+		withKernel(kern, func() { benchIlvMatKernelTiled(b) })
+	}
+}
+
+func benchIlvMatKernelTiled(b *testing.B) {
 	for _, k := range []int{1024, 5120, 17408} {
 		b.Run(fmt.Sprintf("K=%d/%s", k, Q8Kernel()), func(b *testing.B) {
 			const t = q8BatchMax
@@ -113,8 +131,39 @@ func BenchmarkMatMulIlv(b *testing.B) {
 	}
 }
 
+// BenchmarkMatMulIlvAVX2 is BenchmarkMatMulIlv on the AVX2 family (selected as the
+// AVX2 Q8 kernel, as on an AVX2-only machine) on 5120×17408 and 17408×5120, with a
+// third mode, "vector": the interleaved decode kernel run vector by vector, which is
+// what MatMulInterleavedRange did on AVX2 before it had a batched kernel.
+func BenchmarkMatMulIlvAVX2(b *testing.B) {
+	k8, ok := ilvAVX2Kernel()
+	if !ok {
+		b.Skip("no AVX2 (with FMA and F16C)")
+	}
+	for _, sh := range matMulShapes[:2] {
+		k, n := sh[0], sh[1]
+		for _, t := range []int{64, 256} {
+			for _, threads := range []int{1, 2} {
+				for _, mode := range []string{"file", "interleaved", "vector"} {
+					b.Run(fmt.Sprintf("%dx%d/t=%d/threads=%d/%s", k, n, t, threads, mode), func(b *testing.B) {
+						withKernel(k8, func() { benchMatMulIlvMode(b, k, n, t, threads, mode) })
+					})
+				}
+			}
+		}
+	}
+}
+
 func benchMatMulIlv(b *testing.B, k, n, t, threads int, ilv bool) {
-	if ilv && !InterleavedBatchNative() {
+	mode := "file"
+	if ilv {
+		mode = "interleaved"
+	}
+	benchMatMulIlvMode(b, k, n, t, threads, mode)
+}
+
+func benchMatMulIlvMode(b *testing.B, k, n, t, threads int, mode string) {
+	if mode == "interleaved" && !InterleavedBatchNative() {
 		b.Skip("no native batched interleaved kernel")
 	}
 	r := rand.New(rand.NewPCG(1, 2))
@@ -122,13 +171,22 @@ func benchMatMulIlv(b *testing.B, k, n, t, threads int, ilv bool) {
 	x := ilvBenchBatch(r, k, t)
 	y := make([]float32, n*t)
 	var s *streamRows
-	if ilv {
+	switch mode {
+	case "interleaved":
 		v := ilvFill(b, w, k, n)
 		w = nil
 		s = newStreamRows((n+IlvRows-1)/IlvRows, 1, threads, func(_, lo, hi int) {
 			MatMulInterleavedRange(v, x, t, y, lo*IlvRows, min(hi*IlvRows, n))
 		})
-	} else {
+	case "vector":
+		v := ilvFill(b, w, k, n)
+		w = nil
+		s = newStreamRows((n+IlvRows-1)/IlvRows, 1, threads, func(_, lo, hi int) {
+			for i := range t {
+				MatVecInterleavedRange(v, &x.rows[i], y[i*n:(i+1)*n], lo*IlvRows, min(hi*IlvRows, n))
+			}
+		})
+	default:
 		s = newStreamRows(n, productGrain, threads, func(_, lo, hi int) {
 			MatMulQ8Range(PQ2_0, w, k, n, x, t, y, lo, hi)
 		})

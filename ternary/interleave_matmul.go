@@ -22,6 +22,9 @@ import (
 // multiply for the scale and one fused multiply-add) and the lane tree are those of
 // ilvTilesVNNI, so every vector's outputs are bit for bit what
 // [MatVecInterleavedRange] gives it, whatever the batch around it.
+//
+// The AVX2 kernels (ilvMatAVX2<nv>, ilvmatmul_avx2_amd64.s) do the same with
+// ilvTilesAVX2's arithmetic, in four passes a block for want of registers: see there.
 
 // ilvMatWidth is the most vectors the batched kernels take at once: four accumulators
 // per vector, and a code step, its three masked variants, the three masks and a
@@ -54,13 +57,20 @@ type ilvMatArgs struct {
 	pfd int
 }
 
-// InterleavedBatchNative reports whether [MatMulInterleavedRange] runs a SIMD kernel
-// here, one whose outputs are bit for bit those of [MatMulQ8Range] over the file's bytes
-// (AVX-512 VNNI). Elsewhere it runs a pure-Go twin, right but slow, which matches the
-// generic Q8 kernel only (and where the selected family has an interleaved decode kernel
-// but no batched one, AVX2 and NEON, it runs that kernel vector by vector): an engine
-// should then keep batches on MatMulQ8Range.
-func InterleavedBatchNative() bool { return ilvSel() == ilvVNNI }
+// InterleavedBatchNative reports whether [MatMulInterleavedRange] runs a batched SIMD
+// kernel here for the selected family, one whose outputs are bit for bit those of
+// [MatMulQ8Range] over the file's bytes on that family (AVX-512 VNNI, AVX2). Elsewhere
+// it runs a pure-Go twin, right but slow, which matches the generic Q8 kernel only (and
+// where the selected family has an interleaved decode kernel but no batched one, NEON,
+// it runs that kernel vector by vector): an engine should then keep batches on
+// MatMulQ8Range.
+func InterleavedBatchNative() bool {
+	switch ilvSel() {
+	case ilvVNNI, ilvAVX2:
+		return true
+	}
+	return false
+}
 
 // MatMulInterleavedRange is [MatMulQ8Range] over an interleaved PQ2_0 matrix: for each
 // of the first t vectors s of x, y[s·n+i] = Σ_j W[i][j]·x_s[j] for rows lo ≤ i < hi (n
@@ -87,7 +97,7 @@ func MatMulInterleavedRange(v *Interleaved, x *Q8Batch, t int, y []float32, lo, 
 	}
 	nb8 := v.nb / 8
 	fam := ilvSel()
-	if t == 1 || nb8 == 0 || (fam != ilvVNNI && fam != ilvGeneric) {
+	if t == 1 || nb8 == 0 || (fam != ilvVNNI && fam != ilvAVX2 && fam != ilvGeneric) {
 		// One vector, rows narrower than a group (nothing for a vector to share), or a
 		// family with no batched kernel: its decode kernel keeps every vector's bits.
 		for s := range t {
@@ -118,9 +128,12 @@ func MatMulInterleavedRange(v *Interleaved, x *Q8Batch, t int, y []float32, lo, 
 				} else {
 					a.y, a.ys = &last[0], 4*IlvRows
 				}
-				if fam == ilvVNNI {
+				switch fam {
+				case ilvVNNI:
 					archIlvMat(cl.tv, &a)
-				} else {
+				case ilvAVX2:
+					archIlvMatAVX2(cl.tv, &a)
+				default:
 					ilvMatGeneric(cl.tv, &a)
 				}
 				for s := s0; s < s0+cl.tv; s++ {
@@ -144,7 +157,7 @@ func ilvTailAdd(fam ilvFamily, tile []byte, nb, nb8 int, x *Q8, yt []float32) {
 	for b := 8 * nb8; b < nb; b++ {
 		blk := (*[ilvBlockBytes]byte)(tile[b*ilvBlockBytes:])
 		var sums [IlvRows]int32
-		if fam == ilvVNNI {
+		if fam != ilvGeneric {
 			archIlvBlock(fam, &blk[0], &x.Q[256*(b/2)+32*(b%2)], &x.Sum[b], &sums[0])
 		} else {
 			ilvBlockGeneric(&sums, blk, x, b)

@@ -130,17 +130,22 @@ func TestMatMulInterleavedExact(t *testing.T) {
 
 // TestIlvMatKernels checks each batched kernel, called directly on one tile at every
 // width, against the matrix-vector kernel of its family run on each vector alone, bit
-// for bit: the SIMD kernels against ilvTilesVNNI, the twin against ilvTilesGeneric.
-// (The two families differ in the last bits: one fuses the multiply-add.)
+// for bit: each SIMD kernel against its family's (ilvTilesVNNI, ilvTilesAVX2), the twin
+// against ilvTilesGeneric. (The families differ in the last bits: one fuses the
+// multiply-add.)
 func TestIlvMatKernels(t *testing.T) {
 	r := rand.New(rand.NewPCG(64, 65))
-	fams := []struct {
+	type family struct {
 		name string
 		fam  ilvFamily
 		mat  func(int, *ilvMatArgs)
-	}{{"generic", ilvGeneric, ilvMatGeneric}, {"vnni", ilvVNNI, archIlvMat}}
-	if !ilvHasVNNI() {
-		fams = fams[:1]
+	}
+	fams := []family{{"generic", ilvGeneric, ilvMatGeneric}}
+	if ilvHasVNNI() {
+		fams = append(fams, family{"vnni", ilvVNNI, archIlvMat})
+	}
+	if _, ok := ilvAVX2Kernel(); ok {
+		fams = append(fams, family{"avx2", ilvAVX2, archIlvMatAVX2})
 	}
 	for _, k := range []int{1024, 2048, 5120} {
 		w := randPQ2(r, k, IlvRows, func() uint16 { return randScale(r) })
@@ -235,7 +240,7 @@ func TestIlvMatArgsLayout(t *testing.T) {
 }
 
 // ilvHasVNNI reports whether one of this machine's Q8 families runs the AVX-512 VNNI
-// interleaved kernels (the only family with a batched one).
+// interleaved kernels.
 func ilvHasVNNI() bool {
 	for _, k := range q8Kernels {
 		if k.id != q8Generic && archIlvFamily(k.id) == ilvVNNI {
@@ -243,4 +248,81 @@ func ilvHasVNNI() bool {
 		}
 	}
 	return false
+}
+
+// ilvAVX2Kernel returns the Q8 family whose interleaved kernels are the AVX2 ones, if
+// this machine has it.
+func ilvAVX2Kernel() (q8Kernel, bool) {
+	for _, k := range q8Kernels {
+		if k.id != q8Generic && archIlvFamily(k.id) == ilvAVX2 {
+			return k, true
+		}
+	}
+	return q8Kernel{}, false
+}
+
+// TestMatMulInterleavedAVX2 runs TestMatMulInterleaved's checks on the AVX2 family
+// alone (selected as the AVX2 Q8 kernel, as on an AVX2-only machine, even where
+// AVX-512 is there too), with the codes' extremes and activation −128 made frequent:
+// widths of 1 to 20 blocks, every batch size of ilvMatTs, 130 rows, every vector bit
+// for bit what MatVecInterleavedRange and MatMulQ8Range give it on that family.
+func TestMatMulInterleavedAVX2(t *testing.T) {
+	k8, ok := ilvAVX2Kernel()
+	if !ok {
+		t.Skip("no AVX2 (with FMA and F16C): no AVX2 interleaved kernels")
+	}
+	r := rand.New(rand.NewPCG(70, 71))
+	const n = 130
+	withKernel(k8, func() {
+		if !InterleavedBatchNative() {
+			t.Fatal("AVX2 family: InterleavedBatchNative() = false")
+		}
+		for nb := 1; nb <= 20; nb++ {
+			k := nb * BlockSize
+			w := randPQ2(r, k, n, func() uint16 { return randScale(r) })
+			if nb%2 == 0 {
+				// Every code 3 in some rows and columns: the extreme the int16
+				// partial sums must hold with activation −128.
+				for i := range w {
+					if i%pq2BlockBytes >= 2 && r.IntN(3) == 0 {
+						w[i] = 0xff
+					}
+				}
+			}
+			v := ilvFill(t, w, k, n)
+			xb := randIlvBatch(r, k, 64, false)
+			if nb%3 == 0 {
+				for s := range 64 {
+					x := xb.Row(s)
+					for b := range nb {
+						x.Sum[b] = 0
+						for i := range BlockSize {
+							j := q8Index(b*BlockSize + i)
+							if r.IntN(2) == 0 {
+								x.Q[j] = -128
+							}
+							x.Sum[b] += int32(x.Q[j])
+						}
+					}
+					q8TileActs(xb.tile(s), x.Q)
+				}
+			}
+			for _, tv := range ilvMatTs {
+				want := make([]float32, tv*n)
+				MatMulQ8Range(PQ2_0, w, k, n, xb, tv, want, 0, n)
+				y := nanVec(tv * n)
+				MatMulInterleavedRange(v, xb, tv, y, 0, n)
+				for s := range tv {
+					alone := nanVec(n)
+					MatVecInterleavedRange(v, xb.Row(s), alone, 0, n)
+					for i := range n {
+						g, a, q := y[s*n+i], alone[i], want[s*n+i]
+						if math.Float32bits(g) != math.Float32bits(a) || math.Float32bits(g) != math.Float32bits(q) {
+							t.Fatalf("k=%d t=%d: vector %d row %d = %v, alone %v, MatMulQ8Range %v", k, tv, s, i, g, a, q)
+						}
+					}
+				}
+			}
+		}
+	})
 }

@@ -24,7 +24,10 @@ import (
 // thinking template.
 func pageServer(t *testing.T) (*serve.Server, *httptest.Server) {
 	t.Helper()
-	m, err := bonsai.Open(synthtest.Path(t, "tiny", 1, ternary.PQ2_0), bonsai.WithThreads(2), bonsai.WithChatTemplate(synthtest.ThinkTemplate))
+	// A context far past the tiny model's 4,096, so that a reply can run long enough
+	// to be stopped on any machine: the tiny model decodes thousands of tokens a second.
+	m, err := bonsai.Open(synthtest.Path(t, "tiny", 1, ternary.PQ2_0), bonsai.WithThreads(2), bonsai.WithChatTemplate(synthtest.ThinkTemplate),
+		bonsai.WithContextSize(1<<17))
 	require.NoError(t, err)
 	t.Cleanup(func() { m.Close() })
 	srv, err := serve.New(m, serve.Config{ModelName: "tiny", Parallel: 1, Queue: 4})
@@ -198,7 +201,7 @@ func TestPage(t *testing.T) {
 	before := srv.Stats().Cancelled
 	require.NoError(t, chromedp.Do(ctx,
 		chromedp.Click(chromedp.CSS("#clear")),
-		chromedp.SetValue(chromedp.CSS("#max-tokens"), "4000"),
+		chromedp.SetValue(chromedp.CSS("#max-tokens"), "120000"),
 		chromedp.SendKeys(chromedp.CSS("#input"), "Go on and on"),
 		chromedp.Click(chromedp.CSS("#send")),
 		until(`(() => { const m = document.querySelector('.msg.assistant[data-state="streaming"]'); return !!m && Number(m.dataset.chunks) >= 5; })()`, 60*time.Second),

@@ -32,7 +32,7 @@ func BenchmarkIlvMatKernel(b *testing.B) {
 					for s0 := 0; s0+nv <= t; s0 += nv {
 						a := ilvMatArgs{w: &v.buf[0], nb8: nb / 8, q: &x.q[s0*q8QBytes(k)], qs: q8QBytes(k),
 							d: &x.d[s0*nb], sum: &x.sum[s0*nb], ds: 4 * nb, acc: &acc[0], y: &y[s0*IlvRows], ys: 4 * IlvRows}
-						archIlvMat(nv, &a)
+						archIlvMatFam(ilvVNNI, nv, &a)
 					}
 				}
 				macs := float64(k) * IlvRows * float64(t/nv*nv) * float64(b.N) / 1e9

@@ -56,11 +56,24 @@ type ilvMatArgs struct {
 
 // InterleavedBatchNative reports whether [MatMulInterleavedRange] runs a SIMD kernel
 // here, one whose outputs are bit for bit those of [MatMulQ8Range] over the file's bytes
-// (AVX-512 VNNI). Elsewhere it runs a pure-Go twin, right but slow, which matches the
-// generic Q8 kernel only (and where the selected family has an interleaved decode kernel
-// but no batched one, AVX2 and NEON, it runs that kernel vector by vector): an engine
-// should then keep batches on MatMulQ8Range.
-func InterleavedBatchNative() bool { return ilvSel() == ilvVNNI }
+// (AVX-512 VNNI; SDOT on arm64). Elsewhere it runs a pure-Go twin, right but slow, which
+// matches the generic Q8 kernel only (and where the selected family has an interleaved
+// decode kernel but no batched one, AVX2 and plain NEON, it runs that kernel vector by
+// vector): an engine should then keep batches on MatMulQ8Range.
+func InterleavedBatchNative() bool {
+	fam := ilvSel()
+	return fam != ilvGeneric && ilvMatFamWidth(fam) > 0
+}
+
+// ilvMatFamWidth returns the widest batch of family fam's batched kernel (the pure-Go
+// twin's for the generic family), 0 where it has none; archIlvMatWidth says it per
+// platform and archIlvMatFam runs the kernel.
+func ilvMatFamWidth(fam ilvFamily) int {
+	if fam == ilvGeneric {
+		return ilvMatWidth
+	}
+	return min(archIlvMatWidth(fam), ilvMatWidth)
+}
 
 // MatMulInterleavedRange is [MatMulQ8Range] over an interleaved PQ2_0 matrix: for each
 // of the first t vectors s of x, y[s·n+i] = Σ_j W[i][j]·x_s[j] for rows lo ≤ i < hi (n
@@ -87,7 +100,8 @@ func MatMulInterleavedRange(v *Interleaved, x *Q8Batch, t int, y []float32, lo, 
 	}
 	nb8 := v.nb / 8
 	fam := ilvSel()
-	if t == 1 || nb8 == 0 || (fam != ilvVNNI && fam != ilvGeneric) {
+	width := ilvMatFamWidth(fam)
+	if t == 1 || nb8 == 0 || width == 0 {
 		// One vector, rows narrower than a group (nothing for a vector to share), or a
 		// family with no batched kernel: its decode kernel keeps every vector's bits.
 		for s := range t {
@@ -96,7 +110,7 @@ func MatMulInterleavedRange(v *Interleaved, x *Q8Batch, t int, y []float32, lo, 
 		return
 	}
 	var calls [2]q8Call
-	ncalls := q8TileCalls(&calls, ilvMatWidth, t)
+	ncalls := q8TileCalls(&calls, width, t)
 	var acc [ilvMatWidth * 8 * IlvRows]float32
 	var last [ilvMatWidth * IlvRows]float32 // a padded last tile's outputs
 	tb := v.tileBytes()
@@ -118,8 +132,8 @@ func MatMulInterleavedRange(v *Interleaved, x *Q8Batch, t int, y []float32, lo, 
 				} else {
 					a.y, a.ys = &last[0], 4*IlvRows
 				}
-				if fam == ilvVNNI {
-					archIlvMat(cl.tv, &a)
+				if fam != ilvGeneric {
+					archIlvMatFam(fam, cl.tv, &a)
 				} else {
 					ilvMatGeneric(cl.tv, &a)
 				}
@@ -144,7 +158,7 @@ func ilvTailAdd(fam ilvFamily, tile []byte, nb, nb8 int, x *Q8, yt []float32) {
 	for b := 8 * nb8; b < nb; b++ {
 		blk := (*[ilvBlockBytes]byte)(tile[b*ilvBlockBytes:])
 		var sums [IlvRows]int32
-		if fam == ilvVNNI {
+		if fam != ilvGeneric {
 			archIlvBlock(fam, &blk[0], &x.Q[256*(b/2)+32*(b%2)], &x.Sum[b], &sums[0])
 		} else {
 			ilvBlockGeneric(&sums, blk, x, b)

@@ -130,24 +130,36 @@ func TestMatMulInterleavedExact(t *testing.T) {
 
 // TestIlvMatKernels checks each batched kernel, called directly on one tile at every
 // width, against the matrix-vector kernel of its family run on each vector alone, bit
-// for bit: the SIMD kernels against ilvTilesVNNI, the twin against ilvTilesGeneric.
+// for bit: each SIMD kernel against its family's (ilvTilesVNNI, ilvTilesNEONDot), the
+// twin against ilvTilesGeneric.
 // (The two families differ in the last bits: one fuses the multiply-add.)
 func TestIlvMatKernels(t *testing.T) {
 	r := rand.New(rand.NewPCG(64, 65))
 	fams := []struct {
-		name string
-		fam  ilvFamily
-		mat  func(int, *ilvMatArgs)
-	}{{"generic", ilvGeneric, ilvMatGeneric}, {"vnni", ilvVNNI, archIlvMat}}
-	if !ilvHasVNNI() {
-		fams = fams[:1]
+		name  string
+		fam   ilvFamily
+		width int
+		mat   func(int, *ilvMatArgs)
+	}{{"generic", ilvGeneric, ilvMatWidth, ilvMatGeneric}}
+	for _, k := range q8Kernels {
+		fam := archIlvFamily(k.id)
+		if k.id == q8Generic || archIlvMatWidth(fam) == 0 {
+			continue
+		}
+		fams = append(fams, struct {
+			name  string
+			fam   ilvFamily
+			width int
+			mat   func(int, *ilvMatArgs)
+		}{k.name, fam, archIlvMatWidth(fam), func(nv int, a *ilvMatArgs) { archIlvMatFam(fam, nv, a) }})
 	}
 	for _, k := range []int{1024, 2048, 5120} {
 		w := randPQ2(r, k, IlvRows, func() uint16 { return randScale(r) })
 		v := ilvFill(t, w, k, IlvRows)
 		xb := randIlvBatch(r, k, ilvMatWidth, false)
 		for _, f := range fams {
-			for nv := 1; nv <= ilvMatWidth; nv++ {
+			t.Logf("%s k=%d: widths 1…%d", f.name, k, f.width)
+			for nv := 1; nv <= f.width; nv++ {
 				var acc [ilvMatWidth * 8 * IlvRows]float32
 				y := nanVec(nv * IlvRows)
 				a := ilvMatArgs{w: &v.buf[0], nb8: k / 1024, q: &xb.q[0], qs: q8QBytes(k),
@@ -206,7 +218,8 @@ func TestMatMulInterleavedPanics(t *testing.T) {
 }
 
 // TestIlvMatArgsLayout pins the field offsets the assembly kernels use (the constants
-// of ilvmatmul_amd64_gen.go): a change to ilvMatArgs must be made there too.
+// of ilvmatmul_amd64_gen.go and ilvmatmul_arm64_gen.go): a change to ilvMatArgs must be
+// made there too.
 func TestIlvMatArgsLayout(t *testing.T) {
 	if unsafe.Sizeof(uintptr(0)) != 8 {
 		t.Skip("the assembly kernels are 64-bit only")

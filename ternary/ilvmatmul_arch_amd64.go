@@ -1,0 +1,21 @@
+//go:build amd64 && !purego
+
+package ternary
+
+// archIlvMatWidth returns the widest batch of family fam's batched kernel, 0 where it
+// has none.
+func archIlvMatWidth(fam ilvFamily) int {
+	if fam == ilvVNNI {
+		return ilvMatWidth
+	}
+	return 0
+}
+
+// archIlvMatFam runs family fam's batched kernel for nv vectors, 1 ≤ nv ≤
+// archIlvMatWidth(fam).
+func archIlvMatFam(fam ilvFamily, nv int, a *ilvMatArgs) {
+	if fam != ilvVNNI {
+		panic("ternary: no batched interleaved kernel for this family")
+	}
+	archIlvMat(nv, a)
+}

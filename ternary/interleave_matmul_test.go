@@ -257,3 +257,47 @@ func ilvHasVNNI() bool {
 	}
 	return false
 }
+
+// TestMatMulInterleavedExtremes runs the batched product where every code is 3 and
+// every activation −128, the largest magnitude each kernel's integers reach (the SDOT
+// kernels' shifted row groups among them), against each vector alone and MatMulQ8Range.
+func TestMatMulInterleavedExtremes(t *testing.T) {
+	r := rand.New(rand.NewPCG(70, 71))
+	const n, tv = 130, 17
+	for _, k := range []int{1024, 2560} {
+		w := randPQ2(r, k, n, func() uint16 { return 0x3c00 })
+		for b := 0; b < len(w); b += pq2BlockBytes {
+			for i := 2; i < pq2BlockBytes; i++ {
+				w[b+i] = 0xff
+			}
+		}
+		v := ilvFill(t, w, k, n)
+		xb := NewQ8Batch(k, tv)
+		for s := range tv {
+			x := xb.Row(s)
+			for i := range x.Q {
+				x.Q[i] = -128
+			}
+			for b := range k / BlockSize {
+				x.Sum[b], x.D[b] = -128*BlockSize, 1
+			}
+			q8TileActs(xb.tile(s), x.Q)
+		}
+		forEachIlvFamily(t, func(name string) {
+			want := make([]float32, tv*n)
+			MatMulQ8Range(PQ2_0, w, k, n, xb, tv, want, 0, n)
+			y := nanVec(tv * n)
+			MatMulInterleavedRange(v, xb, tv, y, 0, n)
+			for s := range tv {
+				alone := nanVec(n)
+				MatVecInterleavedRange(v, xb.Row(s), alone, 0, n)
+				for i := range n {
+					g := y[s*n+i]
+					if math.Float32bits(g) != math.Float32bits(alone[i]) || math.Float32bits(g) != math.Float32bits(want[s*n+i]) {
+						t.Fatalf("%s k=%d: vector %d row %d = %v, alone %v, MatMulQ8Range %v", name, k, s, i, g, alone[i], want[s*n+i])
+					}
+				}
+			}
+		})
+	}
+}

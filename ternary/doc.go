@@ -56,7 +56,7 @@
 // AVX-512 VNNI four VPDPBUSD, on the bytes and on them masked three ways, multiply 256
 // weights without unpacking a code; [MatVecInterleavedRange] over it gives the bits of
 // [MatVecQ8Range], and [MatMulInterleavedRange], which multiplies each loaded step with
-// up to six vectors (five with SDOT on arm64), those of [MatMulQ8Range] with no
+// up to six vectors (five with SDOT, three with plain NEON on arm64), those of [MatMulQ8Range] with no
 // repacking ([InterleavedBatchNative]).
 //
 // # Decoded values

@@ -25,8 +25,24 @@ package ternary
 // instructions per vector, 16 of them SDOTs (73%), where ilvTilesNEONDot runs 40
 // (16 SDOTs). Not timed on hardware.
 
-// ilvMatWidthNEONDot is the widest SDOT batched kernel (see above).
-const ilvMatWidthNEONDot = 5
+//
+// The plain NEON kernels, ilvMatNEON<nv>, run the same passes with ilvTilesNEON's
+// integers: each row group taken out as c_g = (c >> 2g) & 3 and multiplied by
+// SMLAL/SMLAL2 with each vector's broadcast activation dword into int16 lanes (row,
+// column), eight registers a vector, reduced by SADDLP and ADDP at the end of the
+// pass, then folded as ilvTilesNEON folds. At nv = 3: 24 accumulators, three
+// activation registers, the code register, the mask and two extracted codes. Per 256
+// weights and vector that is 32 SMLALs (as in ilvTilesNEON) and ≈ 20 other
+// instructions (4 code loads and 28 extractions shared by three vectors, 4 activation
+// broadcasts, the fold's share), ≈ 52 where ilvTilesNEON runs 70. Not timed on
+// hardware.
+
+// ilvMatWidthNEONDot and ilvMatWidthNEON are the widest batched kernels of the two
+// families (see above).
+const (
+	ilvMatWidthNEONDot = 5
+	ilvMatWidthNEON    = 3
+)
 
 //go:noescape
 func ilvMatNEONDot1(a *ilvMatArgs)
@@ -43,11 +59,23 @@ func ilvMatNEONDot4(a *ilvMatArgs)
 //go:noescape
 func ilvMatNEONDot5(a *ilvMatArgs)
 
+//go:noescape
+func ilvMatNEON1(a *ilvMatArgs)
+
+//go:noescape
+func ilvMatNEON2(a *ilvMatArgs)
+
+//go:noescape
+func ilvMatNEON3(a *ilvMatArgs)
+
 // archIlvMatWidth returns the widest batch of family fam's batched kernel, 0 where it
-// has none (plain NEON: MatMulInterleavedRange runs its decode kernel per vector).
+// has none.
 func archIlvMatWidth(fam ilvFamily) int {
-	if fam == ilvNEONDot {
+	switch fam {
+	case ilvNEONDot:
 		return ilvMatWidthNEONDot
+	case ilvNEON:
+		return ilvMatWidthNEON
 	}
 	return 0
 }
@@ -55,6 +83,19 @@ func archIlvMatWidth(fam ilvFamily) int {
 // archIlvMatFam runs family fam's batched kernel for nv vectors, 1 ≤ nv ≤
 // archIlvMatWidth(fam).
 func archIlvMatFam(fam ilvFamily, nv int, a *ilvMatArgs) {
+	if fam == ilvNEON {
+		switch nv {
+		case 1:
+			ilvMatNEON1(a)
+		case 2:
+			ilvMatNEON2(a)
+		case 3:
+			ilvMatNEON3(a)
+		default:
+			panic("ternary: archIlvMatFam: bad width")
+		}
+		return
+	}
 	if fam != ilvNEONDot {
 		panic("ternary: no batched interleaved kernel for this family")
 	}

@@ -56,9 +56,9 @@ type ilvMatArgs struct {
 
 // InterleavedBatchNative reports whether [MatMulInterleavedRange] runs a SIMD kernel
 // here, one whose outputs are bit for bit those of [MatMulQ8Range] over the file's bytes
-// (AVX-512 VNNI; SDOT on arm64). Elsewhere it runs a pure-Go twin, right but slow, which
-// matches the generic Q8 kernel only (and where the selected family has an interleaved
-// decode kernel but no batched one, AVX2 and plain NEON, it runs that kernel vector by
+// (AVX-512 VNNI; both NEON families on arm64). Elsewhere it runs a pure-Go twin, right
+// but slow, which matches the generic Q8 kernel only (and where the selected family has
+// an interleaved decode kernel but no batched one, AVX2, it runs that kernel vector by
 // vector): an engine should then keep batches on MatMulQ8Range.
 func InterleavedBatchNative() bool {
 	fam := ilvSel()

@@ -18,24 +18,20 @@ package ternary
 // shifted, less Sum, and folded into their lanes as ilvTilesNEONDot folds them (the
 // scales converted once for all vectors).
 //
-// Per 256 weights (one step's 64 code bytes, whichever pass reads them) and nv vectors:
-// 4 code loads, 16 extractions, 16·nv SDOTs, nv activation loads and a prefetch, plus
-// the fold's share (per block and vector 4·(7 + 2·⅜) per pass over 32 steps, ≈ 3.7
-// per step, and 16/32 for the shared scale conversion). At nv = 5 that is ≈ 21.8
-// instructions per vector, 16 of them SDOTs (73%), where ilvTilesNEONDot runs 40
-// (16 SDOTs). Not timed on hardware.
-
+// Counted in the generated code, per 256 weights (one step's 64 code bytes, read a
+// quarter in each pass) and vector, with the fold's and the block's shares: 16 SDOTs,
+// one activation load, ≈ 4.4 of fold, and 24/nv shared (4 code loads, 16 extractions,
+// prefetches, scale conversion, loop): ≈ 26 at nv = 5 (29.5 at 3, 33.5 at 2), where
+// ilvTilesNEONDot runs 40 with the same 16 SDOTs. Not timed on hardware.
 //
 // The plain NEON kernels, ilvMatNEON<nv>, run the same passes with ilvTilesNEON's
 // integers: each row group taken out as c_g = (c >> 2g) & 3 and multiplied by
 // SMLAL/SMLAL2 with each vector's broadcast activation dword into int16 lanes (row,
 // column), eight registers a vector, reduced by SADDLP and ADDP at the end of the
 // pass, then folded as ilvTilesNEON folds. At nv = 3: 24 accumulators, three
-// activation registers, the code register, the mask and two extracted codes. Per 256
-// weights and vector that is 32 SMLALs (as in ilvTilesNEON) and ≈ 20 other
-// instructions (4 code loads and 28 extractions shared by three vectors, 4 activation
-// broadcasts, the fold's share), ≈ 52 where ilvTilesNEON runs 70. Not timed on
-// hardware.
+// activation registers, the code register, the mask and two extracted codes. Counted
+// as above: 32 SMLALs per 256 weights and vector (as in ilvTilesNEON), ≈ 53 in all at
+// nv = 3 (59 at 2), where ilvTilesNEON runs 70. Not timed on hardware.
 
 // ilvMatWidthNEONDot and ilvMatWidthNEON are the widest batched kernels of the two
 // families (see above).

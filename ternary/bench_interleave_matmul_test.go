@@ -16,7 +16,7 @@ func BenchmarkIlvMatKernel(b *testing.B) {
 	if !ilvHasVNNI() {
 		b.Skip("no AVX-512 VNNI")
 	}
-	benchIlvMatKernel(b, archIlvMat)
+	benchIlvMatKernel(b, func(nv int, a *ilvMatArgs) { archIlvMatFam(ilvVNNI, nv, a) })
 }
 
 // BenchmarkIlvMatKernelAVX2 is BenchmarkIlvMatKernel for the AVX2 kernels.
@@ -24,7 +24,7 @@ func BenchmarkIlvMatKernelAVX2(b *testing.B) {
 	if _, ok := ilvAVX2Kernel(); !ok {
 		b.Skip("no AVX2 (with FMA and F16C)")
 	}
-	benchIlvMatKernel(b, archIlvMatAVX2)
+	benchIlvMatKernel(b, func(nv int, a *ilvMatArgs) { archIlvMatFam(ilvAVX2, nv, a) })
 }
 
 func benchIlvMatKernel(b *testing.B, mat func(int, *ilvMatArgs)) {

@@ -56,12 +56,13 @@
 // AVX-512 VNNI four VPDPBUSD, on the bytes and on them masked three ways, multiply 256
 // weights without unpacking a code; [MatVecInterleavedRange] over it gives the bits of
 // [MatVecQ8Range], and [MatMulInterleavedRange], which multiplies each loaded step with
-// up to six vectors, those of [MatMulQ8Range] with no repacking (on AVX-512 VNNI and
-// AVX2: [InterleavedBatchNative]). An [Interleaved3] matrix does the same for PTQ1_0 at
-// the file's size, five rows' trits a byte in 80-row tiles: [MatVecInterleaved3Range]
-// and [MatMulInterleaved3Range] (which decodes each block pair of a tile once for up to
-// 32 vectors) give the bits of MatVecQ8Range and MatMulQ8Range over the PTQ1_0 file
-// ([Interleaved3Native], [Interleaved3BatchNative]).
+// up to six vectors (five with SDOT, three with plain NEON), those of [MatMulQ8Range]
+// with no repacking (AVX-512 VNNI, AVX2 and both NEON families: [InterleavedBatchNative]).
+// An [Interleaved3] matrix does the same for PTQ1_0 at the file's size, five rows'
+// trits a byte in 80-row tiles: [MatVecInterleaved3Range] and [MatMulInterleaved3Range]
+// (which decodes each block pair of a tile once for up to 32 vectors) give the bits of
+// MatVecQ8Range and MatMulQ8Range over the PTQ1_0 file ([Interleaved3Native],
+// [Interleaved3BatchNative]).
 //
 // # Decoded values
 //

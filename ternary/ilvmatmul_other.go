@@ -1,11 +1,9 @@
-//go:build !amd64 || purego
+//go:build !(amd64 || arm64) || purego
 
 package ternary
 
-func archIlvMat(nv int, a *ilvMatArgs) {
-	panic("ternary: no SIMD batched interleaved kernel on this platform")
-}
+func archIlvMatWidth(fam ilvFamily) int { return 0 }
 
-func archIlvMatAVX2(nv int, a *ilvMatArgs) {
+func archIlvMatFam(fam ilvFamily, nv int, a *ilvMatArgs) {
 	panic("ternary: no SIMD batched interleaved kernel on this platform")
 }

@@ -57,19 +57,25 @@ type ilvMatArgs struct {
 	pfd int
 }
 
-// InterleavedBatchNative reports whether [MatMulInterleavedRange] runs a batched SIMD
-// kernel here for the selected family, one whose outputs are bit for bit those of
-// [MatMulQ8Range] over the file's bytes on that family (AVX-512 VNNI, AVX2). Elsewhere
-// it runs a pure-Go twin, right but slow, which matches the generic Q8 kernel only (and
-// where the selected family has an interleaved decode kernel but no batched one, NEON,
-// it runs that kernel vector by vector): an engine should then keep batches on
-// MatMulQ8Range.
+// InterleavedBatchNative reports whether [MatMulInterleavedRange] runs a SIMD kernel
+// here, one whose outputs are bit for bit those of [MatMulQ8Range] over the file's bytes
+// (AVX-512 VNNI and AVX2; both NEON families on arm64). Elsewhere it runs a pure-Go
+// twin, right but slow, which matches the generic Q8 kernel only (and where the selected
+// family had an interleaved decode kernel but no batched one, it would run that kernel
+// vector by vector): an engine should then keep batches on MatMulQ8Range.
 func InterleavedBatchNative() bool {
-	switch ilvSel() {
-	case ilvVNNI, ilvAVX2:
-		return true
+	fam := ilvSel()
+	return fam != ilvGeneric && ilvMatFamWidth(fam) > 0
+}
+
+// ilvMatFamWidth returns the widest batch of family fam's batched kernel (the pure-Go
+// twin's for the generic family), 0 where it has none; archIlvMatWidth says it per
+// platform and archIlvMatFam runs the kernel.
+func ilvMatFamWidth(fam ilvFamily) int {
+	if fam == ilvGeneric {
+		return ilvMatWidth
 	}
-	return false
+	return min(archIlvMatWidth(fam), ilvMatWidth)
 }
 
 // MatMulInterleavedRange is [MatMulQ8Range] over an interleaved PQ2_0 matrix: for each
@@ -97,7 +103,8 @@ func MatMulInterleavedRange(v *Interleaved, x *Q8Batch, t int, y []float32, lo, 
 	}
 	nb8 := v.nb / 8
 	fam := ilvSel()
-	if t == 1 || nb8 == 0 || (fam != ilvVNNI && fam != ilvAVX2 && fam != ilvGeneric) {
+	width := ilvMatFamWidth(fam)
+	if t == 1 || nb8 == 0 || width == 0 {
 		// One vector, rows narrower than a group (nothing for a vector to share), or a
 		// family with no batched kernel: its decode kernel keeps every vector's bits.
 		for s := range t {
@@ -106,7 +113,7 @@ func MatMulInterleavedRange(v *Interleaved, x *Q8Batch, t int, y []float32, lo, 
 		return
 	}
 	var calls [2]q8Call
-	ncalls := q8TileCalls(&calls, ilvMatWidth, t)
+	ncalls := q8TileCalls(&calls, width, t)
 	var acc [ilvMatWidth * 8 * IlvRows]float32
 	var last [ilvMatWidth * IlvRows]float32 // a padded last tile's outputs
 	tb := v.tileBytes()
@@ -128,12 +135,9 @@ func MatMulInterleavedRange(v *Interleaved, x *Q8Batch, t int, y []float32, lo, 
 				} else {
 					a.y, a.ys = &last[0], 4*IlvRows
 				}
-				switch fam {
-				case ilvVNNI:
-					archIlvMat(cl.tv, &a)
-				case ilvAVX2:
-					archIlvMatAVX2(cl.tv, &a)
-				default:
+				if fam != ilvGeneric {
+					archIlvMatFam(fam, cl.tv, &a)
+				} else {
 					ilvMatGeneric(cl.tv, &a)
 				}
 				for s := s0; s < s0+cl.tv; s++ {

@@ -130,29 +130,36 @@ func TestMatMulInterleavedExact(t *testing.T) {
 
 // TestIlvMatKernels checks each batched kernel, called directly on one tile at every
 // width, against the matrix-vector kernel of its family run on each vector alone, bit
-// for bit: each SIMD kernel against its family's (ilvTilesVNNI, ilvTilesAVX2), the twin
-// against ilvTilesGeneric. (The families differ in the last bits: one fuses the
-// multiply-add.)
+// for bit: each SIMD kernel against its family's (ilvTilesVNNI, ilvTilesNEONDot), the
+// twin against ilvTilesGeneric.
+// (The two families differ in the last bits: one fuses the multiply-add.)
 func TestIlvMatKernels(t *testing.T) {
 	r := rand.New(rand.NewPCG(64, 65))
-	type family struct {
-		name string
-		fam  ilvFamily
-		mat  func(int, *ilvMatArgs)
-	}
-	fams := []family{{"generic", ilvGeneric, ilvMatGeneric}}
-	if ilvHasVNNI() {
-		fams = append(fams, family{"vnni", ilvVNNI, archIlvMat})
-	}
-	if _, ok := ilvAVX2Kernel(); ok {
-		fams = append(fams, family{"avx2", ilvAVX2, archIlvMatAVX2})
+	fams := []struct {
+		name  string
+		fam   ilvFamily
+		width int
+		mat   func(int, *ilvMatArgs)
+	}{{"generic", ilvGeneric, ilvMatWidth, ilvMatGeneric}}
+	for _, k := range q8Kernels {
+		fam := archIlvFamily(k.id)
+		if k.id == q8Generic || archIlvMatWidth(fam) == 0 {
+			continue
+		}
+		fams = append(fams, struct {
+			name  string
+			fam   ilvFamily
+			width int
+			mat   func(int, *ilvMatArgs)
+		}{k.name, fam, archIlvMatWidth(fam), func(nv int, a *ilvMatArgs) { archIlvMatFam(fam, nv, a) }})
 	}
 	for _, k := range []int{1024, 2048, 5120} {
 		w := randPQ2(r, k, IlvRows, func() uint16 { return randScale(r) })
 		v := ilvFill(t, w, k, IlvRows)
 		xb := randIlvBatch(r, k, ilvMatWidth, false)
 		for _, f := range fams {
-			for nv := 1; nv <= ilvMatWidth; nv++ {
+			t.Logf("%s k=%d: widths 1…%d", f.name, k, f.width)
+			for nv := 1; nv <= f.width; nv++ {
 				var acc [ilvMatWidth * 8 * IlvRows]float32
 				y := nanVec(nv * IlvRows)
 				a := ilvMatArgs{w: &v.buf[0], nb8: k / 1024, q: &xb.q[0], qs: q8QBytes(k),
@@ -211,7 +218,8 @@ func TestMatMulInterleavedPanics(t *testing.T) {
 }
 
 // TestIlvMatArgsLayout pins the field offsets the assembly kernels use (the constants
-// of ilvmatmul_amd64_gen.go): a change to ilvMatArgs must be made there too.
+// of ilvmatmul_amd64_gen.go and ilvmatmul_arm64_gen.go): a change to ilvMatArgs must be
+// made there too.
 func TestIlvMatArgsLayout(t *testing.T) {
 	if unsafe.Sizeof(uintptr(0)) != 8 {
 		t.Skip("the assembly kernels are 64-bit only")
@@ -325,4 +333,48 @@ func TestMatMulInterleavedAVX2(t *testing.T) {
 			}
 		}
 	})
+}
+
+// TestMatMulInterleavedExtremes runs the batched product where every code is 3 and
+// every activation −128, the largest magnitude each kernel's integers reach (the SDOT
+// kernels' shifted row groups among them), against each vector alone and MatMulQ8Range.
+func TestMatMulInterleavedExtremes(t *testing.T) {
+	r := rand.New(rand.NewPCG(70, 71))
+	const n, tv = 130, 17
+	for _, k := range []int{1024, 2560} {
+		w := randPQ2(r, k, n, func() uint16 { return 0x3c00 })
+		for b := 0; b < len(w); b += pq2BlockBytes {
+			for i := 2; i < pq2BlockBytes; i++ {
+				w[b+i] = 0xff
+			}
+		}
+		v := ilvFill(t, w, k, n)
+		xb := NewQ8Batch(k, tv)
+		for s := range tv {
+			x := xb.Row(s)
+			for i := range x.Q {
+				x.Q[i] = -128
+			}
+			for b := range k / BlockSize {
+				x.Sum[b], x.D[b] = -128*BlockSize, 1
+			}
+			q8TileActs(xb.tile(s), x.Q)
+		}
+		forEachIlvFamily(t, func(name string) {
+			want := make([]float32, tv*n)
+			MatMulQ8Range(PQ2_0, w, k, n, xb, tv, want, 0, n)
+			y := nanVec(tv * n)
+			MatMulInterleavedRange(v, xb, tv, y, 0, n)
+			for s := range tv {
+				alone := nanVec(n)
+				MatVecInterleavedRange(v, xb.Row(s), alone, 0, n)
+				for i := range n {
+					g := y[s*n+i]
+					if math.Float32bits(g) != math.Float32bits(alone[i]) || math.Float32bits(g) != math.Float32bits(want[s*n+i]) {
+						t.Fatalf("%s k=%d: vector %d row %d = %v, alone %v, MatMulQ8Range %v", name, k, s, i, g, alone[i], want[s*n+i])
+					}
+				}
+			}
+		})
+	}
 }

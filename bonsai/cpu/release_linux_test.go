@@ -56,6 +56,11 @@ func TestLayoutReleasesFilePages(t *testing.T) {
 	t.Logf("PQ2_0, auto: the mapping's resident bytes %d → %d (products %d)", before, after, products)
 	// Each matrix may keep its two edge pages (shared with its neighbours).
 	edges := 2 * page * int64(productCount(w))
+	if before < products-edges {
+		// Every product page was just read: a count short of them is not this mapping's
+		// (qemu-user reports the host's smaps, whose addresses are not the guest's).
+		t.Skipf("the mapping's resident count (%d) misses the %d bytes of products just read: no kernel account to test", before, products)
+	}
 	assert.LessOrEqual(t, after, before-products+edges, "the products' file pages left resident memory")
 }
 

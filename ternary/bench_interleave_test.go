@@ -6,6 +6,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+	"os"
+	"strconv"
 )
 
 // The interleaved benchmarks compare MatVecInterleavedRange with MatVecQ8Range on the
@@ -76,6 +78,13 @@ func BenchmarkIlvStreamAVX2(b *testing.B) {
 }
 
 func ilvStream(b *testing.B) {
+	if d := os.Getenv("TERNARY_ILVPF"); d != "" {
+		n, err := strconv.Atoi(d)
+		if err != nil || n < 0 {
+			b.Fatalf("TERNARY_ILVPF=%q: want a distance in bytes", d)
+		}
+		defer setIlvPrefetch(n)()
+	}
 	rd := memReaders[len(memReaders)-1]
 	for _, sh := range [][2]int{{5120, 17408}, {17408, 5120}, {5120, 6144}} {
 		k, n := sh[0], sh[1]

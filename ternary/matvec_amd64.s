@@ -647,17 +647,10 @@ avx512rdone:
 // VPDPBUSD's latency; dword L of S_g is row 16g+L, so after the −1 fold the block's
 // 64 row integers lie in row order in Z0..Z3.
 
-// ILVPREFETCH prefetches the line ILVPF bytes (four tile × blocks) past off(AX), every
-// line of the tiles once. Streaming 5120×17408 and 17408×5120 (BenchmarkIlvStream, 2
-// threads, Zen 5) the kernel ran at 64–70% of the read loop over the same bytes without
-// it, 89–98% at one block ahead, 110–118% at two, 106–121% at four and 100–112% at
-// eight (over several runs; it beats the plain loop, whose reads the hardware
-// prefetcher alone feeds). A build may try another
-// distance: go test -asmflags=github.com/bonsai-go/sdk/ternary=-D=ILVPF=4352 ...
-#ifndef ILVPF
-#define ILVPF 8704
-#endif
-#define ILVPREFETCH(off) PREFETCHT0 (off+ILVPF)(AX)
+// ILVPREFETCH prefetches the line R13 bytes past off(AX) (ilvPrefetch, read into R13
+// on entry: how far ahead pays depends on the machine, see interleave_amd64.go), every
+// line of the tiles once.
+#define ILVPREFETCH(off) PREFETCHT0 off(AX)(R13*1)
 
 // ILVSTEP multiplies the step at woff(AX) with the activation dword at qoff(BX) into
 // the accumulator set a0..a3.
@@ -789,6 +782,7 @@ avx512rdone:
 // R8 the pair counter.
 TEXT ·ilvTilesVNNI(SB), NOSPLIT, $0-72
 	ILVMASKS
+	MOVQ ·ilvPrefetch(SB), R13
 	MOVQ w+0(FP), SI
 	MOVQ tiles+8(FP), CX
 	MOVQ tileBytes+24(FP), R9
@@ -837,6 +831,7 @@ ilvpair:
 // func ilvBlockVNNI(blk *byte, q *int8, sum *int32, out *int32)
 TEXT ·ilvBlockVNNI(SB), NOSPLIT, $0-32
 	ILVMASKS
+	MOVQ ·ilvPrefetch(SB), R13
 	MOVQ blk+0(FP), AX
 	MOVQ q+8(FP), BX
 	MOVQ sum+16(FP), DI
@@ -1080,4 +1075,14 @@ TEXT ·ilvBlockAVX2(SB), NOSPLIT, $0-32
 	VMOVDQU Y6, 192(R8)
 	VMOVDQU Y7, 224(R8)
 	VZEROUPPER
+	RET
+
+// func cpuVendor() (ebx, edx, ecx uint32)
+TEXT ·cpuVendor(SB), NOSPLIT, $0-12
+	XORL AX, AX
+	XORL CX, CX
+	CPUID
+	MOVL BX, ebx+0(FP)
+	MOVL DX, edx+4(FP)
+	MOVL CX, ecx+8(FP)
 	RET

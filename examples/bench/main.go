@@ -120,14 +120,10 @@ func run(ctx context.Context, out, stderr io.Writer, cfg config) error {
 		}
 		cpuOpts = append(cpuOpts, cpu.WithWeightFormat(transcodeTo))
 	}
-	layout := cpu.LayoutAuto
 	if cfg.layout != "" {
-		if layout, err = cpu.ParseLayout(cfg.layout); err != nil {
+		if _, err := cpu.ParseLayout(cfg.layout); err != nil {
 			return fmt.Errorf("-layout: %w", err)
 		}
-	}
-	if layout != cpu.LayoutAuto {
-		cpuOpts = append(cpuOpts, cpu.WithLayout(layout))
 	}
 	if cfg.context < 0 {
 		return fmt.Errorf("-context %d: want at least 0", cfg.context)
@@ -163,7 +159,7 @@ func run(ctx context.Context, out, stderr io.Writer, cfg config) error {
 	}
 
 	l, err := cli.Load(ctx, stderr, "bench", cli.ModelFlags{Model: path, Threads: cfg.threads, Context: max(cfg.prompt, cfg.context) + 2*cfg.gen + 1,
-		Warmup: cfg.warmup, Backend: cfg.backend, CPU: cpuOpts},
+		Warmup: cfg.warmup, Backend: cfg.backend, CPU: cpuOpts, Layout: cfg.layout},
 		bonsai.WithProfiling(true), bonsai.WithActivations(acts), bonsai.WithMmap(cfg.mmap), bonsai.WithKVCache(kv))
 	if err != nil {
 		return err

@@ -3,11 +3,11 @@ package ternary
 import (
 	"fmt"
 	"math/rand/v2"
+	"os"
+	"strconv"
 	"sync/atomic"
 	"testing"
 	"time"
-	"os"
-	"strconv"
 )
 
 // The interleaved benchmarks compare MatVecInterleavedRange with MatVecQ8Range on the

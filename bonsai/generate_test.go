@@ -327,6 +327,10 @@ func TestGenerateCancelDuringDecode(t *testing.T) {
 				done.Store(true)
 				close(stored)
 			}()
+			// Wait for it: the tiny model decodes thousands of tokens a second, and its
+			// random weights end a reply by themselves (this one at token 36), which a
+			// cancel left to the scheduler could miss.
+			<-stored
 		}
 	}
 	end := time.Now()

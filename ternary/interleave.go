@@ -270,25 +270,7 @@ func ilvTiles(fam ilvFamily, w []byte, tiles, nb int, x *Q8, acc *[8 * IlvRows]f
 		return
 	}
 	for t := range tiles {
-		tile := w[t*tb : (t+1)*tb]
-		var tail [IlvRows]float32
-		for b := 8 * nb8; b < nb; b++ {
-			blk := (*[ilvBlockBytes]byte)(tile[b*ilvBlockBytes:])
-			var sums [IlvRows]int32
-			if fam != ilvGeneric {
-				archIlvBlock(fam, &blk[0], &x.Q[256*(b/2)+32*(b%2)], &x.Sum[b], &sums[0])
-			} else {
-				ilvBlockGeneric(&sums, blk, x, b)
-			}
-			for r := range tail {
-				h := binary.LittleEndian.Uint16(blk[2*r:])
-				tail[r] += fp16(h) * x.D[b] * float32(sums[r])
-			}
-		}
-		yt := y[t*IlvRows : (t+1)*IlvRows]
-		for r := range yt {
-			yt[r] += tail[r]
-		}
+		ilvTailAdd(fam, w[t*tb:(t+1)*tb], nb, nb8, x, y[t*IlvRows:(t+1)*IlvRows])
 	}
 }
 

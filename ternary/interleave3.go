@@ -320,25 +320,7 @@ func ilv3Tiles(native bool, w []byte, tiles, nb int, x *Q8, acc *[8 * Ilv3Rows]f
 		return
 	}
 	for t := range tiles {
-		tile := w[t*tb : (t+1)*tb]
-		var tail [Ilv3Rows]float32
-		for b := 8 * nb8; b < nb; b++ {
-			blk := (*[ilv3BlockBytes]byte)(tile[b*ilv3BlockBytes:])
-			var sums [Ilv3Rows]int32
-			if native {
-				archIlv3Block(&blk[0], &x.Q[256*(b/2)+32*(b%2)], &x.Sum[b], &sums[0])
-			} else {
-				ilv3BlockGeneric(&sums, blk, x, b)
-			}
-			for r := range tail {
-				h := binary.LittleEndian.Uint16(blk[2*r:])
-				tail[r] += fp16(h) * x.D[b] * float32(sums[r])
-			}
-		}
-		yt := y[t*Ilv3Rows : (t+1)*Ilv3Rows]
-		for r := range yt {
-			yt[r] += tail[r]
-		}
+		ilv3TailAdd(native, w[t*tb:(t+1)*tb], nb, nb8, x, y[t*Ilv3Rows:(t+1)*Ilv3Rows])
 	}
 }
 

@@ -172,7 +172,8 @@ func MatMulInterleaved3Range(v *Interleaved3, x *Q8Batch, t int, y []float32, lo
 }
 
 // ilv3TailAdd adds to the outputs yt of one tile (its first len(yt) rows) the blocks
-// after its last group of 8, computed and summed exactly as ilv3Tiles does.
+// after its last group of 8, added in block order as q8TailDot adds them (ilv3Tiles and
+// MatMulInterleaved3Range both finish a tile with it).
 func ilv3TailAdd(native bool, tile []byte, nb, nb8 int, x *Q8, yt []float32) {
 	var tail [Ilv3Rows]float32
 	for b := 8 * nb8; b < nb; b++ {

@@ -155,7 +155,8 @@ func MatMulInterleavedRange(v *Interleaved, x *Q8Batch, t int, y []float32, lo, 
 }
 
 // ilvTailAdd adds to the outputs yt of one tile (its first len(yt) rows) the blocks
-// after its last group of 8, computed and summed exactly as ilvTiles does.
+// after its last group of 8, added in block order as q8TailDot adds them (ilvTiles and
+// MatMulInterleavedRange both finish a tile with it).
 func ilvTailAdd(fam ilvFamily, tile []byte, nb, nb8 int, x *Q8, yt []float32) {
 	var tail [IlvRows]float32
 	for b := 8 * nb8; b < nb; b++ {

@@ -6,6 +6,7 @@
 //
 //	serve [-model FILE] [-addr HOST:PORT] [-parallel N] [-queue N] [-batch-tokens N]
 //	      [-prefix-cache SIZE] [-threads N] [-context N] [-model-name NAME] [-max-body BYTES]
+//	      [-api-key KEY]... [-api-key-file FILE] [-metrics-auth]
 //	      [-shutdown-timeout D] [-temperature T] ...
 //
 // Endpoints:
@@ -31,6 +32,14 @@
 // there, and its usage reports those prompt tokens as cached. On SIGINT or SIGTERM the server
 // stops accepting connections, lets the requests in flight finish for
 // -shutdown-timeout, then stops them.
+//
+// With an API key — -api-key KEY (repeatable), -api-key-file FILE (one a line, # for
+// comments, re-read on SIGHUP; a bad reload keeps the keys held) or BONSAI_API_KEY —
+// every request needs one, as OpenAI's clients send it (Authorization: Bearer KEY) or
+// as Anthropic's do (x-api-key: KEY), and gets 401 in its API's shape without; /health
+// and /ready never need one, /metrics only with -metrics-auth, and the chat page asks
+// for it. Without a key, on an address other than loopback, the server warns at
+// start-up that anyone who can reach it can use it.
 //
 // Thinking is switched with chat_template_kwargs {"enable_thinking": false} (as vLLM
 // and llama.cpp take it) or a top-level "enable_thinking"; the thinking comes back in
@@ -79,6 +88,7 @@ type config struct {
 	grace    time.Duration
 	quiet    bool
 	defaults serve.Defaults
+	keys     keyFlags
 	onListen func(addr string) // tests: called with the address once listening
 }
 
@@ -110,6 +120,7 @@ func parseFlags(fs *flag.FlagSet, args []string) (config, error) {
 	fs.Int64Var(&cfg.maxBody, "max-body", 4<<20, "largest request body in `bytes`; larger ones get 413")
 	fs.DurationVar(&cfg.grace, "shutdown-timeout", 30*time.Second, "on SIGINT or SIGTERM, how long requests in flight may finish before they are stopped")
 	fs.BoolVar(&cfg.quiet, "quiet", false, "do not log each request")
+	cfg.keys.register(fs)
 	temp := fs.Float64("temperature", 0.7, "sampling temperature of requests that give none (0: greedy)")
 	topP := fs.Float64("top-p", 0.8, "top_p of requests that give none (1: off)")
 	fs.IntVar(&cfg.defaults.TopK, "top-k", 20, "top_k of requests that give none (0: off)")
@@ -124,6 +135,9 @@ func parseFlags(fs *flag.FlagSet, args []string) (config, error) {
 			"Tools (tools, tool_choice) and response_format json_schema are supported.\n"+
 			"Thinking is switched with chat_template_kwargs {\"enable_thinking\": false} or a\n"+
 			"top-level \"enable_thinking\", and comes back in reasoning_content.\n"+
+			"With -api-key, -api-key-file or "+keyEnv+", every request but /health, /ready\n"+
+			"and /metrics (unless -metrics-auth) needs a key: Authorization: Bearer KEY or\n"+
+			"x-api-key: KEY; without, anyone who can reach the port can use the model.\n"+
 			"Without -model it serves a small synthetic model with random weights: the text\n"+
 			"is gibberish.\n\nflags:\n")
 		fs.PrintDefaults()
@@ -157,10 +171,15 @@ func parseFlags(fs *flag.FlagSet, args []string) (config, error) {
 func mount(srv *serve.Server) {
 	openai.Register(srv, openai.Config{})
 	anthropic.Register(srv)
-	srv.Handle("GET /{$}", http.HandlerFunc(servePage))
+	srv.HandleOpen("GET /{$}", http.HandlerFunc(servePage)) // it asks for the key itself
 }
 
 func run(ctx context.Context, stderr io.Writer, cfg config) error {
+	keys, stopKeys, err := startKeys(cfg.keys, os.Getenv, stderr)
+	if err != nil {
+		return err
+	}
+	defer stopKeys()
 	l, err := cli.Load(ctx, stderr, "serve", cfg.load, bonsai.WithBatchTokens(cfg.batch), bonsai.WithPrefixCache(cfg.prefix))
 	if err != nil {
 		return err
@@ -175,6 +194,7 @@ func run(ctx context.Context, stderr io.Writer, cfg config) error {
 	}
 	logger := log.New(stderr, "serve: ", log.LstdFlags)
 	sc := serve.Config{ModelName: name, Parallel: cfg.parallel, Queue: cfg.queue, MaxBodyBytes: cfg.maxBody, Defaults: cfg.defaults}
+	sc.Keys, sc.MetricsAuth = keys, cfg.keys.metricsAuth
 	if !cfg.quiet {
 		sc.Log = logger.Printf
 	}
@@ -194,6 +214,7 @@ func run(ctx context.Context, stderr io.Writer, cfg config) error {
 	}
 	fmt.Fprintf(stderr, "serve: model %q on http://%s/v1 — %d parallel, batches of %d tokens, %s, queue %d; chat page at http://%s/; stop with Ctrl-C\n",
 		name, ln.Addr(), cfg.parallel, cfg.batch, cache, cfg.queue, ln.Addr())
+	reportKeys(stderr, keys, cfg.keys, ln.Addr())
 	if cfg.onListen != nil {
 		cfg.onListen(ln.Addr().String())
 	}

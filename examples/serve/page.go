@@ -7,7 +7,8 @@ import (
 
 // page is the chat page served at /: one file, its style and script inline, nothing
 // fetched from elsewhere. It keeps the conversation itself and talks to
-// /v1/chat/completions, streaming.
+// /v1/chat/completions, streaming. When the server answers 401 it asks for the API key,
+// keeps it for the tab (sessionStorage) and sends it as a bearer token.
 //
 //go:embed page.html
 var page []byte

@@ -25,6 +25,12 @@ import (
 // thinking template.
 func pageServer(t *testing.T) (*serve.Server, *httptest.Server) {
 	t.Helper()
+	return pageServerConfig(t, serve.Config{ModelName: "tiny", Parallel: 1, Queue: 4})
+}
+
+// pageServerConfig is pageServer with cfg.
+func pageServerConfig(t *testing.T, cfg serve.Config) (*serve.Server, *httptest.Server) {
+	t.Helper()
 	// The file's layout: the stop test below clicks while a reply streams, and the tiny
 	// model's random weights end a reply by themselves after a few hundred tokens; the
 	// interleaved layout decodes it about 3.7× faster, fast enough to end it first.
@@ -32,7 +38,7 @@ func pageServer(t *testing.T) (*serve.Server, *httptest.Server) {
 		bonsai.WithBackend(cpu.New(cpu.WithLayout(cpu.LayoutFile))))
 	require.NoError(t, err)
 	t.Cleanup(func() { m.Close() })
-	srv, err := serve.New(m, serve.Config{ModelName: "tiny", Parallel: 1, Queue: 4})
+	srv, err := serve.New(m, cfg)
 	require.NoError(t, err)
 	mount(srv)
 	ts := httptest.NewServer(srv)
@@ -253,4 +259,79 @@ func TestPageTools(t *testing.T) {
 	results := js[int](t, ctx, `document.querySelectorAll('.msg.tool').length`)
 	assert.Equal(t, len(call.ToolCalls), calls)
 	assert.Equal(t, len(call.ToolCalls), results)
+}
+
+// TestPageKey: on a server that needs an API key, the page asks for it as it loads
+// (its first call, the model's name, is refused); a wrong key is refused and asked
+// again; the right one is kept for the tab (sessionStorage) and sent as a bearer token:
+// the model's name shows and a reply streams. A new tab asks again.
+func TestPageKey(t *testing.T) {
+	keys, err := serve.NewKeys("sk-page-key")
+	require.NoError(t, err)
+	_, ts := pageServerConfig(t, serve.Config{ModelName: "tiny", Parallel: 1, Queue: 4, Keys: keys})
+	ctx := browser(t)
+
+	const dialogOpen = `document.getElementById("key-dialog").open`
+	require.NoError(t, chromedp.Do(ctx,
+		chromedp.Navigate(ts.URL+"/"),
+		until(dialogOpen, 20*time.Second),
+	))
+	assert.Equal(t, "This server needs an API key.", js[string](t, ctx, `document.getElementById("key-why").textContent`))
+	assert.Equal(t, "", js[string](t, ctx, `document.getElementById("model").textContent`))
+
+	require.NoError(t, chromedp.Do(ctx,
+		chromedp.SendKeys(chromedp.CSS("#key-input"), "sk-wrong"),
+		chromedp.Click(chromedp.CSS("#key-ok")),
+		until(dialogOpen+` && document.getElementById("key-why").textContent.includes("refused")`, 20*time.Second),
+	))
+	assert.Equal(t, "", js[string](t, ctx, `document.getElementById("key-input").value`), "the wrong key is left in the input")
+
+	require.NoError(t, chromedp.Do(ctx,
+		chromedp.SendKeys(chromedp.CSS("#key-input"), "sk-page-key"),
+		chromedp.Click(chromedp.CSS("#key-ok")),
+		until(`document.getElementById("model").textContent !== ""`, 20*time.Second),
+	))
+	assert.Equal(t, "tiny", js[string](t, ctx, `document.getElementById("model").textContent`))
+	assert.False(t, js[bool](t, ctx, dialogOpen))
+	assert.Equal(t, "sk-page-key", js[string](t, ctx, `sessionStorage.getItem("bonsai-api-key")`))
+	assert.Equal(t, "", js[string](t, ctx, `localStorage.getItem("bonsai-api-key") || ""`))
+
+	require.NoError(t, chromedp.Do(ctx,
+		chromedp.SetValue(chromedp.CSS("#temperature"), "0"),
+		chromedp.SetValue(chromedp.CSS("#max-tokens"), "24"),
+		chromedp.SendKeys(chromedp.CSS("#input"), "Hello there"),
+		chromedp.Click(chromedp.CSS("#send")),
+		chromedp.WaitVisible(chromedp.CSS(`.msg.assistant[data-state="done"]`)),
+	))
+	assert.False(t, js[bool](t, ctx, dialogOpen), "the key was asked again")
+	msgs := conversation(t, ctx)
+	require.Len(t, msgs, 2)
+	req, err := http.NewRequest("POST", ts.URL+"/v1/chat/completions", strings.NewReader(
+		`{"messages": [{"role": "user", "content": "Hello there"}], "temperature": 0, "max_tokens": 24, "chat_template_kwargs": {"enable_thinking": false}}`))
+	require.NoError(t, err)
+	req.Header.Set("Authorization", "Bearer sk-page-key")
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	var want struct {
+		Choices []struct{ Message struct{ Content string } }
+	}
+	require.NoError(t, json.NewDecoder(resp.Body).Decode(&want))
+	resp.Body.Close()
+	require.Len(t, want.Choices, 1)
+	require.NotEmpty(t, want.Choices[0].Message.Content)
+	assert.Equal(t, want.Choices[0].Message.Content, msgs[1].Content)
+	assert.Greater(t, js[int](t, ctx, `window.bonsaiChat.lastChunks`), 5, "the reply was not streamed")
+
+	// Reloading the tab keeps the key; a new tab (a new session) asks again.
+	require.NoError(t, chromedp.Do(ctx,
+		chromedp.Reload(),
+		until(`document.getElementById("model").textContent === "tiny"`, 20*time.Second),
+	))
+	assert.False(t, js[bool](t, ctx, dialogOpen))
+	tab, cancel := chromedp.NewContext(ctx)
+	defer cancel()
+	require.NoError(t, chromedp.Do(tab,
+		chromedp.Navigate(ts.URL+"/"),
+		until(dialogOpen, 20*time.Second),
+	))
 }

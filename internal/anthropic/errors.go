@@ -2,9 +2,12 @@ package anthropic
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"strconv"
+
+	"github.com/bonsai-go/sdk/internal/serve"
 )
 
 // apiError is an error response in Anthropic's shape:
@@ -21,6 +24,7 @@ func (e *apiError) Error() string { return e.Message }
 // Anthropic's error types.
 const (
 	typeInvalidRequest = "invalid_request_error"
+	typeAuthentication = "authentication_error"
 	typeNotFound       = "not_found_error"
 	typeTooLarge       = "request_too_large"
 	typeAPI            = "api_error"
@@ -56,4 +60,14 @@ func writeError(w http.ResponseWriter, e *apiError) {
 	w.WriteHeader(e.status)
 	b, _ := json.Marshal(errorBody{Type: "error", Error: e})
 	w.Write(append(b, '\n'))
+}
+
+// unauthorized answers a request without a valid API key as Anthropic does: 401, an
+// authentication_error.
+func unauthorized(w http.ResponseWriter, _ *http.Request, err error) {
+	msg := "invalid x-api-key"
+	if errors.Is(err, serve.ErrNoAPIKey) {
+		msg = "x-api-key header is required"
+	}
+	writeError(w, &apiError{status: http.StatusUnauthorized, Type: typeAuthentication, Message: msg})
 }

@@ -22,13 +22,23 @@ type handler struct {
 }
 
 // Register adds the Messages API's routes to srv, and makes the paths under
-// /v1/messages that no route takes answer 404 and 405 in Anthropic's shape. Call it
-// before serving.
+// /v1/messages that no route takes answer 404 and 405 in Anthropic's shape, and 401
+// there when the API key is missing or wrong; on /v1/models, which Anthropic's
+// clients list models on too but the OpenAI API serves, a request that looks like
+// theirs gets its 401 in their shape. Call it before serving.
 func Register(srv *serve.Server) {
 	h := newHandler(srv)
 	srv.Handle("POST /v1/messages", http.HandlerFunc(h.messages))
 	srv.Handle("POST /v1/messages/count_tokens", http.HandlerFunc(h.countTokens))
 	srv.HandleErrors("/v1/messages", routeError)
+	srv.HandleUnauthorized("/v1/messages", nil, unauthorized)
+	srv.HandleUnauthorized("/v1/models", fromAnthropicClient, unauthorized)
+}
+
+// fromAnthropicClient reports whether r looks like a request of Anthropic's clients,
+// which send anthropic-version and their key in x-api-key.
+func fromAnthropicClient(r *http.Request) bool {
+	return r.Header.Get("Anthropic-Version") != "" || r.Header.Get("X-Api-Key") != ""
 }
 
 func newHandler(srv *serve.Server) *handler { return &handler{srv: srv, cfg: srv.Config()} }

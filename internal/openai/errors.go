@@ -2,9 +2,12 @@ package openai
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"strconv"
+
+	"github.com/bonsai-go/sdk/internal/serve"
 )
 
 // apiError is an error response in OpenAI's shape:
@@ -64,4 +67,14 @@ func writeError(w http.ResponseWriter, e *apiError) {
 		Error *apiError `json:"error"`
 	}{e})
 	w.Write(append(b, '\n'))
+}
+
+// unauthorized answers a request without a valid API key as OpenAI does: 401, an
+// invalid_request_error with code invalid_api_key (the key itself is not echoed).
+func unauthorized(w http.ResponseWriter, _ *http.Request, err error) {
+	msg := "Incorrect API key provided."
+	if errors.Is(err, serve.ErrNoAPIKey) {
+		msg = "You didn't provide an API key. You need to provide your API key in an Authorization header using Bearer auth (i.e. Authorization: Bearer YOUR_KEY)."
+	}
+	writeError(w, &apiError{status: http.StatusUnauthorized, Type: typeInvalidRequest, Code: strPtr("invalid_api_key"), Message: msg})
 }

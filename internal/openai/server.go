@@ -32,7 +32,9 @@ const (
 )
 
 // Register adds the OpenAI API's routes to srv, and makes the paths no route takes
-// answer 404 and 405 in OpenAI's shape. Call it before serving.
+// answer 404 and 405 in OpenAI's shape, and every path 401 when its API key is missing
+// or wrong (a dialect that claims a path of its own answers there). Call it before
+// serving.
 func Register(srv *serve.Server, cfg Config) {
 	s := newAPI(srv, cfg)
 	for _, p := range []string{"/v1/chat/completions", "/chat/completions"} {
@@ -46,6 +48,7 @@ func Register(srv *serve.Server, cfg Config) {
 	}
 	srv.Handle("GET /v1/models/{id...}", http.HandlerFunc(s.model))
 	srv.HandleErrors("/", routeError)
+	srv.HandleUnauthorized("/", nil, unauthorized)
 }
 
 func newAPI(srv *serve.Server, cfg Config) *api {

@@ -23,6 +23,8 @@
 //	GET /health, /v1/health   liveness and the load: generations running and queued
 //	GET /metrics              counters in the Prometheus text format (metrics.go)
 //
-// and logs and counts every request, by the endpoint its route names. Serve runs it
+// and logs and counts every request, by the endpoint its route names. With
+// Config.Keys, every other route needs an API key (auth.go): HandleOpen registers one
+// that does not, and HandleUnauthorized how a dialect writes the 401. Serve runs it
 // with a graceful shutdown.
 package serve

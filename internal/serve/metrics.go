@@ -124,7 +124,7 @@ func (s *Server) WriteMetrics(w io.Writer) error {
 	e := &exposition{w: bufio.NewWriter(w)}
 
 	e.family("bonsai_requests_total", "counter", "Requests, by endpoint, outcome (completed, cancelled: the client left, "+
-		"rejected: 503 without generating, error) and HTTP status (499: the client left before any).")
+		"rejected: 503 without generating, unauthorized: 401 for a missing or wrong API key, error) and HTTP status (499: the client left before any).")
 	type series struct {
 		requestKey
 		n int64

@@ -39,6 +39,11 @@ type Config struct {
 	// OnGenerationEnd, when set, is called as each generation ends, before its response
 	// is finished.
 	OnGenerationEnd func(GenerationEnd)
+	// Keys, when set, are the API keys a request must carry, but for the probes, the
+	// routes of HandleOpen and /metrics (auth.go).
+	Keys *Keys
+	// MetricsAuth makes /metrics need a key too (it needs Keys).
+	MetricsAuth bool
 
 	// tokenHook, when set (by tests), is called after each token a generation yields.
 	tokenHook func(ctx context.Context)
@@ -91,6 +96,9 @@ type Server struct {
 	endpoints map[string]string // the endpoint label of each pattern
 	errors    []errorRoute      // how 404 and 405 are written, by path prefix
 
+	open       map[string]bool // the patterns that need no API key (HandleOpen)
+	authErrors []authRoute     // how 401 is written, by path prefix
+
 	requests, generations, cancelled, rejected atomic.Int64
 	active                                     sync.WaitGroup
 	metrics                                    *metrics
@@ -107,6 +115,9 @@ func New(m *bonsai.Model, cfg Config) (*Server, error) {
 	if cfg.Parallel < 0 || cfg.Queue < 0 {
 		return nil, fmt.Errorf("serve: parallel %d and queue %d must not be negative", cfg.Parallel, cfg.Queue)
 	}
+	if cfg.MetricsAuth && cfg.Keys == nil {
+		return nil, errors.New("serve: Config.MetricsAuth needs Config.Keys")
+	}
 	if cfg.MaxBodyBytes <= 0 {
 		cfg.MaxBodyBytes = 4 << 20
 	}
@@ -114,7 +125,7 @@ func New(m *bonsai.Model, cfg Config) (*Server, error) {
 		cfg.WriteTimeout = time.Minute
 	}
 	s := &Server{m: m, cfg: cfg, pool: newPool(m, cfg.Parallel, cfg.Queue), metrics: newMetrics(),
-		mux: http.NewServeMux(), endpoints: map[string]string{}}
+		mux: http.NewServeMux(), endpoints: map[string]string{}, open: map[string]bool{}}
 	s.hard, s.cancelAll = context.WithCancel(context.Background())
 	for _, p := range []string{"GET /health", "GET /v1/health"} {
 		s.Handle(p, http.HandlerFunc(s.health))
@@ -212,6 +223,11 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			s.cfg.Log("%s %s %d %s", r.Method, path, rec.status(), time.Since(start).Round(time.Millisecond))
 		}
 	}()
+	if err := s.authorize(r, pattern); err != nil {
+		tr.outcome = outcomeUnauthorized
+		s.unauthorized(rec, r, err)
+		return
+	}
 	if pattern != "" {
 		s.mux.ServeHTTP(rec, r) // routes again, to set r's pattern and path values
 		return

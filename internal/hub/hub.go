@@ -31,6 +31,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -74,6 +75,10 @@ type Options struct {
 	// wait between them, doubling (default 1 s).
 	Retries int
 	Backoff time.Duration
+	// Stall is how long a request may go without a byte before it is dropped (and the
+	// download resumed): the HEAD's whole answer, the GET's next chunk (default 30 s;
+	// huggingface_hub's HF_HUB_DOWNLOAD_TIMEOUT is 10 s).
+	Stall time.Duration
 }
 
 // env reads the environment variable of huggingface_hub's constants.
@@ -88,10 +93,22 @@ func isTrue(v string) bool {
 	return false
 }
 
+// expand expands environment variables and a leading ~, as huggingface_hub's
+// constants do (os.path.expandvars, os.path.expanduser).
+func expand(path string) string {
+	path = os.ExpandEnv(path)
+	if rest, ok := strings.CutPrefix(path, "~"); ok && (rest == "" || os.IsPathSeparator(rest[0])) {
+		if home, err := os.UserHomeDir(); err == nil {
+			return home + rest
+		}
+	}
+	return path
+}
+
 // Home is HF_HOME, or $XDG_CACHE_HOME/huggingface, or ~/.cache/huggingface.
 func Home() (string, error) {
 	if h := env("HF_HOME"); h != "" {
-		return os.ExpandEnv(h), nil
+		return expand(h), nil
 	}
 	cache := env("XDG_CACHE_HOME")
 	if cache == "" {
@@ -108,7 +125,7 @@ func Home() (string, error) {
 func CacheDir() (string, error) {
 	for _, v := range []string{"HF_HUB_CACHE", "HUGGINGFACE_HUB_CACHE"} {
 		if d := env(v); d != "" {
-			return os.ExpandEnv(d), nil
+			return expand(d), nil
 		}
 	}
 	home, err := Home()
@@ -135,7 +152,7 @@ func Token() string {
 		}
 		path = filepath.Join(home, "token")
 	}
-	b, err := os.ReadFile(os.ExpandEnv(path))
+	b, err := os.ReadFile(expand(path))
 	if err != nil {
 		return ""
 	}
@@ -191,6 +208,9 @@ func (o Options) resolve(repo, file string) (*resolved, error) {
 	}
 	if o.Backoff <= 0 {
 		o.Backoff = time.Second
+	}
+	if o.Stall <= 0 {
+		o.Stall = 30 * time.Second
 	}
 	return &resolved{Options: o, repo: repo, file: file,
 		storage: filepath.Join(o.CacheDir, "models--"+strings.ReplaceAll(repo, "/", "--"))}, nil
@@ -366,12 +386,15 @@ func (r *resolved) metadata(ctx context.Context) (*meta, error) {
 	client.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
 	u := r.resolveURL()
 	for hops := 0; ; hops++ {
-		req, err := r.newRequest(ctx, http.MethodHead, u, true)
+		hctx, cancel := context.WithTimeout(ctx, r.Stall)
+		req, err := r.newRequest(hctx, http.MethodHead, u, true)
 		if err != nil {
+			cancel()
 			return nil, err
 		}
 		req.Header.Set("Accept-Encoding", "identity") // the real size, not a compressed one
 		resp, err := client.Do(req)
+		cancel()
 		if err != nil {
 			if ctx.Err() != nil {
 				return nil, ctx.Err()
@@ -587,16 +610,40 @@ func (e *fatalError) Error() string { return e.err.Error() }
 // get makes one GET from *have on, appending to f; it returns the bytes it got.
 func (r *resolved) get(ctx context.Context, client *http.Client, m *meta, auth bool, f *os.File, h hash.Hash,
 	have, resumed *int64, buf []byte, report func()) (int64, error) {
-	req, err := r.newRequest(ctx, http.MethodGet, m.location, auth)
+	// A watchdog drops the request when no byte has come for r.Stall, so that a stalled
+	// connection is resumed on a new one rather than waited on for ever.
+	gctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	stalled := false
+	var mu sync.Mutex
+	watchdog := time.AfterFunc(r.Stall, func() {
+		mu.Lock()
+		stalled = true
+		mu.Unlock()
+		cancel()
+	})
+	defer watchdog.Stop()
+	wasStalled := func(err error) error {
+		mu.Lock()
+		defer mu.Unlock()
+		if stalled && ctx.Err() == nil {
+			return fmt.Errorf("no data for %v: %w", r.Stall, err)
+		}
+		return err
+	}
+	req, err := r.newRequest(gctx, http.MethodGet, m.location, auth)
 	if err != nil {
 		return 0, &fatalError{err}
 	}
+	// Go's transport would ask for gzip and decompress it behind our back, and the
+	// sizes and ranges are of the file as stored.
+	req.Header.Set("Accept-Encoding", "identity")
 	if *have > 0 {
 		req.Header.Set("Range", fmt.Sprintf("bytes=%d-", *have))
 	}
 	resp, err := client.Do(req)
 	if err != nil {
-		return 0, err
+		return 0, wasStalled(err)
 	}
 	defer resp.Body.Close()
 	switch {
@@ -636,6 +683,7 @@ func (r *resolved) get(ctx context.Context, client *http.Client, m *meta, auth b
 	var got int64
 	for {
 		n, rerr := resp.Body.Read(buf)
+		watchdog.Reset(r.Stall)
 		if *have+int64(n) > m.size {
 			*have, *resumed = 0, 0
 			if err := restart(f, h); err != nil {
@@ -658,7 +706,7 @@ func (r *resolved) get(ctx context.Context, client *http.Client, m *meta, auth b
 			return got, nil
 		}
 		if rerr != nil {
-			return got, rerr
+			return got, wasStalled(rerr)
 		}
 	}
 }

@@ -453,3 +453,59 @@ func TestConcurrentPullsShareOneDownload(t *testing.T) {
 	assert.Equal(t, model, got)
 	assert.Equal(t, 1, s.Count("cdn", "GET"), "the lock lets one download the blob; the others find it")
 }
+
+func TestStalledConnectionResumes(t *testing.T) {
+	s, _ := setup(t)
+	s.SetFault(hubtest.Fault{Times: 1, DropAfter: 7000, Stall: true})
+	t0 := time.Now()
+	path, err := hub.Download(t.Context(), "org/name", "sub/model.gguf", fast(hub.Options{Stall: 100 * time.Millisecond}))
+	require.NoError(t, err)
+	assert.Less(t, time.Since(t0), 5*time.Second)
+	got, err := os.ReadFile(path)
+	require.NoError(t, err)
+	assert.Equal(t, model, got)
+	var ranges []string
+	for _, r := range s.Requests() {
+		if r.Server == "cdn" {
+			ranges = append(ranges, r.Range)
+		}
+	}
+	assert.Equal(t, []string{"", "bytes=7000-"}, ranges, "the stalled request is dropped and resumed")
+}
+
+func TestHomeDefaults(t *testing.T) {
+	t.Setenv("HF_HOME", "")
+	t.Setenv("HF_HUB_CACHE", "")
+	t.Setenv("HUGGINGFACE_HUB_CACHE", "")
+	t.Setenv("XDG_CACHE_HOME", "/xdg")
+	home, err := hub.Home()
+	require.NoError(t, err)
+	assert.Equal(t, filepath.Join("/xdg", "huggingface"), home)
+	dir, err := hub.CacheDir()
+	require.NoError(t, err)
+	assert.Equal(t, filepath.Join("/xdg", "huggingface", "hub"), dir)
+	t.Setenv("XDG_CACHE_HOME", "")
+	t.Setenv("HOME", "/home/u")
+	home, err = hub.Home()
+	require.NoError(t, err)
+	assert.Equal(t, filepath.Join("/home/u", ".cache", "huggingface"), home)
+	t.Setenv("HF_HOME", "~/hf")
+	home, err = hub.Home()
+	require.NoError(t, err)
+	assert.Equal(t, filepath.Join("/home/u", "hf"), home)
+	t.Setenv("HF_HUB_CACHE", "$HOME/c")
+	dir, err = hub.CacheDir()
+	require.NoError(t, err)
+	assert.Equal(t, "/home/u/c", dir)
+
+	t.Setenv("HF_TOKEN", "")
+	t.Setenv("HUGGING_FACE_HUB_TOKEN", "")
+	tdir := t.TempDir()
+	t.Setenv("HF_HOME", tdir)
+	t.Setenv("HF_TOKEN_PATH", "")
+	assert.Equal(t, "", hub.Token())
+	require.NoError(t, os.WriteFile(filepath.Join(tdir, "token"), []byte(" hf_file \n"), 0o600))
+	assert.Equal(t, "hf_file", hub.Token())
+	t.Setenv("HF_TOKEN", "hf_env")
+	assert.Equal(t, "hf_env", hub.Token(), "HF_TOKEN comes first")
+}

@@ -274,6 +274,7 @@ func Download(ctx context.Context, repo, file string, opts Options) (string, err
 			return "", err
 		}
 	}
+	tagCache(r.CacheDir)
 	unlock, err := lock(ctx, filepath.Join(r.CacheDir, ".locks", filepath.Base(r.storage), m.etag+".lock"))
 	if err != nil {
 		return "", fmt.Errorf("locking the download of %s: %w", file, err)
@@ -288,6 +289,18 @@ func Download(ctx context.Context, repo, file string, opts Options) (string, err
 		return "", err
 	}
 	return pointer, nil
+}
+
+// tagCache marks the cache for backup tools, as huggingface_hub does: a CACHEDIR.TAG
+// (https://bford.info/cachedir/), if there is none. Best effort.
+func tagCache(dir string) {
+	path := filepath.Join(dir, "CACHEDIR.TAG")
+	if _, err := os.Lstat(path); err == nil {
+		return
+	}
+	os.WriteFile(path, []byte("Signature: 8a477f597d28d172789f06886806bc55\n"+
+		"# This file is a cache directory tag created by the Bonsai Go SDK (huggingface_hub's cache).\n"+
+		"# For information about cache directory tags, see:\n#\thttps://bford.info/cachedir/\n"), 0o644)
 }
 
 func exists(path string) bool {

@@ -5,6 +5,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -78,6 +79,9 @@ func TestDownloadLFS(t *testing.T) {
 	assert.Equal(t, commit, string(ref))
 	assert.NoFileExists(t, filepath.Join(repo, "blobs", hubtest.SHA256(model)+".incomplete"))
 	assert.FileExists(t, filepath.Join(home, "hub", ".locks", "models--org--name", hubtest.SHA256(model)+".lock"))
+	tag, err := os.ReadFile(filepath.Join(home, "hub", "CACHEDIR.TAG"))
+	require.NoError(t, err)
+	assert.True(t, strings.HasPrefix(string(tag), "Signature: 8a477f597d28d172789f06886806bc55\n"), "the cachedir standard's signature")
 	assert.Equal(t, hub.Progress{Done: int64(len(model)), Total: int64(len(model))}, last)
 	assert.Greater(t, calls, 1)
 
@@ -434,6 +438,9 @@ func TestHubUnreachable(t *testing.T) {
 }
 
 func TestConcurrentPullsShareOneDownload(t *testing.T) {
+	if runtime.GOOS == "windows" {
+		t.Skip("no lock on Windows (lock_other.go)")
+	}
 	s, _ := setup(t)
 	var wg sync.WaitGroup
 	paths := make([]string, 4)

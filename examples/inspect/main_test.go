@@ -183,7 +183,7 @@ func TestRunFlags(t *testing.T) {
 	// A model reference is parsed (and would be pulled) before the file is opened.
 	err := run([]string{"hf:org/name"}, &out, &errOut)
 	require.Error(t, err)
-	assert.Contains(t, err.Error(), "pulling hf:org/name: ")
+	assert.Contains(t, err.Error(), `pulling model reference "hf:org/name": `)
 	assert.Contains(t, err.Error(), "want hf:ORG/NAME/FILE")
 
 	missing := filepath.Join(t.TempDir(), "missing.gguf")

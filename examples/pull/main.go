@@ -105,7 +105,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	path, err := bonsai.Pull(ctx, ref.Repo, ref.File, append(opts, bonsai.WithPullProgress(bar.Progress))...)
 	bar.Done()
 	if err != nil {
-		return cli.ExplainPull(ref.Repo+" "+ref.File, err)
+		return cli.ExplainPull(err)
 	}
 	fmt.Fprintln(stdout, path)
 	return nil

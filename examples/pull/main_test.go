@@ -83,7 +83,7 @@ func TestPullErrors(t *testing.T) {
 
 	_, _, err = pull(t, "-endpoint", s.Hub.URL, "org/gated", "m.gguf")
 	require.ErrorIs(t, err, bonsai.ErrHubAuth)
-	assert.Contains(t, err.Error(), "pulling org/gated m.gguf: ")
+	assert.True(t, strings.HasPrefix(err.Error(), "org/gated: m.gguf at revision main: 401 Unauthorized: "), err.Error())
 	assert.Contains(t, err.Error(), "set HF_TOKEN")
 	t.Setenv("HF_TOKEN", "hf_x")
 	_, _, err = pull(t, "-endpoint", s.Hub.URL, "org/gated", "m.gguf")

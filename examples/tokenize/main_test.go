@@ -121,6 +121,6 @@ func TestModelFromHub(t *testing.T) {
 
 	_, _, err = tokenize(t, "x", "-model", "hf:org/vocab/missing.gguf")
 	require.Error(t, err)
-	assert.Contains(t, err.Error(), "pulling hf:org/vocab/missing.gguf: ")
+	assert.Contains(t, err.Error(), "pulling org/vocab: missing.gguf at revision main: ")
 	assert.Contains(t, err.Error(), "not found")
 }

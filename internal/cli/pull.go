@@ -124,16 +124,17 @@ func ModelPath(ctx context.Context, stderr io.Writer, prog, model string, opts .
 	path, err := bonsai.PullRef(ctx, model, append([]bonsai.PullOption{bonsai.WithPullProgress(bar.Progress)}, opts...)...)
 	bar.Done()
 	if err != nil {
-		return "", ExplainPull(model, err)
+		return "", &explained{"pulling " + ExplainPull(err).Error(), err}
 	}
 	return path, nil
 }
 
-// ExplainPull rewrites an error of bonsai.Pull of ref as one line.
-func ExplainPull(ref string, err error) error {
+// ExplainPull rewrites an error of bonsai.Pull as one line, which names the repository
+// and the file: "ORG/NAME: FILE at main: …".
+func ExplainPull(err error) error {
 	detail := strings.TrimPrefix(OneLine(err), "bonsai: pull: ")
 	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
-		return &explained{fmt.Sprintf("pulling %s: interrupted (%s); run again to resume", ref, detail), err}
+		detail += "; run again to resume"
 	}
-	return &explained{fmt.Sprintf("pulling %s: %s", ref, detail), err}
+	return &explained{detail, err}
 }

@@ -63,16 +63,16 @@ func TestLoadPullsModelRef(t *testing.T) {
 
 func TestLoadModelRefErrors(t *testing.T) {
 	hubEnv(t)
-	for _, c := range []struct{ model, want string }{
-		{"hf:org/gated/m.gguf", "set HF_TOKEN"},
-		{"hf:org/tiny/nope.gguf", "file nope.gguf not found"},
-		{"hf:org/tiny", "want hf:ORG/NAME/FILE"},
+	for _, c := range []struct{ model, prefix, want string }{
+		{"hf:org/gated/m.gguf", "pulling org/gated: m.gguf at revision main: 401", "set HF_TOKEN"},
+		{"hf:org/tiny/nope.gguf", "pulling org/tiny: nope.gguf at revision main: ", "file nope.gguf not found"},
+		{"hf:org/tiny", `pulling model reference "hf:org/tiny": `, "want hf:ORG/NAME/FILE"},
 	} {
 		var stderr bytes.Buffer
 		_, err := Load(t.Context(), &stderr, "test", ModelFlags{Model: c.model, Threads: 1, Backend: "cpu"})
 		require.Error(t, err, c.model)
 		msg := err.Error()
-		assert.True(t, strings.HasPrefix(msg, "pulling "+c.model+": "), msg)
+		assert.True(t, strings.HasPrefix(msg, c.prefix), msg)
 		assert.Contains(t, msg, c.want)
 		assert.NotContains(t, msg, "\n")
 		assert.NotContains(t, msg, "bonsai: pull:")

@@ -246,7 +246,11 @@ func Download(ctx context.Context, repo, file string, opts Options) (string, err
 		if p, ok := r.cached(); ok {
 			return p, nil
 		}
-		return "", fmt.Errorf("%s: %s at %s: offline (HF_HUB_OFFLINE) and %w", repo, file, r.Revision, ErrNotCached)
+		why := "offline"
+		if !opts.Offline {
+			why = "offline (HF_HUB_OFFLINE)"
+		}
+		return "", fmt.Errorf("%s: %s at revision %s: %s and %w %s", repo, file, r.Revision, why, ErrNotCached, r.CacheDir)
 	}
 	m, err := r.metadata(ctx)
 	if err != nil {
@@ -255,7 +259,7 @@ func Download(ctx context.Context, repo, file string, opts Options) (string, err
 			if p, ok := r.cached(); ok {
 				return p, nil
 			}
-			return "", fmt.Errorf("%s: %s at %s: the Hub cannot be reached (%v) and the file is %w", repo, file, r.Revision, ue.err, ErrNotCached)
+			return "", fmt.Errorf("%s: %s at revision %s: the Hub cannot be reached (%v) and the file is %w %s", repo, file, r.Revision, ue.err, ErrNotCached, r.CacheDir)
 		}
 		return "", err
 	}

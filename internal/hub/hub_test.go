@@ -418,6 +418,7 @@ func TestOffline(t *testing.T) {
 	_, err := hub.Download(t.Context(), "org/name", "sub/model.gguf", hub.Options{})
 	require.ErrorIs(t, err, hub.ErrNotCached)
 	assert.Contains(t, err.Error(), "HF_HUB_OFFLINE")
+	assert.Contains(t, err.Error(), "org/name: sub/model.gguf at revision main: offline (HF_HUB_OFFLINE) and not in the cache "+filepath.Join(home, "hub"))
 	snap := hfLayout(t, filepath.Join(home, "hub"))
 	path, err := hub.Download(t.Context(), "org/name", "sub/model.gguf", hub.Options{})
 	require.NoError(t, err)

@@ -40,6 +40,10 @@
 // tokens that keep it valid, so that even a weak model writes well-formed calls and
 // JSON. tools.go states the contract.
 //
+// Pull fetches a model file from the Hugging Face Hub into huggingface_hub's cache,
+// resuming an interrupted download and checking its sha256, and returns its path for
+// Open; PullRef takes a reference, hf:ORG/NAME/FILE.
+//
 // The computation runs on a Backend (package bonsai/backend states the seam): CPU() is
 // the pure-Go backend of package bonsai/cpu (the default), and the metal package provides
 // Apple GPUs. The weights are never copied: the CPU backend reads the ternary codes in

@@ -47,7 +47,7 @@ import (
 
 func main() {
 	var cfg config
-	flag.StringVar(&cfg.model, "model", "", "GGUF model file")
+	flag.StringVar(&cfg.model, "model", "", "GGUF model file, or hf:ORG/NAME/FILE to pull from the Hugging Face Hub")
 	flag.StringVar(&cfg.preset, "preset", "", "synthetic preset to write and measure: "+strings.Join(synth.Presets(), ", ")+" (default real-widths when no -model)")
 	flag.StringVar(&cfg.keep, "keep", "", "with -preset: write the model to this file and keep it (reused if it exists)")
 	flag.IntVar(&cfg.threads, "threads", runtime.NumCPU(), "CPU threads")
@@ -128,7 +128,10 @@ func run(ctx context.Context, out, stderr io.Writer, cfg config) error {
 	if cfg.context < 0 {
 		return fmt.Errorf("-context %d: want at least 0", cfg.context)
 	}
-	path := cfg.model
+	path, err := cli.ModelPath(ctx, stderr, "bench", cfg.model)
+	if err != nil {
+		return err
+	}
 	if path == "" {
 		if cfg.preset == "" {
 			cfg.preset = "real-widths"

@@ -24,6 +24,7 @@ import (
 
 	"github.com/bonsai-go/sdk/gguf"
 	"github.com/bonsai-go/sdk/hadamard"
+	"github.com/bonsai-go/sdk/internal/cli"
 	"github.com/bonsai-go/sdk/internal/synth"
 	"github.com/bonsai-go/sdk/qwen35"
 	"github.com/bonsai-go/sdk/ternary"
@@ -54,8 +55,9 @@ func run(args []string, stdout, stderr io.Writer) error {
 	scan := fs.Bool("scan", true, "scan the codes and scales of every ternary tensor")
 	keys := fs.Bool("keys", false, "print every metadata key with its full value")
 	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), "usage: inspect [flags] [FILE]\n\n"+
-			"Prints the model card of a GGUF file. With no FILE, writes a small synthetic\n"+
+		fmt.Fprintf(fs.Output(), "usage: inspect [flags] [FILE | hf:ORG/NAME/FILE]\n\n"+
+			"Prints the model card of a GGUF file (pulled from the Hugging Face Hub into its\n"+
+			"cache first, for hf:ORG/NAME/FILE). With no FILE, writes a small synthetic\n"+
 			"Bonsai model to a temporary directory and inspects that.\n\nflags:\n")
 		fs.PrintDefaults()
 	}
@@ -69,7 +71,10 @@ func run(args []string, stdout, stderr io.Writer) error {
 		fs.Usage()
 		return errUsage
 	}
-	path := fs.Arg(0)
+	path, err := cli.ModelPath(context.Background(), stderr, "inspect", fs.Arg(0))
+	if err != nil {
+		return err
+	}
 	if path == "" {
 		dir, err := os.MkdirTemp("", "bonsai-inspect-")
 		if err != nil {

@@ -177,11 +177,17 @@ func TestRunFlags(t *testing.T) {
 		err := run(c.args, &out, &errOut)
 		assert.True(t, errors.Is(err, c.want), "%v: %v", c.args, err)
 		assert.Empty(t, out.String(), "%v", c.args)
-		assert.True(t, strings.HasPrefix(lineWith(errOut.String(), "usage:"), "usage: inspect [flags] [FILE]"), "%v: %s", c.args, errOut.String())
+		assert.True(t, strings.HasPrefix(lineWith(errOut.String(), "usage:"), "usage: inspect [flags] [FILE | hf:ORG/NAME/FILE]"), "%v: %s", c.args, errOut.String())
 	}
 
+	// A model reference is parsed (and would be pulled) before the file is opened.
+	err := run([]string{"hf:org/name"}, &out, &errOut)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), `pulling model reference "hf:org/name": `)
+	assert.Contains(t, err.Error(), "want hf:ORG/NAME/FILE")
+
 	missing := filepath.Join(t.TempDir(), "missing.gguf")
-	err := run([]string{missing}, &out, &errOut)
+	err = run([]string{missing}, &out, &errOut)
 	require.Error(t, err)
 	assert.False(t, errors.Is(err, errUsage))
 	assert.Contains(t, err.Error(), "missing.gguf")

@@ -45,7 +45,7 @@ import (
 )
 
 func main() {
-	model := flag.String("model", "", "GGUF model `file` (default: a synthetic tiny model)")
+	model := flag.String("model", "", "GGUF model `file`, or hf:ORG/NAME/FILE to pull from the Hugging Face Hub (default: a synthetic tiny model)")
 	tokens := flag.String("tokens", "", "comma-separated token ids (required)")
 	mode := flag.String("mode", "prefill", "prefill: all tokens in one pass; step: one token at a time")
 	backend := flag.String("backend", "cpu", "backend: cpu, metal, metal-emulator or vulkan")

@@ -54,6 +54,7 @@ import (
 
 	"github.com/bonsai-go/sdk/bonsai"
 	"github.com/bonsai-go/sdk/gguf"
+	"github.com/bonsai-go/sdk/internal/cli"
 	"github.com/bonsai-go/sdk/internal/synth"
 	"github.com/bonsai-go/sdk/metal"
 	"github.com/bonsai-go/sdk/metal/emulator"
@@ -81,7 +82,7 @@ type config struct {
 func main() {
 	var cfg config
 	flag.StringVar(&cfg.device, "device", "metal", "metal (this Mac's GPU) or emulator (the MSL emulator on the CPU)")
-	flag.StringVar(&cfg.model, "model", "", "GGUF model `file` (default: a synthetic model, see -preset)")
+	flag.StringVar(&cfg.model, "model", "", "GGUF model `file`, or hf:ORG/NAME/FILE to pull from the Hugging Face Hub (default: a synthetic model, see -preset)")
 	flag.StringVar(&cfg.preset, "preset", "", "synthetic preset when no -model: "+strings.Join(synth.Presets(), ", ")+presetDefault())
 	flag.BoolVar(&cfg.real, "real", true, "also check the kernels at the 27B model's shapes")
 	flag.BoolVar(&cfg.cpu, "cpu", true, "compare with the CPU backend (slow for the 27B model)")
@@ -239,7 +240,10 @@ func check(ctx context.Context, w io.Writer, cfg config, rep *Report) (bool, err
 	}
 
 	// 2. The model.
-	path := cfg.model
+	path, err := cli.ModelPath(ctx, os.Stderr, "metalcheck", cfg.model)
+	if err != nil {
+		return false, err
+	}
 	// The synthetic model's directory, removed before the PTQ1_0 model is written (one
 	// 27B file, 6.7 GiB, on disk at a time) or, on an error, when check returns.
 	tmp := ""

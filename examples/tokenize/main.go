@@ -15,6 +15,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"flag"
 	"fmt"
@@ -47,7 +48,7 @@ var errUsage = errors.New("usage")
 func run(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("tokenize", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	model := fs.String("model", "", "GGUF `file` whose tokenizer to use: a model or a vocabulary-only file\n(default: the vocabulary of a synthetic tiny model)")
+	model := fs.String("model", "", "GGUF `file` whose tokenizer to use: a model or a vocabulary-only file, or\nhf:ORG/NAME/FILE to pull from the Hugging Face Hub (default: the vocabulary of a\nsynthetic tiny model)")
 	special := fs.Bool("special", false, "read the text of control tokens such as <|im_start|> as those tokens")
 	fs.Usage = func() {
 		fmt.Fprint(fs.Output(), "usage: tokenize [-model FILE] [-special] < TEXT\n\n"+
@@ -69,7 +70,10 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 		fmt.Fprintln(stderr, "tokenize: no -model given: using the vocabulary of a synthetic tiny model (internal/synth)")
 		tok, err = syntheticTokenizer()
 	} else {
-		tok, err = openTokenizer(*model)
+		var path string
+		if path, err = cli.ModelPath(context.Background(), stderr, "tokenize", *model); err == nil {
+			tok, err = openTokenizer(path)
+		}
 	}
 	if err != nil {
 		return err

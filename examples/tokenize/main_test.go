@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/bonsai-go/sdk/internal/cli/clitest"
+	"github.com/bonsai-go/sdk/internal/hub/hubtest"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -99,4 +100,27 @@ func TestErrors(t *testing.T) {
 
 	_, _, err = tokenize(t, "x", "extra")
 	assert.True(t, errors.Is(err, errUsage))
+}
+
+func TestModelFromHub(t *testing.T) {
+	vocab, err := os.ReadFile(qwen3Vocab(t))
+	require.NoError(t, err)
+	s := hubtest.New(t)
+	s.Add(hubtest.Repo{ID: "org/vocab", Commit: "0000000000111111111122222222223333333333",
+		Files: []hubtest.File{{Path: "v/qwen3-vocab.gguf", Data: vocab, LFS: true}}})
+	home := t.TempDir()
+	t.Setenv("HF_HOME", home)
+	t.Setenv("HF_ENDPOINT", s.Hub.URL)
+	t.Setenv("HF_HUB_CACHE", "")
+	t.Setenv("HF_HUB_OFFLINE", "")
+	out, errOut, err := tokenize(t, "<|im_start|>", "-model", "hf:org/vocab/v/qwen3-vocab.gguf", "-special")
+	require.NoError(t, err)
+	assert.Equal(t, "151644\n", out)
+	assert.Contains(t, errOut, "tokenize: downloading qwen3-vocab.gguf")
+	assert.FileExists(t, filepath.Join(home, "hub", "models--org--vocab", "blobs", hubtest.SHA256(vocab)))
+
+	_, _, err = tokenize(t, "x", "-model", "hf:org/vocab/missing.gguf")
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "pulling org/vocab: missing.gguf at revision main: ")
+	assert.Contains(t, err.Error(), "not found")
 }

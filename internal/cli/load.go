@@ -27,7 +27,9 @@ import (
 
 // ModelFlags are the loading options every program that runs a model offers.
 type ModelFlags struct {
-	Model   string // the GGUF file; "" for the synthetic tiny model
+	// Model is the GGUF file, or a model reference hf:ORG/NAME/FILE to pull from the
+	// Hugging Face Hub (ModelPath); "" for the synthetic tiny model.
+	Model   string
 	Threads int
 	Context int  // tokens; 0 for the model's, capped by bonsai
 	Verify  bool // scan every ternary tensor at load
@@ -49,7 +51,7 @@ var Backends = []string{"auto", "cpu", "metal", "vulkan"}
 // Register adds -model, -threads, -context, -verify, -warmup, -backend, -batch-tiles and
 // -layout to fs.
 func (f *ModelFlags) Register(fs *flag.FlagSet) {
-	fs.StringVar(&f.Model, "model", "", "GGUF model `file` (default: a tiny synthetic model with random weights)")
+	fs.StringVar(&f.Model, "model", "", ModelUsage)
 	fs.IntVar(&f.Threads, "threads", runtime.NumCPU(), "CPU threads")
 	fs.IntVar(&f.Context, "context", 0, "context size in tokens (0: the model's, at most 32768)")
 	fs.BoolVar(&f.Verify, "verify", false, "scan every ternary weight at load and refuse a damaged file (about 1 s per 2 GB)")
@@ -58,6 +60,9 @@ func (f *ModelFlags) Register(fs *flag.FlagSet) {
 	fs.StringVar(&f.Backend, "backend", "auto", "where the model runs: auto (Metal on Apple silicon, else a Vulkan GPU if there is one, else the CPU), cpu, metal or vulkan (a GPU, or Mesa's lavapipe when it is the only Vulkan device; BONSAI_VULKAN_DEVICE picks one by index or name)")
 	fs.StringVar(&f.Layout, "layout", "auto", LayoutUsage)
 }
+
+// ModelUsage is the help of -model.
+const ModelUsage = "GGUF model `file`, or hf:ORG/NAME/FILE (hf:ORG/NAME@REVISION/FILE) to pull it from the Hugging Face Hub into its cache on first use (HF_TOKEN, HF_HOME, HF_ENDPOINT as huggingface-cli) (default: a tiny synthetic model with random weights)"
 
 // LayoutUsage is the help of -layout.
 const LayoutUsage = "CPU: how to keep the ternary weights: auto (interleaved in row tiles at load where this CPU's kernels read them for decode steps and batches alike, AVX-512 VNNI today, the file's pages then leaving memory; else as the file has them), file, or interleaved (also where only decode steps read the copy: AVX2, NEON, PTQ1_0; a second copy)"
@@ -101,9 +106,14 @@ func (l *Loaded) Close() error {
 // file it writes the tiny synthetic model to a temporary directory and says that its
 // weights are random (what tells the user that the output is gibberish). Errors are
 // one line, naming the file and what is wrong with it: missing, not a Bonsai model,
-// damaged. opts are passed on to bonsai.Open after the flags' own.
+// damaged. A model reference, hf:ORG/NAME/FILE, is pulled from the Hub first (ModelPath).
+// opts are passed on to bonsai.Open after the flags' own.
 func Load(ctx context.Context, stderr io.Writer, prog string, f ModelFlags, opts ...bonsai.Option) (*Loaded, error) {
-	l := &Loaded{Path: f.Model}
+	path, err := ModelPath(ctx, stderr, prog, f.Model)
+	if err != nil {
+		return nil, err
+	}
+	l := &Loaded{Path: path}
 	if l.Path == "" {
 		dir, err := os.MkdirTemp("", "bonsai-"+prog+"-")
 		if err != nil {

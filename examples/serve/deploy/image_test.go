@@ -500,6 +500,8 @@ func TestImage(t *testing.T) {
 			t.Errorf("Dockerfile ENTRYPOINT and CMD: %v", err)
 		}
 	})
+
+	t.Run("routing metrics", func(t *testing.T) { scrapeServe(t, bin) })
 }
 
 func must(s string, _ bool) string { return s }

@@ -491,13 +491,25 @@ func (b *bundle) checkResources() error {
 	case hfVolume == nil:
 		errs = append(errs, fmt.Errorf("HF_HOME %s is on no volume: the root file system is read-only", hfHome))
 	case hfVolume.EmptyDir != nil:
-		size := hfVolume.EmptyDir.SizeLimit
-		eph := lim.StorageEphemeral()
-		if size == nil || size.Value() < modelFileBytes {
+		if size := hfVolume.EmptyDir.SizeLimit; size == nil || size.Value() < modelFileBytes {
 			errs = append(errs, fmt.Errorf("emptyDir %s: sizeLimit %v holds not the %d-byte model", hfVolume.Name, size, int64(modelFileBytes)))
-		} else if eph.IsZero() || eph.Cmp(*size) < 0 {
-			errs = append(errs, fmt.Errorf("ephemeral-storage limit %s is below the emptyDir's %s", eph, size))
 		}
+	}
+	// The pod's emptyDirs on disk count against its ephemeral storage: the limit must
+	// hold them all.
+	var disk resource.Quantity
+	for _, v := range d.Spec.Template.Spec.Volumes {
+		if v.EmptyDir == nil || v.EmptyDir.Medium == corev1.StorageMediumMemory {
+			continue
+		}
+		if v.EmptyDir.SizeLimit == nil {
+			errs = append(errs, fmt.Errorf("emptyDir %s has no sizeLimit", v.Name))
+			continue
+		}
+		disk.Add(*v.EmptyDir.SizeLimit)
+	}
+	if eph := lim.StorageEphemeral(); eph.Cmp(disk) < 0 {
+		errs = append(errs, fmt.Errorf("ephemeral-storage limit %s is below the emptyDirs' %s", eph, &disk))
 	}
 	return errors.Join(errs...)
 }
@@ -897,11 +909,15 @@ func TestManifestsCrossReferenceChecksFail(t *testing.T) {
 		{"ephemeral storage", func(b *bundle) {
 			serveC(b).Resources.Limits[corev1.ResourceEphemeralStorage] = resource.MustParse("1Gi")
 		}, (*bundle).checkResources, "ephemeral-storage"},
+		{"ephemeral storage for /tmp", func(b *bundle) {
+			q := resource.MustParse("2Gi")
+			b.deployments[serveName].Spec.Template.Spec.Volumes[1].EmptyDir.SizeLimit = &q
+		}, (*bundle).checkResources, "below the emptyDirs' 12Gi"},
 		{"HF_HOME off the volume", func(b *bundle) {
 			c := serveC(b)
 			for i := range c.Env {
 				if c.Env[i].Name == "HF_HOME" {
-					c.Env[i].Value = "/tmp/hf"
+					c.Env[i].Value = "/home/hf"
 				}
 			}
 		}, (*bundle).checkResources, "on no volume"},

@@ -2,13 +2,11 @@ package deploy
 
 import (
 	"debug/elf"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"os"
 	"os/exec"
-	"path"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -16,110 +14,91 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/moby/buildkit/frontend/dockerfile/instructions"
+	"github.com/moby/buildkit/frontend/dockerfile/parser"
+	"github.com/moby/patternmatcher"
+	"github.com/moby/patternmatcher/ignorefile"
 )
 
 // repoRoot is the SDK's module root, the image's build context.
 const repoRoot = "../../.."
 
-// dockerfile is what the tests read from the Dockerfile.
+// dockerfile is what the tests read from the Dockerfile, parsed by BuildKit's own parser
+// (frontend/dockerfile/parser and instructions: what docker build runs).
 type dockerfile struct {
-	args       map[string]string // ARG defaults
-	stages     []stage
-	dockerfile string
+	args      map[string]string // ARG defaults: global, and of the build stages
+	build     []*instructions.Stage
+	buildName string // the first stage's name, which COPY --from names
+	rt        runtimeStage
 }
 
-type stage struct {
-	from, name string
-	instrs     []instr
+// runtimeStage is the last stage, the image shipped.
+type runtimeStage struct {
+	from            string
+	user            string
+	expose          []string
+	entrypoint, cmd *instructions.ShellDependantCmdLine
+	env             map[string]string
+	volumes         []string
+	copies          []*instructions.CopyCommand
 }
 
-type instr struct{ cmd, rest string }
-
-// parseDockerfile reads the instructions: continuation lines joined, comments dropped,
-// ARG defaults collected and ${VAR} expanded in FROM.
 func parseDockerfile(src string) (*dockerfile, error) {
-	d := &dockerfile{args: map[string]string{}, dockerfile: src}
-	var lines []string
-	var cur strings.Builder
-	for _, line := range strings.Split(src, "\n") {
-		t := strings.TrimSpace(line)
-		if cur.Len() == 0 && (t == "" || strings.HasPrefix(t, "#")) {
-			continue
-		}
-		if cur.Len() > 0 && strings.HasPrefix(t, "#") {
-			continue // a comment inside a continued instruction
-		}
-		if s, ok := strings.CutSuffix(t, `\`); ok {
-			cur.WriteString(s + " ")
-			continue
-		}
-		cur.WriteString(t)
-		lines = append(lines, cur.String())
-		cur.Reset()
+	res, err := parser.Parse(strings.NewReader(src))
+	if err != nil {
+		return nil, err
 	}
-	if cur.Len() > 0 {
-		return nil, errors.New("the last instruction ends with a continuation")
+	stages, meta, err := instructions.Parse(res.AST, nil)
+	if err != nil {
+		return nil, err
 	}
-	expand := func(s string) string {
-		return os.Expand(s, func(k string) string { return d.args[k] })
+	if len(stages) < 2 {
+		return nil, fmt.Errorf("%d stages: want a build stage and a runtime stage", len(stages))
 	}
-	for _, l := range lines {
-		cmd, rest, _ := strings.Cut(l, " ")
-		cmd = strings.ToUpper(cmd)
-		rest = strings.TrimSpace(rest)
-		switch cmd {
-		case "ARG":
-			for _, a := range strings.Fields(rest) {
-				k, v, _ := strings.Cut(a, "=")
-				if _, ok := d.args[k]; !ok || v != "" {
-					d.args[k] = v
-				}
+	d := &dockerfile{args: map[string]string{}, buildName: stages[0].Name}
+	addArgs := func(args []instructions.KeyValuePairOptional) {
+		for _, kv := range args {
+			if kv.Value != nil {
+				d.args[kv.Key] = *kv.Value
 			}
-		case "FROM":
-			f := strings.Fields(rest)
-			f = slices.DeleteFunc(f, func(s string) bool { return strings.HasPrefix(s, "--platform=") })
-			if len(f) == 0 {
-				return nil, errors.New("FROM without an image")
-			}
-			s := stage{from: expand(f[0])}
-			if len(f) == 3 && strings.EqualFold(f[1], "AS") {
-				s.name = f[2]
-			}
-			d.stages = append(d.stages, s)
-			continue
 		}
-		if len(d.stages) == 0 {
-			if cmd != "ARG" {
-				return nil, fmt.Errorf("%s before FROM", cmd)
+	}
+	for _, m := range meta {
+		addArgs(m.Args)
+	}
+	for i := range stages[:len(stages)-1] {
+		for _, c := range stages[i].Commands {
+			if a, ok := c.(*instructions.ArgCommand); ok {
+				addArgs(a.Args)
 			}
-			continue
 		}
-		last := &d.stages[len(d.stages)-1]
-		last.instrs = append(last.instrs, instr{cmd, rest})
+		d.build = append(d.build, &stages[i])
 	}
-	if len(d.stages) < 2 {
-		return nil, fmt.Errorf("%d stages: want a build stage and a runtime stage", len(d.stages))
+	last := stages[len(stages)-1]
+	rt := runtimeStage{from: os.Expand(last.BaseName, func(k string) string { return d.args[k] }), env: map[string]string{}}
+	for _, c := range last.Commands {
+		switch c := c.(type) {
+		case *instructions.UserCommand:
+			rt.user = c.User
+		case *instructions.ExposeCommand:
+			rt.expose = append(rt.expose, c.Ports...)
+		case *instructions.EntrypointCommand:
+			rt.entrypoint = &c.ShellDependantCmdLine
+		case *instructions.CmdCommand:
+			rt.cmd = &c.ShellDependantCmdLine
+		case *instructions.EnvCommand:
+			for _, kv := range c.Env {
+				rt.env[kv.Key] = kv.Value
+			}
+		case *instructions.VolumeCommand:
+			rt.volumes = append(rt.volumes, c.Volumes...)
+		case *instructions.CopyCommand:
+			rt.copies = append(rt.copies, c)
+		}
 	}
+	d.rt = rt
 	return d, nil
-}
-
-func (s *stage) last(cmd string) (string, bool) {
-	for i := len(s.instrs) - 1; i >= 0; i-- {
-		if s.instrs[i].cmd == cmd {
-			return s.instrs[i].rest, true
-		}
-	}
-	return "", false
-}
-
-func (s *stage) all(cmd string) []string {
-	var out []string
-	for _, in := range s.instrs {
-		if in.cmd == cmd {
-			out = append(out, in.rest)
-		}
-	}
-	return out
 }
 
 // shellWords splits a shell command line: blanks separate words, quotes group them.
@@ -167,16 +146,23 @@ type goBuild struct {
 
 func (d *dockerfile) goBuild() (*goBuild, error) {
 	var found []goBuild
-	for _, s := range d.stages[:len(d.stages)-1] {
-		for _, run := range s.all("RUN") {
+	for _, st := range d.build {
+		for _, c := range st.Commands {
+			r, ok := c.(*instructions.RunCommand)
+			if !ok {
+				continue
+			}
+			run := strings.Join(r.CmdLine, " ")
 			if !strings.Contains(run, "go build") {
 				continue
+			}
+			if !r.PrependShell {
+				return nil, fmt.Errorf("RUN %s: the exec form; the test reads the shell form", run)
 			}
 			words, err := shellWords(run)
 			if err != nil {
 				return nil, err
 			}
-			words = slices.DeleteFunc(words, func(w string) bool { return strings.HasPrefix(w, "--mount=") })
 			i := slices.Index(words, "go")
 			if i < 0 || i+1 >= len(words) || words[i+1] != "build" {
 				return nil, fmt.Errorf("RUN %s: not a plain go build", run)
@@ -212,45 +198,45 @@ func (d *dockerfile) goBuild() (*goBuild, error) {
 	return &found[0], nil
 }
 
-// jsonArray reads an exec-form ENTRYPOINT or CMD.
-func jsonArray(s string) ([]string, error) {
-	var a []string
-	if err := json.Unmarshal([]byte(s), &a); err != nil {
-		return nil, fmt.Errorf("%s: not the exec (JSON) form: %w", s, err)
+// execForm gives an ENTRYPOINT's or CMD's words, which must be in the exec (JSON) form:
+// the shell form needs a shell, which the image has not.
+func execForm(c *instructions.ShellDependantCmdLine, what string) ([]string, error) {
+	if c == nil {
+		return nil, fmt.Errorf("no %s", what)
 	}
-	return a, nil
+	if c.PrependShell {
+		return nil, fmt.Errorf("%s %s: not the exec (JSON) form", what, strings.Join(c.CmdLine, " "))
+	}
+	return c.CmdLine, nil
 }
 
 // checkRuntime checks the runtime stage: a distroless or scratch base, a numeric non-root
 // user, the port, the entrypoint running the built binary on 0.0.0.0 at that port, and
 // HF_HOME on a volume.
 func (d *dockerfile) checkRuntime(b *goBuild) error {
-	rt := &d.stages[len(d.stages)-1]
+	rt := &d.rt
 	var errs []error
 	if !strings.HasPrefix(rt.from, "gcr.io/distroless/") && rt.from != "scratch" {
 		errs = append(errs, fmt.Errorf("runtime image %s: want gcr.io/distroless/... or scratch", rt.from))
 	}
-	user, _ := rt.last("USER")
-	uid, _, _ := strings.Cut(user, ":")
+	uid, _, _ := strings.Cut(rt.user, ":")
 	if n, err := strconv.Atoi(uid); err != nil || n == 0 {
-		errs = append(errs, fmt.Errorf("USER %q: want a numeric non-root uid (runAsNonRoot can verify only a number)", user))
+		errs = append(errs, fmt.Errorf("USER %q: want a numeric non-root uid (runAsNonRoot can verify only a number)", rt.user))
 	}
-	if expose, _ := rt.last("EXPOSE"); expose != strconv.Itoa(servePort) {
-		errs = append(errs, fmt.Errorf("EXPOSE %q, want %d", expose, servePort))
+	if len(rt.expose) != 1 || rt.expose[0] != strconv.Itoa(servePort) {
+		errs = append(errs, fmt.Errorf("EXPOSE %v, want %d", rt.expose, servePort))
 	}
 	// The binary the build wrote is the one the entrypoint runs.
 	var bin string
-	for _, c := range rt.all("COPY") {
-		f := strings.Fields(c)
-		if len(f) >= 3 && slices.Contains(f, "--from="+d.stages[0].name) && f[len(f)-2] == b.out {
-			bin = f[len(f)-1]
+	for _, c := range rt.copies {
+		if c.From == d.buildName && len(c.SourcePaths) == 1 && c.SourcePaths[0] == b.out {
+			bin = c.DestPath
 		}
 	}
-	ep, _ := rt.last("ENTRYPOINT")
-	entry, err := jsonArray(ep)
+	entry, err := execForm(rt.entrypoint, "ENTRYPOINT")
 	switch {
 	case err != nil:
-		errs = append(errs, fmt.Errorf("ENTRYPOINT %w", err))
+		errs = append(errs, err)
 	case bin == "" || len(entry) == 0 || entry[0] != bin:
 		errs = append(errs, fmt.Errorf("ENTRYPOINT %v does not run the binary built at %s (copied to %q)", entry, b.out, bin))
 	default:
@@ -266,16 +252,12 @@ func (d *dockerfile) checkRuntime(b *goBuild) error {
 			errs = append(errs, fmt.Errorf("ENTRYPOINT's -addr %q: want 0.0.0.0:%d (serve's default listens on loopback only)", addr, servePort))
 		}
 	}
-	hf := ""
-	for _, e := range rt.all("ENV") {
-		if v, ok := strings.CutPrefix(e, "HF_HOME="); ok {
-			hf = v
-		}
+	if _, err := execForm(rt.cmd, "CMD"); err != nil {
+		errs = append(errs, err)
 	}
-	vol, _ := rt.last("VOLUME")
-	vols, _ := jsonArray(vol)
-	if hf == "" || !slices.ContainsFunc(vols, func(v string) bool { return hf == v || strings.HasPrefix(hf, v+"/") }) {
-		errs = append(errs, fmt.Errorf("HF_HOME %q is on no VOLUME (%v)", hf, vols))
+	hf := rt.env["HF_HOME"]
+	if hf == "" || !slices.ContainsFunc(rt.volumes, func(v string) bool { return hf == v || strings.HasPrefix(hf, v+"/") }) {
+		errs = append(errs, fmt.Errorf("HF_HOME %q is on no VOLUME (%v)", hf, rt.volumes))
 	}
 	if !slices.Contains(b.env, "CGO_ENABLED=0") {
 		errs = append(errs, fmt.Errorf("go build's environment %v lacks CGO_ENABLED=0", b.env))
@@ -343,53 +325,35 @@ func elfDeps(file string) (interp string, needed []string, err error) {
 	return interp, needed, nil
 }
 
-// ignorePatterns reads a .dockerignore; only what this matcher implements is accepted:
-// plain paths and globs, and a leading **/ (any depth).
-func ignorePatterns(src string) ([]string, error) {
-	var pats []string
-	for _, line := range strings.Split(src, "\n") {
-		l := strings.TrimSpace(line)
-		if l == "" || strings.HasPrefix(l, "#") {
-			continue
-		}
-		if strings.HasPrefix(l, "!") || strings.Contains(strings.TrimPrefix(l, "**/"), "**") {
-			return nil, fmt.Errorf("pattern %q: beyond what this test's matcher implements", l)
-		}
-		pats = append(pats, strings.TrimPrefix(path.Clean("/"+l), "/"))
+// readIgnoreFile reads the Dockerfile's own ignore file with Docker's reader and matcher
+// (github.com/moby/patternmatcher, as BuildKit uses them).
+func readIgnoreFile() (*patternmatcher.PatternMatcher, error) {
+	f, err := os.Open("Dockerfile.dockerignore")
+	if err != nil {
+		return nil, err
 	}
-	return pats, nil
+	defer f.Close()
+	pats, err := ignorefile.ReadAll(f)
+	if err != nil {
+		return nil, err
+	}
+	return patternmatcher.New(pats)
 }
 
-// ignored reports whether a path of the context (slash-separated) is left out: a pattern
-// that matches it or one of its parent directories.
-func ignored(pats []string, file string) bool {
-	parts := strings.Split(file, "/")
-	for n := 1; n <= len(parts); n++ {
-		prefix := strings.Join(parts[:n], "/")
-		for _, p := range pats {
-			if rest, ok := strings.CutPrefix(p, "**/"); ok {
-				for i := 0; i < n; i++ {
-					if m, _ := path.Match(rest, strings.Join(parts[i:n], "/")); m {
-						return true
-					}
-				}
-			} else if m, _ := path.Match(p, prefix); m {
-				return true
-			}
-		}
-	}
-	return false
+func ignored(pm *patternmatcher.PatternMatcher, file string) bool {
+	m, err := pm.MatchesOrParentMatches(file)
+	return err == nil && m
 }
 
 // buildContext copies the repository's tracked files that the ignore file keeps into dir.
-func buildContext(t *testing.T, dir string, pats []string) (kept, left int) {
+func buildContext(t *testing.T, dir string, pm *patternmatcher.PatternMatcher) (kept, left int) {
 	t.Helper()
 	out, err := exec.Command("git", "-C", repoRoot, "ls-files", "-z").Output()
 	if err != nil {
 		t.Fatalf("git ls-files: %v", err)
 	}
 	for _, f := range strings.Split(strings.TrimRight(string(out), "\x00"), "\x00") {
-		if ignored(pats, f) {
+		if ignored(pm, f) {
 			left++
 			continue
 		}
@@ -440,16 +404,12 @@ func TestImage(t *testing.T) {
 	if err := d.checkRuntime(b); err != nil {
 		t.Fatal(err)
 	}
-	ignoreSrc, err := os.ReadFile("Dockerfile.dockerignore")
-	if err != nil {
-		t.Fatal(err)
-	}
-	pats, err := ignorePatterns(string(ignoreSrc))
+	pm, err := readIgnoreFile()
 	if err != nil {
 		t.Fatal(err)
 	}
 	ctxDir := filepath.Join(t.TempDir(), "context")
-	kept, left := buildContext(t, ctxDir, pats)
+	kept, left := buildContext(t, ctxDir, pm)
 	t.Logf("build context: %d files kept, %d left out", kept, left)
 
 	bin := filepath.Join(t.TempDir(), "serve")
@@ -466,7 +426,7 @@ func TestImage(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rt := d.stages[len(d.stages)-1].from
+	rt := d.rt.from
 	t.Logf("runtime image %s; binary: interpreter %q, needs %v", rt, interp, needed)
 	if err := checkBinaryFits(rt, interp, needed); err != nil {
 		t.Error(err)
@@ -494,17 +454,15 @@ func TestImage(t *testing.T) {
 			t.Error(err)
 		}
 		// The image's own arguments too.
-		entry, _ := jsonArray(must(d.stages[len(d.stages)-1].last("ENTRYPOINT")))
-		cmdArgs, _ := jsonArray(must(d.stages[len(d.stages)-1].last("CMD")))
-		if _, err := checkServeFlags(flags, append(entry[1:], cmdArgs...)); err != nil {
+		entry, _ := execForm(d.rt.entrypoint, "ENTRYPOINT")
+		cmdArgs, _ := execForm(d.rt.cmd, "CMD")
+		if _, err := checkServeFlags(flags, append(slices.Clone(entry[1:]), cmdArgs...)); err != nil {
 			t.Errorf("Dockerfile ENTRYPOINT and CMD: %v", err)
 		}
 	})
 
 	t.Run("routing metrics", func(t *testing.T) { scrapeServe(t, bin) })
 }
-
-func must(s string, _ bool) string { return s }
 
 // pendingFlags are flags of issue 26 that other branches add to serve: until they are
 // merged, the manifest may pass them although this tree's serve lacks them. Empty it once
@@ -600,6 +558,9 @@ func TestDockerfileChecksFail(t *testing.T) {
 		{"other binary", `ENTRYPOINT ["/usr/local/bin/serve"`, `ENTRYPOINT ["/serve"`, "does not run the binary"},
 		{"HF_HOME off the volume", "ENV HF_HOME=/data/hf", "ENV HF_HOME=/home/hf", "HF_HOME"},
 		{"shell form", `ENTRYPOINT ["/usr/local/bin/serve", "-addr", "0.0.0.0:8080"]`, "ENTRYPOINT /usr/local/bin/serve -addr 0.0.0.0:8080", "exec (JSON) form"},
+		{"unknown instruction", "EXPOSE 8080", "EXPOZE 8080", "unknown instruction"},
+		{"bad flag", "COPY --from=build --chown", "COPY --form=build --chown", "unknown flag"},
+		{"one stage", "FROM ${RUNTIME_IMAGE}\n", "", "1 stages"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			bad := strings.Replace(string(src), c.old, c.new, 1)
@@ -659,32 +620,38 @@ func TestBinaryFits(t *testing.T) {
 	}
 }
 
-// The ignore matcher agrees with Docker's rules on the patterns the ignore file uses.
-func TestIgnoreMatcher(t *testing.T) {
-	pats, err := ignorePatterns(".git\n**/*.gguf\n**/testdata\nexamples/serve/deploy\n# c\n")
+// The ignore file keeps what the build reads (go.mod, the sources, their embedded files)
+// and leaves out the rest, as Docker's matcher reads it.
+func TestIgnoreFile(t *testing.T) {
+	pm, err := readIgnoreFile()
 	if err != nil {
 		t.Fatal(err)
 	}
 	for file, want := range map[string]bool{
-		".git/HEAD":                         true,
-		"model.gguf":                        true,
-		"a/b/model.gguf":                    true,
-		"gguf/reader.go":                    false,
-		"gguf/testdata/x.bin":               true,
-		"testdata/x":                        true,
-		"examples/serve/deploy/Dockerfile":  true,
-		"examples/serve/main.go":            false,
-		"examples/serve/deployment/main.go": false,
 		"go.mod":                            false,
+		"go.sum":                            false,
+		"examples/serve/main.go":            false,
+		"examples/serve/page.html":          false, // go:embed
+		"internal/synth/corpus.txt":         false, // go:embed
+		"bonsai/vulkan/shaders/rmsnorm.spv": false, // go:embed
+		"gguf/reader.go":                    false,
+		".git/HEAD":                         true,
+		"Ternary-Bonsai-2-27B-PQ2_0.gguf":   true,
+		"models/a.gguf":                     true,
+		"gguf/testdata/x.bin":               true,
+		"bonsai/bonsai_test.go":             true,
+		"examples/serve/deploy/Dockerfile":  true,
+		"examples/serve/deploy/k8s/a.yaml":  true,
+		"examples/serve/deployment/main.go": false,
 	} {
-		if got := ignored(pats, file); got != want {
-			t.Errorf("ignored(%s) = %v, want %v", file, got, want)
+		if got := ignored(pm, file); got != want {
+			t.Errorf("left out %s: %v, want %v", file, got, want)
 		}
 	}
-	if _, err := ignorePatterns("!keep.go\n"); err == nil {
-		t.Error("a negation was accepted by a matcher that does not implement it")
-	}
-	// Serve's flags against a manifest: an unknown flag and a value of the wrong kind.
+}
+
+// Serve's flags against a manifest: an unknown flag and a value of the wrong kind fail.
+func TestServeFlagsCheck(t *testing.T) {
 	flags := map[string]string{"parallel": "int", "warmup": "bool", "prefix-cache": "size", "drain": "duration"}
 	for _, c := range []struct {
 		args []string
@@ -704,30 +671,31 @@ func TestIgnoreMatcher(t *testing.T) {
 	if _, err := checkServeFlags(flags, []string{"-parallel=4", "-warmup", "-prefix-cache=2GiB", "-drain=30s"}); err != nil {
 		t.Errorf("good flags refused: %v", err)
 	}
+	missing, err := checkServeFlags(flags, []string{"-drain-timeout=30s"})
+	if err != nil || !slices.Equal(missing, []string{"drain-timeout"}) {
+		t.Errorf("a pending flag: missing %v, err %v", missing, err)
+	}
 }
 
 // checkImageMatchesManifest: the Deployment runs the image as the user it declares, with
 // HF_HOME where the image keeps it, on the port it exposes.
 func checkImageMatchesManifest(d *dockerfile, b *bundle) error {
-	rt := &d.stages[len(d.stages)-1]
+	rt := &d.rt
 	dep, c, err := b.serveContainer()
 	if err != nil {
 		return err
 	}
 	var errs []error
-	user, _ := rt.last("USER")
-	uid, _, _ := strings.Cut(user, ":")
+	uid, _, _ := strings.Cut(rt.user, ":")
 	sc := dep.Spec.Template.Spec.SecurityContext
 	if sc == nil || sc.RunAsUser == nil || strconv.FormatInt(*sc.RunAsUser, 10) != uid || sc.RunAsNonRoot == nil || !*sc.RunAsNonRoot {
 		errs = append(errs, fmt.Errorf("the pod does not run as the image's non-root user %s with runAsNonRoot", uid))
 	}
-	for _, e := range rt.all("ENV") {
-		if v, ok := strings.CutPrefix(e, "HF_HOME="); ok && envValue(c, "HF_HOME") != v {
-			errs = append(errs, fmt.Errorf("HF_HOME %q in the manifest, %q in the image", envValue(c, "HF_HOME"), v))
-		}
+	if v := rt.env["HF_HOME"]; envValue(c, "HF_HOME") != v {
+		errs = append(errs, fmt.Errorf("HF_HOME %q in the manifest, %q in the image", envValue(c, "HF_HOME"), v))
 	}
-	if expose, _ := rt.last("EXPOSE"); expose != strconv.Itoa(servePort) {
-		errs = append(errs, fmt.Errorf("the image exposes %s, the manifests use %d", expose, servePort))
+	if !slices.Equal(rt.expose, []string{strconv.Itoa(servePort)}) {
+		errs = append(errs, fmt.Errorf("the image exposes %v, the manifests use %d", rt.expose, servePort))
 	}
 	return errors.Join(errs...)
 }

@@ -4,6 +4,10 @@
 // libvulkan.1.dylib or MoltenVK) is opened at run time through purego, so the package
 // builds with CGO_ENABLED=0 everywhere; where there is no loader or no usable device,
 // Load fails with an error wrapping ErrUnavailable that says what is missing.
+// Calling C through purego makes the linker mark a Linux binary dynamic (it needs libc's
+// dlopen); the build tag novulkan leaves the binding out, for a fully static binary that
+// runs on an image without libc (examples/serve/deploy's), where Load always fails with
+// ErrUnavailable.
 //
 //	m, err := bonsai.Open(path, bonsai.WithBackend(vulkan.New()))
 //

@@ -551,7 +551,7 @@ func TestDockerfileChecksFail(t *testing.T) {
 	for _, c := range []struct{ name, old, new, want string }{
 		{"root user", "USER 65532:65532", "USER root", "USER"},
 		{"uid 0", "USER 65532:65532", "USER 0", "USER"},
-		{"other base", "ARG RUNTIME_IMAGE=gcr.io/distroless/base-debian12:nonroot", "ARG RUNTIME_IMAGE=debian:12", "runtime image debian:12"},
+		{"other base", "ARG RUNTIME_IMAGE=gcr.io/distroless/static-debian12:nonroot", "ARG RUNTIME_IMAGE=debian:12", "runtime image debian:12"},
 		{"cgo", "CGO_ENABLED=0 ", "CGO_ENABLED=1 ", "CGO_ENABLED=0"},
 		{"port", "EXPOSE 8080", "EXPOSE 80", "EXPOSE"},
 		{"loopback", `"-addr", "0.0.0.0:8080"`, `"-addr", "127.0.0.1:8080"`, "-addr"},

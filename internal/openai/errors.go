@@ -65,3 +65,9 @@ func writeError(w http.ResponseWriter, e *apiError) {
 	}{e})
 	w.Write(append(b, '\n'))
 }
+
+// WriteUnavailable answers a request the server cannot take yet (its model is loading)
+// with 503, in OpenAI's error shape; the caller sets Retry-After.
+func WriteUnavailable(w http.ResponseWriter, msg string) {
+	writeError(w, overloaded(msg, "model_loading", 0))
+}

@@ -36,3 +36,7 @@ func (x Exposition) Histogram(name, help string, bounds []float64, observations 
 
 func (x Exposition) Sample(name string, v float64, labels ...string) { x.e.sample(name, v, labels...) }
 func (x Exposition) Flush() error                                    { return x.e.w.Flush() }
+
+// SessionLens returns the tokens the sessions of the generations running hold, read
+// from the sessions.
+func SessionLens(s *Server) []int { return s.pool.sessionLens() }

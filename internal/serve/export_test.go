@@ -2,13 +2,8 @@ package serve
 
 import (
 	"bufio"
-	"context"
 	"io"
 )
-
-// SetTokenHook makes each generation call hook after each token it yields, so that a
-// test can hold or slow it.
-func SetTokenHook(cfg *Config, hook func(context.Context)) { cfg.tokenHook = hook }
 
 // The outcome labels of bonsai_requests_total.
 const (

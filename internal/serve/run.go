@@ -162,3 +162,8 @@ func (s *Server) run(ctx context.Context, j Job, start func(), tok func(bonsai.T
 	}
 	return out, genErr
 }
+
+// SetTokenHook makes each generation call hook after each token it yields, with the
+// generation's context, so that a test can hold or slow it (the serve command's test
+// knob uses it too). It is not part of Config: no server needs it.
+func SetTokenHook(cfg *Config, hook func(context.Context)) { cfg.tokenHook = hook }

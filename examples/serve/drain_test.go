@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -60,7 +61,7 @@ func readSSE(r io.Reader) ([]sseEvent, error) {
 }
 
 // TestServeProcessDrain runs the serve command in a process of its own, on the tiny
-// synthetic model with its tokens slowed (10 ms each) and -drain-timeout 2s, opens four
+// synthetic model with its tokens slowed (10 ms each) and -drain-timeout 3s, opens four
 // generations — a short OpenAI stream, a long one, a long Anthropic stream and a long
 // request that does not stream — and sends SIGTERM. While it drains, /ready is 503,
 // /health 200, and new requests get 503 with Retry-After in each API's shape; the short
@@ -68,7 +69,7 @@ func readSSE(r io.Reader) ([]sseEvent, error) {
 // (finish_reason "length" and [DONE]; stop_reason "max_tokens" and message_stop; a
 // whole response), and the process exits 0.
 func TestServeProcessDrain(t *testing.T) {
-	const drainTimeout = 2 * time.Second
+	const drainTimeout, shortTokens = 3 * time.Second, 20
 	var stderr io.Reader
 	cmd, err := selfexec.Start([]string{childArgsEnv + "=-addr 127.0.0.1:0 -threads 2 -quiet -model-name tiny -drain-timeout " + drainTimeout.String(),
 		tokenDelayEnv + "=10ms"}, func(c *exec.Cmd) (err error) {
@@ -137,7 +138,7 @@ func TestServeProcessDrain(t *testing.T) {
 		return resp
 	}
 	const chat = `{"messages":[{"role":"user","content":"Hello there"}],"temperature":0,`
-	short := open("/v1/chat/completions", chat+`"max_tokens":80,"stream":true,"stream_options":{"include_usage":true}}`)
+	short := open("/v1/chat/completions", chat+`"max_tokens":`+strconv.Itoa(shortTokens)+`,"stream":true,"stream_options":{"include_usage":true}}`)
 	defer short.Body.Close()
 	long := open("/v1/chat/completions", chat+`"max_tokens":3000,"stream":true,"stream_options":{"include_usage":true}}`)
 	defer long.Body.Close()
@@ -197,7 +198,7 @@ func TestServeProcessDrain(t *testing.T) {
 	sum, err := openaitest.CheckStream(events, true, true)
 	require.NoError(t, err, "%s", body)
 	assert.Equal(t, "length", sum.Finish)
-	assert.Equal(t, 80, sum.Usage.CompletionTokens, "untouched by the drain")
+	assert.Equal(t, shortTokens, sum.Usage.CompletionTokens, "untouched by the drain")
 
 	// The long one is ended at the deadline, cleanly.
 	body, err = io.ReadAll(long.Body)
@@ -208,7 +209,7 @@ func TestServeProcessDrain(t *testing.T) {
 	sum, err = openaitest.CheckStream(events, true, true)
 	require.NoError(t, err, "%s", body)
 	assert.Equal(t, "length", sum.Finish)
-	assert.Greater(t, sum.Usage.CompletionTokens, 80)
+	assert.Greater(t, sum.Usage.CompletionTokens, shortTokens)
 	assert.Less(t, sum.Usage.CompletionTokens, 3000)
 	assert.True(t, strings.HasSuffix(string(body), "data: [DONE]\n\n"), "%s", body[max(0, len(body)-200):])
 	assert.NotContains(t, string(body), `"error"`)
@@ -232,7 +233,7 @@ func TestServeProcessDrain(t *testing.T) {
 	}
 	require.NoError(t, json.Unmarshal([]byte(delta.data), &md))
 	assert.Equal(t, "max_tokens", md.Delta.StopReason)
-	assert.Greater(t, md.Usage.OutputTokens, 80)
+	assert.Greater(t, md.Usage.OutputTokens, shortTokens)
 	assert.Less(t, md.Usage.OutputTokens, 3000)
 	for _, ev := range evs {
 		assert.NotEqual(t, "error", ev.name)
@@ -252,7 +253,7 @@ func TestServeProcessDrain(t *testing.T) {
 	require.NoError(t, json.Unmarshal(b2, &r), "%s", b2)
 	require.Len(t, r.Choices, 1)
 	assert.Equal(t, "length", r.Choices[0].FinishReason)
-	assert.Greater(t, r.Usage.CompletionTokens, 80)
+	assert.Greater(t, r.Usage.CompletionTokens, shortTokens)
 	assert.Less(t, r.Usage.CompletionTokens, 3000)
 
 	select {

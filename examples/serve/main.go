@@ -42,7 +42,7 @@
 // /health 200; the generations in flight go on for up to -drain-timeout (default 30s),
 // and those still running then end cleanly, as a reply cut short: finish_reason
 // "length" (stop_reason "max_tokens"), the usage, and the stream's last event ([DONE],
-// message_stop). Then the server exits 0.
+// message_stop). Then the server exits 0. A second signal stops it at once.
 //
 // Thinking is switched with chat_template_kwargs {"enable_thinking": false} (as vLLM
 // and llama.cpp take it) or a top-level "enable_thinking"; the thinking comes back in
@@ -110,6 +110,8 @@ func main() {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	// The first signal drains; a second one, the signals' default again, stops at once.
+	context.AfterFunc(ctx, stop)
 	if err := run(ctx, os.Stderr, cfg); err != nil {
 		cli.Fatal("serve", err)
 	}

@@ -3,6 +3,8 @@ package anthropic
 import (
 	"context"
 	"net/http"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -18,7 +20,12 @@ import (
 // Retry-After, an overloaded_error.
 func TestDrainStopAll(t *testing.T) {
 	cfg := serve.Config{Parallel: 2}
-	serve.SetTokenHook(&cfg, func(context.Context) { time.Sleep(2 * time.Millisecond) })
+	var tokens sync.Map // of each generation (its context), *atomic.Int32
+	serve.SetTokenHook(&cfg, func(ctx context.Context) {
+		n, _ := tokens.LoadOrStore(ctx, new(atomic.Int32))
+		n.(*atomic.Int32).Add(1)
+		time.Sleep(2 * time.Millisecond)
+	})
 	s, ts := newTestServer(t, cfg)
 	c := client(ts)
 	p := anthropic.MessageNewParams{Model: "any", MaxTokens: 3000, Temperature: anthropic.Float(0),
@@ -33,17 +40,24 @@ func TestDrainStopAll(t *testing.T) {
 		}
 		msgs <- *m
 	}()
+	// Both have generated a few tokens when the drain ends them.
 	deadline := time.Now().Add(10 * time.Second)
-	for s.Stats().Running < 2 {
+	for started := 0; started < 2; {
 		require.True(t, time.Now().Before(deadline), "the generations did not start")
 		time.Sleep(time.Millisecond)
+		started = 0
+		tokens.Range(func(_, n any) bool {
+			if n.(*atomic.Int32).Load() >= 5 {
+				started++
+			}
+			return true
+		})
 	}
-	time.Sleep(50 * time.Millisecond)
 	s.StopAll()
 	for range 2 {
 		m := <-msgs
 		assert.Equal(t, anthropic.StopReasonMaxTokens, m.StopReason, m.RawJSON())
-		assert.Positive(t, m.Usage.OutputTokens)
+		assert.GreaterOrEqual(t, m.Usage.OutputTokens, int64(5))
 		assert.Less(t, m.Usage.OutputTokens, int64(3000))
 		require.NotEmpty(t, m.Content, m.RawJSON())
 	}

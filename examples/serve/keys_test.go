@@ -23,7 +23,7 @@ func startServe(t *testing.T, args ...string) (string, *syncBuffer, func() error
 	cfg, out, err := parse(t, append([]string{"-threads", "2", "-parallel", "1", "-batch-tokens", "8"}, args...)...)
 	require.NoError(t, err, out)
 	addr := make(chan string, 1)
-	cfg.onListen = func(a string) { addr <- a }
+	cfg.onReady = func(a string) { addr <- a }
 	ctx, cancel := context.WithCancel(context.Background())
 	stderr := new(syncBuffer)
 	done := make(chan error, 1)

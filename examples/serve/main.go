@@ -7,7 +7,7 @@
 //	serve [-model FILE] [-addr HOST:PORT] [-parallel N] [-queue N] [-batch-tokens N]
 //	      [-prefix-cache SIZE] [-threads N] [-context N] [-model-name NAME] [-max-body BYTES]
 //	      [-api-key KEY]... [-api-key-file FILE] [-metrics-auth]
-//	      [-shutdown-timeout D] [-temperature T] ...
+//	      [-drain-timeout D] [-temperature T] ...
 //
 // Endpoints:
 //
@@ -15,8 +15,13 @@
 //	POST /v1/completions        a plain-text continuation, also streamed
 //	POST /v1/messages           Anthropic's Messages API, whole or streamed
 //	GET  /v1/models             the model served
-//	GET  /health                liveness and load (also /v1/health)
-//	GET  /metrics               Prometheus metrics: requests, tokens, queue, batches, prefix cache
+//	GET  /health                liveness and load (also /v1/health): 200 while the process serves
+//	GET  /ready                 readiness (also /v1/ready): 200 once the model is loaded and warmed,
+//	                            503 while it loads and while the server drains
+//	GET  /metrics               Prometheus metrics: requests, tokens, queue, batches, prefix cache,
+//	                            and vllm:num_requests_waiting, vllm:num_requests_running,
+//	                            vllm:kv_cache_usage_perc, vllm:cache_config_info for Kubernetes'
+//	                            Gateway API Inference Extension
 //	GET  /                      a chat page: streamed replies, thinking, tool calls
 //
 // Each request runs on one of -parallel sessions (default 4), kept between requests so
@@ -29,9 +34,16 @@
 // generation within one token. The prefix cache (-prefix-cache, default 2GiB, 0 for
 // none) keeps the states at the end of system prompts and turns, shared by the sessions:
 // a request whose conversation begins like an earlier one, on whatever session, starts
-// there, and its usage reports those prompt tokens as cached. On SIGINT or SIGTERM the server
-// stops accepting connections, lets the requests in flight finish for
-// -shutdown-timeout, then stops them.
+// there, and its usage reports those prompt tokens as cached.
+//
+// The server listens before it loads the model: /health answers 200 at once, /ready 503
+// until the model is loaded and warmed (one token generated), and the API 503 with
+// Retry-After. On SIGTERM or SIGINT it drains: /ready and new generations answer 503
+// (with Retry-After, in each API's error shape) while the listener stays open and
+// /health 200; the generations in flight go on for up to -drain-timeout (default 30s),
+// and those still running then end cleanly, as a reply cut short: finish_reason
+// "length" (stop_reason "max_tokens"), the usage, and the stream's last event ([DONE],
+// message_stop). Then the server exits 0. A second signal stops it at once.
 //
 // With an API key — -api-key KEY (repeatable), -api-key-file FILE (one a line, # for
 // comments, re-read on SIGHUP; a bad reload keeps the keys held) or BONSAI_API_KEY —
@@ -85,12 +97,18 @@ type config struct {
 	batch    int   // rows of a batched forward pass
 	prefix   int64 // bytes of the prefix cache, 0 for none
 	maxBody  int64
-	grace    time.Duration
+	drain    time.Duration // on SIGTERM, how long generations in flight may run
 	quiet    bool
 	defaults serve.Defaults
 	keys     keyFlags
-	onListen func(addr string) // tests: called with the address once listening
+	onListen func(addr string) // tests: called with the address once listening, before the model loads
+	onReady  func(addr string) // tests: called once the model is loaded and the API mounted
 }
+
+// tokenDelayEnv names a test knob: a duration each generation waits after each token,
+// so that a test can hold a stream of the tiny model (which writes thousands of tokens a
+// second) open across a signal. Not for production.
+const tokenDelayEnv = "BONSAI_SERVE_TEST_TOKEN_DELAY"
 
 func main() {
 	cfg, err := parseFlags(flag.CommandLine, os.Args[1:])
@@ -102,6 +120,8 @@ func main() {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	// The first signal drains; a second one, the signals' default again, stops at once.
+	context.AfterFunc(ctx, stop)
 	if err := run(ctx, os.Stderr, cfg); err != nil {
 		cli.Fatal("serve", err)
 	}
@@ -118,7 +138,8 @@ func parseFlags(fs *flag.FlagSet, args []string) (config, error) {
 	fs.IntVar(&cfg.queue, "queue", 64, "requests that may wait for a session; beyond, 503 with Retry-After")
 	fs.StringVar(&cfg.name, "model-name", "", "the model's id in the API (default: the file's name without .gguf)")
 	fs.Int64Var(&cfg.maxBody, "max-body", 4<<20, "largest request body in `bytes`; larger ones get 413")
-	fs.DurationVar(&cfg.grace, "shutdown-timeout", 30*time.Second, "on SIGINT or SIGTERM, how long requests in flight may finish before they are stopped")
+	fs.DurationVar(&cfg.drain, "drain-timeout", 30*time.Second, "on SIGTERM or SIGINT, how long the generations in flight may run before they are ended, cleanly")
+	fs.DurationVar(&cfg.drain, "shutdown-timeout", 30*time.Second, "deprecated: the old name of -drain-timeout")
 	fs.BoolVar(&cfg.quiet, "quiet", false, "do not log each request")
 	cfg.keys.register(fs)
 	temp := fs.Float64("temperature", 0.7, "sampling temperature of requests that give none (0: greedy)")
@@ -129,8 +150,9 @@ func parseFlags(fs *flag.FlagSet, args []string) (config, error) {
 	fs.Usage = func() {
 		fmt.Fprint(fs.Output(), "usage: serve [-model FILE] [-addr HOST:PORT] [-parallel N] [flags]\n\n"+
 			"Serves the model over HTTP with the OpenAI API: POST /v1/chat/completions,\n"+
-			"POST /v1/completions (both also streamed), GET /v1/models, GET /health,\n"+
-			"GET /metrics (Prometheus);\n"+
+			"POST /v1/completions (both also streamed), GET /v1/models, GET /health\n"+
+			"(liveness), GET /ready (readiness: 503 while loading and draining), GET /metrics\n"+
+			"(Prometheus, with vLLM's routing gauges for Kubernetes' inference gateway);\n"+
 			"with Anthropic's Messages API: POST /v1/messages; and a chat page at /.\n"+
 			"Tools (tools, tool_choice) and response_format json_schema are supported.\n"+
 			"Thinking is switched with chat_template_kwargs {\"enable_thinking\": false} or a\n"+
@@ -139,7 +161,9 @@ func parseFlags(fs *flag.FlagSet, args []string) (config, error) {
 			"and /metrics (unless -metrics-auth) needs a key: Authorization: Bearer KEY or\n"+
 			"x-api-key: KEY; without, anyone who can reach the port can use the model.\n"+
 			"Without -model it serves a small synthetic model with random weights: the text\n"+
-			"is gibberish.\n\nflags:\n")
+			"is gibberish.\n"+
+			"On SIGTERM or SIGINT it drains: new requests get 503, the streams in flight\n"+
+			"finish for up to -drain-timeout, then end cleanly (finish_reason \"length\").\n\nflags:\n")
 		fs.PrintDefaults()
 	}
 	if err := cli.ParseFlags(fs, args); err != nil {
@@ -174,17 +198,75 @@ func mount(srv *serve.Server) {
 	srv.HandleOpen("GET /{$}", http.HandlerFunc(servePage)) // it asks for the key itself
 }
 
+// unavailable answers a request while the model loads: 503, in the error shape of the
+// API its path belongs to (the Gate has set Retry-After).
+func unavailable(w http.ResponseWriter, r *http.Request) {
+	const msg = "The model is loading. Retry later."
+	if strings.HasPrefix(r.URL.Path, "/v1/messages") {
+		anthropic.WriteUnavailable(w, msg)
+		return
+	}
+	openai.WriteUnavailable(w, msg)
+}
+
+// run listens at once, so that the probes answer while the model loads (/ready 503),
+// then loads the model, warms it and opens the API, and serves until ctx ends: then it
+// drains (serve.Serve).
 func run(ctx context.Context, stderr io.Writer, cfg config) error {
 	keys, stopKeys, err := startKeys(cfg.keys, os.Getenv, stderr)
 	if err != nil {
 		return err
 	}
 	defer stopKeys()
-	l, err := cli.Load(ctx, stderr, "serve", cfg.load, bonsai.WithBatchTokens(cfg.batch), bonsai.WithPrefixCache(cfg.prefix))
+	ln, err := net.Listen("tcp", cfg.addr)
 	if err != nil {
 		return err
 	}
+	gate := serve.NewGate(unavailable)
+	serveCtx, stopServing := context.WithCancel(ctx)
+	defer stopServing()
+	served := make(chan error, 1)
+	go func() { served <- serve.Serve(serveCtx, ln, gate, cfg.drain) }()
+	fmt.Fprintf(stderr, "serve: listening on http://%s; loading the model (/ready answers 503 until it is ready)\n", ln.Addr())
+	reportKeys(stderr, keys, cfg.keys, ln.Addr())
+	if cfg.onListen != nil {
+		cfg.onListen(ln.Addr().String())
+	}
+
+	l, srv, name, err := load(ctx, stderr, cfg, keys)
+	if err != nil {
+		stopServing()
+		<-served
+		if ctx.Err() != nil {
+			fmt.Fprintln(stderr, "serve: stopped while loading the model")
+			return nil
+		}
+		return err
+	}
 	defer l.Close()
+	defer srv.Close()
+	gate.Open(srv)
+	cache := "no prefix cache"
+	if cfg.prefix > 0 {
+		cache = "prefix cache " + formatSize(cfg.prefix)
+	}
+	fmt.Fprintf(stderr, "serve: model %q on http://%s/v1 — %d parallel, batches of %d tokens, %s, queue %d; chat page at http://%s/; stop with Ctrl-C\n",
+		name, ln.Addr(), cfg.parallel, cfg.batch, cache, cfg.queue, ln.Addr())
+	if cfg.onReady != nil {
+		cfg.onReady(ln.Addr().String())
+	}
+	err = <-served
+	st := srv.Stats()
+	fmt.Fprintf(stderr, "serve: stopped after %d requests, %d generations (%d cancelled), %d refused\n", st.Requests, st.Generations, st.Cancelled, st.Rejected)
+	return err
+}
+
+// load loads the model, warms it and returns the server with the API mounted.
+func load(ctx context.Context, stderr io.Writer, cfg config, keys *serve.Keys) (*cli.Loaded, *serve.Server, string, error) {
+	l, err := cli.Load(ctx, stderr, "serve", cfg.load, bonsai.WithBatchTokens(cfg.batch), bonsai.WithPrefixCache(cfg.prefix))
+	if err != nil {
+		return nil, nil, "", err
+	}
 	name := cfg.name
 	if name == "" {
 		name = strings.TrimSuffix(filepath.Base(l.Path), ".gguf")
@@ -192,34 +274,51 @@ func run(ctx context.Context, stderr io.Writer, cfg config) error {
 			name = "bonsai-synthetic-tiny"
 		}
 	}
+	if err := warm(ctx, l.Model); err != nil {
+		l.Close()
+		return nil, nil, "", fmt.Errorf("warming the model up: %w", err)
+	}
 	logger := log.New(stderr, "serve: ", log.LstdFlags)
 	sc := serve.Config{ModelName: name, Parallel: cfg.parallel, Queue: cfg.queue, MaxBodyBytes: cfg.maxBody, Defaults: cfg.defaults}
 	sc.Keys, sc.MetricsAuth = keys, cfg.keys.metricsAuth
 	if !cfg.quiet {
 		sc.Log = logger.Printf
 	}
+	if d, err := time.ParseDuration(os.Getenv(tokenDelayEnv)); err == nil && d > 0 {
+		serve.SetTokenHook(&sc, func(ctx context.Context) {
+			select {
+			case <-time.After(d):
+			case <-ctx.Done():
+			}
+		})
+	}
 	srv, err := serve.New(l.Model, sc)
 	if err != nil {
-		return err
+		l.Close()
+		return nil, nil, "", err
 	}
-	defer srv.Close()
 	mount(srv)
-	ln, err := net.Listen("tcp", cfg.addr)
+	return l, srv, name, nil
+}
+
+// warm generates one token of a short text through the model's real path — a session,
+// the batcher, the backend's forward pass and sampling — so that /ready says ready only
+// once a request would be served, on whatever backend: the first pass is the one that
+// pays for lazy set-up (kernels compiled, buffers allocated, pages read). A plain text
+// has no chat boundary, so nothing enters the prefix cache.
+func warm(ctx context.Context, m *bonsai.Model) error {
+	p, err := m.Prepare(bonsai.Text("Hello"), bonsai.GenerateOptions{MaxTokens: 1})
 	if err != nil {
 		return err
 	}
-	cache := "no prefix cache"
-	if cfg.prefix > 0 {
-		cache = "prefix cache " + formatSize(cfg.prefix)
+	s, err := m.NewSession()
+	if err != nil {
+		return err
 	}
-	fmt.Fprintf(stderr, "serve: model %q on http://%s/v1 — %d parallel, batches of %d tokens, %s, queue %d; chat page at http://%s/; stop with Ctrl-C\n",
-		name, ln.Addr(), cfg.parallel, cfg.batch, cache, cfg.queue, ln.Addr())
-	reportKeys(stderr, keys, cfg.keys, ln.Addr())
-	if cfg.onListen != nil {
-		cfg.onListen(ln.Addr().String())
+	defer s.Close()
+	res, err := s.Generate(ctx, p).Result()
+	if err == nil && res.FinishReason == bonsai.FinishCancelled {
+		err = ctx.Err()
 	}
-	err = serve.Serve(ctx, ln, srv, cfg.grace)
-	st := srv.Stats()
-	fmt.Fprintf(stderr, "serve: stopped after %d requests, %d generations (%d cancelled), %d refused\n", st.Requests, st.Generations, st.Cancelled, st.Rejected)
 	return err
 }

@@ -31,7 +31,7 @@ func TestFlags(t *testing.T) {
 	_, out, err := parse(t, "-h")
 	require.True(t, errors.Is(err, flag.ErrHelp))
 	for _, f := range []string{"-model", "-addr", "-parallel", "-queue", "-threads", "-context", "-verify", "-warmup",
-		"-model-name", "-max-body", "-shutdown-timeout", "-temperature", "-top-p", "-top-k", "-min-p", "-max-tokens", "-quiet",
+		"-model-name", "-max-body", "-drain-timeout", "-shutdown-timeout", "deprecated", "/ready", "drains", "-temperature", "-top-p", "-top-k", "-min-p", "-max-tokens", "-quiet",
 		"-batch-tokens", "-prefix-cache", "(default 2GiB)", "batched together",
 		"127.0.0.1:8080", "/v1/chat/completions", "/v1/messages", "/metrics", "chat page", "random weights"} {
 		assert.Contains(t, out, f)
@@ -41,6 +41,10 @@ func TestFlags(t *testing.T) {
 	assert.Equal(t, 4, cfg.parallel)
 	assert.Equal(t, 64, cfg.batch)
 	assert.Equal(t, int64(2<<30), cfg.prefix)
+	assert.Equal(t, 30*time.Second, cfg.drain)
+	cfg, _, err = parse(t, "-drain-timeout", "2s")
+	require.NoError(t, err)
+	assert.Equal(t, 2*time.Second, cfg.drain)
 	cfg, _, err = parse(t, "-parallel", "3", "-queue", "28", "-addr", ":9000", "-shutdown-timeout", "5s", "-temperature", "0",
 		"-batch-tokens", "16", "-prefix-cache", "512MiB")
 	require.NoError(t, err)
@@ -49,7 +53,7 @@ func TestFlags(t *testing.T) {
 	assert.Equal(t, int64(512<<20), cfg.prefix)
 	assert.Equal(t, 28, cfg.queue)
 	assert.Equal(t, ":9000", cfg.addr)
-	assert.Equal(t, 5*time.Second, cfg.grace)
+	assert.Equal(t, 5*time.Second, cfg.drain, "-shutdown-timeout is -drain-timeout's old name")
 	assert.Zero(t, cfg.defaults.Temperature)
 	cfg, _, err = parse(t, "-prefix-cache", "0")
 	require.NoError(t, err)
@@ -91,7 +95,7 @@ func TestServeSynthetic(t *testing.T) {
 	cfg, _, err := parse(t, "-addr", "127.0.0.1:0", "-threads", "2", "-parallel", "2")
 	require.NoError(t, err)
 	addr := make(chan string, 1)
-	cfg.onListen = func(a string) { addr <- a }
+	cfg.onReady = func(a string) { addr <- a }
 	ctx, stop := context.WithCancel(context.Background())
 	defer stop()
 	var stderr syncBuffer
@@ -175,6 +179,8 @@ func TestServeSynthetic(t *testing.T) {
 	}
 	out := stderr.String()
 	t.Log(out)
+	assert.Contains(t, out, "serve: listening on http://127.0.0.1:")
+	assert.Less(t, strings.Index(out, "listening on"), strings.Index(out, "weights are RANDOM"), "it listens before it loads")
 	assert.Contains(t, out, "weights are RANDOM")
 	assert.Contains(t, out, "serve: backend cpu, 2 threads")
 	assert.Contains(t, out, "2 parallel, batches of 64 tokens, prefix cache 2GiB, queue 64")
@@ -184,17 +190,86 @@ func TestServeSynthetic(t *testing.T) {
 }
 
 // TestServeBadModels: a missing file, a file that is not a model and a damaged one each
-// stop the server before it listens, with one clear line.
+// stop the server, which listened while it loaded, with one clear line, and close its
+// listener.
 func TestServeBadModels(t *testing.T) {
 	for _, bad := range clitest.BadModels(t) {
 		cfg, _, err := parse(t, "-model", bad.Path, "-addr", "127.0.0.1:0", "-threads", "1")
 		require.NoError(t, err)
-		cfg.onListen = func(string) { t.Errorf("%s: listening", bad.Name) }
+		var addr string
+		cfg.onListen = func(a string) { addr = a }
+		cfg.onReady = func(string) { t.Errorf("%s: ready", bad.Name) }
 		var stderr syncBuffer
 		err = run(context.Background(), &stderr, cfg)
 		require.Error(t, err, bad.Name)
 		assert.Contains(t, err.Error(), bad.Want, bad.Name)
 		assert.Contains(t, err.Error(), bad.Path, bad.Name)
 		assert.NotContains(t, err.Error(), "\n")
+		require.NotEmpty(t, addr, bad.Name)
+		_, err = http.Get("http://" + addr + "/health")
+		assert.Error(t, err, "%s: the listener is closed", bad.Name)
 	}
+}
+
+// TestServeLoading: while the model loads, the server answers its probes — /health 200,
+// /ready 503 "loading" — and the APIs 503 with Retry-After in their own error shapes;
+// once loaded, /ready is 200.
+func TestServeLoading(t *testing.T) {
+	cfg, _, err := parse(t, "-addr", "127.0.0.1:0", "-threads", "2", "-quiet")
+	require.NoError(t, err)
+	ready := make(chan string, 1)
+	cfg.onReady = func(a string) { ready <- a }
+	checked := false
+	cfg.onListen = func(a string) { // the model loads once this returns
+		base := "http://" + a
+		code, _, b := request(t, "GET", base+"/health", "")
+		assert.Equal(t, http.StatusOK, code)
+		assert.JSONEq(t, `{"status":"loading"}`, b)
+		for _, p := range []string{"/ready", "/v1/ready"} {
+			code, h, b := request(t, "GET", base+p, "")
+			assert.Equal(t, http.StatusServiceUnavailable, code, p)
+			assert.Equal(t, "1", h.Get("Retry-After"), p)
+			assert.JSONEq(t, `{"status":"loading"}`, b, p)
+		}
+		code, h, b := request(t, "POST", base+"/v1/chat/completions", `{"messages":[{"role":"user","content":"Hi"}]}`)
+		assert.Equal(t, http.StatusServiceUnavailable, code)
+		assert.Equal(t, "1", h.Get("Retry-After"))
+		assert.JSONEq(t, `{"error":{"message":"The model is loading. Retry later.","type":"server_error","param":null,"code":"model_loading"}}`, b)
+		code, h, b = request(t, "POST", base+"/v1/messages", `{"max_tokens":4,"messages":[{"role":"user","content":"Hi"}]}`)
+		assert.Equal(t, http.StatusServiceUnavailable, code)
+		assert.Equal(t, "1", h.Get("Retry-After"))
+		assert.JSONEq(t, `{"type":"error","error":{"type":"overloaded_error","message":"The model is loading. Retry later."}}`, b)
+		checked = true
+	}
+	ctx, stop := context.WithCancel(context.Background())
+	defer stop()
+	done := make(chan error, 1)
+	go func() { done <- run(ctx, io.Discard, cfg) }()
+	var base string
+	select {
+	case a := <-ready:
+		base = "http://" + a
+	case err := <-done:
+		t.Fatalf("run: %v", err)
+	}
+	require.True(t, checked)
+	code, _, b := request(t, "GET", base+"/ready", "")
+	assert.Equal(t, http.StatusOK, code)
+	assert.JSONEq(t, `{"status":"ready","model":"bonsai-synthetic-tiny"}`, b)
+	stop()
+	require.NoError(t, <-done)
+}
+
+// request sends a request and returns the response's status, headers and body.
+func request(t *testing.T, method, url, body string) (int, http.Header, string) {
+	t.Helper()
+	req, err := http.NewRequest(method, url, strings.NewReader(body))
+	require.NoError(t, err)
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	return resp.StatusCode, resp.Header, string(b)
 }

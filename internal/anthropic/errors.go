@@ -41,6 +41,18 @@ func overloaded(msg string, retryAfter int) *apiError {
 	return &apiError{status: 529, Type: typeOverloaded, Message: msg, retryAfter: retryAfter}
 }
 
+// unavailable is a 503 for a server that takes no work now (loading or draining), with
+// Retry-After. Anthropic's own servers say 529 when overloaded; 503 is what a load
+// balancer and Kubernetes' gateway read as "this replica is unavailable, try another",
+// and the Anthropic SDKs retry it as they retry 529. The body keeps Anthropic's shape.
+func unavailable(msg string) *apiError {
+	return &apiError{status: http.StatusServiceUnavailable, Type: typeOverloaded, Message: msg, retryAfter: serve.RetryAfterSeconds}
+}
+
+// WriteUnavailable answers a request the server cannot take yet (its model is loading)
+// with 503 and Retry-After, in Anthropic's error shape.
+func WriteUnavailable(w http.ResponseWriter, msg string) { writeError(w, unavailable(msg)) }
+
 func serverError(format string, args ...any) *apiError {
 	return &apiError{status: http.StatusInternalServerError, Type: typeAPI, Message: fmt.Sprintf(format, args...)}
 }

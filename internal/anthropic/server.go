@@ -193,7 +193,11 @@ func stopReason(res bonsai.Result) (reason string, seq *string) {
 	switch {
 	case res.FinishReason == bonsai.FinishToolCalls || len(res.ToolCalls) > 0:
 		return "tool_use", nil
-	case res.FinishReason == bonsai.FinishLength || res.FinishReason == bonsai.FinishContextFull:
+	// A generation the server ended as it drained is a reply cut short at a limit:
+	// "max_tokens" is the stop reason every client reads that way (pause_turn, the other
+	// candidate, belongs to server tools and asks for the turn to be sent back).
+	case res.FinishReason == bonsai.FinishLength || res.FinishReason == bonsai.FinishContextFull ||
+		res.FinishReason == serve.FinishDrained:
 		return "max_tokens", nil
 	case res.StopSequence != "":
 		s := res.StopSequence
@@ -213,7 +217,7 @@ func generationError(err error) *apiError {
 	case errors.Is(err, serve.ErrQueueFull):
 		return overloaded(fmt.Sprintf("Overloaded: %v. Retry later.", err), 1)
 	case errors.Is(err, serve.ErrShuttingDown):
-		return overloaded("The server is shutting down.", 0)
+		return unavailable("The server is shutting down.")
 	}
 	return serverError("Generation failed: %v.", err)
 }

@@ -78,3 +78,9 @@ func unauthorized(w http.ResponseWriter, _ *http.Request, err error) {
 	}
 	writeError(w, &apiError{status: http.StatusUnauthorized, Type: typeInvalidRequest, Code: strPtr("invalid_api_key"), Message: msg})
 }
+
+// WriteUnavailable answers a request the server cannot take yet (its model is loading)
+// with 503, in OpenAI's error shape; the caller sets Retry-After.
+func WriteUnavailable(w http.ResponseWriter, msg string) {
+	writeError(w, overloaded(msg, "model_loading", 0))
+}

@@ -102,7 +102,8 @@ func (s *api) run(w http.ResponseWriter, r *http.Request, j *job, out responder)
 		if ev != nil {
 			msg = "The server is shutting down: the generation was stopped."
 		}
-		fail(overloaded(msg, "shutting_down", 0))
+		// Refused before it started: another replica can take it.
+		fail(overloaded(msg, "shutting_down", serve.RetryAfterSeconds))
 		return
 	case genErr != nil:
 		fail(serverError("Generation failed: %v.", genErr))
@@ -112,7 +113,10 @@ func (s *api) run(w http.ResponseWriter, r *http.Request, j *job, out responder)
 	}
 	finish := "stop"
 	switch res.FinishReason {
-	case bonsai.FinishLength, bonsai.FinishContextFull:
+	// A generation the server ended as it drained is a reply cut short: "length" is the
+	// finish reason clients already read that way (the text is whole so far, and a
+	// follow-up may continue it); an error would drop what was sent.
+	case bonsai.FinishLength, bonsai.FinishContextFull, serve.FinishDrained:
 		finish = "length"
 	case bonsai.FinishToolCalls:
 		finish = "tool_calls"

@@ -31,6 +31,33 @@ func CombinedOutput(env []string, args ...string) ([]byte, error) {
 	return run(emu, env, append([]string{os.Args[0]}, args...))
 }
 
+// Start starts the test binary with args and env appended to the environment, as
+// CombinedOutput runs it, for a test that talks to the child while it runs (a server it
+// sends a signal to, say). setup, when not nil, is called on the command before it
+// starts, to set its pipes; it may be called twice, the second time for the emulator's
+// command.
+func Start(env []string, setup func(*exec.Cmd) error, args ...string) (*exec.Cmd, error) {
+	start := func(name string, args []string) (*exec.Cmd, error) {
+		cmd := exec.Command(name, args...)
+		cmd.Env = append(os.Environ(), env...)
+		if setup != nil {
+			if err := setup(cmd); err != nil {
+				return nil, err
+			}
+		}
+		return cmd, cmd.Start()
+	}
+	cmd, err := start(os.Args[0], args)
+	if err == nil || !errors.Is(err, syscall.ENOEXEC) {
+		return cmd, err
+	}
+	emu, lerr := exec.LookPath("qemu-" + qemuArch(runtime.GOARCH))
+	if lerr != nil {
+		return nil, fmt.Errorf("selfexec: %s cannot be executed here (%w) and no emulator for %s is on PATH", os.Args[0], err, runtime.GOARCH)
+	}
+	return start(emu, append([]string{os.Args[0]}, args...))
+}
+
 func run(name string, env, args []string) ([]byte, error) {
 	cmd := exec.Command(name, args...)
 	cmd.Env = append(os.Environ(), env...)

@@ -40,6 +40,32 @@ func TestCombinedOutput(t *testing.T) {
 	}
 }
 
+// Start runs the child while the caller reads its pipes, and Wait reports its exit.
+func TestStart(t *testing.T) {
+	for _, c := range []struct {
+		env, line string
+		fails     bool
+	}{{"ok", "child ran with ok", false}, {"fail", "the child fails as asked", true}} {
+		var out strings.Builder
+		cmd, err := Start([]string{childEnv + "=" + c.env}, func(cmd *exec.Cmd) error {
+			out.Reset()
+			cmd.Stdout, cmd.Stderr = &out, &out
+			return nil
+		}, "-test.run=^TestHelperChild$", "-test.count=1")
+		if err != nil {
+			t.Fatalf("%s: Start: %v", c.env, err)
+		}
+		err = cmd.Wait()
+		var exit *exec.ExitError
+		if failed := errors.As(err, &exit) && exit.ExitCode() != 0; failed != c.fails || !c.fails && err != nil {
+			t.Errorf("%s: Wait: %v, want a failure: %v\n%s", c.env, err, c.fails, out.String())
+		}
+		if !strings.Contains(out.String(), c.line) {
+			t.Errorf("%s: output %q lacks %q", c.env, out.String(), c.line)
+		}
+	}
+}
+
 func TestQemuArch(t *testing.T) {
 	for goarch, want := range map[string]string{"arm64": "aarch64", "amd64": "x86_64", "riscv64": "riscv64"} {
 		if got := qemuArch(goarch); got != want {

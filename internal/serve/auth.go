@@ -13,7 +13,7 @@ import (
 // API keys. With Config.Keys set, a request must carry one of the keys, as OpenAI's
 // clients send it (Authorization: Bearer KEY) or as Anthropic's do (x-api-key: KEY);
 // without, it gets 401 in the shape of the dialect its path belongs to
-// (HandleUnauthorized). The probes need no key: /health, /v1/health and /ready (a load
+// (HandleUnauthorized). The probes need no key: /health, /v1/health, /ready and /v1/ready (a load
 // balancer or a kubelet must reach them), nor /metrics unless Config.MetricsAuth, nor
 // the routes registered with HandleOpen.
 
@@ -153,7 +153,7 @@ func (s *Server) authorize(r *http.Request, pattern string) error {
 		return nil
 	}
 	switch r.URL.Path {
-	case "/health", "/v1/health", "/ready":
+	case "/health", "/v1/health", "/ready", "/v1/ready":
 		return nil
 	case "/metrics":
 		if !s.cfg.MetricsAuth {

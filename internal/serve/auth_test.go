@@ -226,11 +226,13 @@ func TestAuth(t *testing.T) {
 	} {
 		doAuth(t, ts.URL, c)
 	}
-	// /ready is a probe whoever serves it: no route here, so 404, but not 401.
-	resp, err := http.Get(ts.URL + "/ready")
-	require.NoError(t, err)
-	resp.Body.Close()
-	assert.Equal(t, http.StatusNotFound, resp.StatusCode)
+	// The readiness probes need no key either.
+	for _, path := range []string{"/ready", "/v1/ready"} {
+		resp, err := http.Get(ts.URL + path)
+		require.NoError(t, err)
+		resp.Body.Close()
+		assert.Equal(t, http.StatusOK, resp.StatusCode, path)
+	}
 
 	fams := scrape(t, ts.URL)
 	unauthorized := func(endpoint string) float64 {

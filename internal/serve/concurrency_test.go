@@ -175,14 +175,17 @@ func TestQueue(t *testing.T) {
 	assert.Zero(t, st.Running+st.Queued)
 }
 
-// serveOn runs Serve on a free port; it returns the base URL and Serve's result.
-func serveOn(t *testing.T, s *serve.Server, grace time.Duration) (context.CancelFunc, string, chan error) {
+// serveOn runs Serve on a free port with s opened; it returns the base URL and Serve's
+// result.
+func serveOn(t *testing.T, s *serve.Server, drain time.Duration) (context.CancelFunc, string, chan error) {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
 	ctx, stop := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- serve.Serve(ctx, ln, s, grace) }()
+	g := serve.NewGate(nil)
+	g.Open(s)
+	go func() { done <- serve.Serve(ctx, ln, g, drain) }()
 	return stop, "http://" + ln.Addr().String(), done
 }
 
@@ -190,15 +193,43 @@ func streamBody(maxTokens int) string {
 	return fmt.Sprintf(`{"messages":[{"role":"user","content":"Hello there"}],"max_tokens":%d,"temperature":0,"stream":true,"stream_options":{"include_usage":true}}`, maxTokens)
 }
 
-// TestGracefulShutdown: on shutdown the server stops accepting connections and lets the
-// streams in flight finish.
+// checkDraining checks what a draining server answers: /ready 503 "draining", /health
+// 200 (liveness), and a new generation 503 with Retry-After in OpenAI's shape, on a
+// listener still open.
+func checkDraining(t *testing.T, url string) {
+	t.Helper()
+	resp, err := http.Get(url + "/ready")
+	require.NoError(t, err)
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	assert.Equal(t, http.StatusServiceUnavailable, resp.StatusCode)
+	assert.JSONEq(t, `{"status":"draining","model":"tiny"}`, string(b))
+	assert.True(t, resp.Close, "a draining server asks clients to reconnect elsewhere (Connection: close)")
+	resp, err = http.Get(url + "/health")
+	require.NoError(t, err)
+	b, _ = io.ReadAll(resp.Body)
+	resp.Body.Close()
+	assert.Equal(t, http.StatusOK, resp.StatusCode)
+	assert.Contains(t, string(b), `"status":"draining"`)
+	code, h, b := post(t, url+"/v1/chat/completions", `{"messages":[{"role":"user","content":"Hi"}],"max_tokens":3}`)
+	assert.Equal(t, http.StatusServiceUnavailable, code)
+	assert.Equal(t, "1", h.Get("Retry-After"))
+	assert.Contains(t, string(b), `"code":"shutting_down"`)
+}
+
+// TestGracefulShutdown: on shutdown the server stops taking work, keeps its listener
+// open for late requests to get their 503, and lets the streams in flight finish.
 func TestGracefulShutdown(t *testing.T) {
 	s := newServer(t, tinyModel, withTokenHook(serve.Config{}, slowly(time.Millisecond)))
 	defer s.Close()
 	stop, url, done := serveOn(t, s, time.Minute)
 	defer stop()
+	resp, err := http.Get(url + "/ready")
+	require.NoError(t, err)
+	resp.Body.Close()
+	require.Equal(t, http.StatusOK, resp.StatusCode)
 
-	resp, err := http.Post(url+"/v1/chat/completions", "application/json", strings.NewReader(streamBody(60)))
+	resp, err = http.Post(url+"/v1/chat/completions", "application/json", strings.NewReader(streamBody(60)))
 	require.NoError(t, err)
 	defer resp.Body.Close()
 	require.Equal(t, http.StatusOK, resp.StatusCode)
@@ -207,14 +238,8 @@ func TestGracefulShutdown(t *testing.T) {
 	require.NoError(t, err)
 
 	stop()
-	// No new connections.
-	eventually(t, "the listener to close", func() bool {
-		conn, err := net.DialTimeout("tcp", strings.TrimPrefix(url, "http://"), 100*time.Millisecond)
-		if err == nil {
-			conn.Close()
-		}
-		return err != nil
-	})
+	eventually(t, "the server to drain", s.Draining)
+	checkDraining(t, url)
 	// The stream in flight runs to its end.
 	rest, err := io.ReadAll(resp.Body)
 	require.NoError(t, err)
@@ -223,6 +248,7 @@ func TestGracefulShutdown(t *testing.T) {
 	sum, err := openaitest.CheckStream(events, true, true)
 	require.NoError(t, err)
 	assert.Equal(t, 60, sum.Usage.CompletionTokens)
+	assert.Equal(t, "length", sum.Finish)
 	select {
 	case err := <-done:
 		require.NoError(t, err)
@@ -230,21 +256,31 @@ func TestGracefulShutdown(t *testing.T) {
 		t.Fatal("Serve did not return after its last request")
 	}
 	assert.Zero(t, s.Stats().Cancelled)
+	_, err = http.Get(url + "/health")
+	assert.Error(t, err, "the listener is closed once Serve returns")
 }
 
-// TestShutdownGraceExpires: past the grace period, the generations still running are
-// stopped with an error event, queued requests get 503, and Serve returns promptly.
-func TestShutdownGraceExpires(t *testing.T) {
+// TestShutdownDrainExpires: past the drain timeout, the generations still running end
+// with a clean finish — finish_reason "length", the usage, [DONE] — and a whole response
+// for a request that did not stream; queued requests get 503; Serve returns promptly.
+func TestShutdownDrainExpires(t *testing.T) {
 	ends := make(chan serve.GenerationEnd, 4)
-	s := newServer(t, tinyModel, withTokenHook(serve.Config{Parallel: 1, Queue: 1,
+	s := newServer(t, tinyModel, withTokenHook(serve.Config{Parallel: 2, Queue: 1,
 		OnGenerationEnd: func(e serve.GenerationEnd) { ends <- e }}, slowly(2*time.Millisecond)))
 	defer s.Close()
-	stop, url, done := serveOn(t, s, 200*time.Millisecond)
+	stop, url, done := serveOn(t, s, 300*time.Millisecond)
 	defer stop()
 
 	resp, err := http.Post(url+"/v1/chat/completions", "application/json", strings.NewReader(streamBody(3000)))
 	require.NoError(t, err)
 	defer resp.Body.Close()
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	whole := make(chan []byte, 1)
+	go func() {
+		_, _, b := post(t, url+"/v1/chat/completions", `{"messages":[{"role":"user","content":"Hello there"}],"max_tokens":3000,"temperature":0}`)
+		whole <- b
+	}()
+	eventually(t, "both to run", func() bool { return s.Stats().Running == 2 })
 	queued := make(chan int, 1)
 	go func() {
 		queued <- postStatus(url+"/v1/chat/completions", `{"messages":[{"role":"user","content":"Hi"}],"max_tokens":3}`)
@@ -253,14 +289,36 @@ func TestShutdownGraceExpires(t *testing.T) {
 
 	start := time.Now()
 	stop()
+	eventually(t, "the server to drain", s.Draining)
+	checkDraining(t, url)
 	body, err := io.ReadAll(resp.Body)
 	require.NoError(t, err)
 	events, err := openaitest.ReadEvents(bytes.NewReader(body))
 	require.NoError(t, err)
-	require.NotEmpty(t, events)
-	assert.Contains(t, events[len(events)-1], `"code":"shutting_down"`, "the stream ends with an error event")
-	assert.NotContains(t, string(body), "[DONE]")
-	assert.Equal(t, http.StatusServiceUnavailable, <-queued)
+	sum, err := openaitest.CheckStream(events, true, true)
+	require.NoError(t, err, "%s", body)
+	assert.Equal(t, "length", sum.Finish)
+	assert.Positive(t, sum.Usage.CompletionTokens)
+	assert.Less(t, sum.Usage.CompletionTokens, 3000)
+	assert.True(t, strings.HasSuffix(string(body), "data: [DONE]\n\n"))
+	assert.NotContains(t, string(body), "shutting_down")
+
+	var r struct {
+		Choices []struct {
+			FinishReason string `json:"finish_reason"`
+			Message      struct{ Content string }
+		}
+		Usage struct {
+			CompletionTokens int `json:"completion_tokens"`
+		}
+	}
+	b := <-whole
+	require.NoError(t, json.Unmarshal(b, &r), "%s", b)
+	require.Len(t, r.Choices, 1)
+	assert.Equal(t, "length", r.Choices[0].FinishReason)
+	assert.Positive(t, r.Usage.CompletionTokens)
+	assert.Less(t, r.Usage.CompletionTokens, 3000)
+	assert.Equal(t, http.StatusServiceUnavailable, <-queued, "the queued request never started: 503")
 	select {
 	case err := <-done:
 		require.NoError(t, err)
@@ -268,20 +326,50 @@ func TestShutdownGraceExpires(t *testing.T) {
 		t.Fatal("Serve did not return")
 	}
 	took := time.Since(start)
-	t.Logf("shutdown with a 200 ms grace period took %v", took)
+	t.Logf("shutdown with a 300 ms drain timeout took %v", took)
+	assert.GreaterOrEqual(t, took, 300*time.Millisecond)
 	assert.Less(t, took, 2*time.Second)
-	e := <-ends
-	assert.Equal(t, bonsai.FinishCancelled, e.FinishReason)
+	for range 2 {
+		e := <-ends
+		assert.Equal(t, serve.FinishDrained, e.FinishReason)
+		assert.NoError(t, e.Err)
+	}
 }
 
-// TestHealthDraining: a draining server says so.
+// TestHealthDraining: a draining server is alive (/health 200) and not ready (/ready
+// 503); StopAll and CancelAll drain it too.
 func TestHealthDraining(t *testing.T) {
-	s, ts := newTestServer(t, tinyModel, serve.Config{})
-	s.Drain()
-	resp, err := http.Get(ts.URL + "/health")
+	for _, how := range []string{"Drain", "StopAll", "CancelAll"} {
+		s, ts := newTestServer(t, tinyModel, serve.Config{})
+		for _, p := range []string{"/ready", "/v1/ready"} {
+			code, b := get(t, ts.URL+p)
+			assert.Equal(t, http.StatusOK, code, how)
+			assert.JSONEq(t, `{"status":"ready","model":"tiny"}`, string(b), how)
+		}
+		map[string]func(){"Drain": s.Drain, "StopAll": s.StopAll, "CancelAll": s.CancelAll}[how]()
+		for _, p := range []string{"/ready", "/v1/ready"} {
+			code, _ := get(t, ts.URL+p)
+			assert.Equal(t, http.StatusServiceUnavailable, code, how)
+		}
+		code, b := get(t, ts.URL+"/health")
+		assert.Equal(t, http.StatusOK, code, how)
+		assert.Contains(t, string(b), `"status":"draining"`, how)
+		select {
+		case <-s.Idle():
+		case <-time.After(time.Second):
+			t.Errorf("%s: an idle server that drains is not Idle", how)
+		}
+	}
+}
+
+func get(t *testing.T, url string) (int, []byte) {
+	t.Helper()
+	resp, err := http.Get(url)
 	require.NoError(t, err)
-	resp.Body.Close()
-	assert.Equal(t, http.StatusServiceUnavailable, resp.StatusCode)
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	return resp.StatusCode, b
 }
 
 // TestLoad: 32 concurrent streaming clients on 4 sessions with a queue of 28: every

@@ -20,11 +20,21 @@
 // register their routes on it with Handle, and with HandleErrors how a 404 or 405
 // under their paths is written. It serves on its own:
 //
-//	GET /health, /v1/health   liveness and the load: generations running and queued
-//	GET /metrics              counters in the Prometheus text format (metrics.go)
+//	GET /health, /v1/health   liveness (200 while the process serves) and the load
+//	GET /ready, /v1/ready     readiness: 200 while it takes work, 503 once it drains
+//	GET /metrics              counters in the Prometheus text format, and the routing
+//	                          gauges of Kubernetes' Gateway API Inference Extension
+//	                          under vLLM's names (metrics.go)
 //
 // and logs and counts every request, by the endpoint its route names. With
 // Config.Keys, every other route needs an API key (auth.go): HandleOpen registers one
-// that does not, and HandleUnauthorized how a dialect writes the 401. Serve runs it
-// with a graceful shutdown.
+// that does not, and HandleUnauthorized how a dialect writes the 401.
+//
+// A Gate answers the probes before the model is loaded (/ready 503 "loading", the API
+// 503 with Retry-After) and hands every request to the Server once opened. Serve runs
+// a Gate and drains on shutdown: Drain refuses new generations (503, Retry-After) while
+// the listener stays open and those in flight go on; past the drain timeout, StopAll
+// ends them cleanly, with FinishDrained and what they generated, which the dialects
+// answer as a reply cut short at a limit (finish_reason "length", stop_reason
+// "max_tokens"); CancelAll, the hard stop, ends them with an error.
 package serve

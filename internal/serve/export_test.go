@@ -2,13 +2,8 @@ package serve
 
 import (
 	"bufio"
-	"context"
 	"io"
 )
-
-// SetTokenHook makes each generation call hook after each token it yields, so that a
-// test can hold or slow it.
-func SetTokenHook(cfg *Config, hook func(context.Context)) { cfg.tokenHook = hook }
 
 // The outcome labels of bonsai_requests_total.
 const (
@@ -36,3 +31,7 @@ func (x Exposition) Histogram(name, help string, bounds []float64, observations 
 
 func (x Exposition) Sample(name string, v float64, labels ...string) { x.e.sample(name, v, labels...) }
 func (x Exposition) Flush() error                                    { return x.e.w.Flush() }
+
+// SessionLens returns the tokens the sessions of the generations running hold, read
+// from the sessions.
+func SessionLens(s *Server) []int { return s.pool.sessionLens() }

@@ -20,6 +20,19 @@ import (
 // llama-server and vLLM expose theirs: one family per measure, named bonsai_…, counters
 // ending in _total. It is written by hand: the format is a few lines of text, not worth
 // a dependency.
+//
+// Beside its own families it serves those of the model-server protocol of Kubernetes'
+// Gateway API Inference Extension (docs/proposals/003-model-server-protocol), under
+// vLLM's names, which its endpoint picker reads by default to route among replicas:
+//
+//	vllm:num_requests_waiting   gauge: requests queued for a session
+//	vllm:num_requests_running   gauge: generations holding a session
+//	vllm:kv_cache_usage_perc    gauge, 0–1: the KV the running generations occupy, in
+//	                            blocks, of what the sessions can hold (kvBlocks)
+//	vllm:cache_config_info      gauge 1 with labels block_size and num_gpu_blocks
+//
+// The picker scrapes the text format with prometheus/common/expfmt and reads a gauge's
+// value, and cache_config_info's two labels as integers.
 
 // metricsContentType is the exposition format's content type.
 const metricsContentType = "text/plain; version=0.0.4; charset=utf-8"
@@ -174,7 +187,50 @@ func (s *Server) WriteMetrics(w io.Writer) error {
 	e.counter("bonsai_prefix_cache_misses_total", "Prompts with a message boundary past what their session held, none cached.", p.Misses)
 	e.counter("bonsai_prefix_cache_inserts_total", "States put in the prefix cache.", p.Inserts)
 	e.counter("bonsai_prefix_cache_evictions_total", "States evicted, least recently used first.", p.Evictions)
+	s.writeRoutingMetrics(e, busy, queued)
 	return e.w.Flush()
+}
+
+// kvBlockTokens is the block size, in tokens, of the routing metrics' KV accounting.
+//
+// Bonsai has no KV blocks: each session's KV is allocated whole, for the context size,
+// and the prefix cache keeps whole sequence states at chat-template boundaries (the end
+// of the system prompt, of each turn), reused when they are a prefix of a prompt to
+// the token. Its granularity is the token, at the boundaries. The endpoint picker's
+// prefix scorer hashes a prompt in blocks of block_size tokens and compares at most
+// maxPrefixBlocksToMatch (256) of them: block size 1 would let it see only a prompt's
+// first 256 tokens, no further than a long system prompt that every conversation
+// shares. 16, vLLM's default, lets it see 4096 tokens, and undercounts a match by less
+// than a block: a prefix of a conversation, cut at a block, is still a prefix.
+const kvBlockTokens = 16
+
+// kvBlocks returns the KV blocks (kvBlockTokens tokens) that the generations running
+// occupy and those the server can hold: each of the Parallel sessions holds up to the
+// model's context size, ceil(context/16) blocks. A running generation occupies
+// ceil(n/16) blocks, n being its prompt's tokens and those it generated but the last (the
+// session's position; the whole prompt counts from the moment the generation has its
+// session, as a scheduler reserves a prompt's blocks before prefilling it). An idle
+// session's retained state does not count, as vLLM counts the blocks its prefix cache
+// keeps for finished requests as free: a new request may take the session at once.
+func (s *Server) kvBlocks() (used, total int) {
+	per := (s.m.ContextSize() + kvBlockTokens - 1) / kvBlockTokens
+	for _, n := range s.pool.kvTokens() {
+		used += min((n+kvBlockTokens-1)/kvBlockTokens, per)
+	}
+	return used, s.cfg.Parallel * per
+}
+
+// writeRoutingMetrics writes the families of the Inference Extension's model-server
+// protocol.
+func (s *Server) writeRoutingMetrics(e *exposition, busy, queued int) {
+	e.gauge("vllm:num_requests_waiting", "Requests waiting for a session (the Inference Extension's TotalQueuedRequests).", float64(queued))
+	e.gauge("vllm:num_requests_running", "Generations running, each on its session (TotalRunningRequests).", float64(busy))
+	used, total := s.kvBlocks()
+	e.gauge("vllm:kv_cache_usage_perc", "KV blocks the running generations occupy, of those the sessions can hold, 0-1 (KVCacheUtilization); "+
+		"idle sessions' retained states count as free.", float64(used)/float64(total))
+	e.family("vllm:cache_config_info", "gauge", "The KV accounting: block_size tokens a block, num_gpu_blocks blocks in all "+
+		"(the sessions at the context size).")
+	e.sample("vllm:cache_config_info", 1, "block_size", strconv.Itoa(kvBlockTokens), "num_gpu_blocks", strconv.Itoa(total))
 }
 
 // exposition writes the text format: a family's HELP and TYPE lines, then its samples.

@@ -26,6 +26,11 @@ type slot struct {
 	// Session.Generate), as of its last release: the prefixes a prompt can reuse.
 	tokens, ckpt []int32
 	used         uint64 // when last acquired, for least-recently-used order
+
+	// inUse marks a slot a generation holds (guarded by the pool's mu); kv counts the
+	// tokens of KV its generation occupies (see Server.kvUsage), 0 while idle.
+	inUse bool
+	kv    atomic.Int64
 }
 
 // reusable returns how many tokens of prompt the slot's session can skip: those of its
@@ -62,6 +67,7 @@ type pool struct {
 	maxQueue int
 
 	mu      sync.Mutex
+	all     []*slot
 	idle    []*slot
 	busy    int
 	waiters []chan *slot // FIFO; each has room for one slot
@@ -72,8 +78,9 @@ type pool struct {
 func newPool(m *bonsai.Model, parallel, maxQueue int) *pool {
 	p := &pool{m: m, maxQueue: maxQueue}
 	for range parallel {
-		p.idle = append(p.idle, &slot{})
+		p.all = append(p.all, &slot{})
 	}
+	p.idle = slices.Clone(p.all)
 	return p
 }
 
@@ -99,6 +106,7 @@ func (p *pool) acquire(ctx context.Context, prompt []int32) (*slot, error) {
 		sl := p.idle[best]
 		p.idle = append(p.idle[:best], p.idle[best+1:]...)
 		p.busy++
+		sl.inUse = true
 		p.mu.Unlock()
 		return p.ready(sl)
 	}
@@ -140,7 +148,9 @@ func (p *pool) ready(sl *slot) (*slot, error) {
 		p.release(sl)
 		return nil, err
 	}
+	p.mu.Lock()
 	sl.s = s
+	p.mu.Unlock()
 	return sl, nil
 }
 
@@ -155,6 +165,8 @@ func (p *pool) release(sl *slot) {
 		return
 	}
 	p.busy--
+	sl.inUse = false
+	sl.kv.Store(0)
 	if p.closed && sl.s != nil {
 		sl.s.Close()
 		sl.s, sl.tokens, sl.ckpt = nil, nil, nil
@@ -167,6 +179,37 @@ func (p *pool) load() (busy, queued int) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return p.busy, len(p.waiters)
+}
+
+// kvTokens returns the tokens of KV that each generation running holds (slot.kv).
+func (p *pool) kvTokens() []int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	var n []int
+	for _, sl := range p.all {
+		if sl.inUse {
+			n = append(n, int(sl.kv.Load()))
+		}
+	}
+	return n
+}
+
+// sessionLens returns the tokens that the sessions of the generations running hold, read
+// from the sessions themselves (for tests: Session.Len waits for a forward pass).
+func (p *pool) sessionLens() []int {
+	p.mu.Lock()
+	var ss []*bonsai.Session
+	for _, sl := range p.all {
+		if sl.inUse && sl.s != nil {
+			ss = append(ss, sl.s)
+		}
+	}
+	p.mu.Unlock()
+	n := make([]int, len(ss))
+	for i, s := range ss {
+		n[i] = s.Len()
+	}
+	return n
 }
 
 // close releases the idle sessions' memory and refuses later acquires; a session in use

@@ -18,6 +18,12 @@ type Job struct {
 	Prompt *bonsai.Prompt
 }
 
+// FinishDrained is the finish reason of a generation that the server ended cleanly while
+// it drained (Server.StopAll): it keeps what it generated and is answered as a reply cut
+// short at a limit, not as an error, so that a client gets a whole response and a
+// stream its last event.
+const FinishDrained bonsai.FinishReason = "drained"
+
 // Result is a generation's result and what Run counted of it.
 type Result struct {
 	bonsai.Result
@@ -28,9 +34,10 @@ type Result struct {
 // report, or at the end of a generation that yielded none (a stream's head goes out
 // then, so that a refusal can still be a status; not at all when the generation fails
 // first), tok with each report (false stops the generation). A generation cut short
-// because the client left (ctx ended) has FinishCancelled and no error; the errors are
-// ErrQueueFull, ErrShuttingDown (the server stopped it, or stops) and the
-// generation's own.
+// because the client left (ctx ended) has FinishCancelled and no error, one ended by
+// StopAll FinishDrained and no error; the errors are ErrQueueFull, ErrShuttingDown (the
+// server drains and takes no new work, or CancelAll stopped it) and the generation's
+// own.
 func (s *Server) Run(ctx context.Context, j Job, start func(), tok func(bonsai.Token) bool) (Result, error) {
 	res, err := s.run(ctx, j, start, tok)
 	outcome := outcomeCompleted
@@ -48,16 +55,17 @@ func (s *Server) Run(ctx context.Context, j Job, start func(), tok func(bonsai.T
 
 // run is Run but for the request's outcome.
 func (s *Server) run(ctx context.Context, j Job, start func(), tok func(bonsai.Token) bool) (Result, error) {
-	if s.hard.Err() != nil {
+	if !s.enter() {
 		return Result{}, ErrShuttingDown
 	}
-	s.active.Add(1)
-	defer s.active.Done()
+	defer s.leave()
 	clientCtx := ctx
-	// The generation ends when the client leaves or when CancelAll is called.
+	// The generation ends when the client leaves, when StopAll is called (a clean
+	// finish) or when CancelAll is (an error).
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	defer context.AfterFunc(s.hard, cancel)()
+	defer context.AfterFunc(s.soft, cancel)()
 
 	arrived := time.Now()
 	sl, err := s.pool.acquire(ctx, j.Prompt.Tokens())
@@ -66,7 +74,9 @@ func (s *Server) run(ctx context.Context, j Job, start func(), tok func(bonsai.T
 		case errors.Is(err, ErrQueueFull):
 			s.rejected.Add(1)
 			return Result{}, fmt.Errorf("%w: %d generations are running and %d requests are queued", ErrQueueFull, s.cfg.Parallel, s.cfg.Queue)
-		case s.hard.Err() != nil || errors.Is(err, bonsai.ErrClosed):
+		case s.hard.Err() != nil || s.soft.Err() != nil || errors.Is(err, bonsai.ErrClosed):
+			// Still queued when the drain ended: nothing was sent, a 503 lets the client
+			// retry on another replica.
 			return Result{}, ErrShuttingDown
 		case clientCtx.Err() != nil:
 			return Result{Result: bonsai.Result{FinishReason: bonsai.FinishCancelled}}, nil
@@ -74,6 +84,8 @@ func (s *Server) run(ctx context.Context, j Job, start func(), tok func(bonsai.T
 		return Result{}, fmt.Errorf("no session: %w", err)
 	}
 	s.metrics.queueWait.observe(since(arrived))
+	promptLen := int64(j.Prompt.Len())
+	sl.kv.Store(promptLen)
 	held := true
 	release := func() {
 		if held {
@@ -94,14 +106,19 @@ func (s *Server) run(ctx context.Context, j Job, start func(), tok func(bonsai.T
 
 	t0 := time.Now()
 	g := sl.s.Generate(ctx, j.Prompt)
-	reasoning, first := 0, true
+	reasoning, generated := 0, int64(0)
 	for t, err := range g.Tokens() {
 		if err != nil {
 			break // Result returns it
 		}
-		if first && t.ID != bonsai.NoToken {
-			first = false
-			s.metrics.firstToken.observe(since(arrived))
+		if t.ID != bonsai.NoToken {
+			if generated == 0 {
+				s.metrics.firstToken.observe(since(arrived))
+			}
+			generated++
+			// The session holds the prompt and the tokens generated but this one, which
+			// is fed with the next step.
+			sl.kv.Store(promptLen + generated - 1)
 		}
 		if t.Reasoning {
 			reasoning++
@@ -115,6 +132,10 @@ func (s *Server) run(ctx context.Context, j Job, start func(), tok func(bonsai.T
 		}
 	}
 	res, genErr := g.Result()
+	if genErr == nil && res.FinishReason == bonsai.FinishCancelled && clientCtx.Err() == nil && s.hard.Err() == nil &&
+		s.soft.Err() != nil {
+		res.FinishReason = FinishDrained
+	}
 	if genErr != nil {
 		sl.s.Reset() // start the next request afresh
 	}
@@ -141,3 +162,8 @@ func (s *Server) run(ctx context.Context, j Job, start func(), tok func(bonsai.T
 	}
 	return out, genErr
 }
+
+// SetTokenHook makes each generation call hook after each token it yields, with the
+// generation's context, so that a test can hold or slow it (the serve command's test
+// knob uses it too). It is not part of Config: no server needs it.
+func SetTokenHook(cfg *Config, hook func(context.Context)) { cfg.tokenHook = hook }

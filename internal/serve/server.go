@@ -9,6 +9,7 @@ import (
 	"io"
 	"math/rand/v2"
 	"net/http"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -87,10 +88,18 @@ type Server struct {
 	cfg  Config
 	pool *pool
 
-	// hard is cancelled by CancelAll: every generation and queued request ends.
-	hard      context.Context
-	cancelAll context.CancelFunc
-	draining  atomic.Bool
+	// hard is cancelled by CancelAll: every generation and queued request ends with an
+	// error. soft is cancelled by StopAll: every generation ends with FinishDrained.
+	hard, soft         context.Context
+	cancelAll, stopAll context.CancelFunc
+	draining           atomic.Bool
+
+	// flight counts the Run calls in progress, queued or generating; idle is closed
+	// once the server drains and none is left.
+	flightMu sync.Mutex
+	flight   int
+	idle     chan struct{}
+	idleOnce sync.Once
 
 	mux       *http.ServeMux
 	endpoints map[string]string // the endpoint label of each pattern
@@ -104,7 +113,8 @@ type Server struct {
 	metrics                                    *metrics
 }
 
-// New returns a Server for m, serving /health, /v1/health and /metrics.
+// New returns a Server for m, serving /health, /v1/health, /ready, /v1/ready and
+// /metrics.
 func New(m *bonsai.Model, cfg Config) (*Server, error) {
 	if cfg.ModelName == "" {
 		return nil, errors.New("serve: Config.ModelName is empty")
@@ -125,10 +135,14 @@ func New(m *bonsai.Model, cfg Config) (*Server, error) {
 		cfg.WriteTimeout = time.Minute
 	}
 	s := &Server{m: m, cfg: cfg, pool: newPool(m, cfg.Parallel, cfg.Queue), metrics: newMetrics(),
-		mux: http.NewServeMux(), endpoints: map[string]string{}, open: map[string]bool{}}
+		mux: http.NewServeMux(), endpoints: map[string]string{}, open: map[string]bool{}, idle: make(chan struct{})}
 	s.hard, s.cancelAll = context.WithCancel(context.Background())
+	s.soft, s.stopAll = context.WithCancel(context.Background())
 	for _, p := range []string{"GET /health", "GET /v1/health"} {
 		s.Handle(p, http.HandlerFunc(s.health))
+	}
+	for _, p := range []string{"GET /ready", "GET /v1/ready"} {
+		s.Handle(p, http.HandlerFunc(s.ready))
 	}
 	s.Handle("GET /metrics", http.HandlerFunc(s.serveMetrics))
 	return s, nil
@@ -141,15 +155,63 @@ func (s *Server) Model() *bonsai.Model { return s.m }
 func (s *Server) Config() Config { return s.cfg }
 
 // CancelAll ends every generation in progress within one decode step and drops the
-// queued requests: Run fails with ErrShuttingDown. Later requests are refused.
+// queued requests: Run fails with ErrShuttingDown, and a stream ends with an error.
+// Later requests are refused.
 func (s *Server) CancelAll() {
-	s.draining.Store(true)
+	s.Drain()
 	s.cancelAll()
 }
 
-// Drain marks the server as shutting down: /health answers 503, so that a load
-// balancer stops sending requests; requests still get served.
-func (s *Server) Drain() { s.draining.Store(true) }
+// Drain stops the server taking work: /ready answers 503, so that a load balancer
+// stops sending requests, and a new generation is refused with ErrShuttingDown (503 and
+// Retry-After), while the generations running and queued go on. /health stays 200:
+// the process is alive. Idle tells when they have all ended.
+func (s *Server) Drain() {
+	s.flightMu.Lock()
+	defer s.flightMu.Unlock()
+	s.draining.Store(true)
+	if s.flight == 0 {
+		s.idleOnce.Do(func() { close(s.idle) })
+	}
+}
+
+// StopAll drains the server and ends every generation in progress within one decode
+// step with a clean finish: Run returns what was generated with FinishDrained, which
+// the dialects answer as a reply cut short at a limit (a stream gets its last event).
+// The requests still queued fail with ErrShuttingDown, having sent nothing.
+func (s *Server) StopAll() {
+	s.Drain()
+	s.stopAll()
+}
+
+// Draining reports whether Drain, StopAll or CancelAll was called.
+func (s *Server) Draining() bool { return s.draining.Load() }
+
+// Idle is closed once the server drains and no generation is left, running or queued.
+func (s *Server) Idle() <-chan struct{} { return s.idle }
+
+// enter counts a Run call in, or refuses it while the server drains.
+func (s *Server) enter() bool {
+	s.flightMu.Lock()
+	defer s.flightMu.Unlock()
+	if s.draining.Load() {
+		return false
+	}
+	s.flight++
+	s.active.Add(1)
+	return true
+}
+
+// leave counts a Run call out.
+func (s *Server) leave() {
+	s.flightMu.Lock()
+	defer s.flightMu.Unlock()
+	s.flight--
+	s.active.Done()
+	if s.flight == 0 && s.draining.Load() {
+		s.idleOnce.Do(func() { close(s.idle) })
+	}
+}
 
 // Close cancels what is still running, waits for it to end and releases the sessions.
 // The model stays open: it is the caller's.
@@ -298,15 +360,32 @@ func (r *headerRecorder) Write(b []byte) (int, error) {
 	return len(b), nil
 }
 
+// health is the liveness probe: 200 while the process serves, draining included (a
+// liveness probe that failed would have the pod killed, streams and all), with the load.
 func (s *Server) health(w http.ResponseWriter, _ *http.Request) {
 	st := s.Stats()
-	status, code := "ok", http.StatusOK
+	status := "ok"
 	if s.draining.Load() {
-		status, code = "shutting down", http.StatusServiceUnavailable
+		status = "draining"
 	}
-	WriteJSON(w, code, map[string]any{"status": status, "model": s.cfg.ModelName, "backend": s.m.Backend(), "threads": s.m.Threads(),
+	WriteJSON(w, http.StatusOK, map[string]any{"status": status, "model": s.cfg.ModelName, "backend": s.m.Backend(), "threads": s.m.Threads(),
 		"parallel": s.cfg.Parallel, "running": st.Running, "queued": st.Queued, "queue_capacity": s.cfg.Queue})
 }
+
+// ready is the readiness probe: 200 while the server takes work, 503 once it drains.
+// (Before the model is loaded, the Gate answers it.)
+func (s *Server) ready(w http.ResponseWriter, _ *http.Request) {
+	if s.draining.Load() {
+		w.Header().Set("Retry-After", strconv.Itoa(RetryAfterSeconds))
+		WriteJSON(w, http.StatusServiceUnavailable, map[string]any{"status": "draining", "model": s.cfg.ModelName})
+		return
+	}
+	WriteJSON(w, http.StatusOK, map[string]any{"status": "ready", "model": s.cfg.ModelName})
+}
+
+// RetryAfterSeconds is the Retry-After of the 503s of a server loading or draining:
+// behind a load balancer, the retry goes to another replica.
+const RetryAfterSeconds = 1
 
 // WriteJSON sends v as a JSON response with status, HTML characters unescaped.
 func WriteJSON(w http.ResponseWriter, status int, v any) {

@@ -446,32 +446,18 @@ func TestImage(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		missing, err := checkServeFlags(flags, c.Args)
-		for _, m := range missing {
-			t.Logf("serve has no -%s yet (%s): expected once that work is merged", m, pendingFlags[m])
-		}
-		if err != nil {
+		if err := checkServeFlags(flags, c.Args); err != nil {
 			t.Error(err)
 		}
 		// The image's own arguments too.
 		entry, _ := execForm(d.rt.entrypoint, "ENTRYPOINT")
 		cmdArgs, _ := execForm(d.rt.cmd, "CMD")
-		if _, err := checkServeFlags(flags, append(slices.Clone(entry[1:]), cmdArgs...)); err != nil {
+		if err := checkServeFlags(flags, append(slices.Clone(entry[1:]), cmdArgs...)); err != nil {
 			t.Errorf("Dockerfile ENTRYPOINT and CMD: %v", err)
 		}
 	})
 
 	t.Run("routing metrics", func(t *testing.T) { scrapeServe(t, bin) })
-}
-
-// pendingFlags are flags of issue 26 that other branches add to serve: until they are
-// merged, the manifest may pass them although this tree's serve lacks them. Empty it once
-// they are all on main.
-var pendingFlags = map[string]string{
-	"drain-timeout": "issue 26, item 3: drain",
-	"api-key":       "issue 26, item 1: API keys",
-	"api-key-file":  "issue 26, item 1: API keys",
-	"metrics-auth":  "issue 26, item 1: API keys",
 }
 
 // parseUsage reads the flag names and value kinds from serve -h (flag.PrintDefaults: a
@@ -493,8 +479,8 @@ func parseUsage(out string) (map[string]string, error) {
 }
 
 // checkServeFlags checks args against serve's flags: each is one of them, with a value of
-// its kind. It returns the pending flags that are missing apart from the error.
-func checkServeFlags(flags map[string]string, args []string) (missing []string, err error) {
+// its kind.
+func checkServeFlags(flags map[string]string, args []string) error {
 	var errs []error
 	for i := 0; i < len(args); i++ {
 		a := args[i]
@@ -505,11 +491,7 @@ func checkServeFlags(flags map[string]string, args []string) (missing []string, 
 		name, value, hasValue := strings.Cut(strings.TrimLeft(a, "-"), "=")
 		kind, ok := flags[name]
 		if !ok {
-			if _, pending := pendingFlags[name]; pending {
-				missing = append(missing, name)
-			} else {
-				errs = append(errs, fmt.Errorf("-%s: serve has no such flag", name))
-			}
+			errs = append(errs, fmt.Errorf("-%s: serve has no such flag", name))
 			continue
 		}
 		if kind != "bool" && !hasValue {
@@ -539,7 +521,7 @@ func checkServeFlags(flags map[string]string, args []string) (missing []string, 
 			errs = append(errs, fmt.Errorf("-%s %q: not a %s: %v", name, value, kind, perr))
 		}
 	}
-	return missing, errors.Join(errs...)
+	return errors.Join(errs...)
 }
 
 // The Dockerfile's checks fail when it is wrong in their way.
@@ -664,16 +646,12 @@ func TestServeFlagsCheck(t *testing.T) {
 		{[]string{"-drain=30"}, "not a duration"},
 		{[]string{"model.gguf"}, "not a flag"},
 	} {
-		if _, err := checkServeFlags(flags, c.args); err == nil || !strings.Contains(err.Error(), c.want) {
+		if err := checkServeFlags(flags, c.args); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%v: got %v, want %q", c.args, err, c.want)
 		}
 	}
-	if _, err := checkServeFlags(flags, []string{"-parallel=4", "-warmup", "-prefix-cache=2GiB", "-drain=30s"}); err != nil {
+	if err := checkServeFlags(flags, []string{"-parallel=4", "-warmup", "-prefix-cache=2GiB", "-drain=30s"}); err != nil {
 		t.Errorf("good flags refused: %v", err)
-	}
-	missing, err := checkServeFlags(flags, []string{"-drain-timeout=30s"})
-	if err != nil || !slices.Equal(missing, []string{"drain-timeout"}) {
-		t.Errorf("a pending flag: missing %v, err %v", missing, err)
 	}
 }
 

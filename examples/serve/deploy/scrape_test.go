@@ -22,12 +22,6 @@ import (
 	sourcemetrics "sigs.k8s.io/gateway-api-inference-extension/pkg/epp/framework/plugins/datalayer/source/metrics"
 )
 
-// routingMetricsMerged says whether serve on this tree publishes the model-server
-// protocol's metrics (issue 26, item 2). While false, a serve without any vllm: family
-// skips the live scrape below; set it once that work is on main, so that their absence
-// fails.
-const routingMetricsMerged = false
-
 // scraper is the endpoint picker's own metrics pipeline, built from the shipped
 // configuration: its metrics-data-source (HTTP GET and Prometheus text parsing) and its
 // core-metrics-extractor (our engine's metric names into the picker's fields).
@@ -187,9 +181,6 @@ func scrapeServe(t *testing.T, bin string) {
 	raw := new(strings.Builder)
 	_, _ = bufio.NewReader(resp.Body).WriteTo(raw)
 	resp.Body.Close()
-	if !routingMetricsMerged && !strings.Contains(raw.String(), "vllm:") {
-		t.Skip("serve publishes no vllm: metrics yet (issue 26, item 2); set routingMetricsMerged once it does")
-	}
 	m, err := newScraper(t).scrape(ctx, addr)
 	if err != nil {
 		t.Fatalf("the picker's pipeline on serve's /metrics: %v", err)

@@ -189,16 +189,19 @@ func signature(thinking string) string {
 	return base64.StdEncoding.EncodeToString(sum[:])
 }
 
+// stopReason is the stop reason of a generation's end. A limit wins over the calls
+// made before it, as Anthropic's API answers: the last tool_use block a stream opened may
+// be cut short, and "tool_use" would have the client run it.
 func stopReason(res bonsai.Result) (reason string, seq *string) {
 	switch {
-	case res.FinishReason == bonsai.FinishToolCalls || len(res.ToolCalls) > 0:
-		return "tool_use", nil
 	// A generation the server ended as it drained is a reply cut short at a limit:
 	// "max_tokens" is the stop reason every client reads that way (pause_turn, the other
 	// candidate, belongs to server tools and asks for the turn to be sent back).
 	case res.FinishReason == bonsai.FinishLength || res.FinishReason == bonsai.FinishContextFull ||
 		res.FinishReason == serve.FinishDrained:
 		return "max_tokens", nil
+	case res.FinishReason == bonsai.FinishToolCalls || len(res.ToolCalls) > 0:
+		return "tool_use", nil
 	case res.StopSequence != "":
 		s := res.StopSequence
 		return "stop_sequence", &s

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/anthropics/anthropic-sdk-go"
+	"github.com/bonsai-go/sdk/bonsai"
 	"github.com/bonsai-go/sdk/internal/serve"
 	"github.com/santhosh-tekuri/jsonschema/v6"
 	"github.com/stretchr/testify/assert"
@@ -47,7 +48,31 @@ func toolParams() anthropic.MessageNewParams {
 		Temperature: anthropic.Float(1),
 		Messages:    []anthropic.MessageParam{anthropic.NewUserMessage(anthropic.NewTextBlock("Weather in Oslo for three days?"))},
 		Tools:       []anthropic.ToolUnionParam{tool},
-		ToolChoice:  anthropic.ToolChoiceUnionParam{OfAny: &anthropic.ToolChoiceAnyParam{}},
+		// One call: parallel calls at temperature 1 can run into max_tokens, a stop the
+		// round trip below has nothing to answer (TestStopReasonLimitWins covers it).
+		ToolChoice: anthropic.ToolChoiceUnionParam{OfAny: &anthropic.ToolChoiceAnyParam{DisableParallelToolUse: anthropic.Bool(true)}},
+	}
+}
+
+// TestStopReasonLimitWins: a generation cut at max_tokens after complete calls, with a
+// stream's last tool_use block left open, stops with "max_tokens", not "tool_use" — the
+// answer Anthropic's API gives, so that no client runs a call cut short.
+func TestStopReasonLimitWins(t *testing.T) {
+	calls := []bonsai.ToolCall{{Name: "get_weather"}}
+	for _, c := range []struct {
+		res  bonsai.Result
+		want string
+	}{
+		{bonsai.Result{FinishReason: bonsai.FinishLength, ToolCalls: calls}, "max_tokens"},
+		{bonsai.Result{FinishReason: bonsai.FinishContextFull, ToolCalls: calls}, "max_tokens"},
+		{bonsai.Result{FinishReason: serve.FinishDrained, ToolCalls: calls}, "max_tokens"},
+		{bonsai.Result{FinishReason: bonsai.FinishToolCalls, ToolCalls: calls}, "tool_use"},
+		{bonsai.Result{FinishReason: bonsai.FinishStop}, "end_turn"},
+		{bonsai.Result{FinishReason: bonsai.FinishStop, StopSequence: "END"}, "stop_sequence"},
+	} {
+		if got, _ := stopReason(c.res); got != c.want {
+			t.Errorf("%s with %d calls: %s, want %s", c.res.FinishReason, len(c.res.ToolCalls), got, c.want)
+		}
 	}
 }
 

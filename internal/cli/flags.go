@@ -115,7 +115,7 @@ var rules = map[string]func(name string, v any) error{
 	"kv":                stringRule(func(_, v string) error { _, err := ParseKV(v); return err }),
 	"activations":       stringRule(func(_, v string) error { _, err := ParseActivations(v); return err }),
 	"backend":           stringRule(func(n, v string) error { return OneOf(n, v, Backends...) }),
-	"layout":            stringRule(func(n, v string) error { return OneOf(n, v, layouts()...) }),
+	"layout":            stringRule(func(n, v string) error { return OneOf(n, v, Layouts...) }),
 	"preset": stringRule(func(n, v string) error {
 		if v == "" {
 			return nil
@@ -134,9 +134,8 @@ func topP(n string, v float64) error {
 	return checkRange(n, v, "in (0, 1]", func(v float64) bool { return 0 < v && v <= 1 })
 }
 
-func layouts() []string {
-	return []string{cpu.LayoutAuto.String(), cpu.LayoutFile.String(), cpu.LayoutInterleaved.String()}
-}
+// Layouts are the values of -layout (cpu.ParseLayout).
+var Layouts = []string{cpu.LayoutAuto.String(), cpu.LayoutFile.String(), cpu.LayoutInterleaved.String()}
 
 func intRule(f func(string, int) error) func(string, any) error {
 	return func(n string, v any) error {
@@ -174,16 +173,43 @@ func stringRule(f func(string, string) error) func(string, any) error {
 	}
 }
 
+// OwnRule is a program's check of a flag that shares its name with a ruled one but
+// accepts more (logits' -backend also takes metal-emulator): given to CheckFlags, it
+// replaces the shared rule of that flag. err is the check's result, nil when the value
+// is good.
+func OwnRule(name string, err error) error { return &ownRule{name, err} }
+
+type ownRule struct {
+	name string
+	err  error
+}
+
+func (o *ownRule) Error() string {
+	if o.err == nil {
+		return "-" + o.name + ": checked by the program"
+	}
+	return o.err.Error()
+}
+
+func (o *ownRule) Unwrap() error { return o.err }
+
 // CheckFlags checks, once fs has parsed its arguments, every flag of fs that several
 // programs share (-threads, -context, -max-tokens, -temperature, -top-p, -kv, …: each
 // its default or the value given) against its one rule, then the program's own checks,
-// in order. The first error is printed to fs.Output() on one line, "prog: -top-p 2:
-// must be in (0, 1]", and returned: the caller exits with status 2, as for the flag
-// package's own errors, before it loads anything.
+// in order (OwnRule replaces a shared rule). The first error is printed to fs.Output()
+// on one line, "prog: -top-p 2: must be in (0, 1]", and returned: the caller exits with
+// status 2, as for the flag package's own errors, before it loads anything.
 func CheckFlags(fs *flag.FlagSet, prog string, checks ...error) error {
+	own := map[string]bool{}
+	for i, err := range checks {
+		if o, ok := err.(*ownRule); ok {
+			own[o.name] = true
+			checks[i] = o.err
+		}
+	}
 	var first error
 	fs.VisitAll(func(f *flag.Flag) {
-		if first != nil {
+		if first != nil || own[f.Name] {
 			return
 		}
 		rule, ok := rules[f.Name]

@@ -150,3 +150,30 @@ func TestThreadsFlag(t *testing.T) {
 	assert.Zero(t, m.Threads)
 	assert.True(t, strings.Contains(fs.Lookup("threads").Usage, "0: every core"))
 }
+
+// OwnRule replaces a shared rule for one program: its check decides, the others stay.
+func TestOwnRule(t *testing.T) {
+	for _, tc := range []struct {
+		value, want string
+	}{
+		{"metal-emulator", ""},
+		{"cpu", ""},
+		{"tpu", `-backend "tpu": must be one of cpu, metal-emulator`},
+	} {
+		fs := flag.NewFlagSet("logits", flag.ContinueOnError)
+		var out bytes.Buffer
+		fs.SetOutput(&out)
+		b := fs.String("backend", "cpu", "")
+		fs.Int("threads", 0, "")
+		require.NoError(t, fs.Parse([]string{"-backend", tc.value}))
+		err := CheckFlags(fs, "logits", OwnRule("backend", OneOf("backend", *b, "cpu", "metal-emulator")))
+		if tc.want == "" {
+			assert.NoError(t, err, tc.value)
+		} else {
+			assert.EqualError(t, err, tc.want)
+			assert.Equal(t, "logits: "+tc.want+"\n", out.String())
+		}
+		require.NoError(t, fs.Parse([]string{"-threads", "-1"}))
+		assert.EqualError(t, CheckFlags(fs, "logits", OwnRule("backend", nil)), "-threads -1: must be ≥ 0", "the other rules stay")
+	}
+}

@@ -30,6 +30,7 @@ func TestFlagRanges(t *testing.T) {
 		{[]string{"-seed", "-5"}, "generate: -seed -5: must be ≥ -1"},
 		{[]string{"-backend", "cuda"}, `generate: -backend "cuda": must be one of auto, cpu, metal, vulkan`},
 		{[]string{"-layout", "x"}, `generate: -layout "x": must be one of auto, file, interleaved`},
+		{[]string{"-think"}, "generate: -think needs -chat"},
 	} {
 		args := append([]string{"-prompt", "x", "-model", missing}, tc.args...)
 		_, out, err := parse(t, args...)

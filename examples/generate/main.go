@@ -98,7 +98,11 @@ func parseFlags(fs *flag.FlagSet, args []string) (config, error) {
 		fs.Usage()
 		return cfg, err
 	}
-	if err := cli.CheckFlags(fs, "generate"); err != nil {
+	var thinkAlone error
+	if cfg.think && !cfg.chat {
+		thinkAlone = errors.New("-think needs -chat")
+	}
+	if err := cli.CheckFlags(fs, "generate", thinkAlone); err != nil {
 		return cfg, err
 	}
 	cfg.opt.Temperature, cfg.opt.TopP, cfg.opt.MinP = float32(*temp), float32(*topP), float32(*minP)

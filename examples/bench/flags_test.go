@@ -4,9 +4,11 @@ import (
 	"bytes"
 	"errors"
 	"flag"
+	"os"
 	"path/filepath"
 	"testing"
 
+	"github.com/bonsai-go/sdk/internal/cli/clitest"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -59,4 +61,30 @@ func TestFlags(t *testing.T) {
 		require.NoError(t, err, out)
 		assert.Equal(t, name, cfg.kv)
 	}
+}
+
+// childEnv, when set, makes the test binary run bench's main with these arguments (one a
+// line) instead of the tests (clitest.RunChild).
+const childEnv = "BONSAI_BENCH_CHILD_ARGS"
+
+func TestMain(m *testing.M) {
+	if args, ok := clitest.ChildArgs(childEnv); ok {
+		os.Args = append([]string{"bench"}, args...)
+		main()
+		os.Exit(0)
+	}
+	os.Exit(m.Run())
+}
+
+// The command itself: -kv q5 exits with status 2 and one line, before any model is
+// written or loaded (nothing else printed); -kv q8 is not refused.
+func TestExitStatus(t *testing.T) {
+	stdout, stderr, code := clitest.RunChild(t, childEnv, "-kv", "q5")
+	assert.Equal(t, 2, code)
+	assert.Equal(t, "bench: -kv \"q5\": must be one of f16, f32, int8 (alias q8), q4\n", stderr)
+	assert.Empty(t, stdout)
+	missing := filepath.Join(t.TempDir(), "missing.gguf")
+	_, stderr, code = clitest.RunChild(t, childEnv, "-kv", "q8", "-model", missing)
+	assert.Equal(t, 1, code, "past the flags: the missing model")
+	assert.Equal(t, "bench: model file "+missing+" does not exist\n", stderr)
 }

@@ -1,9 +1,11 @@
 package main
 
 import (
+	"os"
 	"path/filepath"
 	"testing"
 
+	"github.com/bonsai-go/sdk/internal/cli/clitest"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -40,4 +42,40 @@ func TestFlagRanges(t *testing.T) {
 	cfg, out, err := parse(t, "-prompt", "x", "-threads", "0", "-max-tokens", "0", "-top-p", "1", "-temperature", "0", "-seed", "-1")
 	require.NoError(t, err, out)
 	assert.Zero(t, cfg.load.Threads, "0: every core, resolved by bonsai")
+}
+
+// childEnv, when set, makes the test binary run generate's main with these arguments
+// (one a line) instead of the tests (clitest.RunChild).
+const childEnv = "BONSAI_GENERATE_CHILD_ARGS"
+
+func TestMain(m *testing.M) {
+	if args, ok := clitest.ChildArgs(childEnv); ok {
+		os.Args = append([]string{"generate"}, args...)
+		main()
+		os.Exit(0)
+	}
+	os.Exit(m.Run())
+}
+
+// The command itself: a bad value exits with status 2 and one line on standard error,
+// before the model is loaded (nothing else is printed: no synthetic model, no progress),
+// as a flag it does not know exits with 2.
+func TestExitStatus(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"-prompt", "x", "-max-tokens", "-1"}, "generate: -max-tokens -1: must be ≥ 0\n"},
+		{[]string{"-prompt", "x", "-temperature", "-1"}, "generate: -temperature -1: must be ≥ 0\n"},
+		{[]string{"-prompt", "x", "-top-p", "2"}, "generate: -top-p 2: must be in (0, 1]\n"},
+		{[]string{"-prompt", "x", "-context", "-5"}, "generate: -context -5: must be ≥ 0\n"},
+	} {
+		stdout, stderr, code := clitest.RunChild(t, childEnv, tc.args...)
+		assert.Equal(t, 2, code, "%v", tc.args)
+		assert.Equal(t, tc.want, stderr, "%v", tc.args)
+		assert.Empty(t, stdout, "%v", tc.args)
+	}
+	_, stderr, code := clitest.RunChild(t, childEnv, "-prompt", "x", "-max-token", "1")
+	assert.Equal(t, 2, code)
+	assert.Contains(t, stderr, "flag provided but not defined: -max-token")
 }

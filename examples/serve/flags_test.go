@@ -1,6 +1,9 @@
 package main
 
 import (
+	"bytes"
+	"os"
+	"os/exec"
 	"path/filepath"
 	"testing"
 
@@ -33,4 +36,19 @@ func TestFlagRanges(t *testing.T) {
 		require.Error(t, err, "%v", tc.args)
 		assert.Equal(t, tc.want+"\n", out, "%v: one line, no usage", tc.args)
 	}
+}
+
+// The command itself: a bad value exits with status 2 and one line, before the model is
+// loaded (nothing else printed).
+func TestExitStatus(t *testing.T) {
+	cmd := exec.Command(os.Args[0])
+	cmd.Env = append(os.Environ(), childArgsEnv+"=-top-p 2 -model "+filepath.Join(t.TempDir(), "missing.gguf"))
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err := cmd.Run()
+	var exit *exec.ExitError
+	require.ErrorAs(t, err, &exit)
+	assert.Equal(t, 2, exit.ExitCode())
+	assert.Equal(t, "serve: -top-p 2: must be in (0, 1]\n", stderr.String())
+	assert.Empty(t, stdout.String())
 }

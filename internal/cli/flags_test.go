@@ -2,7 +2,10 @@ package cli
 
 import (
 	"bytes"
+	"context"
 	"flag"
+	"fmt"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -149,6 +152,14 @@ func TestThreadsFlag(t *testing.T) {
 	require.NoError(t, fs.Parse(nil))
 	assert.Zero(t, m.Threads)
 	assert.True(t, strings.Contains(fs.Lookup("threads").Usage, "0: every core"))
+
+	// Loaded with it: every core, not one (as -threads 0 used to run).
+	var stderr bytes.Buffer
+	l, err := Load(context.Background(), &stderr, "test", m)
+	require.NoError(t, err)
+	defer l.Close()
+	assert.Equal(t, runtime.NumCPU(), l.Model.Threads())
+	assert.Contains(t, stderr.String(), fmt.Sprintf(", %d threads,", runtime.NumCPU()))
 }
 
 // OwnRule replaces a shared rule for one program: its check decides, the others stay.

@@ -31,7 +31,7 @@ type ModelFlags struct {
 	// Model is the GGUF file, or a model reference hf:ORG/NAME/FILE to pull from the
 	// Hugging Face Hub (ModelPath); "" for the synthetic tiny model.
 	Model   string
-	Threads int
+	Threads int  // 0 for every core (bonsai.WithThreads)
 	Context int  // tokens; 0 for the model's, capped by bonsai
 	Verify  bool // scan every ternary tensor at load
 	Warmup  bool // read every weight page at load

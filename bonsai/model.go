@@ -83,7 +83,10 @@ type Option func(*options)
 // WithBackend selects where the model runs (default CPU()).
 func WithBackend(b Backend) Option { return func(o *options) { o.backend = b } }
 
-// WithThreads sets the number of CPU threads (default: every core, runtime.NumCPU).
+// WithThreads sets the number of CPU threads. 0, the default, is every core:
+// runtime.NumCPU, what the machine has, rather than GOMAXPROCS, which a container's CPU
+// quota may lower (set n to runtime.GOMAXPROCS(0) to follow it). A negative n is an
+// error of Open.
 func WithThreads(n int) Option { return func(o *options) { o.threads = n } }
 
 // WithContextSize caps the tokens one session may hold (default: the model's context
@@ -181,15 +184,18 @@ type Model struct {
 // template gets ChatML. The weights are never copied: the CPU backend reads them from
 // the mapped file.
 func Open(path string, opts ...Option) (*Model, error) {
-	o := options{threads: runtime.NumCPU(), kv: KVFloat16, ctx: context.Background(), mmap: true}
+	o := options{kv: KVFloat16, ctx: context.Background(), mmap: true}
 	for _, opt := range opts {
 		opt(&o)
 	}
 	if o.backend == nil {
 		o.backend = CPU()
 	}
-	if o.threads < 1 {
-		return nil, fmt.Errorf("bonsai: %d threads: want at least 1", o.threads)
+	switch {
+	case o.threads < 0:
+		return nil, fmt.Errorf("bonsai: WithThreads(%d): want 0 (every core) or more", o.threads)
+	case o.threads == 0:
+		o.threads = runtime.NumCPU()
 	}
 	if o.rows == 0 {
 		o.rows = defaultBatchTokens

@@ -6,6 +6,7 @@ import (
 	"io"
 	"math"
 	"os"
+	"syscall"
 
 	"github.com/bonsai-go/sdk/internal/hugemem"
 )
@@ -28,10 +29,19 @@ func WithMmap(on bool) OpenOption {
 // implementation; Open then reads the file instead.
 var errNoMmap = errors.New("gguf: memory mapping not supported on this platform")
 
+// dirError is Open's error for a directory: mapping one fails with a message that
+// names the device ("mmap: no such device"), not the mistake.
+type dirError struct{ path string }
+
+func (e *dirError) Error() string { return "gguf: " + e.path + " is a directory, not a GGUF file" }
+
+// Unwrap makes the error syscall.EISDIR, as os.ReadFile's on a directory.
+func (e *dirError) Unwrap() error { return syscall.EISDIR }
+
 // Open opens and parses the GGUF file at path. On Linux and Darwin the file
 // is memory-mapped read-only, so tensor data are views of the mapping;
 // elsewhere, or with WithMmap(false), it is read into memory. Errors about
-// the file's contents name path.
+// the file's contents name path; a directory is refused as one (syscall.EISDIR).
 //
 // The File must be closed to release the mapping.
 func Open(path string, opts ...OpenOption) (*File, error) {
@@ -47,6 +57,9 @@ func Open(path string, opts ...OpenOption) (*File, error) {
 	st, err := fh.Stat()
 	if err != nil {
 		return nil, fmt.Errorf("gguf: %w", err)
+	}
+	if st.IsDir() {
+		return nil, &dirError{path}
 	}
 	size := st.Size()
 	if size < 0 || uint64(size) > math.MaxInt {

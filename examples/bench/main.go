@@ -6,7 +6,7 @@
 // Usage:
 //
 //	bench [-model FILE | -preset NAME] [-threads N] [-prompt-tokens P] [-gen-tokens G] [-warmup]
-//	      [-context N] [-kv f16|int8|q4|f32]
+//	      [-context N] [-kv f16|f32|int8|q8|q4]
 //
 // With -context N it then decodes at position N: the KV caches and GDN states are filled
 // with synthetic values (backendtest.FillSynthetic; their content does not change the speed),
@@ -21,6 +21,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -30,6 +31,7 @@ import (
 	"runtime"
 	"runtime/pprof"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -46,39 +48,52 @@ import (
 )
 
 func main() {
-	var cfg config
-	flag.StringVar(&cfg.model, "model", "", "GGUF model file, or hf:ORG/NAME/FILE to pull from the Hugging Face Hub")
-	flag.StringVar(&cfg.preset, "preset", "", "synthetic preset to write and measure: "+strings.Join(synth.Presets(), ", ")+" (default real-widths when no -model)")
-	flag.StringVar(&cfg.keep, "keep", "", "with -preset: write the model to this file and keep it (reused if it exists)")
-	flag.IntVar(&cfg.threads, "threads", runtime.NumCPU(), "CPU threads")
-	flag.IntVar(&cfg.prompt, "prompt-tokens", 512, "prompt length for the prefill measurement (0 skips it)")
-	flag.IntVar(&cfg.gen, "gen-tokens", 16, "tokens to decode")
-	flag.StringVar(&cfg.acts, "activations", "int8", "activation precision: int8 or float32")
-	flag.DurationVar(&cfg.bwTime, "bandwidth-time", 3*time.Second, "how long to measure the read bandwidth")
-	flag.StringVar(&cfg.cpuprofile, "cpuprofile", "", "write a CPU profile of the decode steps to this file")
-	flag.BoolVar(&cfg.mmap, "mmap", true, "memory-map the model (false: read it into memory, in huge pages where the OS allows)")
-	flag.IntVar(&cfg.context, "context", 0, "also decode at this position, with the state filled synthetically (0: no)")
-	flag.StringVar(&cfg.kv, "kv", "f16", "KV cache precision: f16, int8, q4 or f32")
-	flag.StringVar(&cfg.weightFormat, "weight-format", "", "transcode the ternary products to pq2_0 or ptq1_0 at load (cpu.WithWeightFormat; default: as stored)")
-	flag.StringVar(&cfg.layout, "layout", "auto", cli.LayoutUsage)
-	flag.StringVar(&cfg.backend, "backend", "auto", "where the model runs: "+strings.Join(cli.Backends, ", ")+" (auto: Metal on Apple silicon, else a Vulkan GPU, else the CPU); on a GPU the bandwidth is the device's, read by a kernel in the same run")
-	flag.BoolVar(&cfg.warmup, "warmup", false, "read every weight page at load, so that the first measurements do not wait for the disk")
-	flag.Usage = func() {
-		fmt.Fprintf(flag.CommandLine.Output(), "usage: bench [-model FILE | -preset NAME] [flags]\n\n"+
-			"Measures prefill and decode speed against the machine's read bandwidth.\n\nflags:\n")
-		flag.PrintDefaults()
+	cfg, err := parseFlags(flag.CommandLine, os.Args[1:])
+	if errors.Is(err, flag.ErrHelp) {
+		os.Exit(0)
 	}
-	flag.Parse()
-	cfg.pairedBytes = 1 << 30
-	if flag.NArg() > 0 {
-		flag.Usage()
-		os.Exit(2)
+	if err != nil {
+		os.Exit(2) // the error is printed: by the flag package with the usage, or on one line
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
 	if err := run(ctx, os.Stdout, os.Stderr, cfg); err != nil {
 		cli.Fatal("bench", err)
 	}
+}
+
+// parseFlags parses args into fs, and checks every flag before anything is loaded.
+func parseFlags(fs *flag.FlagSet, args []string) (config, error) {
+	var cfg config
+	fs.StringVar(&cfg.model, "model", "", cli.ModelUsage)
+	fs.StringVar(&cfg.preset, "preset", "", "synthetic preset to write and measure: "+strings.Join(synth.Presets(), ", ")+" (default real-widths when no -model)")
+	fs.StringVar(&cfg.keep, "keep", "", "with -preset: write the model to this file and keep it (reused if it exists)")
+	fs.IntVar(&cfg.threads, "threads", 0, cli.ThreadsUsage)
+	fs.IntVar(&cfg.prompt, "prompt-tokens", 512, "prompt length for the prefill measurement, ≥ 0 (0 skips it)")
+	fs.IntVar(&cfg.gen, "gen-tokens", 16, "tokens to decode, ≥ 1")
+	fs.StringVar(&cfg.acts, "activations", "int8", "activation precision: int8 or float32")
+	fs.DurationVar(&cfg.bwTime, "bandwidth-time", 3*time.Second, "how long to measure the read bandwidth, > 0")
+	fs.StringVar(&cfg.cpuprofile, "cpuprofile", "", "write a CPU profile of the decode steps to this file")
+	fs.BoolVar(&cfg.mmap, "mmap", true, "memory-map the model (false: read it into memory, in huge pages where the OS allows)")
+	fs.IntVar(&cfg.context, "context", 0, "also decode at this position, with the state filled synthetically, ≥ 0 (0: no)")
+	fs.StringVar(&cfg.kv, "kv", "f16", cli.KVUsage)
+	fs.StringVar(&cfg.weightFormat, "weight-format", "", "transcode the ternary products to pq2_0 or ptq1_0 at load (cpu.WithWeightFormat; default: as stored)")
+	fs.StringVar(&cfg.layout, "layout", "auto", cli.LayoutUsage)
+	fs.StringVar(&cfg.backend, "backend", "auto", "where the model runs: "+strings.Join(cli.Backends, ", ")+" (auto: Metal on Apple silicon, else a Vulkan GPU, else the CPU); on a GPU the bandwidth is the device's, read by a kernel in the same run")
+	fs.BoolVar(&cfg.warmup, "warmup", false, "read every weight page at load, so that the first measurements do not wait for the disk")
+	fs.Usage = func() {
+		fmt.Fprintf(fs.Output(), "usage: bench [-model FILE | -preset NAME] [flags]\n\n"+
+			"Measures prefill and decode speed against the machine's read bandwidth.\n\nflags:\n")
+		fs.PrintDefaults()
+	}
+	cfg.pairedBytes = 1 << 30
+	if err := cli.ParseFlags(fs, args); err != nil {
+		return cfg, err
+	}
+	if err := cli.CheckFlags(fs, "bench", cfg.check()); err != nil {
+		return cfg, err
+	}
+	return cfg, nil
 }
 
 type config struct {
@@ -93,40 +108,48 @@ type config struct {
 	pairedBytes               int // the buffer of the bandwidth pass after each long-context step
 }
 
-func run(ctx context.Context, out, stderr io.Writer, cfg config) error {
+// check checks the flags' values (cli.CheckFlags runs it, with the shared rules; run
+// again, for a config made without flags).
+func (cfg *config) check() error {
 	if cfg.model != "" && cfg.preset != "" {
-		return fmt.Errorf("-model and -preset exclude each other")
+		return errors.New("-model and -preset exclude each other")
 	}
-	if cfg.gen < 1 {
-		return fmt.Errorf("-gen-tokens %d: want at least 1", cfg.gen)
-	}
-	acts := bonsai.ActivationsInt8
-	switch cfg.acts {
-	case "int8":
-	case "float32":
-		acts = bonsai.ActivationsFloat32
-	default:
-		return fmt.Errorf("-activations %q: want int8 or float32", cfg.acts)
-	}
-	kv, err := parseKV(cfg.kv)
-	if err != nil {
+	if _, err := cli.ParseActivations(cfg.acts); err != nil {
 		return err
 	}
+	if _, err := cli.ParseKV(cfg.kv); err != nil {
+		return err
+	}
+	if cfg.weightFormat != "" {
+		if _, err := ternary.ParseFormat(cfg.weightFormat); err != nil {
+			return &cli.FlagError{Flag: "weight-format", Value: strconv.Quote(cfg.weightFormat), Want: "must be pq2_0 or ptq1_0"}
+		}
+	}
+	if cfg.layout != "" {
+		if err := cli.OneOf("layout", cfg.layout, cli.Layouts...); err != nil {
+			return err
+		}
+	}
+	for _, err := range []error{cli.AtLeast("threads", cfg.threads, 0), cli.AtLeast("gen-tokens", cfg.gen, 1),
+		cli.AtLeast("prompt-tokens", cfg.prompt, 0), cli.AtLeast("context", cfg.context, 0)} {
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func run(ctx context.Context, out, stderr io.Writer, cfg config) error {
+	if err := cfg.check(); err != nil {
+		return err
+	}
+	acts, _ := cli.ParseActivations(cfg.acts)
+	kv, _ := cli.ParseKV(cfg.kv)
 	var cpuOpts []cpu.Option
 	var transcodeTo ternary.Format
 	if cfg.weightFormat != "" {
-		if transcodeTo, err = ternary.ParseFormat(cfg.weightFormat); err != nil {
-			return fmt.Errorf("-weight-format %q: want pq2_0 or ptq1_0", cfg.weightFormat)
-		}
+		transcodeTo, _ = ternary.ParseFormat(cfg.weightFormat)
 		cpuOpts = append(cpuOpts, cpu.WithWeightFormat(transcodeTo))
-	}
-	if cfg.layout != "" {
-		if _, err := cpu.ParseLayout(cfg.layout); err != nil {
-			return fmt.Errorf("-layout: %w", err)
-		}
-	}
-	if cfg.context < 0 {
-		return fmt.Errorf("-context %d: want at least 0", cfg.context)
 	}
 	path, err := cli.ModelPath(ctx, stderr, "bench", cfg.model)
 	if err != nil {
@@ -215,9 +238,9 @@ func run(ctx context.Context, out, stderr io.Writer, cfg config) error {
 		fmt.Fprintf(out, "bandwidth   %.2f GB/s streaming read on the GPU (stream_read kernel, 1 GiB, median command buffer); ceiling %.2f tok/s\n",
 			bw/1e9, bw/float64(perToken))
 	} else {
-		bw = ternary.ReadBandwidth(cfg.threads, 1<<30, cfg.bwTime)
+		bw = ternary.ReadBandwidth(m.Threads(), 1<<30, cfg.bwTime)
 		fmt.Fprintf(out, "bandwidth   %.2f GB/s streaming read (%d threads, median pass); ceiling %.2f tok/s\n",
-			bw/1e9, cfg.threads, bw/float64(perToken))
+			bw/1e9, m.Threads(), bw/float64(perToken))
 	}
 
 	s, err := m.NewSession()
@@ -288,7 +311,7 @@ func run(ctx context.Context, out, stderr io.Writer, cfg config) error {
 			return err
 		}
 		a := (m.Stats().Profile.Attention - before).Seconds()
-		b := ternary.ReadBandwidth(cfg.threads, cfg.pairedBytes, 0)
+		b := ternary.ReadBandwidth(m.Threads(), cfg.pairedBytes, 0)
 		attns, bws = append(attns, a), append(bws, b)
 		ratios = append(ratios, a/(float64(kvBytes)/b))
 	}
@@ -327,15 +350,6 @@ func decode(ctx context.Context, out io.Writer, m *bonsai.Model, s *bonsai.Sessi
 	p := m.Stats().Profile.Sub(before)
 	printProfile(out, "  ", p)
 	return tps, p, nil
-}
-
-func parseKV(name string) (bonsai.KVPrecision, error) {
-	for _, p := range []bonsai.KVPrecision{bonsai.KVFloat16, bonsai.KVInt8, bonsai.KVQ4, bonsai.KVFloat32} {
-		if p.String() == name {
-			return p, nil
-		}
-	}
-	return 0, fmt.Errorf("-kv %q: want f16, int8, q4 or f32", name)
 }
 
 // kvBytesPerPosition is what one attention layer's cache holds per position: a key and

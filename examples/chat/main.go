@@ -70,16 +70,16 @@ func parseFlags(fs *flag.FlagSet, args []string) (config, error) {
 	fs.StringVar(&cfg.system, "system", "", "system message that opens the conversation")
 	fs.BoolVar(&cfg.think, "think", false, "let the model think before it answers (toggle with /think on|off)")
 	fs.StringVar(&cfg.tools, "tools", "off", "demo tools (a clock, a calculator): off, auto or required (change with /tools)")
-	fs.IntVar(&cfg.opt.MaxTokens, "max-tokens", 1024, "most tokens per reply, thinking included")
-	temp := fs.Float64("temperature", 0.7, "sampling temperature (0: greedy)")
-	topP := fs.Float64("top-p", 0.8, "keep the most likely tokens up to this total probability (1: off)")
-	fs.IntVar(&cfg.opt.TopK, "top-k", 20, "keep the K most likely tokens (0: off)")
-	minP := fs.Float64("min-p", 0, "keep tokens at least this fraction as likely as the best (0: off)")
-	repeat := fs.Float64("repeat-penalty", 1, "divide the positive logits of the last 64 tokens by this, multiply the negative ones (1: off)")
-	presence := fs.Float64("presence-penalty", 0, "lower the logit of every token generated so far in a reply by this (0: off)")
-	frequency := fs.Float64("frequency-penalty", 0, "lower the logit of a token generated in a reply by this times its count (0: off)")
+	fs.IntVar(&cfg.opt.MaxTokens, "max-tokens", 1024, "most tokens per reply, thinking included, ≥ 0 (0: until the context is full)")
+	temp := fs.Float64("temperature", 0.7, "sampling temperature, ≥ 0 (0: greedy)")
+	topP := fs.Float64("top-p", 0.8, "keep the most likely tokens up to this total probability, in (0, 1] (1: off)")
+	fs.IntVar(&cfg.opt.TopK, "top-k", 20, "keep the K most likely tokens, ≥ 0 (0: off)")
+	minP := fs.Float64("min-p", 0, "keep tokens at least this fraction as likely as the best, in [0, 1] (0: off)")
+	repeat := fs.Float64("repeat-penalty", 1, "divide the positive logits of the last 64 tokens by this, multiply the negative ones, > 0 (1: off)")
+	presence := fs.Float64("presence-penalty", 0, "lower the logit of every token generated so far in a reply by this, in [-2, 2] (0: off)")
+	frequency := fs.Float64("frequency-penalty", 0, "lower the logit of a token generated in a reply by this times its count, in [-2, 2] (0: off)")
 	fs.BoolVar(&cfg.opt.Greedy, "greedy", false, "take the most likely token each time, whatever the temperature")
-	fs.Int64Var(&seed, "seed", -1, "random seed (-1: from the clock)")
+	fs.Int64Var(&seed, "seed", -1, "random seed, ≥ -1 (-1: from the clock)")
 	fs.Usage = func() {
 		fmt.Fprint(fs.Output(), "usage: chat [flags]\n\n"+
 			"An interactive chat: type a message and press enter. Commands: /reset,\n"+
@@ -90,9 +90,7 @@ func parseFlags(fs *flag.FlagSet, args []string) (config, error) {
 	if err := cli.ParseFlags(fs, args); err != nil {
 		return cfg, err
 	}
-	if !validToolMode(cfg.tools) {
-		err := fmt.Errorf("-tools %q: want off, auto or required", cfg.tools)
-		fmt.Fprintln(fs.Output(), err)
+	if err := cli.CheckFlags(fs, "chat", cli.OneOf("tools", cfg.tools, "off", "auto", "required")); err != nil {
 		return cfg, err
 	}
 	cfg.opt.Temperature, cfg.opt.TopP, cfg.opt.MinP = float32(*temp), float32(*topP), float32(*minP)

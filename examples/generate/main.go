@@ -51,7 +51,7 @@ func main() {
 		os.Exit(0)
 	}
 	if err != nil {
-		os.Exit(2) // the flag package has printed the error and the usage
+		os.Exit(2) // the error is printed: by the flag package with the usage, or on one line
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -68,16 +68,16 @@ func parseFlags(fs *flag.FlagSet, args []string) (config, error) {
 	cfg.load.Register(fs)
 	fs.BoolVar(&cfg.chat, "chat", false, "send the prompt as a chat message, through the model's chat template")
 	fs.BoolVar(&cfg.think, "think", false, "with -chat: let the model think before it answers (thinking goes to standard error)")
-	fs.IntVar(&cfg.opt.MaxTokens, "max-tokens", 256, "most tokens to generate, thinking included (0: until the context is full)")
-	temp := fs.Float64("temperature", 0.7, "sampling temperature (0: greedy)")
-	fs.IntVar(&cfg.opt.TopK, "top-k", 20, "keep the K most likely tokens (0: off)")
-	topP := fs.Float64("top-p", 0.8, "keep the most likely tokens up to this total probability (1: off)")
-	minP := fs.Float64("min-p", 0, "keep tokens at least this fraction as likely as the best (0: off)")
-	repeat := fs.Float64("repeat-penalty", 1, "divide the positive logits of the last 64 tokens by this, multiply the negative ones (1: off)")
-	presence := fs.Float64("presence-penalty", 0, "lower the logit of every token generated so far by this (0: off)")
-	frequency := fs.Float64("frequency-penalty", 0, "lower the logit of a generated token by this times its count (0: off)")
+	fs.IntVar(&cfg.opt.MaxTokens, "max-tokens", 256, "most tokens to generate, thinking included, ≥ 0 (0: until the context is full)")
+	temp := fs.Float64("temperature", 0.7, "sampling temperature, ≥ 0 (0: greedy)")
+	fs.IntVar(&cfg.opt.TopK, "top-k", 20, "keep the K most likely tokens, ≥ 0 (0: off)")
+	topP := fs.Float64("top-p", 0.8, "keep the most likely tokens up to this total probability, in (0, 1] (1: off)")
+	minP := fs.Float64("min-p", 0, "keep tokens at least this fraction as likely as the best, in [0, 1] (0: off)")
+	repeat := fs.Float64("repeat-penalty", 1, "divide the positive logits of the last 64 tokens by this, multiply the negative ones, > 0 (1: off)")
+	presence := fs.Float64("presence-penalty", 0, "lower the logit of every token generated so far by this, in [-2, 2] (0: off)")
+	frequency := fs.Float64("frequency-penalty", 0, "lower the logit of a generated token by this times its count, in [-2, 2] (0: off)")
 	fs.BoolVar(&cfg.opt.Greedy, "greedy", false, "take the most likely token each time, whatever the temperature")
-	fs.Int64Var(&seed, "seed", -1, "random seed (-1: from the clock)")
+	fs.Int64Var(&seed, "seed", -1, "random seed, ≥ -1 (-1: from the clock)")
 	fs.Var(&stops, "stop", "stop when the answer contains this string (repeatable)")
 	fs.Usage = func() {
 		fmt.Fprint(fs.Output(), "usage: generate -prompt \"...\" [flags]\n\n"+
@@ -96,6 +96,13 @@ func parseFlags(fs *flag.FlagSet, args []string) (config, error) {
 		}
 		fmt.Fprintln(fs.Output(), err)
 		fs.Usage()
+		return cfg, err
+	}
+	var thinkAlone error
+	if cfg.think && !cfg.chat {
+		thinkAlone = errors.New("-think needs -chat")
+	}
+	if err := cli.CheckFlags(fs, "generate", thinkAlone); err != nil {
 		return cfg, err
 	}
 	cfg.opt.Temperature, cfg.opt.TopP, cfg.opt.MinP = float32(*temp), float32(*topP), float32(*minP)

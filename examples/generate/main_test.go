@@ -88,8 +88,9 @@ func TestGenerateSynthetic(t *testing.T) {
 }
 
 func TestGenerateErrors(t *testing.T) {
-	cfg, _, err := parse(t, "-prompt", "x", "-think")
+	cfg, _, err := parse(t, "-prompt", "x")
 	require.NoError(t, err)
+	cfg.think = true // a config made without flags: run checks it too
 	var stdout, stderr bytes.Buffer
 	require.ErrorContains(t, run(context.Background(), &stdout, &stderr, cfg), "-think needs -chat")
 

@@ -94,7 +94,7 @@ func run(args []string, stdout, stderr io.Writer) error {
 func inspect(w io.Writer, path string, scan, allKeys bool) error {
 	f, err := gguf.Open(path)
 	if err != nil {
-		return err
+		return cli.Explain(path, err) // one line: missing, a directory, not GGUF, damaged
 	}
 	defer f.Close()
 

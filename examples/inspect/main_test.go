@@ -5,12 +5,14 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
 
+	"github.com/bonsai-go/sdk/internal/cli/clitest"
 	"github.com/bonsai-go/sdk/internal/synth/synthtest"
 	"github.com/bonsai-go/sdk/ternary"
 	"github.com/stretchr/testify/assert"
@@ -191,4 +193,27 @@ func TestRunFlags(t *testing.T) {
 	require.Error(t, err)
 	assert.False(t, errors.Is(err, errUsage))
 	assert.Contains(t, err.Error(), "missing.gguf")
+}
+
+// inspect DIR, a missing file, a file that is not GGUF: one line that says which.
+func TestInspectBadPaths(t *testing.T) {
+	for _, bad := range clitest.BadModels(t) {
+		var out, errOut bytes.Buffer
+		err := run([]string{bad.Path}, &out, &errOut)
+		switch bad.Name {
+		case "not Bonsai":
+			assert.NoError(t, err, "inspect reads any GGUF file")
+			continue
+		case "truncated", "corrupt": // what inspect finds there is TestInspectSynthetic's
+			continue
+		}
+		require.Error(t, err, bad.Name)
+		assert.Contains(t, err.Error(), bad.Want, bad.Name)
+		assert.Contains(t, err.Error(), bad.Path, bad.Name)
+		assert.NotContains(t, err.Error(), "\n", bad.Name)
+		assert.NotContains(t, err.Error(), "mmap", bad.Name)
+	}
+	dir := t.TempDir()
+	err := run([]string{dir}, io.Discard, io.Discard)
+	assert.EqualError(t, err, dir+" is a directory, not a model file")
 }

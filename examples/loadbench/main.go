@@ -41,6 +41,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -108,11 +109,11 @@ func parseFlags(fs *flag.FlagSet, args []string) (config, error) {
 	cfg.load.Register(fs)
 	fs.Lookup("context").Usage = "context size in tokens (0: what the run's prompts and streams need)"
 	fs.StringVar(&cfg.preset, "preset", "", "synthetic preset to write and measure when no -model: "+strings.Join(synth.Presets(), ", ")+" (default tiny)")
-	fs.IntVar(&cfg.batch, "batch-tokens", 64, "the most tokens one batched forward pass runs (bonsai.WithBatchTokens)")
-	fs.IntVar(&cfg.gen, "gen-tokens", 32, "tokens each stream decodes in the single and concurrent measurements")
-	fs.IntVar(&cfg.prompt, "prompt-tokens", 512, "prompt length of the prefill-rate measurement")
-	fs.IntVar(&cfg.longPrompt, "long-prompt", 4000, "tokens of the prompt sent while streams run")
-	fs.IntVar(&cfg.systemTokens, "system-tokens", 2000, "tokens of the system prompt of the time-to-first-token measurement")
+	fs.IntVar(&cfg.batch, "batch-tokens", 64, "the most tokens one batched forward pass runs (bonsai.WithBatchTokens), more than -load-streams")
+	fs.IntVar(&cfg.gen, "gen-tokens", 32, "tokens each stream decodes in the single and concurrent measurements, ≥ 2")
+	fs.IntVar(&cfg.prompt, "prompt-tokens", 512, "prompt length of the prefill-rate measurement, ≥ 1")
+	fs.IntVar(&cfg.longPrompt, "long-prompt", 4000, "tokens of the prompt sent while streams run, ≥ 1")
+	fs.IntVar(&cfg.systemTokens, "system-tokens", 2000, "tokens of the system prompt of the time-to-first-token measurement, ≥ 1")
 	fs.IntVar(&cfg.loadStreams, "load-streams", 4, "streams running while the long prompt is prefilled (4 or 8: compared with that many unloaded)")
 	fs.DurationVar(&cfg.bwTime, "bandwidth-time", 2*time.Second, "how long to measure the memory's read bandwidth before the lone stream")
 	fs.Func("skip", "comma-separated phases to leave out: "+strings.Join(skippable, ", "), func(v string) error {
@@ -136,29 +137,36 @@ func parseFlags(fs *flag.FlagSet, args []string) (config, error) {
 	if err := cli.ParseFlags(fs, args); err != nil {
 		return cfg, err
 	}
-	if err := cfg.check(); err != nil {
-		fmt.Fprintln(fs.Output(), err)
+	if err := cli.CheckFlags(fs, "loadbench", cfg.check()); err != nil {
 		return cfg, err
 	}
 	return cfg, nil
 }
 
+// check checks what the shared rules (cli.CheckFlags) do not: run calls it too, for a
+// config made without flags.
 func (c *config) check() error {
-	switch {
-	case c.load.Model != "" && c.preset != "":
+	if c.load.Model != "" && c.preset != "" {
 		return errors.New("-model and -preset exclude each other")
-	case c.batch < 1:
-		return fmt.Errorf("-batch-tokens %d: want at least 1", c.batch)
-	case c.gen < 2:
-		return fmt.Errorf("-gen-tokens %d: want at least 2", c.gen)
-	case c.prompt < 1 || c.longPrompt < 1 || c.systemTokens < 1:
-		return fmt.Errorf("-prompt-tokens %d, -long-prompt %d, -system-tokens %d: want at least 1", c.prompt, c.longPrompt, c.systemTokens)
-	case c.loadStreams != 4 && c.loadStreams != 8:
-		return fmt.Errorf("-load-streams %d: want 4 or 8", c.loadStreams)
-	case c.batch <= c.loadStreams:
+	}
+	for _, err := range []error{
+		cli.AtLeast("batch-tokens", c.batch, 1),
+		cli.AtLeast("gen-tokens", c.gen, 2),
+		cli.AtLeast("prompt-tokens", c.prompt, 1),
+		cli.AtLeast("long-prompt", c.longPrompt, 1),
+		cli.AtLeast("system-tokens", c.systemTokens, 1),
+	} {
+		if err != nil {
+			return err
+		}
+	}
+	if c.loadStreams != 4 && c.loadStreams != 8 {
+		return &cli.FlagError{Flag: "load-streams", Value: strconv.Itoa(c.loadStreams), Want: "must be 4 or 8"}
+	}
+	if c.batch <= c.loadStreams {
 		// The batcher serves decode rows first: with no row left, the long prompt would
 		// wait for the streams to end.
-		return fmt.Errorf("-batch-tokens %d: want more than the %d -load-streams, so that a prompt gets rows beside them", c.batch, c.loadStreams)
+		return fmt.Errorf("-batch-tokens %d: must be more than the %d -load-streams, so that a prompt gets rows beside them", c.batch, c.loadStreams)
 	}
 	return nil
 }

@@ -138,16 +138,23 @@ func TestFlags(t *testing.T) {
 		assert.Contains(t, out, f)
 	}
 	for bad, msg := range map[string][]string{
-		"-model and -preset exclude each other": {"-model", "m.gguf", "-preset", "tiny"},
-		"-gen-tokens 1: want at least 2":        {"-gen-tokens", "1"},
-		"-load-streams 3: want 4 or 8":          {"-load-streams", "3"},
-		"want more than the 8 -load-streams":    {"-load-streams", "8", "-batch-tokens", "8"},
-		"-batch-tokens 0: want at least 1":      {"-batch-tokens", "0"},
-		`no phase "streams4" to skip`:           {"-skip", "ttft,streams4"},
+		"-model and -preset exclude each other":                                   {"-model", "m.gguf", "-preset", "tiny"},
+		"loadbench: -gen-tokens 1: must be ≥ 2":                                   {"-gen-tokens", "1"},
+		"loadbench: -load-streams 3: must be 4 or 8":                              {"-load-streams", "3"},
+		"must be more than the 8 -load-streams":                                   {"-load-streams", "8", "-batch-tokens", "8"},
+		"loadbench: -batch-tokens 0: must be ≥ 1":                                 {"-batch-tokens", "0"},
+		"loadbench: -system-tokens 0: must be ≥ 1":                                {"-system-tokens", "0"},
+		"loadbench: -threads -1: must be ≥ 0":                                     {"-threads", "-1"},
+		"loadbench: -context -5: must be ≥ 0":                                     {"-context", "-5"},
+		`loadbench: -preset "huge": must be one of tiny, small, real-widths, 27b`: {"-preset", "huge"},
+		`loadbench: -layout "tiles": must be one of auto, file, interleaved`:      {"-layout", "tiles"},
+		`loadbench: -backend "cuda": must be one of auto, cpu, metal, vulkan`:     {"-backend", "cuda"},
+		"loadbench: -bandwidth-time 0s: must be > 0":                              {"-bandwidth-time", "0"},
+		`no phase "streams4" to skip`:                                             {"-skip", "ttft,streams4"},
 	} {
 		_, out, err := parse(msg...)
 		if assert.Error(t, err, bad) {
-			assert.Contains(t, err.Error(), bad)
+			assert.Contains(t, "loadbench: "+err.Error(), bad)
 			assert.Contains(t, out, bad)
 		}
 	}

@@ -5,11 +5,11 @@
 // Usage:
 //
 //	logits [-model FILE] -tokens 1,2,3 [-mode prefill|step] [-backend cpu|metal|metal-emulator|vulkan] [-threads N]
-//	       [-activations int8|float32] [-kv f16|f32|q8|q4] [-verify] [-warmup]
+//	       [-activations int8|float32] [-kv f16|f32|int8|q8|q4] [-verify] [-warmup]
 //
 // -activations sets the precision in which the CPU backend's activations meet the ternary
 // weights: int8 (the default, the library's) or float32. -kv sets the KV cache's: f16
-// (the default), f32, q8 (8-bit; "int8" is accepted too) or q4 (4-bit blocks; the
+// (the default), f32, int8 (8-bit blocks; "q8" is accepted too, as everywhere) or q4 (4-bit blocks; the
 // Metal backend refuses it). The golden logits of
 // qwen35/testdata/golden (upstream llama.cpp on the unfolded F32 twin) are reproduced to
 // about 2e-5 with -activations float32 -kv f32; int8 activations are about 0.8 away.
@@ -33,44 +33,26 @@ import (
 	"io"
 	"os"
 	"os/signal"
-	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 
 	"github.com/bonsai-go/sdk/bonsai"
-	"github.com/bonsai-go/sdk/bonsai/vulkan"
 	"github.com/bonsai-go/sdk/internal/cli"
-	"github.com/bonsai-go/sdk/metal"
 	"github.com/bonsai-go/sdk/metal/emulator"
 )
 
 func main() {
-	model := flag.String("model", "", "GGUF model `file`, or hf:ORG/NAME/FILE to pull from the Hugging Face Hub (default: a synthetic tiny model)")
-	tokens := flag.String("tokens", "", "comma-separated token ids (required)")
-	mode := flag.String("mode", "prefill", "prefill: all tokens in one pass; step: one token at a time")
-	backend := flag.String("backend", "cpu", "backend: cpu, metal, metal-emulator or vulkan")
-	threads := flag.Int("threads", runtime.NumCPU(), "CPU threads")
-	kv := flag.String("kv", "f16", "KV cache precision: f16, f32, q8 (alias int8) or q4 (the CPU only)")
-	acts := flag.String("activations", "int8", "precision of the activations fed to the ternary products (cpu backend): int8 or float32")
-	verify := flag.Bool("verify", false, "scan every ternary weight at load and refuse a damaged file")
-	warmup := flag.Bool("warmup", false, "read every weight page at load")
-	flag.Usage = func() {
-		fmt.Fprintf(flag.CommandLine.Output(), "usage: logits [-model FILE] -tokens 1,2,3 [flags]\n\n"+
-			"Prints one line per position: the position, then every logit (%%.9g).\n\nflags:\n")
-		flag.PrintDefaults()
+	cfg, ids, err := parseFlags(flag.CommandLine, os.Args[1:])
+	if errors.Is(err, flag.ErrHelp) {
+		os.Exit(0)
 	}
-	flag.Parse()
-	if *tokens == "" || flag.NArg() > 0 {
-		flag.Usage()
-		os.Exit(2)
-	}
-	ids, err := parseTokens(*tokens)
 	if err != nil {
-		cli.Fatal("logits", err)
+		os.Exit(2) // the error is printed: by the flag package with the usage, or on one line
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
-	cfg := config{model: *model, mode: *mode, backend: *backend, threads: *threads, kv: *kv, acts: *acts, verify: *verify, warmup: *warmup, stderr: os.Stderr}
+	cfg.stderr = os.Stderr
 	w := bufio.NewWriterSize(os.Stdout, 1<<20)
 	if err := run(ctx, w, cfg, ids); err != nil {
 		w.Flush()
@@ -79,6 +61,44 @@ func main() {
 	if err := w.Flush(); err != nil {
 		cli.Fatal("logits", err)
 	}
+}
+
+// backends are the values of -backend: every program's, and the emulator.
+var backends = append(slices.Clone(cli.Backends), emulator.Name)
+
+// parseFlags parses args into fs and checks every flag, the token ids included, before
+// anything is loaded.
+func parseFlags(fs *flag.FlagSet, args []string) (config, []int32, error) {
+	var cfg config
+	fs.StringVar(&cfg.model, "model", "", cli.ModelUsage)
+	tokens := fs.String("tokens", "", "comma-separated token ids (required)")
+	fs.StringVar(&cfg.mode, "mode", "prefill", "prefill: all tokens in one pass; step: one token at a time")
+	fs.StringVar(&cfg.backend, "backend", "cpu", "backend: "+strings.Join(backends, ", ")+" (auto as every program's -backend)")
+	fs.IntVar(&cfg.threads, "threads", 0, cli.ThreadsUsage)
+	fs.StringVar(&cfg.kv, "kv", "f16", cli.KVUsage+"; q4 on the CPU only")
+	fs.StringVar(&cfg.acts, "activations", "int8", "precision of the activations fed to the ternary products (cpu backend): int8 or float32")
+	fs.BoolVar(&cfg.verify, "verify", false, "scan every ternary weight at load and refuse a damaged file")
+	fs.BoolVar(&cfg.warmup, "warmup", false, "read every weight page at load")
+	fs.Usage = func() {
+		fmt.Fprintf(fs.Output(), "usage: logits [-model FILE] -tokens 1,2,3 [flags]\n\n"+
+			"Prints one line per position: the position, then every logit (%%.9g).\n\nflags:\n")
+		fs.PrintDefaults()
+	}
+	if err := cli.ParseFlags(fs, args); err != nil {
+		return cfg, nil, err
+	}
+	if *tokens == "" {
+		err := errors.New("-tokens is required")
+		fmt.Fprintln(fs.Output(), err)
+		fs.Usage()
+		return cfg, nil, err
+	}
+	ids, idsErr := parseTokens(*tokens)
+	if err := cli.CheckFlags(fs, "logits", cli.OwnRule("backend", cli.OneOf("backend", cfg.backend, backends...)),
+		cli.OneOf("mode", cfg.mode, "prefill", "step"), idsErr); err != nil {
+		return cfg, nil, err
+	}
+	return cfg, ids, nil
 }
 
 type config struct {
@@ -109,41 +129,14 @@ func parseTokens(s string) ([]int32, error) {
 }
 
 func backendByName(name string) (bonsai.Backend, error) {
-	switch name {
-	case "cpu":
-		return bonsai.CPU(), nil
-	case "metal":
-		return metal.New(), nil
-	case "metal-emulator":
+	if name == emulator.Name {
 		return emulator.New(), nil
-	case "vulkan":
-		return vulkan.New(), nil
 	}
-	return nil, fmt.Errorf("-backend %q: unknown (have: cpu, metal, metal-emulator, vulkan)", name)
-}
-
-func kvByName(name string) (bonsai.KVPrecision, error) {
-	switch name {
-	case "f16":
-		return bonsai.KVFloat16, nil
-	case "f32":
-		return bonsai.KVFloat32, nil
-	case "q8", "int8":
-		return bonsai.KVInt8, nil
-	case "q4":
-		return bonsai.KVQ4, nil
+	if err := cli.OneOf("backend", name, backends...); err != nil {
+		return nil, err
 	}
-	return 0, fmt.Errorf("-kv %q: want f16, f32, q8 or q4", name)
-}
-
-func activationsByName(name string) (bonsai.Activations, error) {
-	switch name {
-	case "int8", "":
-		return bonsai.ActivationsInt8, nil
-	case "float32":
-		return bonsai.ActivationsFloat32, nil
-	}
-	return 0, fmt.Errorf("-activations %q: want int8 or float32", name)
+	b, _, err := cli.ChooseBackend(name, nil)
+	return b, err
 }
 
 func run(ctx context.Context, w io.Writer, cfg config, ids []int32) error {
@@ -151,16 +144,19 @@ func run(ctx context.Context, w io.Writer, cfg config, ids []int32) error {
 	if err != nil {
 		return err
 	}
-	kv, err := kvByName(cfg.kv)
+	kv, err := cli.ParseKV(cfg.kv)
 	if err != nil {
 		return err
 	}
-	acts, err := activationsByName(cfg.acts)
+	if cfg.acts == "" {
+		cfg.acts = "int8"
+	}
+	acts, err := cli.ParseActivations(cfg.acts)
 	if err != nil {
 		return err
 	}
-	if cfg.mode != "prefill" && cfg.mode != "step" {
-		return fmt.Errorf("-mode %q: want prefill or step", cfg.mode)
+	if err := cli.OneOf("mode", cfg.mode, "prefill", "step"); err != nil {
+		return err
 	}
 	stderr := cfg.stderr
 	if stderr == nil {

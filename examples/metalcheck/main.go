@@ -21,7 +21,7 @@
 // Usage:
 //
 //	metalcheck [-device metal|emulator] [-model FILE | -preset NAME] [-real] [-prompt N]
-//	           [-gen N] [-kv f16|f32|q8] [-bandwidth GB/s] [-cpu=false] [-variants=false]
+//	           [-gen N] [-kv f16|f32|int8|q8] [-bandwidth GB/s] [-cpu=false] [-variants=false]
 //	           [-ptq1=false] [-ptq1-model FILE] [-bench=false] [-json FILE]
 //
 // -device emulator runs the same kernels and host code on the CPU through the MSL
@@ -50,6 +50,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"strings"
 
 	"github.com/bonsai-go/sdk/bonsai"
@@ -80,30 +81,12 @@ type config struct {
 }
 
 func main() {
-	var cfg config
-	flag.StringVar(&cfg.device, "device", "metal", "metal (this Mac's GPU) or emulator (the MSL emulator on the CPU)")
-	flag.StringVar(&cfg.model, "model", "", "GGUF model `file`, or hf:ORG/NAME/FILE to pull from the Hugging Face Hub (default: a synthetic model, see -preset)")
-	flag.StringVar(&cfg.preset, "preset", "", "synthetic preset when no -model: "+strings.Join(synth.Presets(), ", ")+presetDefault())
-	flag.BoolVar(&cfg.real, "real", true, "also check the kernels at the 27B model's shapes")
-	flag.BoolVar(&cfg.cpu, "cpu", true, "compare with the CPU backend (slow for the 27B model)")
-	flag.BoolVar(&cfg.variants, "variants", true, "also time the decode with the GDN layers split in two dispatches and with the prefill kernels (unfused)")
-	flag.IntVar(&cfg.prompt, "prompt", 24, "prompt tokens for the parity and prefill measurements")
-	flag.IntVar(&cfg.gen, "gen", 32, "tokens to generate greedily")
-	flag.StringVar(&cfg.kv, "kv", "f16", "KV cache precision: f16, f32 or q8")
-	flag.Float64Var(&cfg.bandwidth, "bandwidth", 0, "the device's practical read bandwidth in GB/s, to rate the decode (an M4 Pro's is about 245)")
-	flag.Uint64Var(&cfg.seed, "seed", 1, "seed of the kernel checks' inputs and the synthetic model")
-	flag.BoolVar(&cfg.ptq1, "ptq1", true, "also check and time the model stored as PTQ1_0 (the synthetic model rewritten in that format, or -ptq1-model)")
-	flag.BoolVar(&cfg.bench, "bench", true, "time the 27B model's product shapes against a streaming read of the same bytes (subsampled on the emulator)")
-	flag.StringVar(&cfg.json, "json", "", "also write the report as JSON to `file` (written at the end, also when a check fails)")
-	flag.StringVar(&cfg.ptq1Model, "ptq1-model", "", "the PTQ1_0 GGUF `file` to check with -ptq1 when -model is given")
-	flag.Usage = func() {
-		fmt.Fprintf(flag.CommandLine.Output(), "usage: metalcheck [flags]\n\nChecks the Metal kernels, the backend's parity with the CPU backend, and its speed.\n\nflags:\n")
-		flag.PrintDefaults()
+	cfg, err := parseFlags(flag.CommandLine, os.Args[1:])
+	if errors.Is(err, flag.ErrHelp) {
+		os.Exit(0)
 	}
-	flag.Parse()
-	if flag.NArg() > 0 {
-		flag.Usage()
-		os.Exit(2)
+	if err != nil {
+		os.Exit(2) // the error is printed: by the flag package with the usage, or on one line
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
@@ -117,6 +100,38 @@ func main() {
 		os.Exit(1)
 	}
 	fmt.Println("ALL OK")
+}
+
+// parseFlags parses args into fs and checks every flag's value before anything runs.
+func parseFlags(fs *flag.FlagSet, args []string) (config, error) {
+	var cfg config
+	fs.StringVar(&cfg.device, "device", "metal", "metal (this Mac's GPU) or emulator (the MSL emulator on the CPU)")
+	fs.StringVar(&cfg.model, "model", "", "GGUF model `file`, or hf:ORG/NAME/FILE to pull from the Hugging Face Hub (default: a synthetic model, see -preset)")
+	fs.StringVar(&cfg.preset, "preset", "", "synthetic preset when no -model: "+strings.Join(synth.Presets(), ", ")+presetDefault())
+	fs.BoolVar(&cfg.real, "real", true, "also check the kernels at the 27B model's shapes")
+	fs.BoolVar(&cfg.cpu, "cpu", true, "compare with the CPU backend (slow for the 27B model)")
+	fs.BoolVar(&cfg.variants, "variants", true, "also time the decode with the GDN layers split in two dispatches and with the prefill kernels (unfused)")
+	fs.IntVar(&cfg.prompt, "prompt", 24, "prompt tokens for the parity and prefill measurements, ≥ 1")
+	fs.IntVar(&cfg.gen, "gen", 32, "tokens to generate greedily, ≥ 0")
+	fs.StringVar(&cfg.kv, "kv", "f16", "KV cache precision: "+metalKV+" (the Metal backend has no q4 cache)")
+	fs.Float64Var(&cfg.bandwidth, "bandwidth", 0, "the device's practical read bandwidth in GB/s, to rate the decode, ≥ 0 (0: none; an M4 Pro's is about 245)")
+	fs.Uint64Var(&cfg.seed, "seed", 1, "seed of the kernel checks' inputs and the synthetic model")
+	fs.BoolVar(&cfg.ptq1, "ptq1", true, "also check and time the model stored as PTQ1_0 (the synthetic model rewritten in that format, or -ptq1-model)")
+	fs.BoolVar(&cfg.bench, "bench", true, "time the 27B model's product shapes against a streaming read of the same bytes (subsampled on the emulator)")
+	fs.StringVar(&cfg.json, "json", "", "also write the report as JSON to `file` (written at the end, also when a check fails)")
+	fs.StringVar(&cfg.ptq1Model, "ptq1-model", "", "the PTQ1_0 GGUF `file` to check with -ptq1 when -model is given")
+	fs.Usage = func() {
+		fmt.Fprintf(fs.Output(), "usage: metalcheck [flags]\n\nChecks the Metal kernels, the backend's parity with the CPU backend, and its speed.\n\nflags:\n")
+		fs.PrintDefaults()
+	}
+	if err := cli.ParseFlags(fs, args); err != nil {
+		return cfg, err
+	}
+	_, err := validate(cfg)
+	if err := cli.CheckFlags(fs, "metalcheck", err); err != nil {
+		return cfg, err
+	}
+	return cfg, nil
 }
 
 // run performs the checks, writing the report to w and, with cfg.json, to that file; it
@@ -582,39 +597,41 @@ func tempDir() string {
 	return os.TempDir()
 }
 
+// metalKV are the values of -kv the Metal backend takes: every program's, but q4.
+const metalKV = "f16, f32, int8 (alias q8)"
+
 // validate checks the flags' values on their own, before anything runs (a value that
 // would make the run panic or mean nothing stops it with one line), and returns the KV
 // cache precision -kv names.
 func validate(cfg config) (bonsai.KVPrecision, error) {
-	if cfg.device != "metal" && cfg.device != "emulator" {
-		return 0, fmt.Errorf("-device %q: want metal or emulator", cfg.device)
+	if err := cli.OneOf("device", cfg.device, "metal", "emulator"); err != nil {
+		return 0, err
 	}
-	var kv bonsai.KVPrecision
-	switch cfg.kv {
-	case "f16":
-		kv = bonsai.KVFloat16
-	case "f32":
-		kv = bonsai.KVFloat32
-	case "q8":
-		kv = bonsai.KVInt8
-	default:
-		return 0, fmt.Errorf("-kv %q: want f16, f32 or q8", cfg.kv)
+	kv, err := cli.ParseKV(cfg.kv)
+	if err == nil && kv == bonsai.KVQ4 {
+		err = &cli.FlagError{Flag: "kv", Value: strconv.Quote(cfg.kv), Want: "must be one of " + metalKV + ": the Metal backend has no q4 cache"}
+	}
+	if err != nil {
+		return 0, err
+	}
+	for _, err := range []error{
+		cli.AtLeast("prompt", cfg.prompt, 1), // the parity, prefill and warm-up runs need a prompt
+		cli.AtLeast("gen", cfg.gen, 0),
+		cli.AtLeast("bandwidth", cfg.bandwidth, 0),
+	} {
+		if err != nil {
+			return 0, err
+		}
 	}
 	switch {
-	case cfg.prompt < 1:
-		return 0, fmt.Errorf("-prompt %d: want at least 1 token (the parity, prefill and warm-up runs need a prompt)", cfg.prompt)
-	case cfg.gen < 0:
-		return 0, fmt.Errorf("-gen %d: want 0 or more tokens", cfg.gen)
-	case cfg.bandwidth < 0 || math.IsNaN(cfg.bandwidth) || math.IsInf(cfg.bandwidth, 0):
-		return 0, fmt.Errorf("-bandwidth %v: want the device's read bandwidth in GB/s, or 0 for none", cfg.bandwidth)
 	case cfg.model != "" && cfg.preset != "":
 		return 0, fmt.Errorf("-model and -preset %s: give one (-preset chooses a synthetic model instead of the file)", cfg.preset)
 	case cfg.ptq1Model != "" && !cfg.ptq1:
 		return 0, fmt.Errorf("-ptq1-model with -ptq1=false: the PTQ1_0 model would not be checked")
 	}
 	if cfg.preset != "" {
-		if _, err := synth.Preset(cfg.preset); err != nil {
-			return 0, fmt.Errorf("-preset %q: want one of %s", cfg.preset, strings.Join(synth.Presets(), ", "))
+		if err := cli.OneOf("preset", cfg.preset, synth.Presets()...); err != nil {
+			return 0, err
 		}
 	}
 	return kv, nil

@@ -30,8 +30,10 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net/url"
 	"os"
 	"os/signal"
+	"strconv"
 	"syscall"
 
 	"github.com/bonsai-go/sdk/bonsai"
@@ -53,6 +55,19 @@ func main() {
 	}
 }
 
+// checkEndpoint refuses an -endpoint that is not an http or https URL with a host, before
+// anything is asked of it.
+func checkEndpoint(endpoint string) error {
+	if endpoint == "" {
+		return nil
+	}
+	u, err := url.Parse(endpoint)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return &cli.FlagError{Flag: "endpoint", Value: strconv.Quote(endpoint), Want: "must be an http or https URL, as https://huggingface.co"}
+	}
+	return nil
+}
+
 // errUsage marks a command line that was wrong; the usage has been printed.
 var errUsage = errors.New("usage")
 
@@ -70,7 +85,13 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
-		return err
+		if errors.Is(err, flag.ErrHelp) {
+			return err
+		}
+		return fmt.Errorf("%w: %w", errUsage, err) // printed with the usage: exit status 2
+	}
+	if err := cli.CheckFlags(fs, "pull", checkEndpoint(*endpoint)); err != nil {
+		return fmt.Errorf("%w: %w", errUsage, err) // printed on one line
 	}
 	var ref hub.Ref
 	switch fs.NArg() {

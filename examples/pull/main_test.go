@@ -97,3 +97,15 @@ func TestPullErrors(t *testing.T) {
 	_, _, err = pull(t, "-endpoint", s.Hub.URL, "org/name", "other.gguf")
 	require.ErrorIs(t, err, bonsai.ErrHubNotFound)
 }
+
+// A bad flag is refused before anything is asked of the Hub: -endpoint on one line, an
+// unknown flag with the usage, both exit status 2 (errUsage).
+func TestPullFlags(t *testing.T) {
+	_, errOut, err := pull(t, "-endpoint", "huggingface.co", "org/name", "m.gguf")
+	require.ErrorIs(t, err, errUsage)
+	assert.Equal(t, "pull: -endpoint \"huggingface.co\": must be an http or https URL, as https://huggingface.co\n", errOut)
+	_, errOut, err = pull(t, "-retries", "3", "org/name", "m.gguf")
+	require.ErrorIs(t, err, errUsage)
+	assert.Contains(t, errOut, "flag provided but not defined: -retries")
+	assert.Contains(t, errOut, "usage: pull")
+}

@@ -170,22 +170,14 @@ func parseFlags(fs *flag.FlagSet, args []string) (config, error) {
 		return cfg, err
 	}
 	cfg.defaults.Temperature, cfg.defaults.TopP, cfg.defaults.MinP = float32(*temp), float32(*topP), float32(*minP)
-	for _, c := range []struct {
-		name string
-		bad  bool
-	}{{"-parallel", cfg.parallel < 1}, {"-queue", cfg.queue < 0}, {"-batch-tokens", cfg.batch < 1}, {"-max-body", cfg.maxBody < 1},
-		{"-max-tokens", cfg.defaults.MaxTokens < 0}} {
-		if c.bad {
-			err := fmt.Errorf("%s: out of range", c.name)
-			fmt.Fprintln(fs.Output(), err)
-			return cfg, err
-		}
-	}
+	var short error
 	if cfg.batch < cfg.parallel {
 		// A pass takes the running streams' tokens first: with no row left, a new prompt
 		// would wait for streams to end.
-		err := fmt.Errorf("-batch-tokens %d is less than -parallel %d: a new prompt needs a row beside the running streams", cfg.batch, cfg.parallel)
-		fmt.Fprintln(fs.Output(), err)
+		short = fmt.Errorf("-batch-tokens %d is less than -parallel %d: a new prompt needs a row beside the running streams", cfg.batch, cfg.parallel)
+	}
+	if err := cli.CheckFlags(fs, "serve", cli.AtLeast("parallel", cfg.parallel, 1), cli.AtLeast("queue", cfg.queue, 0),
+		cli.AtLeast("max-body", cfg.maxBody, 1), cli.AtLeast("drain-timeout", cfg.drain, 0), short); err != nil {
 		return cfg, err
 	}
 	return cfg, nil

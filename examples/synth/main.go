@@ -21,8 +21,10 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"strconv"
 	"strings"
 
+	"github.com/bonsai-go/sdk/internal/cli"
 	"github.com/bonsai-go/sdk/internal/synth"
 	"github.com/bonsai-go/sdk/ternary"
 )
@@ -77,16 +79,20 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		fs.Usage()
 		return errUsage
 	}
-	f, err := ternary.ParseFormat(*format)
-	if err != nil {
-		return fmt.Errorf("-format %q: want pq2_0 or ptq1_0", *format)
+	f, ferr := ternary.ParseFormat(*format)
+	if ferr != nil {
+		ferr = &cli.FlagError{Flag: "format", Value: strconv.Quote(*format), Want: "must be pq2_0 or ptq1_0"}
+	}
+	var same error
+	if *twin != "" && *twin == *out {
+		same = errors.New("-out and -f32-twin name the same file")
+	}
+	if err := cli.CheckFlags(fs, "synth", cli.OneOf("preset", *preset, synth.Presets()...), ferr, same); err != nil {
+		return fmt.Errorf("%w: %w", errUsage, err) // printed on one line
 	}
 	cfg, err := synth.Preset(*preset)
 	if err != nil {
 		return err
-	}
-	if *twin != "" && *twin == *out {
-		return errors.New("-out and -f32-twin name the same file")
 	}
 	opt := synth.Options{Config: cfg, Seed: *seed, Format: f}
 

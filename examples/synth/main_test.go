@@ -69,9 +69,10 @@ func TestSynthErrors(t *testing.T) {
 		args []string
 		want string // in the error; empty for a usage error
 	}{
-		{[]string{"-preset", "huge", "-out", out}, `synth: unknown preset "huge"`},
-		{[]string{"-format", "q4_0", "-out", out}, `-format "q4_0": want pq2_0 or ptq1_0`},
-		{[]string{"-out", out, "-f32-twin", out}, "-out and -f32-twin name the same file"},
+		{[]string{"-preset", "huge", "-out", out}, `synth: -preset "huge": must be one of tiny, small, real-widths, 27b`},
+		{[]string{"-preset", "", "-out", out}, `synth: -preset "": must be one of tiny, small, real-widths, 27b`},
+		{[]string{"-format", "q4_0", "-out", out}, `synth: -format "q4_0": must be pq2_0 or ptq1_0`},
+		{[]string{"-out", out, "-f32-twin", out}, "synth: -out and -f32-twin name the same file"},
 		{[]string{"-out", filepath.Join(dir, "missing", "m.gguf")}, "synth: open"},
 		{[]string{"-preset", "tiny"}, ""},
 		{[]string{"-out", out, "extra"}, ""},
@@ -80,10 +81,15 @@ func TestSynthErrors(t *testing.T) {
 		var stdout, stderr bytes.Buffer
 		err := run(context.Background(), c.args, &stdout, &stderr)
 		require.Error(t, err, c.args)
-		if c.want == "" {
+		switch {
+		case c.want == "":
 			assert.ErrorIs(t, err, errUsage, c.args)
 			assert.Contains(t, stderr.String(), "usage: synth", c.args)
-		} else {
+		case strings.HasPrefix(c.want, "synth: -"): // a flag's value: one line, exit status 2
+			assert.ErrorIs(t, err, errUsage, c.args)
+			assert.Equal(t, c.want+"\n", stderr.String(), c.args)
+			assert.Empty(t, stdout.String(), c.args)
+		default:
 			assert.Contains(t, err.Error(), c.want, c.args)
 			assert.Empty(t, stdout.String(), c.args)
 		}

@@ -57,7 +57,10 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
-		return err
+		if errors.Is(err, flag.ErrHelp) {
+			return err
+		}
+		return fmt.Errorf("%w: %w", errUsage, err) // printed with the usage: exit status 2
 	}
 	if fs.NArg() != 0 {
 		fs.Usage()

@@ -124,3 +124,10 @@ func TestModelFromHub(t *testing.T) {
 	assert.Contains(t, err.Error(), "pulling org/vocab: missing.gguf at revision main: ")
 	assert.Contains(t, err.Error(), "not found")
 }
+
+// An unknown flag is a usage error (exit status 2), as in every program.
+func TestUnknownFlag(t *testing.T) {
+	_, errOut, err := tokenize(t, "x", "-threads", "2")
+	assert.ErrorIs(t, err, errUsage)
+	assert.Contains(t, errOut, "flag provided but not defined: -threads")
+}

@@ -22,40 +22,29 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"strconv"
 	"strings"
 
 	"github.com/bonsai-go/sdk/gguf"
+	"github.com/bonsai-go/sdk/internal/cli"
 	"github.com/bonsai-go/sdk/ternary"
 )
 
 func main() {
-	in := flag.String("in", "", "input GGUF file")
-	out := flag.String("out", "", "output GGUF file (must differ from -in)")
-	to := flag.String("to", "", "target ternary format: pq2_0 or ptq1_0")
-	quiet := flag.Bool("q", false, "no progress bar")
-	flag.Usage = func() {
-		fmt.Fprintf(flag.CommandLine.Output(), "usage: transcode -in A.gguf -out B.gguf -to pq2_0|ptq1_0\n\n"+
-			"Rewrites every ternary tensor in the other format, losslessly; everything else is\n"+
-			"copied byte for byte.\n\nflags:\n")
-		flag.PrintDefaults()
+	cfg, err := parseFlags(flag.CommandLine, os.Args[1:])
+	if errors.Is(err, flag.ErrHelp) {
+		os.Exit(0)
 	}
-	flag.Parse()
-	if *in == "" || *out == "" || *to == "" || flag.NArg() > 0 {
-		flag.Usage()
-		os.Exit(2)
-	}
-	target, err := ternary.ParseFormat(*to)
 	if err != nil {
-		fmt.Fprintf(os.Stderr, "transcode: -to %q: want pq2_0 or ptq1_0\n", *to)
-		os.Exit(2)
+		os.Exit(2) // the error is printed: by the flag package with the usage, or on one line
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
 	var progress func(done, total int64)
-	if !*quiet {
+	if !cfg.quiet {
 		progress = bar
 	}
-	n, err := transcodeFile(ctx, *in, *out, target, progress)
+	n, err := transcodeFile(ctx, cfg.in, cfg.out, cfg.to, progress)
 	if progress != nil {
 		fmt.Fprintln(os.Stderr)
 	}
@@ -63,7 +52,43 @@ func main() {
 		fmt.Fprintln(os.Stderr, "transcode:", err)
 		os.Exit(1)
 	}
-	fmt.Printf("wrote %s: %d ternary tensors as %s\n", *out, n, target)
+	fmt.Printf("wrote %s: %d ternary tensors as %s\n", cfg.out, n, cfg.to)
+}
+
+type config struct {
+	in, out string
+	to      ternary.Format
+	quiet   bool
+}
+
+// parseFlags parses args into fs and checks them before any file is opened.
+func parseFlags(fs *flag.FlagSet, args []string) (config, error) {
+	var cfg config
+	fs.StringVar(&cfg.in, "in", "", "input GGUF file")
+	fs.StringVar(&cfg.out, "out", "", "output GGUF file (must differ from -in)")
+	to := fs.String("to", "", "target ternary format: pq2_0 or ptq1_0")
+	fs.BoolVar(&cfg.quiet, "q", false, "no progress bar")
+	fs.Usage = func() {
+		fmt.Fprintf(fs.Output(), "usage: transcode -in A.gguf -out B.gguf -to pq2_0|ptq1_0\n\n"+
+			"Rewrites every ternary tensor in the other format, losslessly; everything else is\n"+
+			"copied byte for byte.\n\nflags:\n")
+		fs.PrintDefaults()
+	}
+	if err := cli.ParseFlags(fs, args); err != nil {
+		return cfg, err
+	}
+	if cfg.in == "" || cfg.out == "" || *to == "" {
+		err := errors.New("-in, -out and -to are required")
+		fmt.Fprintln(fs.Output(), err)
+		fs.Usage()
+		return cfg, err
+	}
+	var err error
+	cfg.to, err = ternary.ParseFormat(*to)
+	if err != nil {
+		err = &cli.FlagError{Flag: "to", Value: strconv.Quote(*to), Want: "must be pq2_0 or ptq1_0"}
+	}
+	return cfg, cli.CheckFlags(fs, "transcode", err)
 }
 
 func bar(done, total int64) {

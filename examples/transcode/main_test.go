@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/binary"
+	"flag"
 	"os"
 	"path/filepath"
 	"testing"
@@ -132,4 +133,27 @@ func TestTranscodeKeepsMetadata(t *testing.T) {
 	assert.Equal(t, in.Version, out.Version)
 	assert.Equal(t, in.Alignment, out.Alignment)
 	assert.Equal(t, len(in.KV), len(out.KV))
+}
+
+// The flags are checked before any file is opened (-in does not exist): a bad -to is
+// one line naming it.
+func TestFlags(t *testing.T) {
+	parse := func(args ...string) (config, string, error) {
+		fs := flag.NewFlagSet("transcode", flag.ContinueOnError)
+		var out bytes.Buffer
+		fs.SetOutput(&out)
+		cfg, err := parseFlags(fs, args)
+		return cfg, out.String(), err
+	}
+	missing := filepath.Join(t.TempDir(), "missing.gguf")
+	_, out, err := parse("-in", missing, "-out", "b.gguf", "-to", "q4_0")
+	require.Error(t, err)
+	assert.Equal(t, "transcode: -to \"q4_0\": must be pq2_0 or ptq1_0\n", out)
+	_, out, err = parse("-in", missing, "-out", "b.gguf")
+	require.Error(t, err)
+	assert.Contains(t, out, "-in, -out and -to are required")
+	assert.Contains(t, out, "usage: transcode")
+	cfg, out, err := parse("-in", missing, "-out", "b.gguf", "-to", "PTQ1_0", "-q")
+	require.NoError(t, err, out)
+	assert.Equal(t, config{in: missing, out: "b.gguf", to: ternary.PTQ1_0, quiet: true}, cfg)
 }

@@ -1,6 +1,8 @@
 // Package cli holds what the example programs share: the progress bar of a model's
 // load, the loading boilerplate (a synthetic model when no file is given, the options
-// every program offers, the line saying what runs where) and one-line error reports.
+// every program offers, the line saying what runs where), one-line error reports, and
+// the rules of the flags several programs have (CheckFlags), so that a flag accepts the
+// same values everywhere and a bad one is refused before anything is loaded.
 package cli
 
 import (

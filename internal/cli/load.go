@@ -12,6 +12,7 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/bonsai-go/sdk/bonsai"
@@ -30,7 +31,7 @@ type ModelFlags struct {
 	// Model is the GGUF file, or a model reference hf:ORG/NAME/FILE to pull from the
 	// Hugging Face Hub (ModelPath); "" for the synthetic tiny model.
 	Model   string
-	Threads int
+	Threads int  // 0 for every core (bonsai.WithThreads)
 	Context int  // tokens; 0 for the model's, capped by bonsai
 	Verify  bool // scan every ternary tensor at load
 	Warmup  bool // read every weight page at load
@@ -52,14 +53,17 @@ var Backends = []string{"auto", "cpu", "metal", "vulkan"}
 // -layout to fs.
 func (f *ModelFlags) Register(fs *flag.FlagSet) {
 	fs.StringVar(&f.Model, "model", "", ModelUsage)
-	fs.IntVar(&f.Threads, "threads", runtime.NumCPU(), "CPU threads")
-	fs.IntVar(&f.Context, "context", 0, "context size in tokens (0: the model's, at most 32768)")
+	fs.IntVar(&f.Threads, "threads", 0, ThreadsUsage)
+	fs.IntVar(&f.Context, "context", 0, "context size in tokens, ≥ 0 (0: the model's, at most 32768)")
 	fs.BoolVar(&f.Verify, "verify", false, "scan every ternary weight at load and refuse a damaged file (about 1 s per 2 GB)")
 	fs.BoolVar(&f.Warmup, "warmup", false, "read every weight page at load, so that the first token does not wait for the disk")
 	fs.BoolVar(&f.BatchTiles, "batch-tiles", false, "CPU: keep a second copy of the weights in the batched kernels' layout, made at load (cpu.WithBatchTiles): batches of a few sequences run faster, for 1.06× the weights' memory")
 	fs.StringVar(&f.Backend, "backend", "auto", "where the model runs: auto (Metal on Apple silicon, else a Vulkan GPU if there is one, else the CPU), cpu, metal or vulkan (a GPU, or Mesa's lavapipe when it is the only Vulkan device; BONSAI_VULKAN_DEVICE picks one by index or name)")
 	fs.StringVar(&f.Layout, "layout", "auto", LayoutUsage)
 }
+
+// ThreadsUsage is the help of -threads.
+var ThreadsUsage = fmt.Sprintf("CPU threads, ≥ 0 (0: every core, %d here)", runtime.NumCPU())
 
 // ModelUsage is the help of -model.
 const ModelUsage = "GGUF model `file`, or hf:ORG/NAME/FILE (hf:ORG/NAME@REVISION/FILE) to pull it from the Hugging Face Hub into its cache on first use (HF_TOKEN, HF_HOME, HF_ENDPOINT as huggingface-cli) (default: a tiny synthetic model with random weights)"
@@ -131,9 +135,6 @@ func Load(ctx context.Context, stderr io.Writer, prog string, f ModelFlags, opts
 		l.dir, l.Synthetic = dir, true
 		fmt.Fprintf(stderr, "%s: no -model given: using a tiny synthetic model whose weights are RANDOM, so its text is gibberish\n", prog)
 	}
-	if f.Threads < 1 {
-		f.Threads = 1
-	}
 	bar := NewBar(stderr, prog)
 	all := []bonsai.Option{bonsai.WithThreads(f.Threads), bonsai.WithLoadContext(ctx), bonsai.WithProgress(bar.Progress),
 		bonsai.WithVerify(f.Verify), bonsai.WithWarmup(f.Warmup)}
@@ -200,6 +201,8 @@ func Explain(path string, err error) error {
 		return &explained{fmt.Sprintf("model file %s cannot be read: permission denied", path), err}
 	case errors.Is(err, bonsai.ErrNotBonsai):
 		return &explained{fmt.Sprintf("%s is a GGUF file but not a Ternary Bonsai model (%s)", path, strings.TrimPrefix(strings.TrimPrefix(detail, "general.architecture: "), bonsai.ErrNotBonsai.Error()+": ")), err}
+	case errors.Is(err, syscall.EISDIR):
+		return &explained{fmt.Sprintf("%s is a directory, not a model file", path), err}
 	case errors.Is(err, gguf.ErrVersion):
 		return &explained{fmt.Sprintf("%s is a GGUF file of a version this program does not read (%s)", path, detail), err}
 	}

@@ -20,7 +20,7 @@ type BadModel struct {
 
 // BadModels writes, into a temporary directory, a file that is not GGUF, a GGUF of
 // another architecture, a truncated Bonsai model and one whose output norm holds a NaN,
-// and names a file that does not exist.
+// a directory, and names a file that does not exist.
 func BadModels(t testing.TB) []BadModel {
 	t.Helper()
 	dir := t.TempDir()
@@ -54,7 +54,12 @@ func BadModels(t testing.TB) []BadModel {
 	nan := bytes.Clone(good)
 	at := f.DataOffset + int64(norm.Offset)
 	copy(nan[at:], []byte{0x00, 0x00, 0xc0, 0x7f}) // a float32 NaN
+	sub := filepath.Join(dir, "models.gguf")
+	if err := os.Mkdir(sub, 0o755); err != nil {
+		t.Fatal(err)
+	}
 	return []BadModel{
+		{"directory", sub, "models.gguf is a directory"},
 		{"missing", filepath.Join(dir, "missing.gguf"), "does not exist"},
 		{"not GGUF", write("notes.txt", []byte("hello, this is not a model\n")), "not a GGUF file"},
 		{"not Bonsai", write("llama.gguf", llama.Bytes()), "not a Ternary Bonsai model"},

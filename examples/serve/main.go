@@ -113,7 +113,7 @@ type config struct {
 	quiet    bool
 	defaults serve.Defaults
 	keys     keyFlags
-	aliases  []string // -model-alias, each time given
+	aliases  []string          // -model-alias, each time given
 	onListen func(addr string) // tests: called with the address once listening, before the model loads
 	onReady  func(addr string) // tests: called once the model is loaded and the API mounted
 }

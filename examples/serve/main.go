@@ -226,10 +226,10 @@ func mount(srv *serve.Server) {
 }
 
 // unavailable answers a request while the model loads: 503, in the error shape of the
-// API its path belongs to (the Gate has set Retry-After).
+// API it is for (the Gate has set Retry-After).
 func unavailable(w http.ResponseWriter, r *http.Request) {
 	const msg = "The model is loading. Retry later."
-	if strings.HasPrefix(r.URL.Path, "/v1/messages") {
+	if anthropic.FromClient(r) {
 		anthropic.WriteUnavailable(w, msg)
 		return
 	}

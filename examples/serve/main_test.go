@@ -254,6 +254,15 @@ func TestServeLoading(t *testing.T) {
 		assert.Regexp(t, `^req_`, e["request_id"])
 		delete(e, "request_id")
 		assert.Equal(t, map[string]any{"type": "error", "error": map[string]any{"type": "overloaded_error", "message": "The model is loading. Retry later."}}, e)
+		req, err := http.NewRequest("GET", base+"/v1/models", nil)
+		require.NoError(t, err)
+		req.Header.Set("anthropic-version", "2023-06-01")
+		resp, err := http.DefaultClient.Do(req)
+		require.NoError(t, err)
+		mb, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		assert.Equal(t, http.StatusServiceUnavailable, resp.StatusCode)
+		assert.Contains(t, string(mb), `"error":{"type":"overloaded_error","message":"The model is loading. Retry later."}`, "Anthropic's client gets Anthropic's shape")
 		checked = true
 	}
 	ctx, stop := context.WithCancel(context.Background())

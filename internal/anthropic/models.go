@@ -8,7 +8,7 @@ import (
 )
 
 // Anthropic's models endpoints, GET /v1/models and /v1/models/{id}: the OpenAI API
-// serves the same paths, and a request from Anthropic's clients (fromAnthropicClient)
+// serves the same paths, and a request from Anthropic's clients (FromClient)
 // gets Anthropic's shapes — a page of ModelInfo, and not_found_error for an id not
 // listed.
 

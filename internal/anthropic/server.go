@@ -35,15 +35,18 @@ func Register(srv *serve.Server) {
 	srv.Handle("POST /v1/messages/count_tokens", http.HandlerFunc(h.countTokens))
 	srv.HandleErrors("/v1/messages", routeError)
 	srv.HandleUnauthorized("/v1/messages", nil, unauthorized)
-	srv.HandleUnauthorized("/v1/models", fromAnthropicClient, unauthorized)
-	srv.HandleFrom("GET /v1/models", fromAnthropicClient, http.HandlerFunc(h.models))
-	srv.HandleFrom("GET /v1/models/{id...}", fromAnthropicClient, http.HandlerFunc(h.model))
+	srv.HandleUnauthorized("/v1/models", FromClient, unauthorized)
+	srv.HandleFrom("GET /v1/models", FromClient, http.HandlerFunc(h.models))
+	srv.HandleFrom("GET /v1/models/{id...}", FromClient, http.HandlerFunc(h.model))
 }
 
-// fromAnthropicClient reports whether r looks like a request of Anthropic's clients,
-// which send anthropic-version and their key in x-api-key.
-func fromAnthropicClient(r *http.Request) bool {
-	return r.Header.Get("Anthropic-Version") != "" || r.Header.Get("X-Api-Key") != ""
+// FromClient reports whether r is for this API: a path under /v1/messages, or a request
+// that looks like one of Anthropic's clients, which send anthropic-version and their
+// key in x-api-key (on /v1/models, which the OpenAI API serves too).
+func FromClient(r *http.Request) bool {
+	p := r.URL.Path
+	return p == "/v1/messages" || strings.HasPrefix(p, "/v1/messages/") ||
+		r.Header.Get("Anthropic-Version") != "" || r.Header.Get("X-Api-Key") != ""
 }
 
 func newHandler(srv *serve.Server) *handler {

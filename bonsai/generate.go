@@ -250,6 +250,14 @@ func (g *Generation) Result() (Result, error) {
 	return g.res, g.err
 }
 
+// Prefilled reports the prompt's usage once the generation has prefilled it, from
+// within the loop over Tokens (the first report comes after): PromptTokens and
+// CachedTokens, which a stream's first event states before the reply is known.
+// Before the prompt is prefilled both are 0.
+func (g *Generation) Prefilled() Usage {
+	return Usage{PromptTokens: g.res.Usage.PromptTokens, CachedTokens: g.res.Usage.CachedTokens}
+}
+
 func (g *Generation) finish(r FinishReason) {
 	g.res.FinishReason = r
 	g.finished = true

@@ -63,7 +63,7 @@ func (p *Prompt) Options() GenerateOptions { return p.opt }
 // Errors of Prepare, for callers to map to their own shapes (errors.Is):
 // ErrInvalidInput, ErrInvalidOptions (an *OptionError, errors.As), ErrInvalidSchema
 // (an option's schema or grammar, within an *OptionError) and ErrContextFull (a prompt
-// longer than the context).
+// longer than the context, a *PromptTooLongError).
 var (
 	// ErrInvalidInput: an Input with none or several of its fields set, a prompt that
 	// tokenizes to nothing, a token id outside the vocabulary, a conversation the chat
@@ -74,6 +74,21 @@ var (
 	// grammar the engine refuses. The error is an *OptionError.
 	ErrInvalidOptions = errors.New("invalid options")
 )
+
+// PromptTooLongError is Prepare's error for a prompt longer than the context: it is
+// ErrContextFull (errors.Is) and says by how much, for a server's message in its API's
+// words.
+type PromptTooLongError struct {
+	Tokens      int // the prompt's length in tokens
+	ContextSize int // the model's context size
+}
+
+func (e *PromptTooLongError) Error() string {
+	return fmt.Sprintf("bonsai: %v: the prompt has %d tokens, the context holds %d", ErrContextFull, e.Tokens, e.ContextSize)
+}
+
+// Unwrap returns ErrContextFull.
+func (e *PromptTooLongError) Unwrap() error { return ErrContextFull }
 
 // OptionError is the error for GenerateOptions that Prepare refuses. It is
 // ErrInvalidOptions (errors.Is), and unwraps to the cause: a schema or grammar the
@@ -358,7 +373,7 @@ func (p *Prompt) tokenize(in Input) error {
 		}
 	}
 	if ctxSize := m.opts.ctxSize; len(p.ids) > ctxSize {
-		return fmt.Errorf("bonsai: %w: the prompt has %d tokens, the context holds %d", ErrContextFull, len(p.ids), ctxSize)
+		return &PromptTooLongError{Tokens: len(p.ids), ContextSize: ctxSize}
 	}
 	return nil
 }

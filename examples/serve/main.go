@@ -5,16 +5,16 @@
 // Usage:
 //
 //	serve [-model FILE] [-addr HOST:PORT] [-parallel N] [-queue N] [-batch-tokens N]
-//	      [-prefix-cache SIZE] [-threads N] [-context N] [-model-name NAME] [-max-body BYTES]
-//	      [-api-key KEY]... [-api-key-file FILE] [-metrics-auth]
-//	      [-drain-timeout D] [-temperature T] ...
+//	      [-prefix-cache SIZE] [-threads N] [-context N] [-model-name NAME] [-model-alias NAME]...
+//	      [-max-body BYTES] [-api-key KEY]... [-api-key-file FILE] [-metrics-auth]
+//	      [-drain-timeout D] [-max-tokens N] [-temperature T] ...
 //
 // Endpoints:
 //
 //	POST /v1/chat/completions   a chat turn; "stream": true for server-sent events
 //	POST /v1/completions        a plain-text continuation, also streamed
 //	POST /v1/messages           Anthropic's Messages API, whole or streamed
-//	GET  /v1/models             the model served
+//	GET  /v1/models             the model served (in Anthropic's shape for Anthropic's clients)
 //	GET  /health                liveness and load (also /v1/health): 200 while the process serves
 //	GET  /ready                 readiness (also /v1/ready): 200 once the model is loaded and warmed,
 //	                            503 while it loads and while the server drains
@@ -52,6 +52,18 @@
 // and /ready never need one, /metrics only with -metrics-auth, and the chat page asks
 // for it. Without a key, on an address other than loopback, the server warns at
 // start-up that anyone who can reach it can use it.
+//
+// Model names: a request may name any model — agents and SDKs send their own (Claude
+// Code claude-*, many OpenAI clients gpt-*) — and the one model served answers it, on
+// both APIs; responses carry the served name (-model-name, by default the file's name).
+// GET /v1/models lists that name and each -model-alias NAME (repeatable), for clients
+// that look their model up there before using it; GET /v1/models/{id} answers 404 for
+// other ids.
+//
+// A request that gives no max_tokens (many clients omit it) generates at most
+// -max-tokens tokens, 4096 by default, and ends with finish_reason "length" there;
+// -max-tokens 0 lifts the cap (until the context is full). A request's own max_tokens
+// wins, up to the context.
 //
 // Thinking is switched with chat_template_kwargs {"enable_thinking": false} (as vLLM
 // and llama.cpp take it) or a top-level "enable_thinking"; the thinking comes back in
@@ -101,9 +113,15 @@ type config struct {
 	quiet    bool
 	defaults serve.Defaults
 	keys     keyFlags
+	aliases  []string          // -model-alias, each time given
 	onListen func(addr string) // tests: called with the address once listening, before the model loads
 	onReady  func(addr string) // tests: called once the model is loaded and the API mounted
 }
+
+// defaultMaxTokens is -max-tokens' default: the most tokens a request without
+// max_tokens generates. A reply of a chat or an agent's turn fits; a client that omits
+// max_tokens does not write until the context is full.
+const defaultMaxTokens = 4096
 
 // tokenDelayEnv names a test knob: a duration each generation waits after each token,
 // so that a test can hold a stream of the tiny model (which writes thousands of tokens a
@@ -136,7 +154,14 @@ func parseFlags(fs *flag.FlagSet, args []string) (config, error) {
 	cfg.prefix = 2 << 30
 	fs.Var(sizeFlag{&cfg.prefix}, "prefix-cache", "the prefix cache's `size`: the states of system prompts and turns that later requests start from, shared by the sessions (e.g. 512MiB, 4GiB; 0: none)")
 	fs.IntVar(&cfg.queue, "queue", 64, "requests that may wait for a session; beyond, 503 with Retry-After")
-	fs.StringVar(&cfg.name, "model-name", "", "the model's id in the API (default: the file's name without .gguf)")
+	fs.StringVar(&cfg.name, "model-name", "", "the model's id in the API (default: the file's name without .gguf); a request may name any model, and this one answers")
+	fs.Func("model-alias", "another `name` GET /v1/models lists and /v1/models/NAME answers, for clients that look their model up there; repeat for more", func(s string) error {
+		if strings.TrimSpace(s) == "" || strings.ContainsAny(s, "/?#") {
+			return errors.New("want a non-empty name without /, ? or #")
+		}
+		cfg.aliases = append(cfg.aliases, s)
+		return nil
+	})
 	fs.Int64Var(&cfg.maxBody, "max-body", 4<<20, "largest request body in `bytes`; larger ones get 413")
 	fs.DurationVar(&cfg.drain, "drain-timeout", 30*time.Second, "on SIGTERM or SIGINT, how long the generations in flight may run before they are ended, cleanly")
 	fs.DurationVar(&cfg.drain, "shutdown-timeout", 30*time.Second, "deprecated: the old name of -drain-timeout")
@@ -146,7 +171,7 @@ func parseFlags(fs *flag.FlagSet, args []string) (config, error) {
 	topP := fs.Float64("top-p", 0.8, "top_p of requests that give none (1: off)")
 	fs.IntVar(&cfg.defaults.TopK, "top-k", 20, "top_k of requests that give none (0: off)")
 	minP := fs.Float64("min-p", 0, "min_p of requests that give none (0: off)")
-	fs.IntVar(&cfg.defaults.MaxTokens, "max-tokens", 0, "most tokens a request without max_tokens may generate (0: until the context is full)")
+	fs.IntVar(&cfg.defaults.MaxTokens, "max-tokens", defaultMaxTokens, "most tokens a request without max_tokens generates, then finish_reason \"length\" (0: no cap, until the context is full); a request's own max_tokens wins, up to the context")
 	fs.Usage = func() {
 		fmt.Fprint(fs.Output(), "usage: serve [-model FILE] [-addr HOST:PORT] [-parallel N] [flags]\n\n"+
 			"Serves the model over HTTP with the OpenAI API: POST /v1/chat/completions,\n"+
@@ -155,6 +180,8 @@ func parseFlags(fs *flag.FlagSet, args []string) (config, error) {
 			"(Prometheus, with vLLM's routing gauges for Kubernetes' inference gateway);\n"+
 			"with Anthropic's Messages API: POST /v1/messages; and a chat page at /.\n"+
 			"Tools (tools, tool_choice) and response_format json_schema are supported.\n"+
+			"A request may name any model; the one served answers, under -model-name.\n"+
+			"A request without max_tokens generates at most -max-tokens (default 4096).\n"+
 			"Thinking is switched with chat_template_kwargs {\"enable_thinking\": false} or a\n"+
 			"top-level \"enable_thinking\", and comes back in reasoning_content.\n"+
 			"With -api-key, -api-key-file or "+keyEnv+", every request but /health, /ready\n"+
@@ -191,10 +218,10 @@ func mount(srv *serve.Server) {
 }
 
 // unavailable answers a request while the model loads: 503, in the error shape of the
-// API its path belongs to (the Gate has set Retry-After).
+// API it is for (the Gate has set Retry-After).
 func unavailable(w http.ResponseWriter, r *http.Request) {
 	const msg = "The model is loading. Retry later."
-	if strings.HasPrefix(r.URL.Path, "/v1/messages") {
+	if anthropic.FromClient(r) {
 		anthropic.WriteUnavailable(w, msg)
 		return
 	}
@@ -271,7 +298,7 @@ func load(ctx context.Context, stderr io.Writer, cfg config, keys *serve.Keys) (
 		return nil, nil, "", fmt.Errorf("warming the model up: %w", err)
 	}
 	logger := log.New(stderr, "serve: ", log.LstdFlags)
-	sc := serve.Config{ModelName: name, Parallel: cfg.parallel, Queue: cfg.queue, MaxBodyBytes: cfg.maxBody, Defaults: cfg.defaults}
+	sc := serve.Config{ModelName: name, ModelAliases: cfg.aliases, Parallel: cfg.parallel, Queue: cfg.queue, MaxBodyBytes: cfg.maxBody, Defaults: cfg.defaults}
 	sc.Keys, sc.MetricsAuth = keys, cfg.keys.metricsAuth
 	if !cfg.quiet {
 		sc.Log = logger.Printf

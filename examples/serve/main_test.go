@@ -42,6 +42,17 @@ func TestFlags(t *testing.T) {
 	assert.Equal(t, 64, cfg.batch)
 	assert.Equal(t, int64(2<<30), cfg.prefix)
 	assert.Equal(t, 30*time.Second, cfg.drain)
+	assert.Equal(t, 4096, cfg.defaults.MaxTokens, "a request without max_tokens is capped by default")
+	assert.Empty(t, cfg.aliases)
+	cfg, _, err = parse(t, "-max-tokens", "0", "-model-alias", "gpt-4o", "-model-alias", "claude-sonnet-4-5")
+	require.NoError(t, err)
+	assert.Zero(t, cfg.defaults.MaxTokens, "0 lifts the cap")
+	assert.Equal(t, []string{"gpt-4o", "claude-sonnet-4-5"}, cfg.aliases)
+	for _, bad := range []string{"", "a/b"} {
+		_, out, err := parse(t, "-model-alias", bad)
+		require.Error(t, err, "%q", bad)
+		assert.Contains(t, out, "-model-alias: want a non-empty name without /, ? or #")
+	}
 	cfg, _, err = parse(t, "-drain-timeout", "2s")
 	require.NoError(t, err)
 	assert.Equal(t, 2*time.Second, cfg.drain)
@@ -238,7 +249,20 @@ func TestServeLoading(t *testing.T) {
 		code, h, b = request(t, "POST", base+"/v1/messages", `{"max_tokens":4,"messages":[{"role":"user","content":"Hi"}]}`)
 		assert.Equal(t, http.StatusServiceUnavailable, code)
 		assert.Equal(t, "1", h.Get("Retry-After"))
-		assert.JSONEq(t, `{"type":"error","error":{"type":"overloaded_error","message":"The model is loading. Retry later."}}`, b)
+		var e map[string]any
+		require.NoError(t, json.Unmarshal([]byte(b), &e))
+		assert.Regexp(t, `^req_`, e["request_id"])
+		delete(e, "request_id")
+		assert.Equal(t, map[string]any{"type": "error", "error": map[string]any{"type": "overloaded_error", "message": "The model is loading. Retry later."}}, e)
+		req, err := http.NewRequest("GET", base+"/v1/models", nil)
+		require.NoError(t, err)
+		req.Header.Set("anthropic-version", "2023-06-01")
+		resp, err := http.DefaultClient.Do(req)
+		require.NoError(t, err)
+		mb, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		assert.Equal(t, http.StatusServiceUnavailable, resp.StatusCode)
+		assert.Contains(t, string(mb), `"error":{"type":"overloaded_error","message":"The model is loading. Retry later."}`, "Anthropic's client gets Anthropic's shape")
 		checked = true
 	}
 	ctx, stop := context.WithCancel(context.Background())
@@ -272,4 +296,92 @@ func request(t *testing.T, method, url, body string) (int, http.Header, string) 
 	b, err := io.ReadAll(resp.Body)
 	require.NoError(t, err)
 	return resp.StatusCode, resp.Header, string(b)
+}
+
+// TestServeDefaultCap: a request without max_tokens stops at -max-tokens with
+// finish_reason "length" (stop_reason needs no cap: Anthropic's API requires
+// max_tokens); a request's own max_tokens wins, above the cap too. The models endpoints
+// list -model-alias names, in each API's shape, and a request naming any model is
+// answered under the served name.
+func TestServeDefaultCap(t *testing.T) {
+	const capTokens = 7
+	cfg, _, err := parse(t, "-addr", "127.0.0.1:0", "-threads", "2", "-quiet", "-max-tokens", "7", "-model-alias", "gpt-4o", "-temperature", "0")
+	require.NoError(t, err)
+	addr := make(chan string, 1)
+	cfg.onReady = func(a string) { addr <- a }
+	ctx, stop := context.WithCancel(context.Background())
+	defer stop()
+	done := make(chan error, 1)
+	go func() { done <- run(ctx, io.Discard, cfg) }()
+	var base string
+	select {
+	case a := <-addr:
+		base = "http://" + a
+	case err := <-done:
+		t.Fatalf("run: %v", err)
+	}
+	type reply struct {
+		Model   string
+		Choices []struct {
+			FinishReason string `json:"finish_reason"`
+		}
+		Usage struct {
+			CompletionTokens int `json:"completion_tokens"`
+		}
+	}
+	for _, c := range []struct {
+		body   string
+		tokens int
+	}{
+		{`{"model": "gpt-4o", "messages": [{"role": "user", "content": "Tell me a long story"}]}`, capTokens},
+		{`{"model": "some-other-name", "prompt": "Once upon a time"}`, capTokens},
+		{`{"messages": [{"role": "user", "content": "Tell me a long story"}], "max_tokens": 3}`, 3},
+		{`{"messages": [{"role": "user", "content": "Tell me a long story"}], "max_completion_tokens": 12}`, 12},
+	} {
+		path := "/v1/chat/completions"
+		if strings.Contains(c.body, `"prompt"`) {
+			path = "/v1/completions"
+		}
+		code, _, b := request(t, "POST", base+path, c.body)
+		require.Equal(t, http.StatusOK, code, "%s", b)
+		var r reply
+		require.NoError(t, json.Unmarshal([]byte(b), &r), "%s", b)
+		assert.Equal(t, "bonsai-synthetic-tiny", r.Model)
+		assert.Equal(t, c.tokens, r.Usage.CompletionTokens, "%s: %s", c.body, b)
+		require.Len(t, r.Choices, 1)
+		assert.Equal(t, "length", r.Choices[0].FinishReason, "%s", b)
+	}
+
+	code, _, b := request(t, "GET", base+"/v1/models", "")
+	require.Equal(t, http.StatusOK, code)
+	assert.JSONEq(t, `["bonsai-synthetic-tiny", "gpt-4o"]`, ids(t, b, "id"))
+	req, err := http.NewRequest("GET", base+"/v1/models", nil)
+	require.NoError(t, err)
+	req.Header.Set("anthropic-version", "2023-06-01")
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	ab, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	assert.Contains(t, string(ab), `"has_more":false`, "Anthropic's page")
+	assert.JSONEq(t, `["bonsai-synthetic-tiny", "gpt-4o"]`, ids(t, string(ab), "id"))
+	code, _, _ = request(t, "GET", base+"/v1/models/gpt-4o", "")
+	assert.Equal(t, http.StatusOK, code)
+	code, _, _ = request(t, "GET", base+"/v1/models/gpt-5", "")
+	assert.Equal(t, http.StatusNotFound, code)
+	stop()
+	require.NoError(t, <-done)
+}
+
+// ids returns the JSON list of the field of each object of a list body's data.
+func ids(t *testing.T, body, field string) string {
+	t.Helper()
+	var l struct{ Data []map[string]any }
+	require.NoError(t, json.Unmarshal([]byte(body), &l), "%s", body)
+	var out []any
+	for _, d := range l.Data {
+		out = append(out, d[field])
+	}
+	b, err := json.Marshal(out)
+	require.NoError(t, err)
+	return string(b)
 }

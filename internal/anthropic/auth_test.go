@@ -88,9 +88,9 @@ func TestAuth(t *testing.T) {
 		path, version string
 		want          string
 	}{
-		{"/v1/messages", "", `{"type":"error","error":{"type":"authentication_error","message":"x-api-key header is required"}}`},
-		{"/v1/messages/count_tokens", "2023-06-01", `{"type":"error","error":{"type":"authentication_error","message":"x-api-key header is required"}}`},
-		{"/v1/models", "2023-06-01", `{"type":"error","error":{"type":"authentication_error","message":"x-api-key header is required"}}`},
+		{"/v1/messages", "", `"error":{"type":"authentication_error","message":"x-api-key header is required"}`},
+		{"/v1/messages/count_tokens", "2023-06-01", `"error":{"type":"authentication_error","message":"x-api-key header is required"}`},
+		{"/v1/models", "2023-06-01", `"error":{"type":"authentication_error","message":"x-api-key header is required"}`},
 		{"/v1/models", "", `"code":"invalid_api_key"`},
 	} {
 		req, err := http.NewRequest("POST", ts.URL+c.path, nil)

@@ -3,6 +3,9 @@
 //
 //	POST /v1/messages                a turn, whole or streamed as server-sent events
 //	POST /v1/messages/count_tokens   the prompt's length in tokens
+//	GET  /v1/models, /v1/models/{id} the model served, as ModelInfo, to Anthropic's
+//	                                 clients (anthropic-version or x-api-key); the
+//	                                 OpenAI API answers the others on these paths
 //
 // Register mounts the routes on a serve.Server — the same sessions, queue, limits and
 // prefix reuse as the OpenAI API beside it, which this package does not import. A
@@ -16,6 +19,14 @@
 // content_block_delta (text_delta, thinking_delta, signature_delta, input_json_delta),
 // content_block_stop, message_delta, message_stop, ping and error.
 //
+// Responses carry every field anthropic-sdk-go's types declare required, the nullable
+// ones nothing here fills as null (container, stop_details, diagnostics,
+// usage.server_tool_use); errors have a request_id. A stream's message_start states the
+// prompt's usage as prefilled (input_tokens and cache_read_input_tokens), which
+// message_delta's final usage repeats, with the output tokens.
+//
 // The model a request names is not checked: agents name their own models, and the one
-// model served answers every name; responses carry the served model's id.
+// model served answers every name, as in the OpenAI API beside it; responses carry the
+// served model's id. The models endpoints list it and its aliases
+// (serve.Config.ModelAliases), and answer not_found_error for other ids.
 package anthropic

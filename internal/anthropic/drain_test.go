@@ -2,6 +2,7 @@ package anthropic
 
 import (
 	"context"
+	"encoding/json"
 	"net/http"
 	"sync"
 	"sync/atomic"
@@ -64,5 +65,10 @@ func TestDrainStopAll(t *testing.T) {
 	code, h, b := post(t, ts.URL+"/v1/messages", `{"model":"any","max_tokens":3,"messages":[{"role":"user","content":"Hi"}]}`)
 	assert.Equal(t, http.StatusServiceUnavailable, code)
 	assert.Equal(t, "1", h.Get("Retry-After"))
-	assert.JSONEq(t, `{"type":"error","error":{"type":"overloaded_error","message":"The server is shutting down."}}`, string(b))
+	var e map[string]any
+	require.NoError(t, json.Unmarshal(b, &e))
+	assert.Regexp(t, `^req_[0-9a-f]{24}$`, e["request_id"])
+	assert.Equal(t, h.Get("Request-Id"), e["request_id"])
+	delete(e, "request_id")
+	assert.Equal(t, map[string]any{"type": "error", "error": map[string]any{"type": "overloaded_error", "message": "The server is shutting down."}}, e)
 }

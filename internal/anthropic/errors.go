@@ -57,9 +57,17 @@ func serverError(format string, args ...any) *apiError {
 	return &apiError{status: http.StatusInternalServerError, Type: typeAPI, Message: fmt.Sprintf(format, args...)}
 }
 
+// errorBody is an error response, or a stream's error event. Anthropic's API gives
+// each error a request_id, which its clients' types require: a fresh id, also sent as
+// the request-id header.
 type errorBody struct {
-	Type  string    `json:"type"`
-	Error *apiError `json:"error"`
+	Type      string    `json:"type"`
+	Error     *apiError `json:"error"`
+	RequestID string    `json:"request_id"`
+}
+
+func newErrorBody(e *apiError) errorBody {
+	return errorBody{Type: "error", Error: e, RequestID: serve.NewID("req_")}
 }
 
 // writeError sends e as the response.
@@ -69,8 +77,10 @@ func writeError(w http.ResponseWriter, e *apiError) {
 	if e.retryAfter > 0 {
 		h.Set("Retry-After", strconv.Itoa(e.retryAfter))
 	}
+	body := newErrorBody(e)
+	h.Set("Request-Id", body.RequestID)
 	w.WriteHeader(e.status)
-	b, _ := json.Marshal(errorBody{Type: "error", Error: e})
+	b, _ := json.Marshal(body)
 	w.Write(append(b, '\n'))
 }
 

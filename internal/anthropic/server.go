@@ -10,6 +10,7 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"strings"
+	"time"
 
 	"github.com/bonsai-go/sdk/bonsai"
 	"github.com/bonsai-go/sdk/internal/serve"
@@ -17,31 +18,40 @@ import (
 
 // handler serves the Messages API on a serve.Server.
 type handler struct {
-	srv *serve.Server
-	cfg serve.Config
+	srv     *serve.Server
+	cfg     serve.Config
+	created time.Time // the models' created_at
 }
 
 // Register adds the Messages API's routes to srv, and makes the paths under
 // /v1/messages that no route takes answer 404 and 405 in Anthropic's shape, and 401
-// there when the API key is missing or wrong; on /v1/models, which Anthropic's
-// clients list models on too but the OpenAI API serves, a request that looks like
-// theirs gets its 401 in their shape. Call it before serving.
+// there when the API key is missing or wrong; on /v1/models and /v1/models/{id}, which
+// Anthropic's clients list models on too but the OpenAI API serves, a request that
+// looks like theirs (anthropic-version or x-api-key) gets Anthropic's shapes, its 401
+// included. Call it before serving.
 func Register(srv *serve.Server) {
 	h := newHandler(srv)
 	srv.Handle("POST /v1/messages", http.HandlerFunc(h.messages))
 	srv.Handle("POST /v1/messages/count_tokens", http.HandlerFunc(h.countTokens))
 	srv.HandleErrors("/v1/messages", routeError)
 	srv.HandleUnauthorized("/v1/messages", nil, unauthorized)
-	srv.HandleUnauthorized("/v1/models", fromAnthropicClient, unauthorized)
+	srv.HandleUnauthorized("/v1/models", FromClient, unauthorized)
+	srv.HandleFrom("GET /v1/models", FromClient, http.HandlerFunc(h.models))
+	srv.HandleFrom("GET /v1/models/{id...}", FromClient, http.HandlerFunc(h.model))
 }
 
-// fromAnthropicClient reports whether r looks like a request of Anthropic's clients,
-// which send anthropic-version and their key in x-api-key.
-func fromAnthropicClient(r *http.Request) bool {
-	return r.Header.Get("Anthropic-Version") != "" || r.Header.Get("X-Api-Key") != ""
+// FromClient reports whether r is for this API: a path under /v1/messages, or a request
+// that looks like one of Anthropic's clients, which send anthropic-version and their
+// key in x-api-key (on /v1/models, which the OpenAI API serves too).
+func FromClient(r *http.Request) bool {
+	p := r.URL.Path
+	return p == "/v1/messages" || strings.HasPrefix(p, "/v1/messages/") ||
+		r.Header.Get("Anthropic-Version") != "" || r.Header.Get("X-Api-Key") != ""
 }
 
-func newHandler(srv *serve.Server) *handler { return &handler{srv: srv, cfg: srv.Config()} }
+func newHandler(srv *serve.Server) *handler {
+	return &handler{srv: srv, cfg: srv.Config(), created: time.Now()}
+}
 
 // endpoint names the handler's generations in serve's GenerationEnd and its metrics.
 const endpoint = "messages"
@@ -119,7 +129,13 @@ func prepareError(err error, opt bonsai.GenerateOptions) *apiError {
 		return invalid("%s: %v", field, oe.Err)
 	}
 	switch {
-	case errors.Is(err, bonsai.ErrContextFull), errors.Is(err, bonsai.ErrInvalidInput):
+	case errors.Is(err, bonsai.ErrContextFull):
+		// Anthropic's words, which agents look for to compact the conversation.
+		if tl, ok := errors.AsType[*bonsai.PromptTooLongError](err); ok {
+			return invalid("prompt is too long: %d tokens > %d maximum", tl.Tokens, tl.ContextSize)
+		}
+		return invalid("prompt is too long: %v", err)
+	case errors.Is(err, bonsai.ErrInvalidInput):
 		return invalid("messages: %v", err)
 	}
 	return serverError("%v", err)
@@ -136,11 +152,51 @@ func (h *handler) countTokens(w http.ResponseWriter, r *http.Request) {
 
 // Response shapes.
 
+// usage is a Message's usage. The fields Anthropic's types require are all sent: the
+// cache this server writes is its own, so cache_creation counts none; no server tool
+// runs (server_tool_use null); the tier and speed are the one there is.
 type usage struct {
-	InputTokens              int `json:"input_tokens"`
-	CacheCreationInputTokens int `json:"cache_creation_input_tokens"`
-	CacheReadInputTokens     int `json:"cache_read_input_tokens"`
-	OutputTokens             int `json:"output_tokens"`
+	InputTokens              int                  `json:"input_tokens"`
+	CacheCreationInputTokens int                  `json:"cache_creation_input_tokens"`
+	CacheReadInputTokens     int                  `json:"cache_read_input_tokens"`
+	CacheCreation            cacheCreation        `json:"cache_creation"`
+	OutputTokens             int                  `json:"output_tokens"`
+	OutputTokensDetails      *outputTokensDetails `json:"output_tokens_details"`
+	ServerToolUse            *struct{}            `json:"server_tool_use"`
+	ServiceTier              string               `json:"service_tier"`
+	InferenceGeo             *string              `json:"inference_geo"`
+	Speed                    string               `json:"speed"`
+}
+
+type cacheCreation struct {
+	Ephemeral1hInputTokens int `json:"ephemeral_1h_input_tokens"`
+	Ephemeral5mInputTokens int `json:"ephemeral_5m_input_tokens"`
+}
+
+type outputTokensDetails struct {
+	ThinkingTokens int `json:"thinking_tokens"`
+}
+
+// deltaUsage is a message_delta's usage: the final counts.
+type deltaUsage struct {
+	InputTokens              int                  `json:"input_tokens"`
+	CacheCreationInputTokens int                  `json:"cache_creation_input_tokens"`
+	CacheReadInputTokens     int                  `json:"cache_read_input_tokens"`
+	OutputTokens             int                  `json:"output_tokens"`
+	OutputTokensDetails      *outputTokensDetails `json:"output_tokens_details"`
+	ServerToolUse            *struct{}            `json:"server_tool_use"`
+}
+
+// newUsage is the usage of a prompt of promptTokens, cached of them read from the
+// cache, and of output tokens, thinking of them in the think block.
+func newUsage(promptTokens, cached, output, thinking int) usage {
+	return usage{InputTokens: promptTokens - cached, CacheReadInputTokens: cached, OutputTokens: output,
+		OutputTokensDetails: &outputTokensDetails{ThinkingTokens: thinking}, ServiceTier: "standard", Speed: "standard"}
+}
+
+func (u usage) delta() deltaUsage {
+	return deltaUsage{InputTokens: u.InputTokens, CacheCreationInputTokens: u.CacheCreationInputTokens,
+		CacheReadInputTokens: u.CacheReadInputTokens, OutputTokens: u.OutputTokens, OutputTokensDetails: u.OutputTokensDetails}
 }
 
 // contentBlock is a response's content block: text, thinking or tool_use.
@@ -152,20 +208,37 @@ type contentBlock struct {
 	ID        string           `json:"id,omitempty"`
 	Name      string           `json:"name,omitempty"`
 	Input     *json.RawMessage `json:"input,omitempty"`
+	// Citations (text, always null) and Caller (tool_use, always a direct call) are
+	// required by the clients' types of their blocks, and absent from the others.
+	Citations json.RawMessage `json:"citations,omitempty"`
+	Caller    json.RawMessage `json:"caller,omitempty"`
 }
 
+// messageOut is a Message. Its nullable fields that nothing here fills are sent as
+// null, as Anthropic's API does and its clients' types require: container (no code
+// execution), stop_details (no refusal), diagnostics (none asked for).
 type messageOut struct {
-	ID           string         `json:"id"`
-	Type         string         `json:"type"`
-	Role         string         `json:"role"`
-	Model        string         `json:"model"`
-	Content      []contentBlock `json:"content"`
-	StopReason   *string        `json:"stop_reason"`
-	StopSequence *string        `json:"stop_sequence"`
-	Usage        usage          `json:"usage"`
+	ID           string           `json:"id"`
+	Type         string           `json:"type"`
+	Role         string           `json:"role"`
+	Model        string           `json:"model"`
+	Content      []contentBlock   `json:"content"`
+	StopReason   *string          `json:"stop_reason"`
+	StopSequence *string          `json:"stop_sequence"`
+	StopDetails  *json.RawMessage `json:"stop_details"`
+	Container    *json.RawMessage `json:"container"`
+	Diagnostics  *json.RawMessage `json:"diagnostics"`
+	Usage        usage            `json:"usage"`
 }
 
-func textBlock(s string) contentBlock { return contentBlock{Type: "text", Text: &s} }
+var (
+	nullJSON     = json.RawMessage("null")
+	directCaller = json.RawMessage(`{"type":"direct"}`)
+)
+
+func textBlock(s string) contentBlock {
+	return contentBlock{Type: "text", Text: &s, Citations: nullJSON}
+}
 func thinkBlock(s, sig string) contentBlock {
 	return contentBlock{Type: "thinking", Thinking: &s, Signature: &sig}
 }
@@ -179,7 +252,7 @@ func toolUseID(id string) string {
 }
 
 func toolUseBlock(id, name string, input json.RawMessage) contentBlock {
-	return contentBlock{Type: "tool_use", ID: id, Name: name, Input: &input}
+	return contentBlock{Type: "tool_use", ID: id, Name: name, Input: &input, Caller: directCaller}
 }
 
 // signature stands for Anthropic's signature of a thinking block, which clients send
@@ -209,9 +282,9 @@ func stopReason(res bonsai.Result) (reason string, seq *string) {
 	return "end_turn", nil
 }
 
-func usageOf(res bonsai.Result) usage {
+func usageOf(res serve.Result) usage {
 	u := res.Usage
-	return usage{InputTokens: u.PromptTokens - u.CachedTokens, CacheReadInputTokens: u.CachedTokens, OutputTokens: u.CompletionTokens}
+	return newUsage(u.PromptTokens, u.CachedTokens, u.CompletionTokens, res.ReasoningTokens)
 }
 
 // generationError maps Run's errors.
@@ -244,7 +317,7 @@ func (h *handler) messages(w http.ResponseWriter, r *http.Request) {
 	if res.FinishReason == bonsai.FinishCancelled {
 		return // the client is gone
 	}
-	out := messageOut{ID: id, Type: "message", Role: "assistant", Model: h.cfg.ModelName, Content: []contentBlock{}, Usage: usageOf(res.Result)}
+	out := messageOut{ID: id, Type: "message", Role: "assistant", Model: h.cfg.ModelName, Content: []contentBlock{}, Usage: usageOf(res)}
 	if res.Thinking != "" {
 		out.Content = append(out.Content, thinkBlock(res.Thinking, signature(res.Thinking)))
 	}

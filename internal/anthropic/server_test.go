@@ -174,7 +174,7 @@ func TestErrors(t *testing.T) {
 		{"tool twice", "/v1/messages", `{"model": "m", "max_tokens": 5, "tools": [{"name": "f", "input_schema": {"type": "object"}}, {"name": "f", "input_schema": {"type": "object"}}], ` + user + `}`, 400, "invalid_request_error", "tools.1.name"},
 		{"tool_choice name", "/v1/messages", `{"model": "m", "max_tokens": 5, "tools": [{"name": "f", "input_schema": {"type": "object"}}], "tool_choice": {"type": "tool", "name": "g"}, ` + user + `}`, 400, "invalid_request_error", "tool_choice.name"},
 		{"tool_choice any without tools", "/v1/messages", `{"model": "m", "max_tokens": 5, "tool_choice": {"type": "any"}, ` + user + `}`, 400, "invalid_request_error", "tool_choice"},
-		{"too long", "/v1/messages", `{"model": "m", "max_tokens": 5, "messages": [{"role": "user", "content": "` + long + `"}]}`, 400, "invalid_request_error", "context"},
+		{"too long", "/v1/messages", `{"model": "m", "max_tokens": 5, "messages": [{"role": "user", "content": "` + long + `"}]}`, 400, "invalid_request_error", "prompt is too long: "},
 		{"too large", "/v1/messages", `{"model": "m", "max_tokens": 5, "messages": [{"role": "user", "content": "` + strings.Repeat("x", 70<<10) + `"}]}`, 413, "request_too_large", "limit"},
 		{"count without messages", "/v1/messages/count_tokens", `{"model": "m"}`, 400, "invalid_request_error", "messages"},
 	} {

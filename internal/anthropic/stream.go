@@ -44,10 +44,12 @@ type blockStop struct {
 type messageDelta struct {
 	Type  string `json:"type"`
 	Delta struct {
-		StopReason   *string `json:"stop_reason"`
-		StopSequence *string `json:"stop_sequence"`
+		StopReason   *string          `json:"stop_reason"`
+		StopSequence *string          `json:"stop_sequence"`
+		StopDetails  *json.RawMessage `json:"stop_details"` // null, as in messageOut
+		Container    *json.RawMessage `json:"container"`    // null
 	} `json:"delta"`
-	Usage usage `json:"usage"`
+	Usage deltaUsage `json:"usage"`
 }
 
 type typeOnly struct {
@@ -147,15 +149,20 @@ func (b *blocks) token(t bonsai.Token) bool {
 func (h *handler) stream(w http.ResponseWriter, r *http.Request, id string, p *bonsai.Prompt) {
 	var ev *sse.Writer
 	var b *blocks
+	// message_start states the prompt's usage as it was prefilled — the tokens read
+	// from the cache and those computed — which message_delta's final usage repeats;
+	// its output_tokens is 1, as Anthropic's, the reply's first token under way.
+	var prefilled bonsai.Usage
 	start := func() {
 		ev = sse.New(w, h.cfg.WriteTimeout)
 		b = &blocks{sse: ev}
 		msg := messageOut{ID: id, Type: "message", Role: "assistant", Model: h.cfg.ModelName, Content: []contentBlock{},
-			Usage: usage{InputTokens: p.Len(), OutputTokens: 1}}
+			Usage: newUsage(prefilled.PromptTokens, prefilled.CachedTokens, 1, 0)}
 		ev.Send("message_start", messageStart{Type: "message_start", Message: msg})
 		ev.Send("ping", typeOnly{Type: "ping"})
 	}
-	res, err := h.srv.Run(r.Context(), serve.Job{Endpoint: endpoint, Prompt: p}, start, func(t bonsai.Token) bool { return b.token(t) })
+	job := serve.Job{Endpoint: endpoint, Prompt: p, Prefilled: func(u bonsai.Usage) { prefilled = u }}
+	res, err := h.srv.Run(r.Context(), job, start, func(t bonsai.Token) bool { return b.token(t) })
 	if ev == nil { // refused before a session was free
 		if err != nil {
 			writeError(w, generationError(err))
@@ -164,14 +171,14 @@ func (h *handler) stream(w http.ResponseWriter, r *http.Request, id string, p *b
 	}
 	defer ev.End()
 	if err != nil {
-		ev.Send("error", errorBody{Type: "error", Error: generationError(err)})
+		ev.Send("error", newErrorBody(generationError(err)))
 		return
 	}
 	if res.FinishReason == bonsai.FinishCancelled {
 		return // the client is gone
 	}
 	b.stop()
-	md := messageDelta{Type: "message_delta", Usage: usageOf(res.Result)}
+	md := messageDelta{Type: "message_delta", Usage: usageOf(res).delta()}
 	reason, seq := stopReason(res.Result)
 	md.Delta.StopReason, md.Delta.StopSequence = &reason, seq
 	ev.Send("message_delta", md)

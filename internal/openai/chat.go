@@ -113,8 +113,11 @@ type topLogprob struct {
 	Bytes   []int   `json:"bytes"`
 }
 
+// chatLogprobs is a choice's logprobs; refusal is always null (the model refuses
+// nothing apart from its text), and sent, as the clients' types require it.
 type chatLogprobs struct {
 	Content []chatLogprob `json:"content"`
+	Refusal []chatLogprob `json:"refusal"`
 }
 
 type chunkChoice struct {
@@ -201,6 +204,7 @@ func (c *chatResponder) usage(u usage) any {
 type chatMessageOut struct {
 	Role             string          `json:"role"`
 	Content          *string         `json:"content"` // null for calls alone, as OpenAI has it
+	Refusal          *string         `json:"refusal"` // always null, and sent: the clients' types require it
 	ReasoningContent string          `json:"reasoning_content,omitempty"`
 	ToolCalls        []toolCallParam `json:"tool_calls,omitempty"`
 }

@@ -5,6 +5,12 @@
 //	POST /v1/completions        a plain-text continuation, whole or streamed
 //	GET  /v1/models             the one model served; GET /v1/models/{id} likewise
 //
+// The model a request names is not checked: clients send names of their own ("gpt-4o"),
+// and the one model served answers every name, as in the Messages API beside it;
+// responses carry the served model's id. The models endpoints are a catalogue: they
+// list the served id and its aliases (serve.Config.ModelAliases) and answer 404,
+// model_not_found, for other ids.
+//
 // Register mounts the routes on a serve.Server, whose sessions, queue, limits, /health
 // and /metrics they share with the other dialects; a request refused because the queue
 // is full gets 503 and Retry-After. A request is validated and prepared once, with

@@ -26,8 +26,13 @@ func (s *api) prepare(j *job, in bonsai.Input, opt bonsai.GenerateOptions) *apiE
 	oe, isOption := errors.AsType[*bonsai.OptionError](err)
 	switch {
 	case errors.Is(err, bonsai.ErrContextFull):
-		return invalid(j.promptParam, "This model's maximum context length is %d tokens, and your %s is longer: %v.",
-			s.m.ContextSize(), j.promptParam, err).withCode("context_length_exceeded")
+		// OpenAI's words, which clients look for ("maximum context length").
+		n := "more"
+		if tl, ok := errors.AsType[*bonsai.PromptTooLongError](err); ok {
+			n = fmt.Sprint(tl.Tokens)
+		}
+		return invalid(j.promptParam, "This model's maximum context length is %d tokens. However, your %s resulted in %s tokens. Please reduce the length of the %[2]s.",
+			s.m.ContextSize(), j.promptParam, n).withCode("context_length_exceeded")
 	case errors.Is(err, bonsai.ErrInvalidInput):
 		return invalid(j.promptParam, "Invalid '%s': %v.", j.promptParam, err)
 	case isOption:

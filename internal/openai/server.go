@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/bonsai-go/sdk/bonsai"
@@ -69,26 +70,31 @@ func routeError(w http.ResponseWriter, r *http.Request, status int) {
 		Message: fmt.Sprintf("Unknown request URL: %s %s.", r.Method, r.URL.Path)})
 }
 
+// models lists the model served, under its name and each alias.
 func (s *api) models(w http.ResponseWriter, _ *http.Request) {
-	serve.WriteJSON(w, http.StatusOK, map[string]any{"object": "list", "data": []any{s.modelObject()}})
+	var data []any
+	for _, id := range s.cfg.ModelIDs() {
+		data = append(data, s.modelObject(id))
+	}
+	serve.WriteJSON(w, http.StatusOK, map[string]any{"object": "list", "data": data})
 }
 
 func (s *api) model(w http.ResponseWriter, r *http.Request) {
-	if id := r.PathValue("id"); id != s.cfg.ModelName {
+	if id := r.PathValue("id"); !s.cfg.Lists(id) {
 		writeError(w, s.unknownModel(id))
 		return
 	}
-	serve.WriteJSON(w, http.StatusOK, s.modelObject())
+	serve.WriteJSON(w, http.StatusOK, s.modelObject(r.PathValue("id")))
 }
 
-func (s *api) modelObject() map[string]any {
-	return map[string]any{"id": s.cfg.ModelName, "object": "model", "created": s.created, "owned_by": s.ownedBy,
+func (s *api) modelObject(id string) map[string]any {
+	return map[string]any{"id": id, "object": "model", "created": s.created, "owned_by": s.ownedBy,
 		"context_length": s.m.ContextSize()}
 }
 
 func (s *api) unknownModel(name string) *apiError {
 	return &apiError{status: http.StatusNotFound, Type: typeInvalidRequest, Param: strPtr("model"), Code: strPtr("model_not_found"),
-		Message: fmt.Sprintf("The model '%s' does not exist: this server serves '%s'.", name, s.cfg.ModelName)}
+		Message: fmt.Sprintf("The model '%s' does not exist: this server lists '%s'.", name, strings.Join(s.cfg.ModelIDs(), "', '"))}
 }
 
 // readBody reads a request body up to the limit and decodes it into v.
@@ -104,10 +110,7 @@ func (s *api) readBody(w http.ResponseWriter, r *http.Request, v any) *apiError 
 	return decode(body, v)
 }
 
-// checkModel checks the model a request names.
-func (s *api) checkModel(name string) *apiError {
-	if name != "" && name != s.cfg.ModelName {
-		return s.unknownModel(name)
-	}
-	return nil
-}
+// checkModel checks the model a generation request names. Any name is accepted, as
+// the Messages API beside it does: the one model served answers under its own name
+// (serve.Config.ModelName states the policy).
+func (s *api) checkModel(string) *apiError { return nil }

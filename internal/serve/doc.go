@@ -17,8 +17,10 @@
 // generation ends within one decode step.
 //
 // The Server routes with an http.ServeMux and its method patterns; the dialects
-// register their routes on it with Handle, and with HandleErrors how a 404 or 405
-// under their paths is written. It serves on its own:
+// register their routes on it with Handle (HandleFrom for a path two dialects share,
+// answered by the one whose client sent the request), and with HandleErrors how a 404
+// or 405 under their paths is written. Config.ModelName states the model-name policy
+// they share: any name is accepted, the served one answers. It serves on its own:
 //
 //	GET /health, /v1/health   liveness (200 while the process serves) and the load
 //	GET /ready, /v1/ready     readiness: 200 while it takes work, 503 once it drains

@@ -103,3 +103,62 @@ func TestDialectsApart(t *testing.T) {
 		}
 	}
 }
+
+// TestHandleFrom: a pattern two dialects share goes to the alternative whose match
+// accepts the request, else to Handle's handler, in either order of registration; an
+// alternative alone leaves the others a 404 from the path's error writer. The request
+// counts under the pattern either way.
+func TestHandleFrom(t *testing.T) {
+	s, err := serve.New(tinyModel, serve.Config{ModelName: modelName})
+	require.NoError(t, err)
+	defer s.Close()
+	reply := func(body string) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			serve.WriteJSON(w, http.StatusOK, map[string]string{"by": body, "id": r.PathValue("id")})
+		})
+	}
+	fromB := func(r *http.Request) bool { return r.Header.Get("X-Dialect") == "b" }
+	s.Handle("GET /m", reply("a"))
+	s.HandleFrom("GET /m", fromB, reply("b"))
+	s.HandleFrom("GET /m/{id}", fromB, reply("b"))
+	s.HandleErrors("/m", func(w http.ResponseWriter, r *http.Request, status int) {
+		serve.WriteJSON(w, status, map[string]string{"writer": "m"})
+	})
+	ts := httptest.NewServer(s)
+	defer ts.Close()
+	for _, c := range []struct {
+		path, dialect string
+		status        int
+		want          map[string]string
+	}{
+		{"/m", "", 200, map[string]string{"by": "a", "id": ""}},
+		{"/m", "b", 200, map[string]string{"by": "b", "id": ""}},
+		{"/m/7", "b", 200, map[string]string{"by": "b", "id": "7"}},
+		{"/m/7", "", 404, map[string]string{"writer": "m"}},
+	} {
+		req, err := http.NewRequest("GET", ts.URL+c.path, nil)
+		require.NoError(t, err)
+		if c.dialect != "" {
+			req.Header.Set("X-Dialect", c.dialect)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		require.NoError(t, err)
+		var got map[string]string
+		require.NoError(t, json.NewDecoder(resp.Body).Decode(&got))
+		resp.Body.Close()
+		assert.Equal(t, c.status, resp.StatusCode, "%s %q", c.path, c.dialect)
+		assert.Equal(t, c.want, got, "%s %q", c.path, c.dialect)
+	}
+}
+
+// TestModelAliases: the ids the models endpoints list, and the aliases refused.
+func TestModelAliases(t *testing.T) {
+	cfg := serve.Config{ModelName: "m", ModelAliases: []string{"gpt-4o", "claude-x"}}
+	assert.Equal(t, []string{"m", "gpt-4o", "claude-x"}, cfg.ModelIDs())
+	assert.True(t, cfg.Lists("claude-x"))
+	assert.False(t, cfg.Lists("claude-y"))
+	for _, bad := range []string{"", " ", "a/b", "a?b"} {
+		_, err := serve.New(tinyModel, serve.Config{ModelName: "m", ModelAliases: []string{"ok", bad}})
+		assert.ErrorContains(t, err, "ModelAliases[1]", "%q", bad)
+	}
+}

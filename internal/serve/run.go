@@ -16,6 +16,10 @@ type Job struct {
 	// Prompt is the generation, a prompt of the server's model: the pool gives the job
 	// the idle session holding the longest prefix of its tokens.
 	Prompt *bonsai.Prompt
+	// Prefilled, when set, is called with the prompt's usage (PromptTokens and
+	// CachedTokens) once the prompt is prefilled, just before Run's start: what a
+	// stream's first event states, consistent with the final usage.
+	Prefilled func(bonsai.Usage)
 }
 
 // FinishDrained is the finish reason of a generation that the server ended cleanly while
@@ -97,15 +101,19 @@ func (s *Server) run(ctx context.Context, j Job, start func(), tok func(bonsai.T
 	// start waits for the first token: a generation that fails before any still gets a
 	// status of its own.
 	started := false
+	t0 := time.Now()
+	g := sl.s.Generate(ctx, j.Prompt)
 	begin := func() {
-		if !started && start != nil {
-			start()
+		if !started {
+			if j.Prefilled != nil {
+				j.Prefilled(g.Prefilled())
+			}
+			if start != nil {
+				start()
+			}
 		}
 		started = true
 	}
-
-	t0 := time.Now()
-	g := sl.s.Generate(ctx, j.Prompt)
 	reasoning, generated := 0, int64(0)
 	for t, err := range g.Tokens() {
 		if err != nil {

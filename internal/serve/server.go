@@ -9,6 +9,7 @@ import (
 	"io"
 	"math/rand/v2"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -20,8 +21,15 @@ import (
 
 // Config sets up a Server.
 type Config struct {
-	// ModelName is the id the model is served under (required).
+	// ModelName is the id the model is served under (required). The model-name policy,
+	// the same in every dialect: a generation request may name any model, and the one
+	// model served answers it under ModelName (agents and SDKs send names of their own:
+	// claude-*, gpt-*); the models endpoints, a catalogue, list ModelName and
+	// ModelAliases and answer 404 for other names.
 	ModelName string
+	// ModelAliases are more ids the models endpoints list and retrieve, for clients
+	// that look their model up there before using it.
+	ModelAliases []string
 	// Parallel is the most generations that run at once, each on its own session
 	// (default 1); the model batches their forward passes together.
 	Parallel int
@@ -103,7 +111,9 @@ type Server struct {
 
 	mux       *http.ServeMux
 	endpoints map[string]string // the endpoint label of each pattern
-	errors    []errorRoute      // how 404 and 405 are written, by path prefix
+	// alternatives serve a pattern's requests from one dialect's clients (HandleFrom).
+	alternatives map[string][]alternative
+	errors       []errorRoute // how 404 and 405 are written, by path prefix
 
 	open       map[string]bool // the patterns that need no API key (HandleOpen)
 	authErrors []authRoute     // how 401 is written, by path prefix
@@ -118,6 +128,11 @@ type Server struct {
 func New(m *bonsai.Model, cfg Config) (*Server, error) {
 	if cfg.ModelName == "" {
 		return nil, errors.New("serve: Config.ModelName is empty")
+	}
+	for i, a := range cfg.ModelAliases {
+		if strings.TrimSpace(a) == "" || strings.ContainsAny(a, "/?#") {
+			return nil, fmt.Errorf("serve: Config.ModelAliases[%d] %q: an alias is a non-empty name without /, ? or #", i, a)
+		}
 	}
 	if cfg.Parallel == 0 {
 		cfg.Parallel = 1
@@ -135,7 +150,7 @@ func New(m *bonsai.Model, cfg Config) (*Server, error) {
 		cfg.WriteTimeout = time.Minute
 	}
 	s := &Server{m: m, cfg: cfg, pool: newPool(m, cfg.Parallel, cfg.Queue), metrics: newMetrics(),
-		mux: http.NewServeMux(), endpoints: map[string]string{}, open: map[string]bool{}, idle: make(chan struct{})}
+		mux: http.NewServeMux(), endpoints: map[string]string{}, alternatives: map[string][]alternative{}, open: map[string]bool{}, idle: make(chan struct{})}
 	s.hard, s.cancelAll = context.WithCancel(context.Background())
 	s.soft, s.stopAll = context.WithCancel(context.Background())
 	for _, p := range []string{"GET /health", "GET /v1/health"} {
@@ -150,6 +165,17 @@ func New(m *bonsai.Model, cfg Config) (*Server, error) {
 
 // Model is the model served.
 func (s *Server) Model() *bonsai.Model { return s.m }
+
+// ModelIDs are the ids the models endpoints list: ModelName, then ModelAliases.
+func (c Config) ModelIDs() []string {
+	return append([]string{c.ModelName}, c.ModelAliases...)
+}
+
+// Lists reports whether id is one of ModelIDs: a models endpoint answers 404 for
+// others.
+func (c Config) Lists(id string) bool {
+	return slices.Contains(c.ModelIDs(), id)
+}
 
 // Config is the server's configuration, its defaults filled in.
 func (s *Server) Config() Config { return s.cfg }
@@ -235,9 +261,41 @@ func (s *Server) Stats() Stats {
 // without /v1, the slashes dots, the wildcards dropped ("/v1/messages/count_tokens":
 // "messages.count_tokens"; "/v1/models/{id...}": "models"; "/{$}": "root").
 func (s *Server) Handle(pattern string, h http.Handler) {
-	s.mux.Handle(pattern, h)
+	s.mux.Handle(pattern, s.dispatch(pattern, h))
 	_, path, _ := strings.Cut(pattern, " ")
 	s.endpoints[pattern] = endpointName(path)
+}
+
+// HandleFrom serves pattern with h for the requests match accepts, ahead of the
+// handler Handle registered for it: a path two dialects share (GET /v1/models) is
+// answered in the shape of the client the request comes from, as HandleUnauthorized
+// picks the 401's. Without a handler of Handle's, the others get 404.
+func (s *Server) HandleFrom(pattern string, match func(*http.Request) bool, h http.Handler) {
+	if _, ok := s.endpoints[pattern]; !ok {
+		s.Handle(pattern, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			s.errorWriter(r.URL.Path)(w, r, http.StatusNotFound)
+		}))
+	}
+	s.alternatives[pattern] = append(s.alternatives[pattern], alternative{match, h})
+}
+
+type alternative struct {
+	match func(*http.Request) bool
+	h     http.Handler
+}
+
+// dispatch serves pattern's requests with the first alternative that accepts them,
+// else with h.
+func (s *Server) dispatch(pattern string, h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		for _, a := range s.alternatives[pattern] {
+			if a.match(r) {
+				a.h.ServeHTTP(w, r)
+				return
+			}
+		}
+		h.ServeHTTP(w, r)
+	})
 }
 
 // HandleErrors makes write answer the requests under prefix (a path, "/" for all) that

@@ -91,6 +91,7 @@ func accumulate(t *testing.T, body string) streamed {
 		require.Equal(t, ev.Type, e.name, "the event's name is its type")
 		require.Equal(t, int64(i), ev.SequenceNumber, e.data)
 		s.types = append(s.types, ev.Type)
+		checkEvent(t, e.data, ev.Type)
 		switch {
 		case i == 0:
 			require.Equal(t, "response.created", ev.Type)
@@ -171,6 +172,44 @@ func accumulate(t *testing.T, body string) streamed {
 		}
 	}
 	return s
+}
+
+// eventTypes are openai-go's types of the events this server sends.
+var eventTypes = map[string]reflect.Type{
+	"response.created":                       reflect.TypeFor[responses.ResponseCreatedEvent](),
+	"response.in_progress":                   reflect.TypeFor[responses.ResponseInProgressEvent](),
+	"response.completed":                     reflect.TypeFor[responses.ResponseCompletedEvent](),
+	"response.incomplete":                    reflect.TypeFor[responses.ResponseIncompleteEvent](),
+	"response.output_item.added":             reflect.TypeFor[responses.ResponseOutputItemAddedEvent](),
+	"response.output_item.done":              reflect.TypeFor[responses.ResponseOutputItemDoneEvent](),
+	"response.content_part.added":            reflect.TypeFor[responses.ResponseContentPartAddedEvent](),
+	"response.content_part.done":             reflect.TypeFor[responses.ResponseContentPartDoneEvent](),
+	"response.output_text.delta":             reflect.TypeFor[responses.ResponseTextDeltaEvent](),
+	"response.output_text.done":              reflect.TypeFor[responses.ResponseTextDoneEvent](),
+	"response.reasoning_text.delta":          reflect.TypeFor[responses.ResponseReasoningTextDeltaEvent](),
+	"response.reasoning_text.done":           reflect.TypeFor[responses.ResponseReasoningTextDoneEvent](),
+	"response.function_call_arguments.delta": reflect.TypeFor[responses.ResponseFunctionCallArgumentsDeltaEvent](),
+	"response.function_call_arguments.done":  reflect.TypeFor[responses.ResponseFunctionCallArgumentsDoneEvent](),
+	"error":                                  reflect.TypeFor[responses.ResponseErrorEvent](),
+}
+
+// checkEvent checks an event's fields against openai-go's type of it, and the response
+// or item it carries.
+func checkEvent(t *testing.T, data, typ string) {
+	t.Helper()
+	var raw map[string]json.RawMessage
+	require.NoError(t, json.Unmarshal([]byte(data), &raw))
+	rt, ok := eventTypes[typ]
+	if !assert.True(t, ok, "unknown event type %q", typ) {
+		return
+	}
+	checkFields(t, rt.Name(), raw, rt, "required")
+	if r, ok := raw["response"]; ok && (typ == "response.completed" || typ == "response.incomplete") {
+		checkRequired(t, string(r))
+	}
+	if item, ok := raw["item"]; ok {
+		checkItem(t, item)
+	}
 }
 
 // withoutIDs is a response's output with the item ids blanked, to compare two
@@ -271,11 +310,21 @@ func checkRequired(t *testing.T, body string) {
 	var usage map[string]json.RawMessage
 	require.NoError(t, json.Unmarshal(raw["usage"], &usage))
 	checkFields(t, "ResponseUsage", usage, reflect.TypeFor[responses.ResponseUsage](), "required")
-	var items []map[string]json.RawMessage
+	var items []json.RawMessage
 	require.NoError(t, json.Unmarshal(raw["output"], &items))
 	for _, item := range items {
-		var typ string
-		require.NoError(t, json.Unmarshal(item["type"], &typ))
+		checkItem(t, item)
+	}
+}
+
+// checkItem checks an output item's fields against openai-go's type of it.
+func checkItem(t *testing.T, raw json.RawMessage) {
+	t.Helper()
+	var item map[string]json.RawMessage
+	require.NoError(t, json.Unmarshal(raw, &item))
+	var typ string
+	require.NoError(t, json.Unmarshal(item["type"], &typ))
+	{
 		switch typ {
 		case "message":
 			checkFields(t, "ResponseOutputMessage", item, reflect.TypeFor[responses.ResponseOutputMessage](), "required")

@@ -7,7 +7,10 @@ import (
 	"net/http"
 	"reflect"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/bonsai-go/sdk/bonsai"
 	"github.com/bonsai-go/sdk/internal/serve"
@@ -740,4 +743,103 @@ func TestResponsesParam(t *testing.T) {
 	} {
 		assert.Equal(t, want, responsesParam(in), in)
 	}
+}
+
+// TestResponsesDrain: responses the server ends as it drains (StopAll) are incomplete,
+// whole and streamed (response.incomplete, read by openai-go), with what they generated
+// and its usage; a request after that gets 503 with Retry-After.
+func TestResponsesDrain(t *testing.T) {
+	cfg := serve.Config{Parallel: 2}
+	var tokens sync.Map // of each generation (its context), *atomic.Int32
+	serve.SetTokenHook(&cfg, func(ctx context.Context) {
+		n, _ := tokens.LoadOrStore(ctx, new(atomic.Int32))
+		n.(*atomic.Int32).Add(1)
+		time.Sleep(2 * time.Millisecond)
+	})
+	s, ts := newTestServer(t, tinyModel, cfg)
+	c, _ := client(ts)
+	p := respParams("Hello there", 3000)
+	got := make(chan *responses.Response, 2)
+	go func() {
+		st := c.Responses.NewStreaming(context.Background(), p)
+		var last *responses.Response
+		for st.Next() {
+			if ev := st.Current(); ev.Type == "response.incomplete" || ev.Type == "response.completed" {
+				r := ev.Response
+				last = &r
+			}
+		}
+		assert.NoError(t, st.Err())
+		got <- last
+	}()
+	go func() {
+		r, err := c.Responses.New(context.Background(), p)
+		assert.NoError(t, err)
+		got <- r
+	}()
+	deadline := time.Now().Add(10 * time.Second)
+	for started := 0; started < 2; {
+		require.True(t, time.Now().Before(deadline), "the generations did not start")
+		time.Sleep(time.Millisecond)
+		started = 0
+		tokens.Range(func(_, n any) bool {
+			if n.(*atomic.Int32).Load() >= 5 {
+				started++
+			}
+			return true
+		})
+	}
+	s.StopAll()
+	for range 2 {
+		r := <-got
+		require.NotNil(t, r)
+		assert.Equal(t, responses.ResponseStatusIncomplete, r.Status, r.RawJSON())
+		assert.Equal(t, "max_output_tokens", r.IncompleteDetails.Reason)
+		assert.GreaterOrEqual(t, r.Usage.OutputTokens, int64(5))
+		assert.Less(t, r.Usage.TotalTokens, int64(tinyModel.ContextSize()), "cut by the drain, not by the context")
+		require.NotEmpty(t, r.Output)
+	}
+	code, h, b := post(t, ts.URL+"/v1/responses", `{"input": "Hi", "max_output_tokens": 3}`)
+	assert.Equal(t, http.StatusServiceUnavailable, code, "%s", b)
+	assert.NotEmpty(t, h.Get("Retry-After"))
+}
+
+// TestResponsesStreamError: a stream the server cancels (CancelAll) ends with an error
+// event in OpenAI's shape, after the events sent so far.
+func TestResponsesStreamError(t *testing.T) {
+	cfg := serve.Config{}
+	var n atomic.Int32
+	serve.SetTokenHook(&cfg, func(context.Context) {
+		n.Add(1)
+		time.Sleep(2 * time.Millisecond)
+	})
+	s, ts := newTestServer(t, tinyModel, cfg)
+	c, rec := client(ts)
+	done := make(chan []string)
+	go func() {
+		st := c.Responses.NewStreaming(context.Background(), respParams("Hello there", 3000))
+		var types []string
+		for st.Next() {
+			types = append(types, st.Current().Type)
+		}
+		assert.NoError(t, st.Err())
+		done <- types
+	}()
+	deadline := time.Now().Add(10 * time.Second)
+	for n.Load() < 5 {
+		require.True(t, time.Now().Before(deadline), "the generation did not start")
+		time.Sleep(time.Millisecond)
+	}
+	s.CancelAll()
+	types := <-done
+	require.NotEmpty(t, types)
+	assert.Equal(t, "error", types[len(types)-1])
+	events := readNamedEvents(t, rec.last())
+	last := events[len(events)-1]
+	checkEvent(t, last.data, last.name)
+	var e responses.ResponseErrorEvent
+	require.NoError(t, json.Unmarshal([]byte(last.data), &e))
+	assert.Equal(t, "shutting_down", e.Code)
+	assert.Equal(t, int64(len(events)-1), e.SequenceNumber)
+	assert.NotEmpty(t, e.Message)
 }

@@ -406,6 +406,9 @@ func TestResponsesTools(t *testing.T) {
 			Temperature:       oai.Float(1),
 			MaxOutputTokens:   oai.Int(400),
 		}
+		if n == 2 { // a named function, as the second form of a forced call
+			p.ToolChoice = responses.ResponseNewParamsToolChoiceUnion{OfFunctionTool: &responses.ToolChoiceFunctionParam{Name: "get_weather"}}
+		}
 		whole, err := c.Responses.New(ctx, p, seed(n))
 		require.NoError(t, err)
 		checkRequired(t, rec.last())
@@ -424,7 +427,12 @@ func TestResponsesTools(t *testing.T) {
 		assert.True(t, strings.HasPrefix(call.ID, "fc_"), call.ID)
 		assert.Equal(t, responses.ResponseFunctionToolCallStatusCompleted, call.Status)
 		validate(t, schema, call.Arguments)
-		assert.Equal(t, "required", string(whole.ToolChoice.OfToolChoiceMode))
+		if n == 2 {
+			assert.Equal(t, "function", whole.ToolChoice.Type)
+			assert.Equal(t, "get_weather", whole.ToolChoice.Name)
+		} else {
+			assert.Equal(t, "required", string(whole.ToolChoice.OfToolChoiceMode))
+		}
 		require.Len(t, whole.Tools, 1)
 		assert.Equal(t, "get_weather", whole.Tools[0].Name)
 

@@ -50,5 +50,8 @@
 // continues a stored response's conversation (its input and output, without its
 // instructions), and the prompt's prefix comes from the session that holds it, as
 // usage.input_tokens_details.cached_tokens shows. An unknown previous_response_id is
-// a 400 previous_response_not_found, as OpenAI answers.
+// a 400 previous_response_not_found, as OpenAI answers. The store is the process's:
+// behind a load balancer with several replicas a follow-up finds the previous response
+// only on the replica that answered it; a client can always send the whole
+// conversation as items instead.
 package openai

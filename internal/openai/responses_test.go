@@ -499,6 +499,16 @@ func TestResponsesJSONSchema(t *testing.T) {
 		assert.Equal(t, "json_schema", r.Text.Format.Type)
 		assert.Equal(t, "weather", r.Text.Format.Name)
 	}
+	// json_object: a JSON object, of any shape.
+	p := respParams("Some JSON.", 400)
+	p.Temperature = oai.Float(1)
+	p.Text = responses.ResponseTextConfigParam{Format: responses.ResponseFormatTextConfigUnionParam{OfJSONObject: &shared.ResponseFormatJSONObjectParam{}}}
+	r, err := c.Responses.New(context.Background(), p, seed(1))
+	require.NoError(t, err)
+	require.Equal(t, responses.ResponseStatusCompleted, r.Status, rec.last())
+	var obj map[string]any
+	assert.NoError(t, json.Unmarshal([]byte(r.OutputText()), &obj), r.OutputText())
+	assert.Equal(t, "json_object", r.Text.Format.Type)
 }
 
 // TestResponsesPrevious: a follow-up by previous_response_id continues the stored

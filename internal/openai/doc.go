@@ -4,6 +4,8 @@
 //	POST /v1/chat/completions   a chat turn, whole or streamed as server-sent events
 //	POST /v1/completions        a plain-text continuation, whole or streamed
 //	GET  /v1/models             the one model served; GET /v1/models/{id} likewise
+//	POST /v1/responses          the Responses API: a response, whole or as typed events
+//	GET  /v1/responses/{id}     a stored response; DELETE removes it
 //
 // The model a request names is not checked: clients send names of their own ("gpt-4o"),
 // and the one model served answers every name, as in the Messages API beside it;
@@ -32,4 +34,30 @@
 // enforced by the SDK's constrained decoding, as response_format json_object and
 // json_schema are. A schema the engine refuses is answered with a 400 naming the
 // parameter, the keyword and its JSON path (code invalid_schema).
+//
+// The Responses API takes input as text or items (messages, function_call,
+// function_call_output and reasoning items), instructions, function tools, tool_choice,
+// parallel_tool_calls, text.format (text, json_object, json_schema), max_output_tokens,
+// temperature, top_p, reasoning.effort ("none" and "minimal" switch thinking off, the
+// others on; enable_thinking wins when both are sent), store, previous_response_id,
+// metadata and user, and the chat endpoint's extensions (top_k, min_p,
+// repetition_penalty, seed, enable_thinking). It answers a Response with message,
+// function_call and reasoning items (the thinking in reasoning_text content, summary
+// empty), or streams it as OpenAI's typed events, each named by an event: line and
+// numbered by sequence_number: response.created, response.in_progress, then per item
+// output_item.added, its content_part.added, its deltas (output_text,
+// reasoning_text, function_call_arguments), their done events, output_item.done, and
+// last response.completed, or response.incomplete with incomplete_details
+// {"reason": "max_output_tokens"} when cut at the limit, at the context's end or by a
+// drain. Unknown fields are ignored, as on the chat endpoint; background, conversation,
+// prompt, top_logprobs and tools other than functions get a 400 naming them. Responses
+// are stored unless store is false, in memory, bounded by Config.StoredResponses and
+// StoredResponseBytes (least recently used dropped first): previous_response_id
+// continues a stored response's conversation (its input and output, without its
+// instructions), and the prompt's prefix comes from the session that holds it, as
+// usage.input_tokens_details.cached_tokens shows. An unknown previous_response_id is
+// a 400 previous_response_not_found, as OpenAI answers. The store is the process's:
+// behind a load balancer with several replicas a follow-up finds the previous response
+// only on the replica that answered it; a client can always send the whole
+// conversation as items instead.
 package openai

@@ -13,8 +13,9 @@ import (
 // job is one validated generation request.
 type job struct {
 	endpoint     string
-	promptParam  string         // the parameter the prompt came in, for errors
-	p            *bonsai.Prompt // the prepared generation
+	promptParam  string              // the parameter the prompt came in, for errors
+	param        func(string) string // renames the chat's parameters to the endpoint's, or nil
+	p            *bonsai.Prompt      // the prepared generation
 	stream       bool
 	includeUsage bool
 }
@@ -92,23 +93,11 @@ func (s *api) run(w http.ResponseWriter, r *http.Request, j *job, out responder)
 			writeError(w, e)
 		}
 	}
-	switch {
-	case errors.Is(genErr, serve.ErrQueueFull):
-		fail(overloaded(fmt.Sprintf("The server is busy: %d generations are running and %d requests are queued. Retry later.",
-			s.cfg.Parallel, s.cfg.Queue), "queue_full", 1))
+	if e := s.generationError(genErr, ev != nil); e != nil {
+		fail(e)
 		return
-	case errors.Is(genErr, serve.ErrShuttingDown):
-		msg := "The server is shutting down."
-		if ev != nil {
-			msg = "The server is shutting down: the generation was stopped."
-		}
-		// Refused before it started: another replica can take it.
-		fail(overloaded(msg, "shutting_down", serve.RetryAfterSeconds))
-		return
-	case genErr != nil:
-		fail(serverError("Generation failed: %v.", genErr))
-		return
-	case res.FinishReason == bonsai.FinishCancelled:
+	}
+	if res.FinishReason == bonsai.FinishCancelled {
 		return // the client is gone
 	}
 	finish := "stop"
@@ -135,6 +124,26 @@ func (s *api) run(w http.ResponseWriter, r *http.Request, j *job, out responder)
 		ev.Send("", out.usage(u))
 	}
 	ev.Write([]byte("data: [DONE]\n\n"))
+}
+
+// generationError is the answer to a generation that failed (Server.Run's error), or
+// nil; streamed says whether a stream had begun.
+func (s *api) generationError(genErr error, streamed bool) *apiError {
+	switch {
+	case genErr == nil:
+		return nil
+	case errors.Is(genErr, serve.ErrQueueFull):
+		return overloaded(fmt.Sprintf("The server is busy: %d generations are running and %d requests are queued. Retry later.",
+			s.cfg.Parallel, s.cfg.Queue), "queue_full", 1)
+	case errors.Is(genErr, serve.ErrShuttingDown):
+		msg := "The server is shutting down."
+		if streamed {
+			msg = "The server is shutting down: the generation was stopped."
+		}
+		// Refused before it started: another replica can take it.
+		return overloaded(msg, "shutting_down", serve.RetryAfterSeconds)
+	}
+	return serverError("Generation failed: %v.", genErr)
 }
 
 // piece turns a report into its output.

@@ -47,6 +47,9 @@ func (s *api) prepare(j *job, in bonsai.Input, opt bonsai.GenerateOptions) *apiE
 		case oe.Option == "ToolChoice" && opt.ToolChoice.Mode == bonsai.ToolChoiceFunction:
 			param = "tool_choice.function.name"
 		}
+		if j.param != nil {
+			param = j.param(param)
+		}
 		e := invalid(param, "Invalid '%s': %v.", param, oe.Err)
 		if errors.Is(err, bonsai.ErrInvalidSchema) {
 			e.withCode("invalid_schema")

@@ -15,6 +15,13 @@ import (
 type Config struct {
 	// OwnedBy is the model's owned_by in /v1/models (default "prismml").
 	OwnedBy string
+	// StoredResponses bounds how many responses of /v1/responses are kept for
+	// previous_response_id and GET /v1/responses/{id}, the least recently used dropped
+	// first (0: DefaultStoredResponses; negative: none are kept).
+	StoredResponses int
+	// StoredResponseBytes bounds the memory the stored responses take, about: their
+	// JSON and their conversations (0: DefaultStoredResponseBytes).
+	StoredResponseBytes int64
 }
 
 // api serves the OpenAI API's routes on a serve.Server.
@@ -24,6 +31,7 @@ type api struct {
 	cfg     serve.Config
 	ownedBy string
 	created int64
+	store   *responseStore // the stored responses of /v1/responses
 }
 
 // The endpoint names of the OpenAI generations, in GenerationEnd and the metrics.
@@ -48,6 +56,11 @@ func Register(srv *serve.Server, cfg Config) {
 		srv.Handle("GET "+p, http.HandlerFunc(s.models))
 	}
 	srv.Handle("GET /v1/models/{id...}", http.HandlerFunc(s.model))
+	for _, p := range []string{"/v1/responses", "/responses"} {
+		srv.Handle("POST "+p, http.HandlerFunc(s.responses))
+		srv.Handle("GET "+p+"/{id}", http.HandlerFunc(s.getResponse))
+		srv.Handle("DELETE "+p+"/{id}", http.HandlerFunc(s.deleteResponse))
+	}
 	srv.HandleErrors("/", routeError)
 	srv.HandleUnauthorized("/", nil, unauthorized)
 }
@@ -56,7 +69,14 @@ func newAPI(srv *serve.Server, cfg Config) *api {
 	if cfg.OwnedBy == "" {
 		cfg.OwnedBy = "prismml"
 	}
-	return &api{srv: srv, m: srv.Model(), cfg: srv.Config(), ownedBy: cfg.OwnedBy, created: time.Now().Unix()}
+	if cfg.StoredResponses == 0 {
+		cfg.StoredResponses = DefaultStoredResponses
+	}
+	if cfg.StoredResponseBytes <= 0 {
+		cfg.StoredResponseBytes = DefaultStoredResponseBytes
+	}
+	return &api{srv: srv, m: srv.Model(), cfg: srv.Config(), ownedBy: cfg.OwnedBy, created: time.Now().Unix(),
+		store: newResponseStore(cfg.StoredResponses, cfg.StoredResponseBytes)}
 }
 
 // routeError answers a request no route takes: 404, or 405 with Allow set.

@@ -7,9 +7,11 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/bonsai-go/sdk/internal/serve"
 	"github.com/stretchr/testify/assert"
@@ -95,12 +97,16 @@ func TestKeysConcurrent(t *testing.T) {
 			}
 		})
 	}
-	for i := 0; i < 20000 && !(sawA.Load() && sawB.Load()); i++ {
+	// Swap until the checkers have seen both sets, however busy the machine: a count of
+	// swaps can run out before a checker is scheduled at all.
+	deadline := time.Now().Add(20 * time.Second)
+	for i := 0; !(sawA.Load() && sawB.Load()) && time.Now().Before(deadline); i++ {
 		if i%2 == 0 {
 			require.NoError(t, k.Set("b1", "b2"))
 		} else {
 			require.NoError(t, k.Set("a1", "a2"))
 		}
+		runtime.Gosched()
 	}
 	close(stop)
 	wg.Wait()

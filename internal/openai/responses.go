@@ -311,15 +311,8 @@ func (j *respJob) readTools(req *responsesRequest, opt *bonsai.GenerateOptions) 
 	if raw := bytes.TrimSpace(req.ToolChoice); len(raw) > 0 && string(raw) != "null" {
 		var mode string
 		if json.Unmarshal(raw, &mode) == nil {
-			switch mode {
-			case "auto":
-				opt.ToolChoice.Mode = bonsai.ToolChoiceAuto
-			case "none":
-				opt.ToolChoice.Mode = bonsai.ToolChoiceNone
-			case "required":
-				opt.ToolChoice.Mode = bonsai.ToolChoiceRequired
-			default:
-				return invalid("tool_choice", "Invalid 'tool_choice': %q (want \"none\", \"auto\", \"required\" or a function).", mode)
+			if err := toolChoiceMode(mode, opt); err != nil {
+				return err
 			}
 			j.toolChoice = mode
 		} else {

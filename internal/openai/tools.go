@@ -100,17 +100,7 @@ func (r *chatRequest) toolChoice(opt *bonsai.GenerateOptions) *apiError {
 	}
 	var mode string
 	if json.Unmarshal(raw, &mode) == nil {
-		switch mode {
-		case "auto":
-			opt.ToolChoice.Mode = bonsai.ToolChoiceAuto
-		case "none":
-			opt.ToolChoice.Mode = bonsai.ToolChoiceNone
-		case "required":
-			opt.ToolChoice.Mode = bonsai.ToolChoiceRequired
-		default:
-			return invalid("tool_choice", "Invalid 'tool_choice': %q (want \"none\", \"auto\", \"required\" or a function).", mode)
-		}
-		return nil
+		return toolChoiceMode(mode, opt)
 	}
 	var named struct {
 		Type     string `json:"type"`
@@ -122,6 +112,22 @@ func (r *chatRequest) toolChoice(opt *bonsai.GenerateOptions) *apiError {
 		return invalid("tool_choice", "Invalid 'tool_choice': expected \"none\", \"auto\", \"required\" or {\"type\": \"function\", \"function\": {\"name\": ...}}.")
 	}
 	opt.ToolChoice = bonsai.ToolChoice{Mode: bonsai.ToolChoiceFunction, Name: named.Function.Name}
+	return nil
+}
+
+// toolChoiceMode sets the tool-choice mode a string tool_choice names, as both the chat
+// and the Responses API spell it.
+func toolChoiceMode(mode string, opt *bonsai.GenerateOptions) *apiError {
+	switch mode {
+	case "auto":
+		opt.ToolChoice.Mode = bonsai.ToolChoiceAuto
+	case "none":
+		opt.ToolChoice.Mode = bonsai.ToolChoiceNone
+	case "required":
+		opt.ToolChoice.Mode = bonsai.ToolChoiceRequired
+	default:
+		return invalid("tool_choice", "Invalid 'tool_choice': %q (want \"none\", \"auto\", \"required\" or a function).", mode)
+	}
 	return nil
 }
 

@@ -22,20 +22,25 @@ const (
 )
 
 // CompileJSONSchema compiles a JSON Schema into the grammar of the JSON values it
-// accepts, written compactly or with the usual whitespace.
+// accepts, written compactly: no whitespace before or after the value or around
+// brackets, and at most one space after each ',' and ':' (a model cannot spend its
+// tokens on whitespace; see sepRule).
 //
 // Supported: type (one or a list), object with properties, required and
 // additionalProperties (false, true or a schema), array with items, minItems and
-// maxItems, string with minLength and maxLength (in characters), number, integer (with
-// minimum, maximum, exclusiveMinimum and exclusiveMaximum, within ±10^15),
-// boolean, null, enum, const, anyOf and oneOf (read as anyOf), allOf of one schema,
-// $ref to "#", "#/$defs/…" or "#/definitions/…" (recursion allowed), and the
-// annotations (title, description, default, examples, format, $schema, $id,
-// $comment, deprecated, readOnly, writeOnly). Any other keyword that changes which
-// values are valid (minimum, pattern, not, …) is an error naming it: the grammar
-// never accepts what the schema rejects. Properties the schema lists are written in
-// its order; an object without additionalProperties is closed (a subset of what the
-// schema allows, as llama.cpp reads it).
+// maxItems, string with minLength and maxLength (in characters), pattern (a subset of
+// ECMA-262, see regex.go) or format (date, time, date-time, duration, uuid, ipv4,
+// ipv6, hostname, email, uri: see format.go), number, integer (with minimum,
+// maximum, exclusiveMinimum and exclusiveMaximum, within ±10^15), boolean, null,
+// enum, const, anyOf and oneOf (read as anyOf), allOf of one schema, $ref to "#",
+// "#/$defs/…" or "#/definitions/…" (recursion allowed), and the annotations (title,
+// description, default, examples, $schema, $id, $comment, deprecated, readOnly,
+// writeOnly, and a format not listed above). Any other keyword that changes which
+// values are valid (minimum on a number, multipleOf, not, …) is an error naming it,
+// as is a pattern outside the subset or a pattern or format beside minLength or
+// maxLength: the grammar never accepts what the schema rejects. Properties the schema
+// lists are written in its order; an object without additionalProperties is closed (a
+// subset of what the schema allows, as llama.cpp reads it).
 func CompileJSONSchema(schema []byte, opt SchemaOptions) (*Grammar, error) {
 	doc, err := parseJV(schema)
 	if err != nil {
@@ -47,7 +52,7 @@ func CompileJSONSchema(schema []byte, opt SchemaOptions) (*Grammar, error) {
 		return nil, err
 	}
 	b := c.b
-	root := b.seqRule("root", ref(c.lead()), ref(r))
+	root := b.seqRule("root", ref(r))
 	g, err := b.build(root)
 	if err != nil {
 		return nil, schemaErr("schema", "", "%v", err)
@@ -60,32 +65,34 @@ type schemaCompiler struct {
 	doc  *jv
 	opt  SchemaOptions
 	refs map[string]int32
+	// classes remembers the rule of each character set of a pattern.
+	classes map[string]int32
 	// shared rules, made on first use
 	ws, leadWS, str, num, integer, any, char, boolean, null int32
 }
 
 func newSchemaCompiler(doc *jv, opt SchemaOptions) *schemaCompiler {
-	return &schemaCompiler{b: newBuilder(), doc: doc, opt: opt, refs: map[string]int32{},
+	return &schemaCompiler{b: newBuilder(), doc: doc, opt: opt, refs: map[string]int32{}, classes: map[string]int32{},
 		ws: -1, leadWS: -1, str: -1, num: -1, integer: -1, any: -1, char: -1, boolean: -1, null: -1}
 }
 
-// wsRule is the whitespace between JSON tokens: none, a space, or a newline and up to
-// 16 spaces of indent.
-func (c *schemaCompiler) wsRule() int32 {
+// sepRule is the whitespace after a ',' or ':' between JSON tokens: none or one
+// space. It is the only whitespace the grammar of a schema allows — none before the
+// value, after it, around brackets or before a separator — so that a model cannot
+// spend its tokens on whitespace: a value of n separators holds at most n spaces, and
+// no newline.
+func (c *schemaCompiler) sepRule() int32 {
 	if c.ws < 0 {
 		b := c.b
-		var sp byteSet
-		sp.add(' ')
-		indent := b.repeat("indent", []elem{b.term(sp)}, 0, 16)
-		c.ws = b.newRule("ws")
+		c.ws = b.newRule("sep")
 		b.addAlt(c.ws)
 		b.addAlt(c.ws, b.lit(" ")...)
-		b.addAlt(c.ws, append(b.lit("\n"), ref(indent))...)
 	}
 	return c.ws
 }
 
-// lead is the whitespace allowed before the value: up to two newlines or spaces.
+// lead is the whitespace allowed before a tool call's markup: up to two newlines or
+// spaces.
 func (c *schemaCompiler) lead() int32 {
 	if c.leadWS < 0 {
 		var s byteSet
@@ -141,6 +148,72 @@ func utf8Multi(b *builder) [][]elem {
 		{rng(0xF1, 0xF3), cont, cont, cont},
 		{rng(0xF4, 0xF4), rng(0x80, 0x8F), cont, cont},
 	}
+}
+
+// stringSchema is the rule of a string schema's values: minLength and maxLength, or a
+// pattern, or a format, written as JSON strings (enc encJSON, with the quotes) or as a
+// tool-call parameter's raw text (encRaw).
+func (c *schemaCompiler) stringSchema(s *jv, path string, enc encoding) (int32, error) {
+	min, hasMin, err := c.count(s, "minLength", pathJoin(path, "minLength"))
+	if err != nil {
+		return 0, err
+	}
+	max, hasMax, err := c.count(s, "maxLength", pathJoin(path, "maxLength"))
+	if err != nil {
+		return 0, err
+	}
+	if !hasMax {
+		max = -1
+	} else if max < min {
+		return 0, schemaErr("maxLength", pathJoin(path, "maxLength"), "less than minLength")
+	}
+	var pattern, which string
+	if p := s.get("pattern"); p != nil {
+		if p.kind != 's' {
+			return 0, schemaErr("pattern", pathJoin(path, "pattern"), "must be a string")
+		}
+		pattern, which = p.str, "pattern"
+	}
+	if f := s.get("format"); f != nil && f.kind == 's' && formats[f.str] != "" {
+		if which != "" {
+			return 0, schemaErr("format", pathJoin(path, "format"), "format beside pattern is not supported")
+		}
+		pattern, which = formats[f.str], "format"
+	}
+	if which == "" {
+		if enc == encRaw {
+			if min > 0 || hasMax {
+				return c.b.repeat("raw-bounded", []elem{ref(c.charNoLT())}, min, max), nil
+			}
+			return c.rawText(), nil
+		}
+		return c.stringRule(min, max), nil
+	}
+	if hasMin || hasMax {
+		k := "minLength"
+		if !hasMin {
+			k = "maxLength"
+		}
+		return 0, schemaErr(which, pathJoin(path, which), "%s beside %s is not supported", which, k)
+	}
+	body, err := c.patternRule(pattern, enc)
+	if err != nil {
+		if err == errTooLarge {
+			return 0, schemaErr(which, pathJoin(path, which), "the pattern makes too large a grammar")
+		}
+		return 0, schemaErr(which, pathJoin(path, which), "%v", err)
+	}
+	if enc == encRaw {
+		return body, nil
+	}
+	q := c.b.term(single('"'))
+	return c.b.seqRule("string", q, ref(body), q), nil
+}
+
+// knownFormat reports whether s has a format the compiler enforces.
+func knownFormat(s *jv) bool {
+	f := s.get("format")
+	return f != nil && f.kind == 's' && formats[f.str] != ""
 }
 
 func (c *schemaCompiler) stringRule(min, max int) int32 {
@@ -218,19 +291,19 @@ func (c *schemaCompiler) anyRule() int32 {
 	}
 	b := c.b
 	c.any = b.newRule("value")
-	ws := ref(c.wsRule())
-	// object: "{" ws ( member ( "," ws member )* )? ws "}"
-	member := b.seqRule("member", ref(c.stringRule(0, -1)), ws, b.term(single(':')), ws, ref(c.any))
-	more := b.star("members", append(b.lit(","), ws, ref(member))...)
+	sep := ref(c.sepRule())
+	// object: "{" ( member ( "," sep member )* )? "}"
+	member := b.seqRule("member", ref(c.stringRule(0, -1)), b.term(single(':')), sep, ref(c.any))
+	more := b.star("members", append(b.lit(","), sep, ref(member))...)
 	body := b.newRule("object-body")
 	b.addAlt(body)
-	b.addAlt(body, ref(member), ref(more), ws)
-	obj := b.seqRule("object", b.term(single('{')), ws, ref(body), b.term(single('}')))
-	items := b.star("items", append(b.lit(","), ws, ref(c.any))...)
+	b.addAlt(body, ref(member), ref(more))
+	obj := b.seqRule("object", b.term(single('{')), ref(body), b.term(single('}')))
+	items := b.star("items", append(b.lit(","), sep, ref(c.any))...)
 	abody := b.newRule("array-body")
 	b.addAlt(abody)
-	b.addAlt(abody, ref(c.any), ref(items), ws)
-	arr := b.seqRule("array", b.term(single('[')), ws, ref(abody), b.term(single(']')))
+	b.addAlt(abody, ref(c.any), ref(items))
+	arr := b.seqRule("array", b.term(single('[')), ref(abody), b.term(single(']')))
 	for _, r := range []int32{obj, arr, c.stringRule(0, -1), c.numberRule(), c.literal("true", "true"), c.literal("false", "false"), c.literal("null", "null")} {
 		b.addAlt(c.any, ref(r))
 	}
@@ -249,7 +322,7 @@ var annotations = map[string]bool{
 var known = map[string]bool{
 	"type": true, "properties": true, "required": true, "additionalProperties": true,
 	"items": true, "minItems": true, "maxItems": true, "minLength": true, "maxLength": true,
-	"enum": true, "const": true, "anyOf": true, "oneOf": true, "allOf": true, "$ref": true,
+	"pattern": true, "enum": true, "const": true, "anyOf": true, "oneOf": true, "allOf": true, "$ref": true,
 	"minimum": true, "maximum": true, "exclusiveMinimum": true, "exclusiveMaximum": true,
 }
 
@@ -360,7 +433,7 @@ func (c *schemaCompiler) compile(s *jv, path string, depth int) (int32, error) {
 			types = []string{"object"}
 		case s.get("items") != nil || s.get("minItems") != nil || s.get("maxItems") != nil:
 			types = []string{"array"}
-		case s.get("minLength") != nil || s.get("maxLength") != nil:
+		case s.get("minLength") != nil || s.get("maxLength") != nil || s.get("pattern") != nil || knownFormat(s):
 			types = []string{"string"}
 		case s.get("minimum") != nil || s.get("maximum") != nil || s.get("exclusiveMinimum") != nil || s.get("exclusiveMaximum") != nil:
 			types = []string{"number"}
@@ -385,20 +458,7 @@ func (c *schemaCompiler) compile(s *jv, path string, depth int) (int32, error) {
 func (c *schemaCompiler) typed(s *jv, t, path string, depth int) (int32, error) {
 	switch t {
 	case "string":
-		min, _, err := c.count(s, "minLength", pathJoin(path, "minLength"))
-		if err != nil {
-			return 0, err
-		}
-		max, hasMax, err := c.count(s, "maxLength", pathJoin(path, "maxLength"))
-		if err != nil {
-			return 0, err
-		}
-		if !hasMax {
-			max = -1
-		} else if max < min {
-			return 0, schemaErr("maxLength", pathJoin(path, "maxLength"), "less than minLength")
-		}
-		return c.stringRule(min, max), nil
+		return c.stringSchema(s, path, encJSON)
 	case "integer":
 		lo, hi, err := c.intBounds(s, path)
 		if err != nil {
@@ -437,7 +497,7 @@ func (c *schemaCompiler) typed(s *jv, t, path string, depth int) (int32, error) 
 
 func (c *schemaCompiler) object(s *jv, path string, depth int) (int32, error) {
 	b := c.b
-	ws := ref(c.wsRule())
+	sep := ref(c.sepRule())
 	props := s.get("properties")
 	if props != nil && props.kind != 'o' {
 		return 0, schemaErr("properties", pathJoin(path, "properties"), "must be an object")
@@ -470,14 +530,14 @@ func (c *schemaCompiler) object(s *jv, path string, depth int) (int32, error) {
 			if err != nil {
 				return 0, err
 			}
-			extra = b.seqRule("extra-member", ref(c.stringRule(0, -1)), ws, b.term(single(':')), ws, ref(v))
+			extra = b.seqRule("extra-member", ref(c.stringRule(0, -1)), b.term(single(':')), sep, ref(v))
 		default:
 			return 0, schemaErr("additionalProperties", pathJoin(path, "additionalProperties"), "must be a boolean or a schema")
 		}
 	} else if props == nil {
 		// {"type": "object"} alone: any object.
 		v := c.anyRule()
-		extra = b.seqRule("extra-member", ref(c.stringRule(0, -1)), ws, b.term(single(':')), ws, ref(v))
+		extra = b.seqRule("extra-member", ref(c.stringRule(0, -1)), b.term(single(':')), sep, ref(v))
 	}
 	var n int
 	var kv []int32
@@ -489,7 +549,7 @@ func (c *schemaCompiler) object(s *jv, path string, depth int) (int32, error) {
 			if err != nil {
 				return 0, err
 			}
-			kv = append(kv, b.seqRule("kv-"+k, append(b.lit(quote(k)), ws, b.term(single(':')), ws, ref(v))...))
+			kv = append(kv, b.seqRule("kv-"+k, append(b.lit(quote(k)), b.term(single(':')), sep, ref(v))...))
 			req = append(req, required[k])
 		}
 	}
@@ -499,7 +559,7 @@ func (c *schemaCompiler) object(s *jv, path string, depth int) (int32, error) {
 	first := make([]int32, n+1)
 	rest[n] = b.newRule("rest-end")
 	if extra >= 0 {
-		more := b.star("extra", append(b.lit(","), ws, ref(extra))...)
+		more := b.star("extra", append(b.lit(","), sep, ref(extra))...)
 		b.addAlt(rest[n], ref(more))
 	} else {
 		b.addAlt(rest[n])
@@ -511,7 +571,7 @@ func (c *schemaCompiler) object(s *jv, path string, depth int) (int32, error) {
 	}
 	for i := n - 1; i >= 0; i-- {
 		rest[i] = b.newRule("rest")
-		b.addAlt(rest[i], append(b.lit(","), ws, ref(kv[i]), ref(rest[i+1]))...)
+		b.addAlt(rest[i], append(b.lit(","), sep, ref(kv[i]), ref(rest[i+1]))...)
 		first[i] = b.newRule("first")
 		b.addAlt(first[i], ref(kv[i]), ref(rest[i+1]))
 		if !req[i] {
@@ -520,13 +580,13 @@ func (c *schemaCompiler) object(s *jv, path string, depth int) (int32, error) {
 		}
 	}
 	body := b.newRule("object-body")
-	b.addAlt(body, ref(first[0]), ws)
-	return b.seqRule("object", b.term(single('{')), ws, ref(body), b.term(single('}'))), nil
+	b.addAlt(body, ref(first[0]))
+	return b.seqRule("object", b.term(single('{')), ref(body), b.term(single('}'))), nil
 }
 
 func (c *schemaCompiler) array(s *jv, path string, depth int) (int32, error) {
 	b := c.b
-	ws := ref(c.wsRule())
+	sep := ref(c.sepRule())
 	var item int32
 	if it := s.get("items"); it != nil {
 		var err error
@@ -554,10 +614,10 @@ func (c *schemaCompiler) array(s *jv, path string, depth int) (int32, error) {
 		b.addAlt(body)
 	}
 	if max != 0 {
-		more := b.repeat("items", append(b.lit(","), ws, ref(item)), max0(min-1), dec(max))
-		b.addAlt(body, ref(item), ref(more), ws)
+		more := b.repeat("items", append(b.lit(","), sep, ref(item)), max0(min-1), dec(max))
+		b.addAlt(body, ref(item), ref(more))
 	}
-	return b.seqRule("array", b.term(single('[')), ws, ref(body), b.term(single(']'))), nil
+	return b.seqRule("array", b.term(single('[')), ref(body), b.term(single(']'))), nil
 }
 
 func max0(n int) int { return max(n, 0) }

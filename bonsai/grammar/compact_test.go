@@ -13,13 +13,19 @@ import (
 
 // walk writes a random output of the grammar: a byte at a time, each drawn among those
 // the automaton allows, stopping at an accepting state with probability 1/8 or when
-// nothing may follow. Past half the bound it prefers the bytes that close a value.
-// It returns false when the output reached limit bytes unfinished.
+// nothing may follow. Past half the bound it follows a shortest way to an accepting
+// state. It returns false when the output reached limit bytes unfinished.
 func walk(g *Grammar, rng *rand.Rand, limit int) ([]byte, bool) {
-	m := NewMatcher(g)
+	return walkFrom(NewMatcher(g), rng, limit)
+}
+
+// walkFrom walks from the start of m's automaton, which it shares: the states built
+// serve the next walks.
+func walkFrom(m0 *Matcher, rng *rand.Rand, limit int) ([]byte, bool) {
+	m := &Matcher{a: m0.a, cur: 0}
 	var out []byte
 	for len(out) < limit {
-		if m.Accepting() && (m.Done() || rng.IntN(8) == 0) {
+		if m.Accepting() && (m.Done() || rng.IntN(8) == 0 || len(out) > limit/2) {
 			return out, true
 		}
 		var allowed []byte
@@ -33,11 +39,8 @@ func walk(g *Grammar, rng *rand.Rand, limit int) ([]byte, bool) {
 		}
 		pick := allowed[rng.IntN(len(allowed))]
 		if len(out) > limit/2 {
-			for _, c := range allowed {
-				if strings.IndexByte(`"]}`, c) >= 0 && rng.IntN(2) == 0 {
-					pick = c
-					break
-				}
+			if c, ok := towardAccept(m.a, m.cur); ok {
+				pick = c
 			}
 		}
 		if err := m.Accept([]byte{pick}); err != nil {
@@ -46,6 +49,46 @@ func walk(g *Grammar, rng *rand.Rand, limit int) ([]byte, bool) {
 		out = append(out, pick)
 	}
 	return out, false
+}
+
+// towardAccept returns the first byte of a shortest way from state s to an accepting
+// state (breadth first over byte classes).
+func towardAccept(a *automaton, s int32) (byte, bool) {
+	first := map[int32]byte{}
+	queue := []int32{s}
+	seen := map[int32]bool{s: true}
+	for len(queue) > 0 && len(seen) < 100000 {
+		x := queue[0]
+		queue = queue[1:]
+		for cl := range a.g.classes {
+			c := a.g.classRep[cl]
+			y := a.step(x, c)
+			if y == dead || seen[y] {
+				continue
+			}
+			seen[y] = true
+			f, ok := first[x]
+			if !ok {
+				f = c
+			}
+			first[y] = f
+			if a.states[y].accept {
+				return f, true
+			}
+			queue = append(queue, y)
+		}
+	}
+	return 0, false
+}
+
+// matcher returns a function that reports whether the grammar accepts a text whole,
+// all calls sharing one automaton.
+func matcher(g *Grammar) (func(s string) bool, *Matcher) {
+	m0 := NewMatcher(g)
+	return func(s string) bool {
+		m := &Matcher{a: m0.a, cur: 0}
+		return m.Accept([]byte(s)) == nil && m.Accepting()
+	}, m0
 }
 
 // wsOK reports whether the whitespace of a JSON text is within the bound: outside
@@ -101,10 +144,11 @@ func TestWalksValidAndCompact(t *testing.T) {
 		g, err := CompileJSONSchema([]byte(schema), SchemaOptions{})
 		require.NoError(t, err, schema)
 		v := validatorFormats(t, schema)
+		m0 := NewMatcher(g)
 		rng := rand.New(rand.NewPCG(uint64(i), 7))
 		done := 0
 		for range 200 {
-			out, ok := walk(g, rng, 400)
+			out, ok := walkFrom(m0, rng, 400)
 			if !ok {
 				continue
 			}

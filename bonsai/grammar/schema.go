@@ -30,17 +30,19 @@ const (
 // additionalProperties (false, true or a schema), array with items, minItems and
 // maxItems, string with minLength and maxLength (in characters), pattern (a subset of
 // ECMA-262, see regex.go) or format (date, time, date-time, duration, uuid, ipv4,
-// ipv6, hostname, email, uri: see format.go), number, integer (with minimum,
-// maximum, exclusiveMinimum and exclusiveMaximum, within ±10^15), boolean, null,
-// enum, const, anyOf and oneOf (read as anyOf), allOf of one schema, $ref to "#",
-// "#/$defs/…" or "#/definitions/…" (recursion allowed), and the annotations (title,
-// description, default, examples, $schema, $id, $comment, deprecated, readOnly,
-// writeOnly, and a format not listed above). Any other keyword that changes which
-// values are valid (minimum on a number, multipleOf, not, …) is an error naming it,
-// as is a pattern outside the subset or a pattern or format beside minLength or
-// maxLength: the grammar never accepts what the schema rejects. Properties the schema
-// lists are written in its order; an object without additionalProperties is closed (a
-// subset of what the schema allows, as llama.cpp reads it).
+// ipv6, hostname, email, uri: see format.go), integer (with minimum, maximum,
+// exclusiveMinimum and exclusiveMaximum, within ±10^15), number (with the same bounds
+// when they are integers: it is then written without exponent), multipleOf on either
+// (see numrange.go), boolean, null, enum, const, anyOf and oneOf (read as anyOf),
+// allOf of one schema, $ref to "#", "#/$defs/…" or "#/definitions/…" (recursion
+// allowed), and the annotations (title, description, default, examples, $schema,
+// $id, $comment, deprecated, readOnly, writeOnly, and a format not listed above).
+// Any other keyword that changes which values are valid (not, uniqueItems, …) is an
+// error naming it, as is what the supported ones cannot express (a pattern outside
+// the subset, a pattern or format beside minLength or maxLength, a fractional bound
+// on a number): the grammar never accepts what the schema rejects. Properties the
+// schema lists are written in its order; an object without additionalProperties is
+// closed (a subset of what the schema allows, as llama.cpp reads it).
 func CompileJSONSchema(schema []byte, opt SchemaOptions) (*Grammar, error) {
 	doc, err := parseJV(schema)
 	if err != nil {
@@ -67,6 +69,8 @@ type schemaCompiler struct {
 	refs map[string]int32
 	// classes remembers the rule of each character set of a pattern.
 	classes map[string]int32
+	// fracs are the fraction rules of bounded numbers.
+	fracs map[int]int32
 	// shared rules, made on first use
 	ws, leadWS, str, num, integer, any, char, boolean, null int32
 }
@@ -324,6 +328,7 @@ var known = map[string]bool{
 	"items": true, "minItems": true, "maxItems": true, "minLength": true, "maxLength": true,
 	"pattern": true, "enum": true, "const": true, "anyOf": true, "oneOf": true, "allOf": true, "$ref": true,
 	"minimum": true, "maximum": true, "exclusiveMinimum": true, "exclusiveMaximum": true,
+	"multipleOf": true,
 }
 
 func pathJoin(path string, parts ...string) string {
@@ -435,7 +440,7 @@ func (c *schemaCompiler) compile(s *jv, path string, depth int) (int32, error) {
 			types = []string{"array"}
 		case s.get("minLength") != nil || s.get("maxLength") != nil || s.get("pattern") != nil || knownFormat(s):
 			types = []string{"string"}
-		case s.get("minimum") != nil || s.get("maximum") != nil || s.get("exclusiveMinimum") != nil || s.get("exclusiveMaximum") != nil:
+		case s.get("minimum") != nil || s.get("maximum") != nil || s.get("exclusiveMinimum") != nil || s.get("exclusiveMaximum") != nil || s.get("multipleOf") != nil:
 			types = []string{"number"}
 		default:
 			return c.anyRule(), nil
@@ -460,6 +465,13 @@ func (c *schemaCompiler) typed(s *jv, t, path string, depth int) (int32, error) 
 	case "string":
 		return c.stringSchema(s, path, encJSON)
 	case "integer":
+		k, _, err := c.multipleOf(s, path)
+		if err != nil {
+			return 0, err
+		}
+		if k > 0 {
+			return c.multipleRule(k), nil
+		}
 		lo, hi, err := c.intBounds(s, path)
 		if err != nil {
 			return 0, err
@@ -469,12 +481,28 @@ func (c *schemaCompiler) typed(s *jv, t, path string, depth int) (int32, error) 
 		}
 		return c.intRangeRule(lo, hi), nil
 	case "number":
-		for _, k := range []string{"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"} {
-			if s.get(k) != nil {
-				return 0, schemaErr(k, pathJoin(path, k), "bounds are supported on integers only")
-			}
+		k, decimals, err := c.multipleOf(s, path)
+		if err != nil {
+			return 0, err
 		}
-		return c.numberRule(), nil
+		switch {
+		case k > 0:
+			return c.multipleRule(k), nil
+		case decimals > 0:
+			return c.decimalsRule(decimals), nil
+		}
+		lo, hi, err := c.numBounds(s, path)
+		if err != nil {
+			return 0, err
+		}
+		if lo.v == nil && hi.v == nil {
+			return c.numberRule(), nil
+		}
+		r, ok := c.numberRangeRule(lo, hi)
+		if !ok {
+			return 0, schemaErr("minimum", path, "no number lies between the bounds")
+		}
+		return r, nil
 	case "boolean":
 		if c.boolean < 0 {
 			c.boolean = c.b.newRule("boolean")

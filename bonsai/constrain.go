@@ -83,12 +83,15 @@ func (c *constraint) accept(id int32, thinking bool) error {
 // grammarVocab returns the model's vocabulary prepared for masking, built on first use
 // and shared by every session. Control tokens are never allowed by a grammar (the
 // end-of-generation ones are added where it is complete); user-defined tokens
-// (<tool_call>, <think>) stand for their text.
+// (<tool_call>) stand for their text, except <think> and </think>: the generator reads
+// them as markup that switches the grammar off or on, so inside a JSON string they
+// would end the constraint (spelled with other tokens, the text is allowed).
 func (m *Model) grammarVocab() *grammar.Vocab {
 	m.vocabOnce.Do(func() {
 		t := m.tok
+		open, close := m.thinkIDs()
 		m.vocab = grammar.NewVocab(m.weights.Vocab(), func(id int32) ([]byte, bool) {
-			if int(id) >= t.Len() || t.IsEndOfGeneration(id) || (t.IsSpecial(id) && t.Type(id) != tokenizer.UserDefined) {
+			if int(id) >= t.Len() || t.IsEndOfGeneration(id) || (t.IsSpecial(id) && t.Type(id) != tokenizer.UserDefined) || id == open || id == close {
 				return nil, false
 			}
 			return []byte(t.Piece(id)), true

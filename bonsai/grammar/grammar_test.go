@@ -52,13 +52,14 @@ func TestSchemaMatches(t *testing.T) {
 
 func TestSchemaErrors(t *testing.T) {
 	cases := []struct{ schema, keyword, path string }{
-		{`{"type":"number","minimum":3}`, "minimum", "/minimum"},
-		{`{"minimum":3}`, "minimum", "/minimum"},
+		{`{"type":"number","minimum":3.5}`, "minimum", "/minimum"},
+		{`{"minimum":3.5}`, "minimum", "/minimum"},
+		{`{"type":"array","uniqueItems":true}`, "uniqueItems", "/uniqueItems"},
 		{`{"type":"integer","minimum":3,"maximum":2}`, "minimum", ""},
 		{`{"type":"integer","maximum":1e20}`, "maximum", "/maximum"},
 		{`{"type":"object","properties":{"a":{"type":"string","pattern":"(x)\\1"}}}`, "pattern", "/properties/a/pattern"},
 		{`{"type":"string","format":"date","maxLength":3}`, "format", "/format"},
-		{`{"type":"number","multipleOf":3}`, "multipleOf", "/multipleOf"},
+		{`{"type":"number","not":{"type":"integer"}}`, "not", "/not"},
 		{`{"type":"strin"}`, "type", "/type"},
 		{`{"$ref":"http://example.com/s"}`, "$ref", "/$ref"},
 		{`{"$ref":"#/$defs/missing"}`, "$ref", "/$ref"},

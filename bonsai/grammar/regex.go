@@ -35,7 +35,7 @@ import (
 const (
 	maxPatternLen = 4096  // bytes of a pattern
 	maxRepeat     = 1000  // the largest count of {n,m}
-	maxExpansion  = 10000 // the product of nested bounded counts
+	maxExpansion  = 1000  // the product of nested counts: a state of the automaton may hold as many parse stacks
 	maxReDepth    = 64    // nesting of groups
 	maxRune       = utf8.MaxRune
 )
@@ -67,7 +67,12 @@ type regexError struct {
 	msg string
 }
 
-func (e *regexError) Error() string { return fmt.Sprintf("at offset %d: %s", e.pos, e.msg) }
+func (e *regexError) Error() string {
+	if e.pos < 0 {
+		return e.msg
+	}
+	return fmt.Sprintf("at offset %d: %s", e.pos, e.msg)
+}
 
 type reParser struct {
 	src   string
@@ -78,10 +83,10 @@ type reParser struct {
 // parseRegex parses an ECMA-262 pattern of the supported subset.
 func parseRegex(src string) (n *reNode, err error) {
 	if len(src) > maxPatternLen {
-		return nil, &regexError{0, fmt.Sprintf("the pattern is longer than %d bytes", maxPatternLen)}
+		return nil, &regexError{-1, fmt.Sprintf("the pattern is longer than %d bytes", maxPatternLen)}
 	}
 	if !utf8.ValidString(src) {
-		return nil, &regexError{0, "the pattern is not valid UTF-8"}
+		return nil, &regexError{-1, "the pattern is not valid UTF-8"}
 	}
 	p := &reParser{src: src}
 	n, err = p.alt()
@@ -539,19 +544,19 @@ func altOf(alts []*reNode) *reNode {
 	return &reNode{op: reAlt, subs: alts}
 }
 
-// checkExpansion refuses nested bounded counts whose product exceeds maxExpansion, and
+// check refuses nested bounded counts whose product exceeds maxExpansion, and
 // anchors anywhere but where anchored() took them.
 func (n *reNode) check(mult int) error {
 	switch n.op {
 	case reBegin, reEnd:
-		return &regexError{0, "the anchors ^ and $ are supported only at the start and end of the pattern or of a top-level alternative"}
+		return &regexError{-1, "the anchors ^ and $ are supported only at the start and end of the pattern or of a top-level alternative"}
 	case reRepeat:
 		k := n.max
 		if k < 0 {
 			k = max(n.min, 1)
 		}
 		if mult*max(k, 1) > maxExpansion {
-			return &regexError{0, fmt.Sprintf("nested counts expand to more than %d", maxExpansion)}
+			return &regexError{-1, fmt.Sprintf("nested counts expand to more than %d", maxExpansion)}
 		}
 		mult *= max(k, 1)
 	}
@@ -563,13 +568,14 @@ func (n *reNode) check(mult int) error {
 	return nil
 }
 
-// anchored splits a pattern into its top-level alternatives, each with its anchors
-// removed and whether it had them.
+// anchoredAlt is a top-level alternative of a pattern, its anchors removed, and
+// whether it had them.
 type anchoredAlt struct {
 	body       *reNode
 	begin, end bool
 }
 
+// anchoredAlts splits a pattern into its top-level alternatives.
 func anchoredAlts(n *reNode) []anchoredAlt {
 	alts := []*reNode{n}
 	if n.op == reAlt {

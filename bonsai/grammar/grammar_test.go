@@ -29,6 +29,10 @@ func TestSchemaMatches(t *testing.T) {
 		{`{"type":"boolean"}`, []string{"true", "false"}, []string{"True", "tru"}},
 		{`{"enum":["a",1,null,{"k":[true]}]}`, []string{`"a"`, "1", "null", `{"k":[true]}`}, []string{`"b"`, "2"}},
 		{`{"const":"x y"}`, []string{`"x y"`}, []string{`"x"`}},
+		// The rest of the schema filters an enum.
+		{`{"type":"string","enum":["a",1,"bb"],"maxLength":1}`, []string{`"a"`}, []string{`1`, `"bb"`}},
+		{`{"type":"string","format":"date","enum":["2024-02-29","2023-02-29"]}`, []string{`"2024-02-29"`}, []string{`"2023-02-29"`}},
+		{`{"type":"integer","minimum":2,"const":3}`, []string{`3`}, []string{`2`}},
 		{`{"type":["string","null"]}`, []string{`"s"`, "null"}, []string{"1"}},
 		{`{"type":"array","items":{"type":"integer"},"minItems":1,"maxItems":2}`, []string{"[1]", "[1,2]", "[1, 2]"}, []string{"[]", "[1,2,3]", "[1,]", "[ 1,\n  2 ]", "[1,  2]", "[1 ,2]", "[1,2 ]"}},
 		{`{"type":"object","properties":{"a":{"type":"integer"},"b":{"type":"string"}},"required":["b"],"additionalProperties":false}`,
@@ -65,6 +69,8 @@ func TestSchemaErrors(t *testing.T) {
 		{`{"$ref":"#/$defs/missing"}`, "$ref", "/$ref"},
 		{`{"type":"string","maxLength":100000}`, "maxLength", "/maxLength"},
 		{`{"type":"object","required":["x"]}`, "required", "/required"},
+		{`{"type":"integer","minimum":2,"const":1}`, "const", "/const"},
+		{`{"type":"string","enum":["a"],"pattern":"(?=a)"}`, "pattern", "/pattern"},
 		{`[1]`, "schema", ""},
 		{`{"type":`, "schema", ""},
 	}

@@ -33,7 +33,8 @@ const (
 // ipv6, hostname, email, uri: see format.go), integer (with minimum, maximum,
 // exclusiveMinimum and exclusiveMaximum, within ±10^15), number (with the same bounds
 // when they are integers: it is then written without exponent), multipleOf on either
-// (see numrange.go), boolean, null, enum, const, anyOf and oneOf (read as anyOf),
+// (see numrange.go), boolean, null, enum and const (the values the rest of the schema
+// accepts), anyOf and oneOf (read as anyOf),
 // allOf of one schema, $ref to "#", "#/$defs/…" or "#/definitions/…" (recursion
 // allowed), and the annotations (title, description, default, examples, $schema,
 // $id, $comment, deprecated, readOnly, writeOnly, and a format not listed above).
@@ -388,12 +389,10 @@ func (c *schemaCompiler) compile(s *jv, path string, depth int) (int32, error) {
 		return c.ref(r, path, depth)
 	}
 	if e := s.get("enum"); e != nil {
-		return c.enum(e, pathJoin(path, "enum"))
+		return c.enum(s, e, "enum", path, depth)
 	}
 	if k := s.get("const"); k != nil {
-		var sb strings.Builder
-		k.compact(&sb)
-		return c.literal("const", sb.String()), nil
+		return c.enum(s, &jv{kind: 'a', arr: []*jv{k}}, "const", path, depth)
 	}
 	if all := s.get("allOf"); all != nil {
 		if all.kind != 'a' || len(all.arr) != 1 {
@@ -656,18 +655,59 @@ func dec(n int) int {
 	return n - 1
 }
 
-func (c *schemaCompiler) enum(e *jv, path string) (int32, error) {
+// enum is the rule of the values of an enum or const (key), those the rest of the
+// schema s accepts when it has other keywords ({"type": "string", "enum": ["a", 1]}
+// allows "a" only).
+func (c *schemaCompiler) enum(s, e *jv, key, path string, depth int) (int32, error) {
+	kp := pathJoin(path, key)
 	if e.kind != 'a' || len(e.arr) == 0 {
-		return 0, schemaErr("enum", path, "must be a non-empty array")
+		return 0, schemaErr("enum", kp, "must be a non-empty array")
 	}
 	if len(e.arr) > maxEnum {
-		return 0, schemaErr("enum", path, "%d values, more than the %d supported", len(e.arr), maxEnum)
+		return 0, schemaErr("enum", kp, "%d values, more than the %d supported", len(e.arr), maxEnum)
 	}
-	r := c.b.newRule("enum")
-	for _, v := range e.arr {
+	values := make([]string, len(e.arr))
+	for i, v := range e.arr {
 		var sb strings.Builder
 		v.compact(&sb)
-		c.b.addAlt(r, c.b.lit(sb.String())...)
+		values[i] = sb.String()
+	}
+	// The rest of the schema, compiled alone, filters the values.
+	rest := &jv{kind: 'o'}
+	validating := false
+	for i, k := range s.keys {
+		if k == "enum" || k == "const" {
+			continue
+		}
+		rest.keys, rest.vals = append(rest.keys, k), append(rest.vals, s.vals[i])
+		validating = validating || known[k]
+	}
+	if validating {
+		sc := newSchemaCompiler(c.doc, c.opt)
+		r, err := sc.compile(rest, path, depth)
+		if err != nil {
+			return 0, err
+		}
+		g, err := sc.b.build(sc.b.seqRule("root", ref(r)))
+		if err != nil {
+			return 0, schemaErr(key, kp, "%v", err)
+		}
+		m0 := NewMatcher(g)
+		var kept []string
+		for _, v := range values {
+			m := &Matcher{a: m0.a, cur: m0.cur, err: m0.err}
+			if m.Accept([]byte(v)) == nil && m.Accepting() {
+				kept = append(kept, v)
+			}
+		}
+		if len(kept) == 0 {
+			return 0, schemaErr(key, kp, "no value is valid under the rest of the schema")
+		}
+		values = kept
+	}
+	r := c.b.newRule(key)
+	for _, v := range values {
+		c.b.addAlt(r, c.b.lit(v)...)
 	}
 	return r, nil
 }

@@ -29,21 +29,21 @@ const (
 // Supported: type (one or a list), object with properties, required and
 // additionalProperties (false, true or a schema), array with items, minItems and
 // maxItems, string with minLength and maxLength (in characters), pattern (a subset of
-// ECMA-262, see regex.go) or format (date, time, date-time, duration, uuid, ipv4,
-// ipv6, hostname, email, uri: see format.go), integer (with minimum, maximum,
+// ECMA-262, see regex.go) or format (date, time, date-time, duration, uuid, ipv4, ipv6,
+// hostname, email, uri: see format.go), integer (with minimum, maximum,
 // exclusiveMinimum and exclusiveMaximum, within ±10^15), number (with the same bounds
 // when they are integers: it is then written without exponent), multipleOf on either
 // (see numrange.go), boolean, null, enum and const (the values the rest of the schema
-// accepts), anyOf and oneOf (read as anyOf),
-// allOf of one schema, $ref to "#", "#/$defs/…" or "#/definitions/…" (recursion
-// allowed), and the annotations (title, description, default, examples, $schema,
-// $id, $comment, deprecated, readOnly, writeOnly, and a format not listed above).
-// Any other keyword that changes which values are valid (not, uniqueItems, …) is an
-// error naming it, as is what the supported ones cannot express (a pattern outside
-// the subset, a pattern or format beside minLength or maxLength, a fractional bound
-// on a number): the grammar never accepts what the schema rejects. Properties the
-// schema lists are written in its order; an object without additionalProperties is
-// closed (a subset of what the schema allows, as llama.cpp reads it).
+// accepts), anyOf and oneOf (read as anyOf), allOf of one schema, $ref to "#",
+// "#/$defs/…" or "#/definitions/…" (recursion allowed), and the annotations (title,
+// description, default, examples, $schema, $id, $comment, deprecated, readOnly,
+// writeOnly, and a format not listed above). Any other keyword that changes which
+// values are valid (not, uniqueItems, …) is an error naming it, as is what the
+// supported ones cannot express (a pattern outside the subset, a pattern or format
+// beside minLength or maxLength, a fractional bound on a number): the grammar never
+// accepts what the schema rejects. Properties the schema lists are written in its
+// order; an object without additionalProperties is closed (a subset of what the schema
+// allows, as llama.cpp reads it).
 func CompileJSONSchema(schema []byte, opt SchemaOptions) (*Grammar, error) {
 	doc, err := parseJV(schema)
 	if err != nil {

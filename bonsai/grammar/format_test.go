@@ -28,7 +28,10 @@ var formatRefs = map[string]struct {
 	"date": {func(s string) bool { _, err := time.Parse(time.DateOnly, s); return err == nil && len(s) == 10 }, true,
 		[]string{"2024-02-29", "2000-02-29", "1999-12-31", "0001-01-01", "2023-04-30"}},
 	// Go reads an hour of one digit too, and an offset of 24 hours; RFC 3339 does not.
-	"time": {func(s string) bool { _, err := time.Parse("15:04:05Z07:00", s); return err == nil && len(s) >= 9 && s[2] == ':' && s[5] == ':' && offsetOK(s) }, true,
+	"time": {func(s string) bool {
+		_, err := time.Parse("15:04:05Z07:00", s)
+		return err == nil && len(s) >= 9 && s[2] == ':' && s[5] == ':' && offsetOK(s)
+	}, true,
 		[]string{"00:00:00Z", "23:59:59.123456789+05:30", "12:30:00-08:00", "09:05:01.5Z"}},
 	"date-time": {func(s string) bool {
 		// As for time.
@@ -37,7 +40,10 @@ var formatRefs = map[string]struct {
 	}, true,
 		[]string{"2024-02-29T23:59:59Z", "1970-01-01T00:00:00.1+01:00", "2023-12-31T12:00:00-23:59"}},
 	"uuid": {uuidRE.MatchString, true, []string{"123e4567-e89b-12d3-a456-426614174000", "ABCDEF01-2345-6789-abcd-ef0123456789"}},
-	"ipv4": {func(s string) bool { ip := net.ParseIP(s); return ip != nil && ip.To4() != nil && !strings.Contains(s, ":") }, true,
+	"ipv4": {func(s string) bool {
+		ip := net.ParseIP(s)
+		return ip != nil && ip.To4() != nil && !strings.Contains(s, ":")
+	}, true,
 		[]string{"0.0.0.0", "255.255.255.255", "192.168.1.10", "10.0.99.249"}},
 	"ipv6": {func(s string) bool { return net.ParseIP(s) != nil && strings.Contains(s, ":") }, true,
 		[]string{"::", "::1", "1::", "2001:db8::8a2e:370:7334", "1:2:3:4:5:6:7:8", "::ffff:192.0.2.1", "1:2:3:4:5:6:1.2.3.4", "1::2:3:4:5:6:7", "fe80::1:2"}},

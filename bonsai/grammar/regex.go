@@ -33,10 +33,10 @@ import (
 
 // Limits on what a pattern may ask.
 const (
-	maxPatternLen = 4096  // bytes of a pattern
-	maxRepeat     = 1000  // the largest count of {n,m}
-	maxExpansion  = 1000  // the product of nested counts: a state of the automaton may hold as many parse stacks
-	maxReDepth    = 64    // nesting of groups
+	maxPatternLen = 4096 // bytes of a pattern
+	maxRepeat     = 1000 // the largest count of {n,m}
+	maxExpansion  = 1000 // the product of nested counts: a state of the automaton may hold as many parse stacks
+	maxReDepth    = 64   // nesting of groups
 	maxRune       = utf8.MaxRune
 )
 

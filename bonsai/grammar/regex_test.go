@@ -211,6 +211,13 @@ func TestPatternPlaces(t *testing.T) {
 	assert.True(t, matches(g, call("<parameter=code>\nABC\n</parameter>\n<parameter=any>\n\"x\"\n</parameter>\n")))
 	// "<" is left out of raw text: the value could close its markup.
 	assert.False(t, matches(g, call("<parameter=code>\nABC\n</parameter>\n<parameter=any>\n<\n</parameter>\n")))
+
+	// A string enum written raw keeps the values its pattern accepts.
+	g, err = ToolCalls([]Function{{Name: "f", Parameters: []byte(`{"type":"object","properties":{"code":{"type":"string","enum":["ABC","abcd","A\"B"],"pattern":"^[A-Z\"]+$"}}}`)}}, false)
+	require.NoError(t, err)
+	assert.True(t, matches(g, call("<parameter=code>\nABC\n</parameter>\n")))
+	assert.True(t, matches(g, call("<parameter=code>\nA\"B\n</parameter>\n")))
+	assert.False(t, matches(g, call("<parameter=code>\nabcd\n</parameter>\n")))
 }
 
 // utf8Ranges covers exactly the code points of its range, surrogates aside.

@@ -672,7 +672,21 @@ func (c *schemaCompiler) enum(s, e *jv, key, path string, depth int) (int32, err
 		v.compact(&sb)
 		values[i] = sb.String()
 	}
-	// The rest of the schema, compiled alone, filters the values.
+	values, err := c.filterValues(s, values, key, path, depth)
+	if err != nil {
+		return 0, err
+	}
+	r := c.b.newRule(key)
+	for _, v := range values {
+		c.b.addAlt(r, c.b.lit(v)...)
+	}
+	return r, nil
+}
+
+// filterValues returns the values (JSON texts) of an enum or const (key) that the
+// rest of the schema s accepts, compiled alone, when it has other keywords.
+func (c *schemaCompiler) filterValues(s *jv, values []string, key, path string, depth int) ([]string, error) {
+	kp := pathJoin(path, key)
 	rest := &jv{kind: 'o'}
 	validating := false
 	for i, k := range s.keys {
@@ -686,11 +700,11 @@ func (c *schemaCompiler) enum(s, e *jv, key, path string, depth int) (int32, err
 		sc := newSchemaCompiler(c.doc, c.opt)
 		r, err := sc.compile(rest, path, depth)
 		if err != nil {
-			return 0, err
+			return nil, err
 		}
 		g, err := sc.b.build(sc.b.seqRule("root", ref(r)))
 		if err != nil {
-			return 0, schemaErr(key, kp, "%v", err)
+			return nil, schemaErr(key, kp, "%v", err)
 		}
 		m0 := NewMatcher(g)
 		var kept []string
@@ -701,15 +715,11 @@ func (c *schemaCompiler) enum(s, e *jv, key, path string, depth int) (int32, err
 			}
 		}
 		if len(kept) == 0 {
-			return 0, schemaErr(key, kp, "no value is valid under the rest of the schema")
+			return nil, schemaErr(key, kp, "no value is valid under the rest of the schema")
 		}
 		values = kept
 	}
-	r := c.b.newRule(key)
-	for _, v := range values {
-		c.b.addAlt(r, c.b.lit(v)...)
-	}
-	return r, nil
+	return values, nil
 }
 
 func (c *schemaCompiler) ref(r *jv, path string, depth int) (int32, error) {

@@ -1,6 +1,7 @@
 package grammar
 
 import (
+	"encoding/json"
 	"strconv"
 )
 
@@ -148,11 +149,21 @@ func (c *schemaCompiler) paramValue(s *jv, path string, depth int) (int32, error
 			if e.kind != 'a' || len(e.arr) == 0 || len(e.arr) > maxEnum {
 				return 0, schemaErr("enum", pathJoin(path, "enum"), "must be a non-empty array of at most %d values", maxEnum)
 			}
+			var values []string
 			for _, v := range e.arr {
 				if v.kind != 's' {
 					return 0, schemaErr("enum", pathJoin(path, "enum"), "a string parameter's values must be strings")
 				}
-				c.b.addAlt(r, c.b.lit(v.str)...)
+				values = append(values, quote(v.str))
+			}
+			values, err := c.filterValues(s, values, "enum", path, depth)
+			if err != nil {
+				return 0, err
+			}
+			for _, v := range values {
+				var str string
+				_ = json.Unmarshal([]byte(v), &str) // quote wrote it
+				c.b.addAlt(r, c.b.lit(str)...)
 			}
 			return r, nil
 		}

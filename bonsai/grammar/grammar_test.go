@@ -56,8 +56,8 @@ func TestSchemaMatches(t *testing.T) {
 
 func TestSchemaErrors(t *testing.T) {
 	cases := []struct{ schema, keyword, path string }{
-		{`{"type":"number","minimum":3.5}`, "minimum", "/minimum"},
-		{`{"minimum":3.5}`, "minimum", "/minimum"},
+		{`{"type":"number","minimum":1e-20}`, "minimum", "/minimum"},
+		{`{"minimum":1e-20}`, "minimum", "/minimum"},
 		{`{"type":"array","uniqueItems":true}`, "uniqueItems", "/uniqueItems"},
 		{`{"type":"integer","minimum":3,"maximum":2}`, "minimum", ""},
 		{`{"type":"integer","maximum":1e20}`, "maximum", "/maximum"},

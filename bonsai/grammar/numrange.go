@@ -8,22 +8,27 @@ import (
 // Numbers with bounds and integers or numbers with multipleOf.
 //
 // A number with minimum, maximum, exclusiveMinimum or exclusiveMaximum is written
-// without an exponent, its integer part bounded as an integer's is; the bounds must be
-// integers (0, 100, -1.0): a fractional bound is refused. multipleOf is a positive
-// integer up to maxMultiple, or a power of ten below one (0.1, 0.01, …: at most that
-// many decimals) on a number; it cannot be combined with bounds.
+// without an exponent; its bounds are decimals within ±10^15 of at most
+// maxBoundDecimals decimals. The integer part is bounded as an integer's is, and the
+// fraction digit by digit (fracRange). multipleOf is a positive integer up to
+// maxMultiple, or a power of ten below one (0.1, 0.01, …: at most that many decimals)
+// on a number; it cannot be combined with bounds.
 
 // maxMultiple is the largest integer multipleOf: its automaton has that many states.
 const maxMultiple = 1000
 
-// bound is one side of a range: an integer, exclusive or not (nil value: none).
+// maxBoundDecimals is the most decimals a number's bound may have.
+const maxBoundDecimals = 16
+
+// bound is one side of a range, exclusive or not (nil value: none).
 type bound struct {
-	v    *big.Int
+	v    *big.Rat
 	excl bool
 }
 
-// numBounds reads a number schema's bounds, which must be integers.
+// numBounds reads a number schema's bounds.
 func (c *schemaCompiler) numBounds(s *jv, path string) (lo, hi bound, err error) {
+	limit := new(big.Rat).SetInt64(1e15)
 	for _, k := range []struct {
 		key       string
 		low, excl bool
@@ -36,23 +41,37 @@ func (c *schemaCompiler) numBounds(s *jv, path string) (lo, hi bound, err error)
 		if v.kind != 'n' || !ok {
 			return lo, hi, schemaErr(k.key, pathJoin(path, k.key), "must be a number")
 		}
-		if !r.IsInt() {
-			return lo, hi, schemaErr(k.key, pathJoin(path, k.key), "%s: only integer bounds are supported on numbers", v.num)
-		}
-		limit := new(big.Int).Exp(big.NewInt(10), big.NewInt(15), nil)
-		n := r.Num()
-		if new(big.Int).Abs(n).Cmp(limit) > 0 {
+		if new(big.Rat).Abs(r).Cmp(limit) > 0 {
 			return lo, hi, schemaErr(k.key, pathJoin(path, k.key), "%s is beyond the ±10^15 supported", v.num)
 		}
-		b := bound{n, k.excl}
-		if k.low && (lo.v == nil || n.Cmp(lo.v) > 0 || n.Cmp(lo.v) == 0 && k.excl) {
+		if _, frac := splitDecimal(new(big.Rat).Abs(r)); len(frac) > maxBoundDecimals {
+			return lo, hi, schemaErr(k.key, pathJoin(path, k.key), "%s has more than the %d decimals supported", v.num, maxBoundDecimals)
+		}
+		b := bound{r, k.excl}
+		if k.low && (lo.v == nil || r.Cmp(lo.v) > 0 || r.Cmp(lo.v) == 0 && k.excl) {
 			lo = b
 		}
-		if !k.low && (hi.v == nil || n.Cmp(hi.v) < 0 || n.Cmp(hi.v) == 0 && k.excl) {
+		if !k.low && (hi.v == nil || r.Cmp(hi.v) < 0 || r.Cmp(hi.v) == 0 && k.excl) {
 			hi = b
 		}
 	}
 	return lo, hi, nil
+}
+
+// splitDecimal splits a non-negative finite decimal into its integer part and the
+// digits of its fraction, without trailing zeros (at most maxBoundDecimals+1 of them:
+// more only says there are too many).
+func splitDecimal(r *big.Rat) (*big.Int, string) {
+	n, rem := new(big.Int).QuoRem(r.Num(), r.Denom(), new(big.Int))
+	var digits []byte
+	ten := big.NewInt(10)
+	for rem.Sign() != 0 && len(digits) <= maxBoundDecimals {
+		rem.Mul(rem, ten)
+		d, m := new(big.Int).QuoRem(rem, r.Denom(), new(big.Int))
+		digits = append(digits, byte('0'+d.Int64()))
+		rem = m
+	}
+	return n, string(digits)
 }
 
 // numberRangeRule is the rule of the numbers in the range, without an exponent; ok is
@@ -60,7 +79,7 @@ func (c *schemaCompiler) numBounds(s *jv, path string) (lo, hi bound, err error)
 func (c *schemaCompiler) numberRangeRule(lo, hi bound) (int32, bool) {
 	b := c.b
 	r := b.newRule("number-range")
-	zero := big.NewInt(0)
+	zero := new(big.Rat)
 	n := 0
 	// Non-negative values: lo raised to 0 (inclusive) when below it.
 	if hi.v == nil || hi.v.Sign() > 0 || hi.v.Sign() == 0 && !hi.excl {
@@ -77,11 +96,11 @@ func (c *schemaCompiler) numberRangeRule(lo, hi bound) (int32, bool) {
 	if lo.v == nil || lo.v.Sign() < 0 {
 		yl := bound{zero, true}
 		if hi.v != nil && hi.v.Sign() < 0 {
-			yl = bound{new(big.Int).Neg(hi.v), hi.excl}
+			yl = bound{new(big.Rat).Neg(hi.v), hi.excl}
 		}
 		var yh bound
 		if lo.v != nil {
-			yh = bound{new(big.Int).Neg(lo.v), lo.excl}
+			yh = bound{new(big.Rat).Neg(lo.v), lo.excl}
 		}
 		for _, seq := range c.nonNeg(yl, yh) {
 			b.addAlt(r, append(b.lit("-"), seq...)...)
@@ -92,64 +111,158 @@ func (c *schemaCompiler) numberRangeRule(lo, hi bound) (int32, bool) {
 }
 
 // nonNeg returns the sequences of the non-negative decimals x, lo.v <= x (< when
-// exclusive) and x <= hi.v (<), lo.v not nil and not negative, hi.v nil or not negative.
+// exclusive) and x <= hi.v (<), lo.v not nil and not negative, hi.v nil or not
+// negative: x = I.F, I the integer part, F the fraction's digits.
 func (c *schemaCompiler) nonNeg(lo, hi bound) [][]elem {
 	b := c.b
 	one := big.NewInt(1)
+	// with adds the integer part ip and the fractions of spec, when there are some: a
+	// sequence that cannot be completed would be a trap for the model.
+	with := func(out [][]elem, ip []elem, spec fracSpec) [][]elem {
+		if f, ok := c.fracRule(spec); ok {
+			out = append(out, append(ip, ref(f)))
+		}
+		return out
+	}
+	a, bf := splitDecimal(lo.v)
 	var out [][]elem
-	// An integer part strictly inside the range: any fraction.
-	from := lo.v
-	if lo.excl {
-		from = new(big.Int).Add(lo.v, one)
+	if hi.v == nil {
+		// I above lo's integer part: any fraction; I equal: a fraction above lo's.
+		free, _ := c.fracRule(fracSpec{free: true})
+		for _, seq := range c.natRange(new(big.Int).Add(a, one).String(), nil) {
+			out = append(out, append(seq, ref(free)))
+		}
+		return with(out, b.lit(a.String()), fracSpec{lo: bf, loEx: lo.excl, hasLo: true})
 	}
-	var to *big.Int
-	if hi.v != nil {
-		to = new(big.Int).Sub(hi.v, one)
+	ci, df := splitDecimal(hi.v)
+	switch a.Cmp(ci) {
+	case 1:
+		return nil
+	case 0:
+		return with(nil, b.lit(a.String()), fracSpec{lo: bf, loEx: lo.excl, hasLo: true, hi: df, hiEx: hi.excl, hasHi: true})
 	}
-	if to == nil || from.Cmp(to) <= 0 {
+	if from, to := new(big.Int).Add(a, one), new(big.Int).Sub(ci, one); from.Cmp(to) <= 0 {
+		free, _ := c.fracRule(fracSpec{free: true})
 		for _, seq := range c.natRange(from.String(), to) {
-			out = append(out, append(seq, ref(c.fracRule(fracAny))))
+			out = append(out, append(seq, ref(free)))
 		}
 	}
-	// lo itself, excluded: a non-zero fraction.
-	if lo.excl && (hi.v == nil || hi.v.Cmp(lo.v) > 0) {
-		out = append(out, append(b.lit(lo.v.String()), ref(c.fracRule(fracNonZero))))
-	}
-	// hi itself, included: a zero fraction.
-	if hi.v != nil && !hi.excl && (hi.v.Cmp(lo.v) > 0 || hi.v.Cmp(lo.v) == 0 && !lo.excl) {
-		out = append(out, append(b.lit(hi.v.String()), ref(c.fracRule(fracZero))))
-	}
-	return out
+	out = with(out, b.lit(a.String()), fracSpec{lo: bf, loEx: lo.excl, hasLo: true})
+	return with(out, b.lit(ci.String()), fracSpec{hi: df, hiEx: hi.excl, hasHi: true})
 }
 
-const (
-	fracAny     = iota // none, or "." and 1 to 16 digits
-	fracZero           // none, or "." and 1 to 16 zeros
-	fracNonZero        // "." and digits, one of them not zero
-)
+// fracSpec says which fractions 0.F a range allows: above lo (digits without trailing
+// zeros; exclusive or not) when hasLo, below hi when hasHi, or any (free).
+type fracSpec struct {
+	lo, hi             string
+	loEx, hiEx         bool
+	hasLo, hasHi, free bool
+}
 
-func (c *schemaCompiler) fracRule(kind int) int32 {
-	if c.fracs == nil {
-		c.fracs = map[int]int32{}
+// fracRule is the rule of the fractions of spec, as JSON writes them: nothing (a
+// fraction of 0) or "." and digits; ok is false when spec allows none.
+func (c *schemaCompiler) fracRule(spec fracSpec) (int32, bool) {
+	if spec.free {
+		spec = fracSpec{free: true}
 	}
-	if r, ok := c.fracs[kind]; ok {
-		return r
+	if c.fracs == nil {
+		c.fracs = map[fracSpec]int32{}
+	}
+	if r, ok := c.fracs[spec]; ok {
+		return r, r >= 0
+	}
+	digits, empty := c.fracDigits(spec, map[fracSpec]int32{})
+	if digits < 0 && !empty {
+		c.fracs[spec] = -1
+		return -1, false
 	}
 	b := c.b
-	d, d19 := digits(b)
 	r := b.newRule("fraction")
-	switch kind {
-	case fracAny:
+	c.fracs[spec] = r
+	if empty {
 		b.addAlt(r)
-		b.addAlt(r, append(b.lit("."), ref(b.repeat("fdigits", []elem{d}, 1, 16)))...)
-	case fracZero:
-		b.addAlt(r)
-		b.addAlt(r, append(b.lit("."), ref(b.repeat("fzeros", b.lit("0"), 1, 16)))...)
-	case fracNonZero:
-		b.addAlt(r, append(b.lit("."), ref(b.repeat("fzeros", b.lit("0"), 0, 15)), d19, ref(b.repeat("fdigits", []elem{d}, 0, 15)))...)
 	}
-	c.fracs[kind] = r
-	return r
+	if digits >= 0 {
+		b.addAlt(r, b.term(single('.')), ref(digits))
+	}
+	return r, true
+}
+
+// fracDigits returns the rule of the non-empty digit strings F with 0.F in spec
+// (-1 when none), and whether the empty string, 0, is in it too. The digits are
+// read one at a time: while F follows lo's (or hi's) digits, the bound holds on; a
+// digit above lo's (below hi's) frees that side. Past a bound's last digit it reads
+// as zeros.
+func (c *schemaCompiler) fracDigits(spec fracSpec, memo map[fracSpec]int32) (int32, bool) {
+	// The empty rest: the value 0 from here.
+	empty := (!spec.hasLo || spec.lo == "" && !spec.loEx) && (!spec.hasHi || spec.hi != "" || !spec.hiEx)
+	// Past both bounds' digits, or past hi's when it is exclusive, only zeros are
+	// left: 0 itself when both sides include it, else nothing (zeros would loop on).
+	if spec.hasHi && spec.hi == "" && (spec.hiEx || spec.hasLo && spec.lo == "" && spec.loEx) {
+		return -1, false
+	}
+	if r, ok := memo[spec]; ok {
+		return r, empty
+	}
+	b := c.b
+	r := b.newRule("fraction-digits")
+	memo[spec] = r
+	groups := map[fracSpec]*byteSet{}
+	var order []fracSpec
+	for d := byte('0'); d <= '9'; d++ {
+		next := fracSpec{free: spec.free}
+		if spec.hasLo && !spec.free {
+			l := byte('0')
+			rest := ""
+			if spec.lo != "" {
+				l, rest = spec.lo[0], spec.lo[1:]
+			}
+			switch {
+			case d < l:
+				continue
+			case d == l:
+				next.lo, next.loEx, next.hasLo = rest, spec.loEx, true
+			}
+		}
+		if spec.hasHi && !spec.free {
+			h := byte('0')
+			rest := ""
+			if spec.hi != "" {
+				h, rest = spec.hi[0], spec.hi[1:]
+			}
+			switch {
+			case d > h:
+				continue
+			case d == h:
+				next.hi, next.hiEx, next.hasHi = rest, spec.hiEx, true
+			}
+		}
+		if !spec.free && !next.hasLo && !next.hasHi {
+			next.free = true
+		}
+		if groups[next] == nil {
+			groups[next] = &byteSet{}
+			order = append(order, next)
+		}
+		groups[next].add(d)
+	}
+	alts := 0
+	for _, next := range order {
+		sub, subEmpty := c.fracDigits(next, memo)
+		t := b.term(*groups[next])
+		if subEmpty {
+			b.addAlt(r, t)
+			alts++
+		}
+		if sub >= 0 {
+			b.addAlt(r, t, ref(sub))
+			alts++
+		}
+	}
+	if alts == 0 {
+		return -1, empty
+	}
+	return r, empty
 }
 
 // multipleRule is the rule of the integers that are multiples of k: the states of

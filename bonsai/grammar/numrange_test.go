@@ -17,7 +17,7 @@ import (
 func numberTexts(rng *rand.Rand) []string {
 	var out []string
 	for n := -12; n <= 12; n++ {
-		for _, f := range []string{"", ".0", ".00", ".5", ".05", ".000001", ".9", ".99"} {
+		for _, f := range []string{"", ".0", ".00", ".5", ".05", ".000001", ".9", ".99", ".25", ".250", ".75", ".001", ".0009", ".051", ".049", ".999", ".9991", ".0011", ".050"} {
 			out = append(out, fmt.Sprintf("%d%s", n, f))
 			if n == 0 {
 				out = append(out, "-0"+f)
@@ -45,12 +45,58 @@ func TestNumberKeywords(t *testing.T) {
 		`{"type":"number","minimum":2,"maximum":2}`,
 		`{"type":"number","exclusiveMinimum":0}`,
 		`{"type":"number","minimum":1.0,"maximum":10,"exclusiveMaximum":10}`,
+		`{"type":"number","minimum":-2.5,"maximum":3.75}`,
+		`{"type":"number","exclusiveMinimum":0.05,"exclusiveMaximum":0.5}`,
+		`{"type":"number","minimum":-0.5,"exclusiveMaximum":-0.25}`,
+		`{"type":"number","exclusiveMinimum":1.5}`,
+		`{"type":"number","maximum":-1.05}`,
+		`{"type":"number","minimum":0.999,"maximum":1.001}`,
+		`{"type":"number","exclusiveMinimum":-0.001,"exclusiveMaximum":0}`,
+		`{"type":"number","minimum":2.5e-1,"maximum":0.25}`,
 		`{"type":"number","multipleOf":3}`,
 		`{"type":"number","multipleOf":0.01}`,
 		`{"type":"integer","multipleOf":4}`,
 		`{"type":"integer","multipleOf":1}`,
 		`{"multipleOf":7}`,
 	} {
+		checkNumberSchema(t, schema, i)
+	}
+	// Random ranges: exact, and never a trap (walks always finish).
+	ends := []string{"-3", "-2.5", "-1.05", "-1", "-0.5", "-0.25", "0", "0.05", "0.5", "0.999", "1", "1.001", "2", "3.75", "10"}
+	rng := rand.New(rand.NewPCG(9, 9))
+	for i := range 60 {
+		var parts []string
+		if rng.IntN(5) > 0 {
+			parts = append(parts, fmt.Sprintf(`"%s":%s`, []string{"minimum", "exclusiveMinimum"}[rng.IntN(2)], ends[rng.IntN(len(ends))]))
+		}
+		if rng.IntN(5) > 0 {
+			parts = append(parts, fmt.Sprintf(`"%s":%s`, []string{"maximum", "exclusiveMaximum"}[rng.IntN(2)], ends[rng.IntN(len(ends))]))
+		}
+		if len(parts) == 0 {
+			continue // unbounded: exponents allowed, another test's matter
+		}
+		schema := `{"type":"number"` + strings.Join(append([]string{""}, parts...), ",") + `}`
+		if _, err := CompileJSONSchema([]byte(schema), SchemaOptions{}); err != nil {
+			// Only an empty range is refused: no text is valid.
+			require.ErrorContains(t, err, "no number lies between the bounds", schema)
+			v := validatorFormats(t, schema)
+			for _, s := range numberTexts(rng) {
+				if json.Valid([]byte(s)) {
+					inst, _ := jsonschema.UnmarshalJSON(strings.NewReader(s))
+					require.Error(t, v.Validate(inst), "%s refused but %s is valid", schema, s)
+				}
+			}
+			continue
+		}
+		checkNumberSchema(t, schema, 100+i)
+	}
+}
+
+// checkNumberSchema compares the grammar of a number schema with jsonschema on many
+// texts, and checks that random outputs finish and are valid.
+func checkNumberSchema(t *testing.T, schema string, i int) {
+	t.Helper()
+	{
 		g, err := CompileJSONSchema([]byte(schema), SchemaOptions{})
 		require.NoError(t, err, schema)
 		v := validatorFormats(t, schema)
@@ -109,7 +155,8 @@ func TestNumberRangeWide(t *testing.T) {
 
 func TestNumberKeywordErrors(t *testing.T) {
 	for _, c := range []struct{ schema, keyword, path string }{
-		{`{"type":"number","minimum":0.5}`, "minimum", "/minimum"},
+		{`{"type":"number","minimum":1e-20}`, "minimum", "/minimum"},
+		{`{"type":"number","exclusiveMinimum":0.5,"maximum":0.5}`, "minimum", ""},
 		{`{"type":"number","exclusiveMaximum":1e20}`, "exclusiveMaximum", "/exclusiveMaximum"},
 		{`{"type":"number","minimum":3,"maximum":2}`, "minimum", ""},
 		{`{"type":"number","exclusiveMinimum":2,"maximum":2}`, "minimum", ""},

@@ -31,8 +31,8 @@ const (
 // maxItems, string with minLength and maxLength (in characters), pattern (a subset of
 // ECMA-262, see regex.go) or format (date, time, date-time, duration, uuid, ipv4, ipv6,
 // hostname, email, uri: see format.go), integer (with minimum, maximum,
-// exclusiveMinimum and exclusiveMaximum, within ±10^15), number (with the same bounds
-// when they are integers: it is then written without exponent), multipleOf on either
+// exclusiveMinimum and exclusiveMaximum, within ±10^15), number (with the same bounds,
+// of at most 16 decimals: it is then written without exponent), multipleOf on either
 // (see numrange.go), boolean, null, enum and const (the values the rest of the schema
 // accepts), anyOf and oneOf (read as anyOf), allOf of one schema, $ref to "#",
 // "#/$defs/…" or "#/definitions/…" (recursion allowed), and the annotations (title,
@@ -40,10 +40,10 @@ const (
 // writeOnly, and a format not listed above). Any other keyword that changes which
 // values are valid (not, uniqueItems, …) is an error naming it, as is what the
 // supported ones cannot express (a pattern outside the subset, a pattern or format
-// beside minLength or maxLength, a fractional bound on a number): the grammar never
-// accepts what the schema rejects. Properties the schema lists are written in its
-// order; an object without additionalProperties is closed (a subset of what the schema
-// allows, as llama.cpp reads it).
+// beside minLength or maxLength, a bound of more decimals): the grammar never accepts
+// what the schema rejects. Properties the schema lists are written in its order; an
+// object without additionalProperties is closed (a subset of what the schema allows, as
+// llama.cpp reads it).
 func CompileJSONSchema(schema []byte, opt SchemaOptions) (*Grammar, error) {
 	doc, err := parseJV(schema)
 	if err != nil {
@@ -71,7 +71,7 @@ type schemaCompiler struct {
 	// classes remembers the rule of each character set of a pattern.
 	classes map[string]int32
 	// fracs are the fraction rules of bounded numbers.
-	fracs map[int]int32
+	fracs map[fracSpec]int32
 	// shared rules, made on first use
 	ws, leadWS, str, num, integer, any, char, boolean, null int32
 }

@@ -2,7 +2,6 @@ package grammar
 
 import (
 	"math/big"
-	"strconv"
 )
 
 // Numbers with bounds and integers or numbers with multipleOf.
@@ -14,11 +13,17 @@ import (
 // maxMultiple, or a power of ten below one (0.1, 0.01, …: at most that many decimals)
 // on a number; it cannot be combined with bounds.
 
-// maxMultiple is the largest integer multipleOf: its automaton has that many states.
+// maxMultiple is the largest integer multipleOf: its grammar has maxIntDigits rules
+// for each remainder.
 const maxMultiple = 1000
 
-// maxBoundDecimals is the most decimals a number's bound may have.
-const maxBoundDecimals = 16
+// maxBoundDecimals is the most decimals a number's bound may have, and
+// maxFracDigits the most a bounded number's fraction is written with: a model cannot
+// spend its tokens on digits.
+const (
+	maxBoundDecimals = 16
+	maxFracDigits    = maxBoundDecimals + 2
+)
 
 // bound is one side of a range, exclusive or not (nil value: none).
 type bound struct {
@@ -157,6 +162,7 @@ type fracSpec struct {
 	lo, hi             string
 	loEx, hiEx         bool
 	hasLo, hasHi, free bool
+	n                  int // digits read
 }
 
 // fracRule is the rule of the fractions of spec, as JSON writes them: nothing (a
@@ -192,7 +198,8 @@ func (c *schemaCompiler) fracRule(spec fracSpec) (int32, bool) {
 // (-1 when none), and whether the empty string, 0, is in it too. The digits are
 // read one at a time: while F follows lo's (or hi's) digits, the bound holds on; a
 // digit above lo's (below hi's) frees that side. Past a bound's last digit it reads
-// as zeros.
+// as zeros. At most maxFracDigits are read, and only the digits from which the
+// fraction can still end are allowed.
 func (c *schemaCompiler) fracDigits(spec fracSpec, memo map[fracSpec]int32) (int32, bool) {
 	// The empty rest: the value 0 from here.
 	empty := (!spec.hasLo || spec.lo == "" && !spec.loEx) && (!spec.hasHi || spec.hi != "" || !spec.hiEx)
@@ -204,13 +211,16 @@ func (c *schemaCompiler) fracDigits(spec fracSpec, memo map[fracSpec]int32) (int
 	if r, ok := memo[spec]; ok {
 		return r, empty
 	}
+	if spec.n == maxFracDigits {
+		return -1, empty
+	}
 	b := c.b
 	r := b.newRule("fraction-digits")
 	memo[spec] = r
 	groups := map[fracSpec]*byteSet{}
 	var order []fracSpec
 	for d := byte('0'); d <= '9'; d++ {
-		next := fracSpec{free: spec.free}
+		next := fracSpec{free: spec.free, n: spec.n + 1}
 		if spec.hasLo && !spec.free {
 			l := byte('0')
 			rest := ""
@@ -265,38 +275,65 @@ func (c *schemaCompiler) fracDigits(spec fracSpec, memo map[fracSpec]int32) (int
 	return r, empty
 }
 
-// multipleRule is the rule of the integers that are multiples of k: the states of
-// the remainder of the digits read so far, divided by k.
+// multipleRule is the rule of the integers of at most maxIntDigits digits that are
+// multiples of k: the states of the remainder of the digits read so far, divided by
+// k, one layer a digit.
 func (c *schemaCompiler) multipleRule(k int) int32 {
 	b := c.b
-	rem := make([]int32, k)
-	for i := range rem {
-		rem[i] = b.newRule("rem" + strconv.Itoa(i))
-	}
-	for i := range rem {
-		if i == 0 {
-			b.addAlt(rem[i])
-		}
-		// Digits that lead to the same remainder share an alternative.
-		var to = map[int]*byteSet{}
-		var order []int
-		for dg := range 10 {
-			n := (i*10 + dg) % k
-			if to[n] == nil {
-				to[n] = &byteSet{}
-				order = append(order, n)
+	// live[n][i]: remainder i can reach 0 within n more digits; only those are
+	// allowed, so that no digit leads where the number cannot end.
+	live := make([][]bool, maxIntDigits)
+	for n := range live {
+		live[n] = make([]bool, k)
+		live[n][0] = true
+		for i := 1; n > 0 && i < k; i++ {
+			for dg := range 10 {
+				live[n][i] = live[n][i] || live[n-1][(i*10+dg)%k]
 			}
-			to[n].add(byte('0' + dg))
 		}
-		for _, n := range order {
-			b.addAlt(rem[i], b.term(*to[n]), ref(rem[n]))
+	}
+	// rem[n][i]: n more digits at most, remainder i so far.
+	rem := make([][]int32, maxIntDigits)
+	for n := range rem {
+		rem[n] = make([]int32, k)
+		for i := range k {
+			rem[n][i] = b.newRule("rem")
+		}
+	}
+	for n := range rem {
+		for i := range k {
+			if i == 0 {
+				b.addAlt(rem[n][i])
+			}
+			if n == 0 {
+				continue
+			}
+			// Digits that lead to the same remainder share an alternative.
+			to := map[int]*byteSet{}
+			var order []int
+			for dg := range 10 {
+				m := (i*10 + dg) % k
+				if !live[n-1][m] {
+					continue
+				}
+				if to[m] == nil {
+					to[m] = &byteSet{}
+					order = append(order, m)
+				}
+				to[m].add(byte('0' + dg))
+			}
+			for _, m := range order {
+				b.addAlt(rem[n][i], b.term(*to[m]), ref(rem[n-1][m]))
+			}
 		}
 	}
 	// The first digit: 0 alone, or 1-9 then the rest.
 	first := b.newRule("multiple")
 	b.addAlt(first, b.lit("0")...)
 	for dg := 1; dg <= 9; dg++ {
-		b.addAlt(first, b.term(single(byte('0'+dg))), ref(rem[dg%k]))
+		if live[maxIntDigits-1][dg%k] {
+			b.addAlt(first, b.term(single(byte('0'+dg))), ref(rem[maxIntDigits-1][dg%k]))
+		}
 	}
 	sign := b.newRule("sign")
 	b.addAlt(sign)

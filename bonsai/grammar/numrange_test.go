@@ -57,6 +57,7 @@ func TestNumberKeywords(t *testing.T) {
 		`{"type":"number","multipleOf":0.01}`,
 		`{"type":"integer","multipleOf":4}`,
 		`{"type":"integer","multipleOf":1}`,
+		`{"type":"integer","multipleOf":1000}`,
 		`{"multipleOf":7}`,
 	} {
 		checkNumberSchema(t, schema, i)
@@ -135,7 +136,7 @@ func checkNumberSchema(t *testing.T, schema string, i int) {
 		m0 := NewMatcher(g)
 		for range 50 {
 			out, ok := walkFrom(m0, rng, 40)
-			require.True(t, ok)
+			require.True(t, ok, "%s: a walk did not finish: %q", schema, out)
 			inst, err := jsonschema.UnmarshalJSON(strings.NewReader(string(out)))
 			require.NoError(t, err, "%q", out)
 			require.NoError(t, v.Validate(inst), "%s wrote %q", schema, out)
@@ -151,6 +152,22 @@ func TestNumberRangeWide(t *testing.T) {
 	assert.False(t, matches(g, "-1000000000000000.5"))
 	assert.True(t, matches(g, "999999999999998.75"))
 	assert.False(t, matches(g, "1000000000000000"))
+
+	// A multiple has at most 16 digits.
+	g, err = CompileJSONSchema([]byte(`{"type":"integer","multipleOf":4}`), SchemaOptions{})
+	require.NoError(t, err)
+	assert.True(t, matches(g, "-"+strings.Repeat("4", 16)))
+	assert.False(t, matches(g, strings.Repeat("4", 17)))
+
+	// A bounded number's fraction has at most 18 digits: no endless zeros.
+	g, err = CompileJSONSchema([]byte(`{"type":"number","exclusiveMinimum":0,"maximum":1}`), SchemaOptions{})
+	require.NoError(t, err)
+	assert.True(t, matches(g, "0."+strings.Repeat("0", 17)+"1"))
+	assert.False(t, matches(g, "0."+strings.Repeat("0", 18)+"1"))
+	assert.True(t, matches(g, "0."+strings.Repeat("9", 18)))
+	assert.False(t, matches(g, "0."+strings.Repeat("9", 19)))
+	assert.True(t, matches(g, "1."+strings.Repeat("0", 18)))
+	assert.False(t, matches(g, "1."+strings.Repeat("0", 19)))
 }
 
 func TestNumberKeywordErrors(t *testing.T) {

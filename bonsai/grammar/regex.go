@@ -568,6 +568,49 @@ func (n *reNode) check(mult int) error {
 	return nil
 }
 
+// prune returns n without the parts that match nothing, as enc writes characters;
+// nil when n matches nothing.
+func (n *reNode) prune(enc encoding) *reNode {
+	switch n.op {
+	case reClass:
+		// Some character other than a surrogate (which UTF-8 cannot write) and, in raw
+		// text, other than "<".
+		for _, r := range n.cls {
+			surrogates := r.lo >= 0xd800 && r.hi <= 0xdfff
+			if !surrogates && (enc == encJSON || r.lo != '<' || r.hi != '<') {
+				return n
+			}
+		}
+		return nil
+	case reCat:
+		subs := make([]*reNode, len(n.subs))
+		for i, s := range n.subs {
+			if subs[i] = s.prune(enc); subs[i] == nil {
+				return nil
+			}
+		}
+		return &reNode{op: reCat, subs: subs}
+	case reAlt:
+		var subs []*reNode
+		for _, s := range n.subs {
+			if p := s.prune(enc); p != nil {
+				subs = append(subs, p)
+			}
+		}
+		return altOf(subs)
+	case reRepeat:
+		sub := n.subs[0].prune(enc)
+		switch {
+		case sub != nil:
+			return &reNode{op: reRepeat, subs: []*reNode{sub}, min: n.min, max: n.max}
+		case n.min == 0:
+			return &reNode{op: reCat} // only the empty string
+		}
+		return nil
+	}
+	return n
+}
+
 // anchoredAlt is a top-level alternative of a pattern, its anchors removed, and
 // whether it had them.
 type anchoredAlt struct {
@@ -617,11 +660,19 @@ func (c *schemaCompiler) patternRule(src string, enc encoding) (int32, error) {
 	if err != nil {
 		return 0, err
 	}
-	alts := anchoredAlts(n)
-	for _, a := range alts {
+	var alts []anchoredAlt
+	for _, a := range anchoredAlts(n) {
 		if err := a.body.check(1); err != nil {
 			return 0, err
 		}
+		// An alternative that matches nothing ([] in it, or only "<" in raw text) is
+		// left out: its prefix would be a dead end for the model.
+		if a.body = a.body.prune(enc); a.body != nil {
+			alts = append(alts, a)
+		}
+	}
+	if len(alts) == 0 {
+		return 0, &regexError{-1, "the pattern matches no string that can be written here"}
 	}
 	b := c.b
 	r := b.newRule("pattern")

@@ -9,9 +9,11 @@ import (
 // A number with minimum, maximum, exclusiveMinimum or exclusiveMaximum is written
 // without an exponent; its bounds are decimals within ±10^15 of at most
 // maxBoundDecimals decimals. The integer part is bounded as an integer's is, and the
-// fraction digit by digit (fracRange). multipleOf is a positive integer up to
-// maxMultiple, or a power of ten below one (0.1, 0.01, …: at most that many decimals)
-// on a number; it cannot be combined with bounds.
+// fraction, of at most maxFracDigits digits, digit by digit (fracDigits). multipleOf
+// is a positive integer up to maxMultiple (the multiple then has at most maxIntDigits
+// digits), or a power of ten below one (0.1, 0.01, …: at most that many decimals, and
+// trailing zeros) on a number; it cannot be combined with bounds. No digit is allowed
+// from which the number cannot end.
 
 // maxMultiple is the largest integer multipleOf: its grammar has maxIntDigits rules
 // for each remainder.

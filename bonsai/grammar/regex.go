@@ -28,14 +28,19 @@ import (
 // Refused, with an error naming the keyword: backreferences (\1, \k<name>),
 // lookaround ((?=, (?!, (?<=, (?<!), word boundaries (\b \B), Unicode properties
 // (\p), control escapes (\c), anchors elsewhere, a quantifier above maxRepeat, and
-// nested bounded quantifiers whose product exceeds maxExpansion (the automaton would
-// grow with it).
+// nested quantifiers whose product exceeds maxExpansion (the automaton would grow
+// with it), and a pattern that matches no string (an alternative that matches none,
+// such as one with [], is left out).
+//
+// Characters are written as JSON's shortest form (classRule): the character itself,
+// \" \\ \b \f \n \r \t, or \u00xx (lower case) for other control characters; the
+// grammar accepts no other escape of them (a subset of the strings JSON allows).
 
 // Limits on what a pattern may ask.
 const (
 	maxPatternLen = 4096 // bytes of a pattern
 	maxRepeat     = 1000 // the largest count of {n,m}
-	maxExpansion  = 1000 // the product of nested counts: a state of the automaton may hold as many parse stacks
+	maxExpansion  = 1000 // the product of nested counts: a state may hold as many parse stacks
 	maxReDepth    = 64   // nesting of groups
 	maxRune       = utf8.MaxRune
 )

@@ -15,9 +15,14 @@ type constraint struct {
 	m      *grammar.Matcher
 	v      *grammar.Vocab
 	// eos are the tokens allowed when the grammar is complete.
-	eos    []int32
-	mask   []uint64
-	masked []float32
+	eos []int32
+	// blocked are tokens the grammar may spell but the mask leaves out: <think> and
+	// </think> under a JSON or tool-call grammar, which the generator reads as markup
+	// that switches the grammar off or on (inside a JSON string they ended the
+	// constraint). A GBNF grammar may ask for them.
+	blocked []int32
+	mask    []uint64
+	masked  []float32
 }
 
 // active reports whether the grammar masks this step: it constrains the answer, not a
@@ -36,6 +41,14 @@ func newConstraint(p *Prompt) *constraint {
 		c.v = m.grammarVocab()
 		c.m = grammar.NewMatcher(c.g)
 		c.eos = m.eogTokens()
+		if p.opt.Grammar == "" {
+			open, close := m.thinkIDs()
+			for _, id := range []int32{open, close} {
+				if id >= 0 {
+					c.blocked = append(c.blocked, id)
+				}
+			}
+		}
 		c.mask = make([]uint64, (m.weights.Vocab()+63)/64)
 		c.masked = make([]float32, m.weights.Vocab())
 	}
@@ -47,6 +60,12 @@ func newConstraint(p *Prompt) *constraint {
 // is complete. A mask with no token allowed is an error, not a hang.
 func (c *constraint) sample(smp *Sampler, logits []float32) (int32, error) {
 	allowed := c.m.Mask(c.v, c.mask)
+	for _, id := range c.blocked {
+		if int(id) < len(logits) && c.mask[id>>6]&(1<<(id&63)) != 0 {
+			c.mask[id>>6] &^= 1 << (id & 63)
+			allowed--
+		}
+	}
 	if c.m.Accepting() {
 		for _, id := range c.eos {
 			if int(id) < len(logits) {

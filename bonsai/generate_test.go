@@ -529,7 +529,7 @@ func TestPrepareErrors(t *testing.T) {
 		{bonsai.Text("a"), bonsai.GenerateOptions{ResponseFormat: &bonsai.ResponseFormat{Type: "yaml"}}, bonsai.ErrInvalidOptions, "ResponseFormat", -1, `unknown type "yaml"`},
 		{bonsai.Text("a"), bonsai.GenerateOptions{Grammar: `root ::= "x"`, ResponseFormat: &bonsai.ResponseFormat{Type: "json_object"}}, bonsai.ErrInvalidOptions, "Grammar", -1, "at most one"},
 		{bonsai.Text("a"), bonsai.GenerateOptions{ResponseFormat: &bonsai.ResponseFormat{Type: "json_schema"}}, bonsai.ErrInvalidSchema, "ResponseFormat", -1, "no schema given"},
-		{bonsai.Text("a"), bonsai.GenerateOptions{ResponseFormat: &bonsai.ResponseFormat{Type: "json_schema", Schema: json.RawMessage(`{"type":"number","minimum":1}`)}}, bonsai.ErrInvalidSchema, "ResponseFormat", -1, "minimum at /minimum"},
+		{bonsai.Text("a"), bonsai.GenerateOptions{ResponseFormat: &bonsai.ResponseFormat{Type: "json_schema", Schema: json.RawMessage(`{"type":"number","minimum":1e-20}`)}}, bonsai.ErrInvalidSchema, "ResponseFormat", -1, "minimum at /minimum"},
 		{bonsai.Text("a"), bonsai.GenerateOptions{Grammar: `root ::= missing`}, bonsai.ErrInvalidSchema, "Grammar", -1, "missing"},
 		// The tool at fault in a required choice's grammar, and the path within its schema.
 		{bonsai.Text("a"), bonsai.GenerateOptions{Tools: weather, ToolChoice: required}, bonsai.ErrInvalidSchema, "Tools", 1, "not at /properties/x/not"},

@@ -143,7 +143,7 @@ func TestToolOptionsInvalid(t *testing.T) {
 		opt  bonsai.GenerateOptions
 		want string
 	}{
-		{bonsai.GenerateOptions{ResponseFormat: &bonsai.ResponseFormat{Type: "json_schema", Schema: json.RawMessage(`{"type":"number","minimum":1}`)}}, "minimum at /minimum"},
+		{bonsai.GenerateOptions{ResponseFormat: &bonsai.ResponseFormat{Type: "json_schema", Schema: json.RawMessage(`{"type":"number","minimum":1e-20}`)}}, "minimum at /minimum"},
 		{bonsai.GenerateOptions{Tools: []bonsai.Tool{{Name: "f", Parameters: json.RawMessage(`{"type":"object","properties":{"x":{"not":{}}}}`)}}, ToolChoice: bonsai.ToolChoice{Mode: bonsai.ToolChoiceRequired}}, "not at /properties/x/not"},
 		{bonsai.GenerateOptions{Tools: weatherTools, ToolChoice: bonsai.ToolChoice{Mode: bonsai.ToolChoiceFunction, Name: "nope"}}, `function "nope" is not among the tools`},
 	}

@@ -90,7 +90,9 @@ func TestDeadEnd(t *testing.T) {
 
 func FuzzCompileJSONSchema(f *testing.F) {
 	for _, s := range []string{typicalSchema, `{"type":"object"}`, `{"$ref":"#"}`, `{"anyOf":[{"$ref":"#/$defs/a"}],"$defs":{"a":{"type":"array","items":{"$ref":"#"}}}}`,
-		`{"type":"string","minLength":3,"maxLength":2}`, `{"enum":[]}`, `{"type":["integer","string"],"maxLength":2}`} {
+		`{"type":"string","minLength":3,"maxLength":2}`, `{"enum":[]}`, `{"type":["integer","string"],"maxLength":2}`,
+		`{"type":"string","pattern":"^(a|b)*c{2,3}$"}`, `{"type":"string","format":"date-time"}`, `{"type":"number","minimum":-1,"exclusiveMaximum":1}`,
+		`{"type":"integer","multipleOf":7}`, `{"type":"string","enum":["a","bb"],"maxLength":1}`} {
 		f.Add([]byte(s), []byte(`{"a": [1, "x"]}`))
 	}
 	f.Fuzz(func(t *testing.T, schema, input []byte) {

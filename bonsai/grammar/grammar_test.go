@@ -23,16 +23,20 @@ func TestSchemaMatches(t *testing.T) {
 		accept []string
 		reject []string
 	}{
-		{`{"type":"integer"}`, []string{"0", "-12", "\n7"}, []string{"01", "1.5", "", "+1", "1 "}},
+		{`{"type":"integer"}`, []string{"0", "-12", "7"}, []string{"01", "1.5", "", "+1", "1 ", "\n7", " 7"}},
 		{`{"type":"number"}`, []string{"1.5", "-0.25e-3", "3E2", "7"}, []string{".5", "1.", "1e"}},
 		{`{"type":"string","minLength":1,"maxLength":3}`, []string{`"a"`, `"é\n"`, `"\u00e9ab"`, `"abc"`}, []string{`""`, `"abcd"`, `"a`, "\"\x01\"", "\"\xff\""}},
 		{`{"type":"boolean"}`, []string{"true", "false"}, []string{"True", "tru"}},
 		{`{"enum":["a",1,null,{"k":[true]}]}`, []string{`"a"`, "1", "null", `{"k":[true]}`}, []string{`"b"`, "2"}},
 		{`{"const":"x y"}`, []string{`"x y"`}, []string{`"x"`}},
+		// The rest of the schema filters an enum.
+		{`{"type":"string","enum":["a",1,"bb"],"maxLength":1}`, []string{`"a"`}, []string{`1`, `"bb"`}},
+		{`{"type":"string","format":"date","enum":["2024-02-29","2023-02-29"]}`, []string{`"2024-02-29"`}, []string{`"2023-02-29"`}},
+		{`{"type":"integer","minimum":2,"const":3}`, []string{`3`}, []string{`2`}},
 		{`{"type":["string","null"]}`, []string{`"s"`, "null"}, []string{"1"}},
-		{`{"type":"array","items":{"type":"integer"},"minItems":1,"maxItems":2}`, []string{"[1]", "[1, 2]", "[ 1,\n  2 ]"}, []string{"[]", "[1,2,3]", "[1,]"}},
+		{`{"type":"array","items":{"type":"integer"},"minItems":1,"maxItems":2}`, []string{"[1]", "[1,2]", "[1, 2]"}, []string{"[]", "[1,2,3]", "[1,]", "[ 1,\n  2 ]", "[1,  2]", "[1 ,2]", "[1,2 ]"}},
 		{`{"type":"object","properties":{"a":{"type":"integer"},"b":{"type":"string"}},"required":["b"],"additionalProperties":false}`,
-			[]string{`{"b":"x"}`, `{"a":1,"b":"x"}`, `{ "a": 1, "b": "x" }`}, []string{`{}`, `{"a":1}`, `{"b":"x","a":1}`, `{"b":"x","c":1}`, `{"a":1,,"b":"x"}`}},
+			[]string{`{"b":"x"}`, `{"a":1,"b":"x"}`, `{"a": 1, "b": "x"}`}, []string{`{ "a": 1, "b": "x" }`, `{"a" :1,"b":"x"}`, "{\"a\":\n1,\"b\":\"x\"}", `{}`, `{"a":1}`, `{"b":"x","a":1}`, `{"b":"x","c":1}`, `{"a":1,,"b":"x"}`}},
 		{`{"type":"object"}`, []string{`{}`, `{"x":[1,{"y":null}]}`}, []string{`[]`, `{"x"}`}},
 		{`{"anyOf":[{"type":"integer"},{"type":"array","items":{"$ref":"#"}}]}`, []string{"1", "[1,[2,[]]]"}, []string{`"s"`}},
 		{`{"$defs":{"n":{"type":"object","properties":{"v":{"type":"integer"},"next":{"anyOf":[{"$ref":"#/$defs/n"},{"type":"null"}]}},"required":["v","next"],"additionalProperties":false}},"$ref":"#/$defs/n"}`,
@@ -52,16 +56,21 @@ func TestSchemaMatches(t *testing.T) {
 
 func TestSchemaErrors(t *testing.T) {
 	cases := []struct{ schema, keyword, path string }{
-		{`{"type":"number","minimum":3}`, "minimum", "/minimum"},
-		{`{"minimum":3}`, "minimum", "/minimum"},
+		{`{"type":"number","minimum":1e-20}`, "minimum", "/minimum"},
+		{`{"minimum":1e-20}`, "minimum", "/minimum"},
+		{`{"type":"array","uniqueItems":true}`, "uniqueItems", "/uniqueItems"},
 		{`{"type":"integer","minimum":3,"maximum":2}`, "minimum", ""},
 		{`{"type":"integer","maximum":1e20}`, "maximum", "/maximum"},
-		{`{"type":"object","properties":{"a":{"type":"string","pattern":"x+"}}}`, "pattern", "/properties/a/pattern"},
+		{`{"type":"object","properties":{"a":{"type":"string","pattern":"(x)\\1"}}}`, "pattern", "/properties/a/pattern"},
+		{`{"type":"string","format":"date","maxLength":3}`, "format", "/format"},
+		{`{"type":"number","not":{"type":"integer"}}`, "not", "/not"},
 		{`{"type":"strin"}`, "type", "/type"},
 		{`{"$ref":"http://example.com/s"}`, "$ref", "/$ref"},
 		{`{"$ref":"#/$defs/missing"}`, "$ref", "/$ref"},
 		{`{"type":"string","maxLength":100000}`, "maxLength", "/maxLength"},
 		{`{"type":"object","required":["x"]}`, "required", "/required"},
+		{`{"type":"integer","minimum":2,"const":1}`, "const", "/const"},
+		{`{"type":"string","enum":["a"],"pattern":"(?=a)"}`, "pattern", "/pattern"},
 		{`[1]`, "schema", ""},
 		{`{"type":`, "schema", ""},
 	}

@@ -22,20 +22,28 @@ const (
 )
 
 // CompileJSONSchema compiles a JSON Schema into the grammar of the JSON values it
-// accepts, written compactly or with the usual whitespace.
+// accepts, written compactly: no whitespace before or after the value or around
+// brackets, and at most one space after each ',' and ':' (a model cannot spend its
+// tokens on whitespace; see sepRule).
 //
 // Supported: type (one or a list), object with properties, required and
 // additionalProperties (false, true or a schema), array with items, minItems and
-// maxItems, string with minLength and maxLength (in characters), number, integer (with
-// minimum, maximum, exclusiveMinimum and exclusiveMaximum, within ±10^15),
-// boolean, null, enum, const, anyOf and oneOf (read as anyOf), allOf of one schema,
-// $ref to "#", "#/$defs/…" or "#/definitions/…" (recursion allowed), and the
-// annotations (title, description, default, examples, format, $schema, $id,
-// $comment, deprecated, readOnly, writeOnly). Any other keyword that changes which
-// values are valid (minimum, pattern, not, …) is an error naming it: the grammar
-// never accepts what the schema rejects. Properties the schema lists are written in
-// its order; an object without additionalProperties is closed (a subset of what the
-// schema allows, as llama.cpp reads it).
+// maxItems, string with minLength and maxLength (in characters), pattern (a subset of
+// ECMA-262, see regex.go) or format (date, time, date-time, duration, uuid, ipv4, ipv6,
+// hostname, email, uri: see format.go), integer (with minimum, maximum,
+// exclusiveMinimum and exclusiveMaximum, within ±10^15), number (with the same bounds,
+// of at most 16 decimals: it is then written without exponent), multipleOf on either
+// (see numrange.go), boolean, null, enum and const (the values the rest of the schema
+// accepts), anyOf and oneOf (read as anyOf), allOf of one schema, $ref to "#",
+// "#/$defs/…" or "#/definitions/…" (recursion allowed), and the annotations (title,
+// description, default, examples, $schema, $id, $comment, deprecated, readOnly,
+// writeOnly, and a format not listed above). Any other keyword that changes which
+// values are valid (not, uniqueItems, …) is an error naming it, as is what the
+// supported ones cannot express (a pattern outside the subset, a pattern or format
+// beside minLength or maxLength, a bound of more decimals): the grammar never accepts
+// what the schema rejects. Properties the schema lists are written in its order; an
+// object without additionalProperties is closed (a subset of what the schema allows, as
+// llama.cpp reads it).
 func CompileJSONSchema(schema []byte, opt SchemaOptions) (*Grammar, error) {
 	doc, err := parseJV(schema)
 	if err != nil {
@@ -47,7 +55,7 @@ func CompileJSONSchema(schema []byte, opt SchemaOptions) (*Grammar, error) {
 		return nil, err
 	}
 	b := c.b
-	root := b.seqRule("root", ref(c.lead()), ref(r))
+	root := b.seqRule("root", ref(r))
 	g, err := b.build(root)
 	if err != nil {
 		return nil, schemaErr("schema", "", "%v", err)
@@ -60,32 +68,36 @@ type schemaCompiler struct {
 	doc  *jv
 	opt  SchemaOptions
 	refs map[string]int32
+	// classes remembers the rule of each character set of a pattern.
+	classes map[string]int32
+	// fracs are the fraction rules of bounded numbers.
+	fracs map[fracSpec]int32
 	// shared rules, made on first use
 	ws, leadWS, str, num, integer, any, char, boolean, null int32
 }
 
 func newSchemaCompiler(doc *jv, opt SchemaOptions) *schemaCompiler {
-	return &schemaCompiler{b: newBuilder(), doc: doc, opt: opt, refs: map[string]int32{},
+	return &schemaCompiler{b: newBuilder(), doc: doc, opt: opt, refs: map[string]int32{}, classes: map[string]int32{},
 		ws: -1, leadWS: -1, str: -1, num: -1, integer: -1, any: -1, char: -1, boolean: -1, null: -1}
 }
 
-// wsRule is the whitespace between JSON tokens: none, a space, or a newline and up to
-// 16 spaces of indent.
-func (c *schemaCompiler) wsRule() int32 {
+// sepRule is the whitespace after a ',' or ':' between JSON tokens: none or one
+// space. It is the only whitespace the grammar of a schema allows — none before the
+// value, after it, around brackets or before a separator — so that a model cannot
+// spend its tokens on whitespace: a value of n separators holds at most n spaces, and
+// no newline.
+func (c *schemaCompiler) sepRule() int32 {
 	if c.ws < 0 {
 		b := c.b
-		var sp byteSet
-		sp.add(' ')
-		indent := b.repeat("indent", []elem{b.term(sp)}, 0, 16)
-		c.ws = b.newRule("ws")
+		c.ws = b.newRule("sep")
 		b.addAlt(c.ws)
 		b.addAlt(c.ws, b.lit(" ")...)
-		b.addAlt(c.ws, append(b.lit("\n"), ref(indent))...)
 	}
 	return c.ws
 }
 
-// lead is the whitespace allowed before the value: up to two newlines or spaces.
+// lead is the whitespace allowed before a tool call's markup: up to two newlines or
+// spaces.
 func (c *schemaCompiler) lead() int32 {
 	if c.leadWS < 0 {
 		var s byteSet
@@ -141,6 +153,72 @@ func utf8Multi(b *builder) [][]elem {
 		{rng(0xF1, 0xF3), cont, cont, cont},
 		{rng(0xF4, 0xF4), rng(0x80, 0x8F), cont, cont},
 	}
+}
+
+// stringSchema is the rule of a string schema's values: minLength and maxLength, or a
+// pattern, or a format, written as JSON strings (enc encJSON, with the quotes) or as a
+// tool-call parameter's raw text (encRaw).
+func (c *schemaCompiler) stringSchema(s *jv, path string, enc encoding) (int32, error) {
+	min, hasMin, err := c.count(s, "minLength", pathJoin(path, "minLength"))
+	if err != nil {
+		return 0, err
+	}
+	max, hasMax, err := c.count(s, "maxLength", pathJoin(path, "maxLength"))
+	if err != nil {
+		return 0, err
+	}
+	if !hasMax {
+		max = -1
+	} else if max < min {
+		return 0, schemaErr("maxLength", pathJoin(path, "maxLength"), "less than minLength")
+	}
+	var pattern, which string
+	if p := s.get("pattern"); p != nil {
+		if p.kind != 's' {
+			return 0, schemaErr("pattern", pathJoin(path, "pattern"), "must be a string")
+		}
+		pattern, which = p.str, "pattern"
+	}
+	if f := s.get("format"); f != nil && f.kind == 's' && formats[f.str] != "" {
+		if which != "" {
+			return 0, schemaErr("format", pathJoin(path, "format"), "format beside pattern is not supported")
+		}
+		pattern, which = formats[f.str], "format"
+	}
+	if which == "" {
+		if enc == encRaw {
+			if min > 0 || hasMax {
+				return c.b.repeat("raw-bounded", []elem{ref(c.charNoLT())}, min, max), nil
+			}
+			return c.rawText(), nil
+		}
+		return c.stringRule(min, max), nil
+	}
+	if hasMin || hasMax {
+		k := "minLength"
+		if !hasMin {
+			k = "maxLength"
+		}
+		return 0, schemaErr(which, pathJoin(path, which), "%s beside %s is not supported", which, k)
+	}
+	body, err := c.patternRule(pattern, enc)
+	if err != nil {
+		if err == errTooLarge {
+			return 0, schemaErr(which, pathJoin(path, which), "the pattern makes too large a grammar")
+		}
+		return 0, schemaErr(which, pathJoin(path, which), "%v", err)
+	}
+	if enc == encRaw {
+		return body, nil
+	}
+	q := c.b.term(single('"'))
+	return c.b.seqRule("string", q, ref(body), q), nil
+}
+
+// knownFormat reports whether s has a format the compiler enforces.
+func knownFormat(s *jv) bool {
+	f := s.get("format")
+	return f != nil && f.kind == 's' && formats[f.str] != ""
 }
 
 func (c *schemaCompiler) stringRule(min, max int) int32 {
@@ -218,19 +296,19 @@ func (c *schemaCompiler) anyRule() int32 {
 	}
 	b := c.b
 	c.any = b.newRule("value")
-	ws := ref(c.wsRule())
-	// object: "{" ws ( member ( "," ws member )* )? ws "}"
-	member := b.seqRule("member", ref(c.stringRule(0, -1)), ws, b.term(single(':')), ws, ref(c.any))
-	more := b.star("members", append(b.lit(","), ws, ref(member))...)
+	sep := ref(c.sepRule())
+	// object: "{" ( member ( "," sep member )* )? "}"
+	member := b.seqRule("member", ref(c.stringRule(0, -1)), b.term(single(':')), sep, ref(c.any))
+	more := b.star("members", append(b.lit(","), sep, ref(member))...)
 	body := b.newRule("object-body")
 	b.addAlt(body)
-	b.addAlt(body, ref(member), ref(more), ws)
-	obj := b.seqRule("object", b.term(single('{')), ws, ref(body), b.term(single('}')))
-	items := b.star("items", append(b.lit(","), ws, ref(c.any))...)
+	b.addAlt(body, ref(member), ref(more))
+	obj := b.seqRule("object", b.term(single('{')), ref(body), b.term(single('}')))
+	items := b.star("items", append(b.lit(","), sep, ref(c.any))...)
 	abody := b.newRule("array-body")
 	b.addAlt(abody)
-	b.addAlt(abody, ref(c.any), ref(items), ws)
-	arr := b.seqRule("array", b.term(single('[')), ws, ref(abody), b.term(single(']')))
+	b.addAlt(abody, ref(c.any), ref(items))
+	arr := b.seqRule("array", b.term(single('[')), ref(abody), b.term(single(']')))
 	for _, r := range []int32{obj, arr, c.stringRule(0, -1), c.numberRule(), c.literal("true", "true"), c.literal("false", "false"), c.literal("null", "null")} {
 		b.addAlt(c.any, ref(r))
 	}
@@ -249,8 +327,9 @@ var annotations = map[string]bool{
 var known = map[string]bool{
 	"type": true, "properties": true, "required": true, "additionalProperties": true,
 	"items": true, "minItems": true, "maxItems": true, "minLength": true, "maxLength": true,
-	"enum": true, "const": true, "anyOf": true, "oneOf": true, "allOf": true, "$ref": true,
+	"pattern": true, "enum": true, "const": true, "anyOf": true, "oneOf": true, "allOf": true, "$ref": true,
 	"minimum": true, "maximum": true, "exclusiveMinimum": true, "exclusiveMaximum": true,
+	"multipleOf": true,
 }
 
 func pathJoin(path string, parts ...string) string {
@@ -310,12 +389,10 @@ func (c *schemaCompiler) compile(s *jv, path string, depth int) (int32, error) {
 		return c.ref(r, path, depth)
 	}
 	if e := s.get("enum"); e != nil {
-		return c.enum(e, pathJoin(path, "enum"))
+		return c.enum(s, e, "enum", path, depth)
 	}
 	if k := s.get("const"); k != nil {
-		var sb strings.Builder
-		k.compact(&sb)
-		return c.literal("const", sb.String()), nil
+		return c.enum(s, &jv{kind: 'a', arr: []*jv{k}}, "const", path, depth)
 	}
 	if all := s.get("allOf"); all != nil {
 		if all.kind != 'a' || len(all.arr) != 1 {
@@ -360,9 +437,9 @@ func (c *schemaCompiler) compile(s *jv, path string, depth int) (int32, error) {
 			types = []string{"object"}
 		case s.get("items") != nil || s.get("minItems") != nil || s.get("maxItems") != nil:
 			types = []string{"array"}
-		case s.get("minLength") != nil || s.get("maxLength") != nil:
+		case s.get("minLength") != nil || s.get("maxLength") != nil || s.get("pattern") != nil || knownFormat(s):
 			types = []string{"string"}
-		case s.get("minimum") != nil || s.get("maximum") != nil || s.get("exclusiveMinimum") != nil || s.get("exclusiveMaximum") != nil:
+		case s.get("minimum") != nil || s.get("maximum") != nil || s.get("exclusiveMinimum") != nil || s.get("exclusiveMaximum") != nil || s.get("multipleOf") != nil:
 			types = []string{"number"}
 		default:
 			return c.anyRule(), nil
@@ -385,21 +462,15 @@ func (c *schemaCompiler) compile(s *jv, path string, depth int) (int32, error) {
 func (c *schemaCompiler) typed(s *jv, t, path string, depth int) (int32, error) {
 	switch t {
 	case "string":
-		min, _, err := c.count(s, "minLength", pathJoin(path, "minLength"))
-		if err != nil {
-			return 0, err
-		}
-		max, hasMax, err := c.count(s, "maxLength", pathJoin(path, "maxLength"))
-		if err != nil {
-			return 0, err
-		}
-		if !hasMax {
-			max = -1
-		} else if max < min {
-			return 0, schemaErr("maxLength", pathJoin(path, "maxLength"), "less than minLength")
-		}
-		return c.stringRule(min, max), nil
+		return c.stringSchema(s, path, encJSON)
 	case "integer":
+		k, _, err := c.multipleOf(s, path)
+		if err != nil {
+			return 0, err
+		}
+		if k > 0 {
+			return c.multipleRule(k), nil
+		}
 		lo, hi, err := c.intBounds(s, path)
 		if err != nil {
 			return 0, err
@@ -409,12 +480,28 @@ func (c *schemaCompiler) typed(s *jv, t, path string, depth int) (int32, error) 
 		}
 		return c.intRangeRule(lo, hi), nil
 	case "number":
-		for _, k := range []string{"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"} {
-			if s.get(k) != nil {
-				return 0, schemaErr(k, pathJoin(path, k), "bounds are supported on integers only")
-			}
+		k, decimals, err := c.multipleOf(s, path)
+		if err != nil {
+			return 0, err
 		}
-		return c.numberRule(), nil
+		switch {
+		case k > 0:
+			return c.multipleRule(k), nil
+		case decimals > 0:
+			return c.decimalsRule(decimals), nil
+		}
+		lo, hi, err := c.numBounds(s, path)
+		if err != nil {
+			return 0, err
+		}
+		if lo.v == nil && hi.v == nil {
+			return c.numberRule(), nil
+		}
+		r, ok := c.numberRangeRule(lo, hi)
+		if !ok {
+			return 0, schemaErr("minimum", path, "no number lies between the bounds")
+		}
+		return r, nil
 	case "boolean":
 		if c.boolean < 0 {
 			c.boolean = c.b.newRule("boolean")
@@ -437,7 +524,7 @@ func (c *schemaCompiler) typed(s *jv, t, path string, depth int) (int32, error) 
 
 func (c *schemaCompiler) object(s *jv, path string, depth int) (int32, error) {
 	b := c.b
-	ws := ref(c.wsRule())
+	sep := ref(c.sepRule())
 	props := s.get("properties")
 	if props != nil && props.kind != 'o' {
 		return 0, schemaErr("properties", pathJoin(path, "properties"), "must be an object")
@@ -470,14 +557,14 @@ func (c *schemaCompiler) object(s *jv, path string, depth int) (int32, error) {
 			if err != nil {
 				return 0, err
 			}
-			extra = b.seqRule("extra-member", ref(c.stringRule(0, -1)), ws, b.term(single(':')), ws, ref(v))
+			extra = b.seqRule("extra-member", ref(c.stringRule(0, -1)), b.term(single(':')), sep, ref(v))
 		default:
 			return 0, schemaErr("additionalProperties", pathJoin(path, "additionalProperties"), "must be a boolean or a schema")
 		}
 	} else if props == nil {
 		// {"type": "object"} alone: any object.
 		v := c.anyRule()
-		extra = b.seqRule("extra-member", ref(c.stringRule(0, -1)), ws, b.term(single(':')), ws, ref(v))
+		extra = b.seqRule("extra-member", ref(c.stringRule(0, -1)), b.term(single(':')), sep, ref(v))
 	}
 	var n int
 	var kv []int32
@@ -489,7 +576,7 @@ func (c *schemaCompiler) object(s *jv, path string, depth int) (int32, error) {
 			if err != nil {
 				return 0, err
 			}
-			kv = append(kv, b.seqRule("kv-"+k, append(b.lit(quote(k)), ws, b.term(single(':')), ws, ref(v))...))
+			kv = append(kv, b.seqRule("kv-"+k, append(b.lit(quote(k)), b.term(single(':')), sep, ref(v))...))
 			req = append(req, required[k])
 		}
 	}
@@ -499,7 +586,7 @@ func (c *schemaCompiler) object(s *jv, path string, depth int) (int32, error) {
 	first := make([]int32, n+1)
 	rest[n] = b.newRule("rest-end")
 	if extra >= 0 {
-		more := b.star("extra", append(b.lit(","), ws, ref(extra))...)
+		more := b.star("extra", append(b.lit(","), sep, ref(extra))...)
 		b.addAlt(rest[n], ref(more))
 	} else {
 		b.addAlt(rest[n])
@@ -511,7 +598,7 @@ func (c *schemaCompiler) object(s *jv, path string, depth int) (int32, error) {
 	}
 	for i := n - 1; i >= 0; i-- {
 		rest[i] = b.newRule("rest")
-		b.addAlt(rest[i], append(b.lit(","), ws, ref(kv[i]), ref(rest[i+1]))...)
+		b.addAlt(rest[i], append(b.lit(","), sep, ref(kv[i]), ref(rest[i+1]))...)
 		first[i] = b.newRule("first")
 		b.addAlt(first[i], ref(kv[i]), ref(rest[i+1]))
 		if !req[i] {
@@ -520,13 +607,13 @@ func (c *schemaCompiler) object(s *jv, path string, depth int) (int32, error) {
 		}
 	}
 	body := b.newRule("object-body")
-	b.addAlt(body, ref(first[0]), ws)
-	return b.seqRule("object", b.term(single('{')), ws, ref(body), b.term(single('}'))), nil
+	b.addAlt(body, ref(first[0]))
+	return b.seqRule("object", b.term(single('{')), ref(body), b.term(single('}'))), nil
 }
 
 func (c *schemaCompiler) array(s *jv, path string, depth int) (int32, error) {
 	b := c.b
-	ws := ref(c.wsRule())
+	sep := ref(c.sepRule())
 	var item int32
 	if it := s.get("items"); it != nil {
 		var err error
@@ -554,10 +641,10 @@ func (c *schemaCompiler) array(s *jv, path string, depth int) (int32, error) {
 		b.addAlt(body)
 	}
 	if max != 0 {
-		more := b.repeat("items", append(b.lit(","), ws, ref(item)), max0(min-1), dec(max))
-		b.addAlt(body, ref(item), ref(more), ws)
+		more := b.repeat("items", append(b.lit(","), sep, ref(item)), max0(min-1), dec(max))
+		b.addAlt(body, ref(item), ref(more))
 	}
-	return b.seqRule("array", b.term(single('[')), ws, ref(body), b.term(single(']'))), nil
+	return b.seqRule("array", b.term(single('[')), ref(body), b.term(single(']'))), nil
 }
 
 func max0(n int) int { return max(n, 0) }
@@ -568,20 +655,71 @@ func dec(n int) int {
 	return n - 1
 }
 
-func (c *schemaCompiler) enum(e *jv, path string) (int32, error) {
+// enum is the rule of the values of an enum or const (key), those the rest of the
+// schema s accepts when it has other keywords ({"type": "string", "enum": ["a", 1]}
+// allows "a" only).
+func (c *schemaCompiler) enum(s, e *jv, key, path string, depth int) (int32, error) {
+	kp := pathJoin(path, key)
 	if e.kind != 'a' || len(e.arr) == 0 {
-		return 0, schemaErr("enum", path, "must be a non-empty array")
+		return 0, schemaErr("enum", kp, "must be a non-empty array")
 	}
 	if len(e.arr) > maxEnum {
-		return 0, schemaErr("enum", path, "%d values, more than the %d supported", len(e.arr), maxEnum)
+		return 0, schemaErr("enum", kp, "%d values, more than the %d supported", len(e.arr), maxEnum)
 	}
-	r := c.b.newRule("enum")
-	for _, v := range e.arr {
+	values := make([]string, len(e.arr))
+	for i, v := range e.arr {
 		var sb strings.Builder
 		v.compact(&sb)
-		c.b.addAlt(r, c.b.lit(sb.String())...)
+		values[i] = sb.String()
+	}
+	values, err := c.filterValues(s, values, key, path, depth)
+	if err != nil {
+		return 0, err
+	}
+	r := c.b.newRule(key)
+	for _, v := range values {
+		c.b.addAlt(r, c.b.lit(v)...)
 	}
 	return r, nil
+}
+
+// filterValues returns the values (JSON texts) of an enum or const (key) that the
+// rest of the schema s accepts, compiled alone, when it has other keywords.
+func (c *schemaCompiler) filterValues(s *jv, values []string, key, path string, depth int) ([]string, error) {
+	kp := pathJoin(path, key)
+	rest := &jv{kind: 'o'}
+	validating := false
+	for i, k := range s.keys {
+		if k == "enum" || k == "const" {
+			continue
+		}
+		rest.keys, rest.vals = append(rest.keys, k), append(rest.vals, s.vals[i])
+		validating = validating || known[k]
+	}
+	if validating {
+		sc := newSchemaCompiler(c.doc, c.opt)
+		r, err := sc.compile(rest, path, depth)
+		if err != nil {
+			return nil, err
+		}
+		g, err := sc.b.build(sc.b.seqRule("root", ref(r)))
+		if err != nil {
+			return nil, schemaErr(key, kp, "%v", err)
+		}
+		m0 := NewMatcher(g)
+		var kept []string
+		for _, v := range values {
+			m := &Matcher{a: m0.a, cur: m0.cur, err: m0.err}
+			if m.Accept([]byte(v)) == nil && m.Accepting() {
+				kept = append(kept, v)
+			}
+		}
+		if len(kept) == 0 {
+			return nil, schemaErr(key, kp, "no value is valid under the rest of the schema")
+		}
+		values = kept
+	}
+	return values, nil
 }
 
 func (c *schemaCompiler) ref(r *jv, path string, depth int) (int32, error) {

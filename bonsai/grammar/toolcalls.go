@@ -1,6 +1,7 @@
 package grammar
 
 import (
+	"encoding/json"
 	"strconv"
 )
 
@@ -25,8 +26,9 @@ type Function struct {
 // The parameters of each function are those of its schema, in its order, the required
 // ones present. A parameter whose schema is a plain string takes the text as written
 // (anything without "</parameter>"; an enum or const its values; minLength and
-// maxLength counted in bytes of text without "<"); any other value is JSON by its
-// schema, as package toolcall reads it back.
+// maxLength counted in characters of text without "<"; a pattern or format matched by
+// text without "<"); any other value is JSON by its schema, as package toolcall reads
+// it back.
 func ToolCalls(fns []Function, parallel bool) (*Grammar, error) {
 	if len(fns) == 0 {
 		return nil, schemaErr("tools", "", "no functions")
@@ -138,21 +140,7 @@ func (c *schemaCompiler) paramValue(s *jv, path string, depth int) (int32, error
 					return 0, schemaErr(k, pathJoin(path, k), "keyword not supported")
 				}
 			}
-			min, _, err := c.count(s, "minLength", pathJoin(path, "minLength"))
-			if err != nil {
-				return 0, err
-			}
-			max, hasMax, err := c.count(s, "maxLength", pathJoin(path, "maxLength"))
-			if err != nil {
-				return 0, err
-			}
-			if min > 0 || hasMax {
-				if !hasMax {
-					max = -1
-				}
-				return c.b.repeat("raw-bounded", []elem{ref(c.charNoLT())}, min, max), nil
-			}
-			return c.rawText(), nil
+			return c.stringSchema(s, path, encRaw)
 		}
 		// The parser reads a parameter whose schema allows only strings as raw text, and
 		// an enum of strings without "type" allows only strings: write it raw too.
@@ -161,11 +149,21 @@ func (c *schemaCompiler) paramValue(s *jv, path string, depth int) (int32, error
 			if e.kind != 'a' || len(e.arr) == 0 || len(e.arr) > maxEnum {
 				return 0, schemaErr("enum", pathJoin(path, "enum"), "must be a non-empty array of at most %d values", maxEnum)
 			}
+			var values []string
 			for _, v := range e.arr {
 				if v.kind != 's' {
 					return 0, schemaErr("enum", pathJoin(path, "enum"), "a string parameter's values must be strings")
 				}
-				c.b.addAlt(r, c.b.lit(v.str)...)
+				values = append(values, quote(v.str))
+			}
+			values, err := c.filterValues(s, values, "enum", path, depth)
+			if err != nil {
+				return 0, err
+			}
+			for _, v := range values {
+				var str string
+				_ = json.Unmarshal([]byte(v), &str) // quote wrote it
+				c.b.addAlt(r, c.b.lit(str)...)
 			}
 			return r, nil
 		}

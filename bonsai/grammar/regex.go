@@ -786,7 +786,7 @@ func (c *schemaCompiler) classRule(set []rrange, enc encoding) int32 {
 			}
 		}
 		if rg.hi >= 0x80 {
-			for _, seq := range utf8Ranges(max(rg.lo, 0x80), rg.hi) {
+			for _, seq := range utf8Sequences(max(rg.lo, 0x80), rg.hi) {
 				els := make([]elem, len(seq))
 				for i, br := range seq {
 					var s byteSet
@@ -822,58 +822,4 @@ func jsonEscape(ch byte) string {
 		return `\t`
 	}
 	return fmt.Sprintf(`\u%04x`, ch)
-}
-
-// utf8Ranges returns the UTF-8 encodings of the code points in [lo, hi] (surrogates
-// left out) as sequences of byte ranges, as RE2 compiles them.
-func utf8Ranges(lo, hi rune) [][][2]byte {
-	var out [][][2]byte
-	var split func(lo, hi rune)
-	split = func(lo, hi rune) {
-		if lo > hi {
-			return
-		}
-		if lo <= 0xdfff && hi >= 0xd800 {
-			split(lo, 0xd7ff)
-			split(0xe000, hi)
-			return
-		}
-		for _, m := range []rune{0x7f, 0x7ff, 0xffff} {
-			if lo <= m && m < hi {
-				split(lo, m)
-				split(m+1, hi)
-				return
-			}
-		}
-		if hi <= 0x7f {
-			out = append(out, [][2]byte{{byte(lo), byte(hi)}})
-			return
-		}
-		n := utf8.RuneLen(lo)
-		for i := 1; i < n; i++ {
-			m := rune(1)<<(6*i) - 1
-			if lo&^m != hi&^m {
-				if lo&m != 0 {
-					split(lo, lo|m)
-					split((lo|m)+1, hi)
-					return
-				}
-				if hi&m != m {
-					split(lo, (hi&^m)-1)
-					split(hi&^m, hi)
-					return
-				}
-			}
-		}
-		var a, z [4]byte
-		utf8.EncodeRune(a[:], lo)
-		utf8.EncodeRune(z[:], hi)
-		seq := make([][2]byte, n)
-		for i := range n {
-			seq[i] = [2]byte{a[i], z[i]}
-		}
-		out = append(out, seq)
-	}
-	split(lo, hi)
-	return out
 }

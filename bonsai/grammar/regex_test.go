@@ -221,7 +221,7 @@ func TestPatternPlaces(t *testing.T) {
 	assert.False(t, matches(g, call("<parameter=code>\nabcd\n</parameter>\n")))
 }
 
-// utf8Ranges covers exactly the code points of its range, surrogates aside.
+// utf8Sequences covers exactly the code points of its range, surrogates aside.
 func TestUTF8Ranges(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
 	for range 200 {
@@ -230,7 +230,7 @@ func TestUTF8Ranges(t *testing.T) {
 		if rng.IntN(2) == 0 {
 			hi = min(lo+rune(rng.IntN(300)), 0x10ffff)
 		}
-		seqs := utf8Ranges(lo, hi)
+		seqs := utf8Sequences(lo, hi)
 		in := func(b []byte) bool {
 			for _, s := range seqs {
 				if len(s) != len(b) {

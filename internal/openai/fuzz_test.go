@@ -25,15 +25,7 @@ var chatSeeds = []string{
 // FuzzChatRequest: any body gets an answer — a job, or an error with a status and a
 // message — never a panic; an accepted job's options are consistent with the request.
 func FuzzChatRequest(f *testing.F) {
-	for _, s := range chatSeeds {
-		f.Add([]byte(s))
-	}
-	srv, err := serve.New(tinyModel, serve.Config{ModelName: modelName})
-	if err != nil {
-		f.Fatal(err)
-	}
-	f.Cleanup(func() { srv.Close() })
-	s := newAPI(srv, Config{})
+	s := fuzzAPI(f, chatSeeds)
 	f.Fuzz(func(t *testing.T, body []byte) {
 		var req chatRequest
 		if e := decode(body, &req); e != nil {
@@ -107,15 +99,7 @@ var responsesSeeds = []string{
 // a message, and the parameter at fault when the body is a JSON object — never a panic;
 // an accepted job is consistent with the request.
 func FuzzResponsesRequest(f *testing.F) {
-	for _, s := range responsesSeeds {
-		f.Add([]byte(s))
-	}
-	srv, err := serve.New(tinyModel, serve.Config{ModelName: modelName})
-	if err != nil {
-		f.Fatal(err)
-	}
-	f.Cleanup(func() { srv.Close() })
-	s := newAPI(srv, Config{})
+	s := fuzzAPI(f, responsesSeeds)
 	f.Fuzz(func(t *testing.T, body []byte) {
 		var req responsesRequest
 		e := decode(body, &req)
@@ -178,4 +162,17 @@ func FuzzResponsesRequest(f *testing.F) {
 			}
 		}
 	})
+}
+
+// fuzzAPI seeds f with seeds and returns the API the fuzz targets read requests with.
+func fuzzAPI(f *testing.F, seeds []string) *api {
+	for _, s := range seeds {
+		f.Add([]byte(s))
+	}
+	srv, err := serve.New(tinyModel, serve.Config{ModelName: modelName})
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Cleanup(func() { srv.Close() })
+	return newAPI(srv, Config{})
 }

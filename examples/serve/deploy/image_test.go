@@ -394,7 +394,7 @@ func readDockerfile(t *testing.T) *dockerfile {
 // the manifest passes.
 func TestImage(t *testing.T) {
 	if testing.Short() {
-		t.Skip("builds serve")
+		t.Skip("-short leaves out the image test: it compiles the serve binary, tens of seconds on a cold cache")
 	}
 	d := readDockerfile(t)
 	b, err := d.goBuild()

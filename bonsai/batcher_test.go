@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -115,13 +116,13 @@ func TestCancelOneOfABatch(t *testing.T) {
 	bg := context.Background()
 	a, b := session(t, m), session(t, m)
 	pa, pb := tokens(120, m.Vocab(), 4), tokens(120, m.Vocab(), 5)
-	ctx, cancel := context.WithCancel(bg)
+	// Cancelled at its fourth step boundary, not after a sleep: a fast machine fed the
+	// whole prompt in the 30 ms the test once slept.
+	ctx := cancelAtCheck(bg, 4)
 	var errA, errB error
 	var wg sync.WaitGroup
 	wg.Go(func() { errA = a.Prefill(ctx, pa) })
 	wg.Go(func() { errB = b.Prefill(bg, pb) })
-	time.Sleep(30 * time.Millisecond)
-	cancel()
 	wg.Wait()
 	require.NoError(t, errB)
 	require.True(t, errors.Is(errA, context.Canceled), "%v", errA)
@@ -139,6 +140,29 @@ func TestCancelOneOfABatch(t *testing.T) {
 	require.NoError(t, a.Prefill(bg, pa[a.Len():]))
 	require.NoError(t, ref.Prefill(bg, pa[ref.Len():]))
 	require.Equal(t, ref.Logits(), a.Logits())
+}
+
+// cancelAtCheck returns a context cancelled when its Err is called the n-th time: the
+// batcher asks each request's Err at every step boundary, so the request is cancelled
+// after a known number of passes whatever the machine's speed.
+func cancelAtCheck(parent context.Context, n int32) context.Context {
+	ctx, cancel := context.WithCancel(parent)
+	c := &countingContext{Context: ctx, cancel: cancel}
+	c.left.Store(n)
+	return c
+}
+
+type countingContext struct {
+	context.Context
+	cancel context.CancelFunc
+	left   atomic.Int32
+}
+
+func (c *countingContext) Err() error {
+	if c.left.Add(-1) == 0 {
+		c.cancel()
+	}
+	return c.Context.Err()
 }
 
 // Many sessions stepping at once, some cancelled midway, all end cleanly (run under

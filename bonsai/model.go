@@ -268,7 +268,7 @@ func load(f *gguf.File, o options, report func(string, int64, int64)) (*Model, e
 	progress := func(done, total int64) { report("prepare", done, total) }
 	engine, err := o.backend.Load(o.ctx, w, backend.LoadOptions{Threads: o.threads, Progress: progress, Activations: o.acts, Profile: o.profile})
 	if err != nil {
-		return nil, fmt.Errorf("bonsai: backend %s: %w", o.backend.Name(), err)
+		return nil, &BackendError{Backend: o.backend.Name(), Err: err}
 	}
 	report("load", 1, 1)
 	m := &Model{file: f, weights: w, engine: engine, backend: o.backend, opts: o, tok: tok}
@@ -484,3 +484,16 @@ func (m *Model) engineErr(ctx context.Context, err error) error {
 	}
 	return m.backendErr(err)
 }
+
+// BackendError is Open's error when the file was read but the backend could not take
+// the weights: a GPU that is missing or too small, a cancelled preparation. The file is
+// not at fault; errors.As finds it.
+type BackendError struct {
+	Backend string // the backend's Name
+	Err     error
+}
+
+func (e *BackendError) Error() string { return "bonsai: backend " + e.Backend + ": " + e.Err.Error() }
+
+// Unwrap returns the backend's error.
+func (e *BackendError) Unwrap() error { return e.Err }

@@ -1,6 +1,7 @@
 package vulkan
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -45,6 +46,9 @@ func Open(o Options) (*Context, error) {
 		io.Layers, io.Messages = []string{vk.ValidationLayer}, true
 	}
 	in, err := vk.CreateInstance(io)
+	if errors.Is(err, ErrUnavailable) {
+		return nil, err // its text names Vulkan already
+	}
 	if err != nil {
 		return nil, fmt.Errorf("vulkan: %w", err)
 	}

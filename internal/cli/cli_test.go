@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/bonsai-go/sdk/bonsai"
+	"github.com/bonsai-go/sdk/bonsai/backend"
 	"github.com/bonsai-go/sdk/internal/cli/clitest"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -89,4 +90,24 @@ func TestBar(t *testing.T) {
 
 func TestOneLine(t *testing.T) {
 	assert.Equal(t, "a; b; c", OneLine(errors.New("a\nb\r\n\nc\n")))
+}
+
+// refusingBackend fails to load any model, as a GPU backend does without a device.
+type refusingBackend struct{}
+
+func (refusingBackend) Name() string { return "refuser" }
+func (refusingBackend) Load(context.Context, backend.Model, backend.LoadOptions) (backend.Engine, error) {
+	return nil, errors.New("refuser: no device")
+}
+
+// A backend that cannot take the synthetic model is named as the cause: the file was
+// once called "not a GGUF file" because it was removed before the error was explained.
+func TestLoadBackendFails(t *testing.T) {
+	var stderr bytes.Buffer
+	_, err := Load(context.Background(), &stderr, "test", ModelFlags{Threads: 1}, bonsai.WithBackend(refusingBackend{}))
+	require.Error(t, err)
+	var be *bonsai.BackendError
+	require.True(t, errors.As(err, &be), "%v", err)
+	assert.Equal(t, "refuser", be.Backend)
+	assert.Regexp(t, `^backend refuser cannot run .*tiny\.gguf: no device$`, err.Error())
 }

@@ -164,10 +164,11 @@ func Load(ctx context.Context, stderr io.Writer, prog string, f ModelFlags, opts
 	m, err := bonsai.Open(l.Path, append(all, opts...)...)
 	bar.Done()
 	if err != nil {
+		err = Explain(l.Path, err) // before the synthetic file is removed: it reads the file
 		if l.dir != "" {
 			os.RemoveAll(l.dir)
 		}
-		return nil, Explain(l.Path, err)
+		return nil, err
 	}
 	l.Model = m
 	size := int64(0)
@@ -195,6 +196,13 @@ func Explain(path string, err error) error {
 	switch {
 	case errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded):
 		return fmt.Errorf("loading %s: interrupted: %w", path, err)
+	}
+	if be := (*bonsai.BackendError)(nil); errors.As(err, &be) {
+		// The file was fine: say what the backend lacks, not what the file is.
+		detail := strings.TrimPrefix(OneLine(be.Err), be.Backend+": ")
+		return &explained{fmt.Sprintf("backend %s cannot run %s: %s", be.Backend, path, detail), err}
+	}
+	switch {
 	case errors.Is(err, fs.ErrNotExist):
 		return &explained{fmt.Sprintf("model file %s does not exist", path), err}
 	case errors.Is(err, fs.ErrPermission):

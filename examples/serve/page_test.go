@@ -13,6 +13,7 @@ import (
 
 	"github.com/bonsai-go/sdk/bonsai"
 	"github.com/bonsai-go/sdk/bonsai/cpu"
+	"github.com/bonsai-go/sdk/internal/openai"
 	"github.com/bonsai-go/sdk/internal/serve"
 	"github.com/bonsai-go/sdk/internal/synth/synthtest"
 	"github.com/bonsai-go/sdk/ternary"
@@ -40,7 +41,7 @@ func pageServerConfig(t *testing.T, cfg serve.Config) (*serve.Server, *httptest.
 	t.Cleanup(func() { m.Close() })
 	srv, err := serve.New(m, cfg)
 	require.NoError(t, err)
-	mount(srv)
+	mount(srv, openai.Config{})
 	ts := httptest.NewServer(srv)
 	t.Cleanup(func() {
 		ts.Close()

@@ -522,4 +522,28 @@ func TestPageFinishAndUsage(t *testing.T) {
 	} else {
 		assert.Empty(t, m[4], line)
 	}
+
+	// Every finish reason in words, the page's function given each (the server sends
+	// "length" for a reply cut at the context's end or by a drain too: fewer tokens
+	// than max_tokens tell them apart).
+	for _, c := range []struct{ meta, want string }{
+		{`{finish: "stop", usage: {completion_tokens: 5}, maxTokens: 8}`, "Finished: the model ended its reply."},
+		{`{finish: "length", usage: {completion_tokens: 8}, maxTokens: 8}`, "Cut at the token limit (max_tokens 8): the reply is unfinished."},
+		{`{finish: "length", usage: {completion_tokens: 3}, maxTokens: 4096}`,
+			"Cut short by the server after 3 tokens, below max_tokens 4096: the context is full, or the server is shutting down. The reply is unfinished."},
+		{`{finish: "tool_calls", maxTokens: 8}`, "Paused to call tools: the page runs them and sends the results back."},
+		{`{finish: "content_filter", maxTokens: 8}`, "Withheld by a content filter."},
+		{`{finish: "", maxTokens: 8}`, "Ended without a finish reason: the stream closed early."},
+		{`{finish: "something_new", maxTokens: 8}`, "Ended: something_new."},
+		{`{stopped: true, maxTokens: 8}`, "Stopped: you pressed Stop. (The server sends no usage for a reply cut off.)"},
+	} {
+		assert.Equal(t, c.want, js[string](t, ctx, `finishText(`+c.meta+`)`), c.meta)
+	}
+	// A reply with thinking counts its thinking tokens apart; one of a single token
+	// (in the singular) has no decode interval.
+	assert.Equal(t, "Prompt 9 tokens (4 cached) · reply 1 token (1 thinking) · decode speed not measured (the reply came in one piece) · first token after 12 ms",
+		js[string](t, ctx, `usageText({usage: {prompt_tokens: 9, completion_tokens: 1, prompt_tokens_details: {cached_tokens: 4}, `+
+			`completion_tokens_details: {reasoning_tokens: 1}}, ttftMs: 12.4, decodeMs: 0})`))
+	assert.Equal(t, "Prompt 9 tokens · reply 11 tokens · 20.0 tok/s decode · first token after 13 ms",
+		js[string](t, ctx, `usageText({usage: {prompt_tokens: 9, completion_tokens: 11}, ttftMs: 12.6, decodeMs: 500})`))
 }

@@ -25,7 +25,8 @@
 //	                            and vllm:num_requests_waiting, vllm:num_requests_running,
 //	                            vllm:kv_cache_usage_perc, vllm:cache_config_info for Kubernetes'
 //	                            Gateway API Inference Extension
-//	GET  /                      a chat page: streamed replies, thinking, tool calls
+//	GET  /                      a chat page: streamed replies, thinking, tool calls, and
+//	                            under each reply why it ended, its usage and speed
 //
 // Each request runs on one of -parallel sessions (default 4), kept between requests so
 // that a conversation's next turn prefills only its new messages. The sessions generate

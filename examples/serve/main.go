@@ -194,9 +194,9 @@ func parseFlags(fs *flag.FlagSet, args []string) (config, error) {
 			"Serves the model over HTTP with the OpenAI API: POST /v1/chat/completions,\n"+
 			"POST /v1/completions (both also streamed), POST /v1/responses (responses kept\n"+
 			"for previous_response_id: -responses-store, -responses-store-memory),\n"+
-			"GET /v1/models, GET /health\n"+
-			"(liveness), GET /ready (readiness: 503 while loading and draining), GET /metrics\n"+
-			"(Prometheus, with vLLM's routing gauges for Kubernetes' inference gateway);\n"+
+			"GET /v1/models, GET /health (liveness), GET /ready (readiness: 503 while\n"+
+			"loading and draining), GET /metrics (Prometheus, with vLLM's routing gauges\n"+
+			"for Kubernetes' inference gateway);\n"+
 			"with Anthropic's Messages API: POST /v1/messages; and a chat page at /.\n"+
 			"Tools (tools, tool_choice) and response_format json_schema are supported.\n"+
 			"A request may name any model; the one served answers, under -model-name.\n"+

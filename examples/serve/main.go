@@ -7,12 +7,15 @@
 //	serve [-model FILE] [-addr HOST:PORT] [-parallel N] [-queue N] [-batch-tokens N]
 //	      [-prefix-cache SIZE] [-threads N] [-context N] [-model-name NAME] [-model-alias NAME]...
 //	      [-max-body BYTES] [-api-key KEY]... [-api-key-file FILE] [-metrics-auth]
-//	      [-drain-timeout D] [-max-tokens N] [-temperature T] ...
+//	      [-drain-timeout D] [-responses-store N] [-responses-store-memory SIZE]
+//	      [-max-tokens N] [-temperature T] ...
 //
 // Endpoints:
 //
 //	POST /v1/chat/completions   a chat turn; "stream": true for server-sent events
 //	POST /v1/completions        a plain-text continuation, also streamed
+//	POST /v1/responses          the Responses API, whole or streamed; GET and DELETE
+//	                            /v1/responses/{id} a stored response
 //	POST /v1/messages           Anthropic's Messages API, whole or streamed
 //	GET  /v1/models             the model served (in Anthropic's shape for Anthropic's clients)
 //	GET  /health                liveness and load (also /v1/health): 200 while the process serves
@@ -22,7 +25,8 @@
 //	                            and vllm:num_requests_waiting, vllm:num_requests_running,
 //	                            vllm:kv_cache_usage_perc, vllm:cache_config_info for Kubernetes'
 //	                            Gateway API Inference Extension
-//	GET  /                      a chat page: streamed replies, thinking, tool calls
+//	GET  /                      a chat page: streamed replies, thinking, tool calls, and
+//	                            under each reply why it ended, its usage and speed
 //
 // Each request runs on one of -parallel sessions (default 4), kept between requests so
 // that a conversation's next turn prefills only its new messages. The sessions generate
@@ -64,6 +68,14 @@
 // -max-tokens tokens, 4096 by default, and ends with finish_reason "length" there;
 // -max-tokens 0 lifts the cap (until the context is full). A request's own max_tokens
 // wins, up to the context.
+//
+// The responses of /v1/responses are kept in memory, unless a request says "store":
+// false, for previous_response_id and GET /v1/responses/{id}: at most -responses-store
+// of them (default 1024), taking at most -responses-store-memory (default 64MiB), the
+// least recently used dropped first. With either 0 none is kept: each response says
+// "store": false, a previous_response_id is refused (400 previous_response_not_found)
+// and GET answers 404. The store is the process's: behind a load balancer with several
+// replicas a follow-up finds its previous response only on the replica that answered it.
 //
 // Thinking is switched with chat_template_kwargs {"enable_thinking": false} (as vLLM
 // and llama.cpp take it) or a top-level "enable_thinking"; the thinking comes back in
@@ -114,6 +126,8 @@ type config struct {
 	defaults serve.Defaults
 	keys     keyFlags
 	aliases  []string          // -model-alias, each time given
+	stored   int               // -responses-store: the most responses of /v1/responses kept, 0 for none
+	storedMB int64             // -responses-store-memory: the bytes they may take, about, 0 for none
 	onListen func(addr string) // tests: called with the address once listening, before the model loads
 	onReady  func(addr string) // tests: called once the model is loaded and the API mounted
 }
@@ -162,6 +176,9 @@ func parseFlags(fs *flag.FlagSet, args []string) (config, error) {
 		cfg.aliases = append(cfg.aliases, s)
 		return nil
 	})
+	fs.IntVar(&cfg.stored, "responses-store", openai.DefaultStoredResponses, "the most responses of /v1/responses kept in memory for previous_response_id and GET /v1/responses/ID, the least recently used dropped first (0: none kept; each response then says \"store\": false)")
+	cfg.storedMB = openai.DefaultStoredResponseBytes
+	fs.Var(sizeFlag{&cfg.storedMB}, "responses-store-memory", "the most memory the kept responses take, about: their JSON and conversations, the least recently used dropped first (a `size`: e.g. 64MiB, 1GiB; 0: none kept)")
 	fs.Int64Var(&cfg.maxBody, "max-body", 4<<20, "largest request body in `bytes`; larger ones get 413")
 	fs.DurationVar(&cfg.drain, "drain-timeout", 30*time.Second, "on SIGTERM or SIGINT, how long the generations in flight may run before they are ended, cleanly")
 	fs.DurationVar(&cfg.drain, "shutdown-timeout", 30*time.Second, "deprecated: the old name of -drain-timeout")
@@ -175,9 +192,11 @@ func parseFlags(fs *flag.FlagSet, args []string) (config, error) {
 	fs.Usage = func() {
 		fmt.Fprint(fs.Output(), "usage: serve [-model FILE] [-addr HOST:PORT] [-parallel N] [flags]\n\n"+
 			"Serves the model over HTTP with the OpenAI API: POST /v1/chat/completions,\n"+
-			"POST /v1/completions (both also streamed), GET /v1/models, GET /health\n"+
-			"(liveness), GET /ready (readiness: 503 while loading and draining), GET /metrics\n"+
-			"(Prometheus, with vLLM's routing gauges for Kubernetes' inference gateway);\n"+
+			"POST /v1/completions (both also streamed), POST /v1/responses (responses kept\n"+
+			"for previous_response_id: -responses-store, -responses-store-memory),\n"+
+			"GET /v1/models, GET /health (liveness), GET /ready (readiness: 503 while\n"+
+			"loading and draining), GET /metrics (Prometheus, with vLLM's routing gauges\n"+
+			"for Kubernetes' inference gateway);\n"+
 			"with Anthropic's Messages API: POST /v1/messages; and a chat page at /.\n"+
 			"Tools (tools, tool_choice) and response_format json_schema are supported.\n"+
 			"A request may name any model; the one served answers, under -model-name.\n"+
@@ -204,15 +223,26 @@ func parseFlags(fs *flag.FlagSet, args []string) (config, error) {
 		short = fmt.Errorf("-batch-tokens %d is less than -parallel %d: a new prompt needs a row beside the running streams", cfg.batch, cfg.parallel)
 	}
 	if err := cli.CheckFlags(fs, "serve", cli.AtLeast("parallel", cfg.parallel, 1), cli.AtLeast("queue", cfg.queue, 0),
-		cli.AtLeast("max-body", cfg.maxBody, 1), cli.AtLeast("drain-timeout", cfg.drain, 0), short); err != nil {
+		cli.AtLeast("max-body", cfg.maxBody, 1), cli.AtLeast("drain-timeout", cfg.drain, 0), cli.AtLeast("responses-store", cfg.stored, 0),
+		short); err != nil {
 		return cfg, err
 	}
 	return cfg, nil
 }
 
-// mount adds the OpenAI API, the Messages API and the chat page to srv's routes.
-func mount(srv *serve.Server) {
-	openai.Register(srv, openai.Config{})
+// openaiConfig is the OpenAI API's configuration the flags give.
+func (c *config) openaiConfig() openai.Config {
+	oc := openai.Config{StoredResponses: c.stored, StoredResponseBytes: c.storedMB}
+	if c.stored == 0 || c.storedMB == 0 {
+		oc.StoredResponses = -1 // Config's 0 is the default; negative keeps none
+	}
+	return oc
+}
+
+// mount adds the OpenAI API (configured by oc), the Messages API and the chat page to
+// srv's routes.
+func mount(srv *serve.Server, oc openai.Config) {
+	openai.Register(srv, oc)
 	anthropic.Register(srv)
 	srv.HandleOpen("GET /{$}", http.HandlerFunc(servePage)) // it asks for the key itself
 }
@@ -316,7 +346,7 @@ func load(ctx context.Context, stderr io.Writer, cfg config, keys *serve.Keys) (
 		l.Close()
 		return nil, nil, "", err
 	}
-	mount(srv)
+	mount(srv, cfg.openaiConfig())
 	return l, srv, name, nil
 }
 

@@ -33,6 +33,7 @@ func TestFlags(t *testing.T) {
 	for _, f := range []string{"-model", "-addr", "-parallel", "-queue", "-threads", "-context", "-verify", "-warmup",
 		"-model-name", "-max-body", "-drain-timeout", "-shutdown-timeout", "deprecated", "/ready", "drains", "-temperature", "-top-p", "-top-k", "-min-p", "-max-tokens", "-quiet",
 		"-batch-tokens", "-prefix-cache", "(default 2GiB)", "batched together",
+		"-responses-store", "(default 1024)", "-responses-store-memory", "(default 64MiB)", "/v1/responses",
 		"127.0.0.1:8080", "/v1/chat/completions", "/v1/messages", "/metrics", "chat page", "random weights"} {
 		assert.Contains(t, out, f)
 	}

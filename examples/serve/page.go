@@ -8,7 +8,11 @@ import (
 // page is the chat page served at /: one file, its style and script inline, nothing
 // fetched from elsewhere. It keeps the conversation itself and talks to
 // /v1/chat/completions, streaming. When the server answers 401 it asks for the API key,
-// keeps it for the tab (sessionStorage) and sends it as a bearer token.
+// keeps it for the tab (sessionStorage) and sends it as a bearer token. Under each
+// reply it says, in words, why the reply ended (its finish reason, max_tokens named
+// when cut there) and its usage, from the stream's last chunk
+// (stream_options.include_usage), with the decode rate and the time to the first token
+// the page measures: the server sends no timings.
 //
 //go:embed page.html
 var page []byte

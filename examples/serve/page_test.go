@@ -1,18 +1,23 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"os/exec"
+	"regexp"
+	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/bonsai-go/sdk/bonsai"
 	"github.com/bonsai-go/sdk/bonsai/cpu"
+	"github.com/bonsai-go/sdk/internal/openai"
 	"github.com/bonsai-go/sdk/internal/serve"
 	"github.com/bonsai-go/sdk/internal/synth/synthtest"
 	"github.com/bonsai-go/sdk/ternary"
@@ -31,6 +36,12 @@ func pageServer(t *testing.T) (*serve.Server, *httptest.Server) {
 // pageServerConfig is pageServer with cfg.
 func pageServerConfig(t *testing.T, cfg serve.Config) (*serve.Server, *httptest.Server) {
 	t.Helper()
+	return pageServerWrap(t, cfg, nil)
+}
+
+// pageServerWrap is pageServerConfig serving wrap(srv), when wrap is not nil.
+func pageServerWrap(t *testing.T, cfg serve.Config, wrap func(http.Handler) http.Handler) (*serve.Server, *httptest.Server) {
+	t.Helper()
 	// The file's layout: the stop test below clicks while a reply streams, and the tiny
 	// model's random weights end a reply by themselves after a few hundred tokens; the
 	// interleaved layout decodes it about 3.7× faster, fast enough to end it first.
@@ -40,8 +51,12 @@ func pageServerConfig(t *testing.T, cfg serve.Config) (*serve.Server, *httptest.
 	t.Cleanup(func() { m.Close() })
 	srv, err := serve.New(m, cfg)
 	require.NoError(t, err)
-	mount(srv)
-	ts := httptest.NewServer(srv)
+	mount(srv, openai.Config{})
+	var h http.Handler = srv
+	if wrap != nil {
+		h = wrap(srv)
+	}
+	ts := httptest.NewServer(h)
 	t.Cleanup(func() {
 		ts.Close()
 		srv.Close()
@@ -219,6 +234,8 @@ func TestPage(t *testing.T) {
 	msgs = conversation(t, ctx)
 	require.Len(t, msgs, 2)
 	assert.True(t, msgs[1].Stopped)
+	assert.Equal(t, "Stopped: you pressed Stop. (The server sends no usage for a reply cut off.)",
+		js[string](t, ctx, lastReply+`.querySelector('.finish').textContent`))
 	deadline := time.Now().Add(10 * time.Second)
 	for srv.Stats().Cancelled == before && time.Now().Before(deadline) {
 		time.Sleep(20 * time.Millisecond)
@@ -255,6 +272,8 @@ func TestPageTools(t *testing.T) {
 		_, err := time.Parse(time.RFC3339, r.UTC)
 		assert.NoError(t, err, msgs[2].Content)
 	}
+	assert.Equal(t, "Paused to call tools: the page runs them and sends the results back.",
+		js[string](t, ctx, `document.querySelector('.msg.assistant .finish').textContent`))
 	calls := js[int](t, ctx, `document.querySelectorAll('.call').length`)
 	results := js[int](t, ctx, `document.querySelectorAll('.msg.tool').length`)
 	assert.Equal(t, len(call.ToolCalls), calls)
@@ -334,4 +353,197 @@ func TestPageKey(t *testing.T) {
 		chromedp.Navigate(ts.URL+"/"),
 		until(dialogOpen, 20*time.Second),
 	))
+}
+
+// streamLog keeps the bodies of the chat completions the server sent, as sent.
+type streamLog struct {
+	mu     sync.Mutex
+	bodies []*bytes.Buffer
+}
+
+// wrap records the chat completions h answers.
+func (l *streamLog) wrap(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodPost && r.URL.Path == "/v1/chat/completions" {
+			buf := new(bytes.Buffer)
+			l.mu.Lock()
+			l.bodies = append(l.bodies, buf)
+			l.mu.Unlock()
+			w = teeWriter{w, buf, &l.mu}
+		}
+		h.ServeHTTP(w, r)
+	})
+}
+
+// last returns the body of the last chat completion.
+func (l *streamLog) last(t *testing.T) string {
+	t.Helper()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	require.NotEmpty(t, l.bodies, "no chat completion was served")
+	return l.bodies[len(l.bodies)-1].String()
+}
+
+// teeWriter copies what is written to a response into buf.
+type teeWriter struct {
+	http.ResponseWriter
+	buf *bytes.Buffer
+	mu  *sync.Mutex
+}
+
+func (w teeWriter) Write(b []byte) (int, error) {
+	w.mu.Lock()
+	w.buf.Write(b)
+	w.mu.Unlock()
+	return w.ResponseWriter.Write(b)
+}
+
+// Unwrap lets http.ResponseController flush the stream.
+func (w teeWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+// chatUsage is a chat completion's usage.
+type chatUsage struct {
+	PromptTokens        int `json:"prompt_tokens"`
+	CompletionTokens    int `json:"completion_tokens"`
+	PromptTokensDetails struct {
+		CachedTokens int `json:"cached_tokens"`
+	} `json:"prompt_tokens_details"`
+}
+
+// streamEnd reads a streamed chat completion's finish reason and its usage (the chunk
+// stream_options.include_usage adds).
+func streamEnd(t *testing.T, body string) (finish string, u chatUsage) {
+	t.Helper()
+	evs, err := readSSE(strings.NewReader(body))
+	require.NoError(t, err)
+	usages := 0
+	for _, ev := range evs {
+		if ev.data == "[DONE]" {
+			continue
+		}
+		var c struct {
+			Choices []struct {
+				FinishReason *string `json:"finish_reason"`
+			}
+			Usage *chatUsage
+		}
+		require.NoError(t, json.Unmarshal([]byte(ev.data), &c), ev.data)
+		for _, ch := range c.Choices {
+			if ch.FinishReason != nil {
+				finish = *ch.FinishReason
+			}
+		}
+		if c.Usage != nil {
+			u = *c.Usage
+			usages++
+		}
+	}
+	require.Equal(t, 1, usages, "the stream's usage chunks: %s", body)
+	return finish, u
+}
+
+// TestPageFinishAndUsage: a reply cut at max_tokens says so, naming the limit, and shows
+// the usage the server sent in the stream — the prompt's tokens, the cached ones, the
+// reply's — whose counts a request of its own, whole, confirms; and the decode rate and
+// the time to the first token the page measured, written as its measures give them.
+func TestPageFinishAndUsage(t *testing.T) {
+	const maxTokens = 8
+	cfg := serve.Config{ModelName: "tiny", Parallel: 1, Queue: 4}
+	// Each token waits a little, so that the reply's pieces reach the page apart and
+	// there is a decode time to measure. Nothing asserts on the times: the test checks
+	// what the page writes of its measures, whatever they are.
+	serve.SetTokenHook(&cfg, func(ctx context.Context) {
+		select {
+		case <-time.After(2 * time.Millisecond):
+		case <-ctx.Done():
+		}
+	})
+	streams := &streamLog{}
+	_, ts := pageServerWrap(t, cfg, streams.wrap)
+	ctx := browser(t)
+	require.NoError(t, chromedp.Do(ctx,
+		chromedp.Navigate(ts.URL+"/"),
+		chromedp.WaitVisible(chromedp.CSS("#input")),
+		chromedp.SetValue(chromedp.CSS("#temperature"), "0"),
+		chromedp.SetValue(chromedp.CSS("#max-tokens"), strconv.Itoa(maxTokens)),
+		chromedp.SendKeys(chromedp.CSS("#input"), "Tell me a long story"),
+		chromedp.Click(chromedp.CSS("#send")),
+		until(`!window.bonsaiChat.busy && document.querySelectorAll('.msg.assistant[data-state="done"]').length === 1`, 60*time.Second),
+	))
+	finish, sent := streamEnd(t, streams.last(t))
+	require.Equal(t, "length", finish, "the reply ended before max_tokens: this test needs one cut there")
+
+	// The same conversation, whole, by a request of the test's own: the same prompt, and
+	// max_tokens' worth of reply.
+	resp, err := http.Post(ts.URL+"/v1/chat/completions", "application/json", strings.NewReader(
+		`{"messages": [{"role": "user", "content": "Tell me a long story"}], "temperature": 0, "max_tokens": 8,
+		"chat_template_kwargs": {"enable_thinking": false}}`))
+	require.NoError(t, err)
+	var whole struct {
+		Choices []struct {
+			FinishReason string `json:"finish_reason"`
+		}
+		Usage chatUsage
+	}
+	require.NoError(t, json.NewDecoder(resp.Body).Decode(&whole))
+	resp.Body.Close()
+	require.Len(t, whole.Choices, 1)
+	assert.Equal(t, "length", whole.Choices[0].FinishReason)
+	assert.Equal(t, maxTokens, whole.Usage.CompletionTokens)
+	assert.Equal(t, maxTokens, sent.CompletionTokens)
+	assert.Equal(t, whole.Usage.PromptTokens, sent.PromptTokens)
+
+	assert.Equal(t, "Cut at the token limit (max_tokens 8): the reply is unfinished.",
+		js[string](t, ctx, lastReply+`.querySelector('.finish').textContent`))
+	line := js[string](t, ctx, lastReply+`.querySelector('.usage').textContent`)
+	m := regexp.MustCompile(`^Prompt (\d+) tokens \((\d+) cached\) · reply (\d+) tokens · ` +
+		`(?:([0-9.]+) tok/s decode|decode speed not measured \(the reply came in one piece\)) · first token after (\d+) ms$`).FindStringSubmatch(line)
+	require.NotNil(t, m, line)
+	assert.Equal(t, strconv.Itoa(sent.PromptTokens), m[1], line)
+	assert.Equal(t, strconv.Itoa(sent.PromptTokensDetails.CachedTokens), m[2], line)
+	assert.Equal(t, strconv.Itoa(sent.CompletionTokens), m[3], line)
+
+	// The speeds, as the page measured them: the decode rate is the tokens after the
+	// first over the time from the first piece to the finish.
+	var meta struct {
+		TTFTMs   *float64 `json:"ttftMs"`
+		DecodeMs *float64 `json:"decodeMs"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(js[string](t, ctx, `JSON.stringify(window.bonsaiChat.messages.at(-1).meta)`)), &meta))
+	require.NotNil(t, meta.TTFTMs)
+	require.NotNil(t, meta.DecodeMs)
+	ttft, err := strconv.Atoi(m[5])
+	require.NoError(t, err)
+	assert.InDelta(t, *meta.TTFTMs, float64(ttft), 0.5, line)
+	if *meta.DecodeMs > 0 {
+		rate, err := strconv.ParseFloat(m[4], 64)
+		require.NoError(t, err, line)
+		assert.InDelta(t, float64(maxTokens-1)/(*meta.DecodeMs/1000), rate, 0.05+1e-9, line)
+	} else {
+		assert.Empty(t, m[4], line)
+	}
+
+	// Every finish reason in words, the page's function given each (the server sends
+	// "length" for a reply cut at the context's end or by a drain too: fewer tokens
+	// than max_tokens tell them apart).
+	for _, c := range []struct{ meta, want string }{
+		{`{finish: "stop", usage: {completion_tokens: 5}, maxTokens: 8}`, "Finished: the model ended its reply."},
+		{`{finish: "length", usage: {completion_tokens: 8}, maxTokens: 8}`, "Cut at the token limit (max_tokens 8): the reply is unfinished."},
+		{`{finish: "length", usage: {completion_tokens: 3}, maxTokens: 4096}`,
+			"Cut short by the server after 3 tokens, below max_tokens 4096: the context is full, or the server is shutting down. The reply is unfinished."},
+		{`{finish: "tool_calls", maxTokens: 8}`, "Paused to call tools: the page runs them and sends the results back."},
+		{`{finish: "content_filter", maxTokens: 8}`, "Withheld by a content filter."},
+		{`{finish: "", maxTokens: 8}`, "Ended without a finish reason: the stream closed early."},
+		{`{finish: "something_new", maxTokens: 8}`, "Ended: something_new."},
+		{`{stopped: true, maxTokens: 8}`, "Stopped: you pressed Stop. (The server sends no usage for a reply cut off.)"},
+	} {
+		assert.Equal(t, c.want, js[string](t, ctx, `finishText(`+c.meta+`)`), c.meta)
+	}
+	// A reply with thinking counts its thinking tokens apart; one of a single token
+	// (in the singular) has no decode interval.
+	assert.Equal(t, "Prompt 9 tokens (4 cached) · reply 1 token (1 thinking) · decode speed not measured (the reply came in one piece) · first token after 12 ms",
+		js[string](t, ctx, `usageText({usage: {prompt_tokens: 9, completion_tokens: 1, prompt_tokens_details: {cached_tokens: 4}, `+
+			`completion_tokens_details: {reasoning_tokens: 1}}, ttftMs: 12.4, decodeMs: 0})`))
+	assert.Equal(t, "Prompt 9 tokens · reply 11 tokens · 20.0 tok/s decode · first token after 13 ms",
+		js[string](t, ctx, `usageText({usage: {prompt_tokens: 9, completion_tokens: 11}, ttftMs: 12.6, decodeMs: 500})`))
 }

@@ -52,12 +52,17 @@
 // drain. Unknown fields are ignored, as on the chat endpoint; background, conversation,
 // prompt, top_logprobs and tools other than functions get a 400 naming them. Responses
 // are stored unless store is false, in memory, bounded by Config.StoredResponses and
-// StoredResponseBytes (least recently used dropped first): previous_response_id
-// continues a stored response's conversation (its input and output, without its
-// instructions), and the prompt's prefix comes from the session that holds it, as
-// usage.input_tokens_details.cached_tokens shows. An unknown previous_response_id is
-// a 400 previous_response_not_found, as OpenAI answers. The store is the process's:
-// behind a load balancer with several replicas a follow-up finds the previous response
-// only on the replica that answered it; a client can always send the whole
-// conversation as items instead.
+// StoredResponseBytes (least recently used dropped first; by default
+// DefaultStoredResponses responses and DefaultStoredResponseBytes, 1024 and 64 MiB;
+// examples/serve sets them with -responses-store and -responses-store-memory):
+// previous_response_id continues a stored response's conversation (its input and
+// output, without its instructions), and the prompt's prefix comes from the session
+// that holds it, as usage.input_tokens_details.cached_tokens shows. An unknown
+// previous_response_id is a 400 previous_response_not_found, as OpenAI answers, and GET
+// of an unknown id a 404, their messages saying why a response may be missing. With the
+// store off (StoredResponses negative) nothing is kept: every response says "store":
+// false, whatever the request asked, and every previous_response_id is unknown. The
+// store is the process's: behind a load balancer with several replicas a follow-up
+// finds the previous response only on the replica that answered it; a client can always
+// send the whole conversation as items instead.
 package openai

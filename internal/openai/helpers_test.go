@@ -55,12 +55,18 @@ const modelName = openaitest.ModelName
 // an httptest server.
 func newTestServer(t *testing.T, m *bonsai.Model, cfg serve.Config) (*serve.Server, *httptest.Server) {
 	t.Helper()
+	return newTestServerAPI(t, m, cfg, Config{})
+}
+
+// newTestServerAPI is newTestServer with the OpenAI API's configuration oc.
+func newTestServerAPI(t *testing.T, m *bonsai.Model, cfg serve.Config, oc Config) (*serve.Server, *httptest.Server) {
+	t.Helper()
 	if cfg.ModelName == "" {
 		cfg.ModelName = modelName
 	}
 	s, err := serve.New(m, cfg)
 	require.NoError(t, err)
-	Register(s, Config{})
+	Register(s, oc)
 	ts := httptest.NewServer(s)
 	t.Cleanup(func() {
 		ts.Close()

@@ -159,7 +159,8 @@ func (s *api) responsesJob(req *responsesRequest) (*respJob, *apiError) {
 		}
 		opt.MaxTokens = *n
 	}
-	j := &respJob{instructions: req.Instructions, maxOutput: req.MaxOutputTokens, store: req.Store == nil || *req.Store,
+	// With the store off, a response asked to be stored is not, and says so.
+	j := &respJob{instructions: req.Instructions, maxOutput: req.MaxOutputTokens, store: (req.Store == nil || *req.Store) && !s.store.off(),
 		previous: req.PreviousResponseID, metadata: req.Metadata, user: req.User, parallel: true,
 		temperature: float64(opt.Temperature), topP: float64(opt.TopP)}
 	if j.topP == 0 {
@@ -188,7 +189,7 @@ func (s *api) responsesJob(req *responsesRequest) (*respJob, *apiError) {
 	if id := req.PreviousResponseID; id != nil && *id != "" {
 		prev, ok := s.store.conversation(*id)
 		if !ok {
-			return nil, invalid("previous_response_id", "Previous response with id '%s' not found.", *id).withCode("previous_response_not_found")
+			return nil, invalid("previous_response_id", "Previous response with id '%s' not found%s", *id, s.storeHint()).withCode("previous_response_not_found")
 		}
 		conv = prev
 	}
@@ -545,7 +546,7 @@ func (s *api) getResponse(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
 	body, ok := s.store.response(id)
 	if !ok {
-		writeError(w, responseNotFound(id))
+		writeError(w, s.responseNotFound(id))
 		return
 	}
 	w.Header().Set("Content-Type", "application/json")
@@ -557,13 +558,23 @@ func (s *api) getResponse(w http.ResponseWriter, r *http.Request) {
 func (s *api) deleteResponse(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
 	if !s.store.remove(id) {
-		writeError(w, responseNotFound(id))
+		writeError(w, s.responseNotFound(id))
 		return
 	}
 	serve.WriteJSON(w, http.StatusOK, map[string]any{"id": id, "object": "response.deleted", "deleted": true})
 }
 
-func responseNotFound(id string) *apiError {
+func (s *api) responseNotFound(id string) *apiError {
 	return &apiError{status: http.StatusNotFound, Type: typeInvalidRequest,
-		Message: fmt.Sprintf("Response with id '%s' not found.", id)}
+		Message: fmt.Sprintf("Response with id '%s' not found%s", id, s.storeHint())}
+}
+
+// storeHint ends the message of a response not found, saying why it may be missing:
+// the store is off, or bounded.
+func (s *api) storeHint() string {
+	if s.store.off() {
+		return ": this server keeps no responses (its store is off); send the whole conversation as input items instead."
+	}
+	return fmt.Sprintf(": it was never stored, was deleted, or was dropped (this server keeps the %d most recently used responses, up to %d bytes).",
+		s.store.maxCount, s.store.maxBytes)
 }

@@ -40,6 +40,9 @@ func newResponseStore(maxCount int, maxBytes int64) *responseStore {
 	return &responseStore{maxCount: maxCount, maxBytes: maxBytes, order: list.New(), byID: map[string]*list.Element{}}
 }
 
+// off reports whether the store keeps nothing (Config.StoredResponses negative).
+func (st *responseStore) off() bool { return st.maxCount <= 0 || st.maxBytes <= 0 }
+
 // messageSize is about what a message holds in memory.
 func messageSize(m bonsai.Message) int64 {
 	n := len(m.Role) + len(m.Content) + len(m.ReasoningContent) + len(m.ToolCallID) + len(m.Name) + 64

@@ -877,3 +877,53 @@ func TestResponsesStreamError(t *testing.T) {
 	assert.Equal(t, int64(len(events)-1), e.SequenceNumber)
 	assert.NotEmpty(t, e.Message)
 }
+
+// TestResponsesStoreBounds: a server configured to keep 2 responses keeps the 2 most
+// recently used, through the API: GET of the oldest answers 404 saying the store's
+// bounds, and previous_response_id naming it is refused; with the store off
+// (StoredResponses negative) nothing is kept, and each response says "store": false.
+func TestResponsesStoreBounds(t *testing.T) {
+	ctx := context.Background()
+	_, ts := newTestServerAPI(t, tinyModel, serve.Config{}, Config{StoredResponses: 2})
+	c, _ := client(ts)
+	var ids []string
+	for _, prompt := range []string{"One", "Two", "Three"} {
+		r, err := c.Responses.New(ctx, respParams(prompt, 2))
+		require.NoError(t, err)
+		assert.Equal(t, "true", r.JSON.ExtraFields["store"].Raw())
+		ids = append(ids, r.ID)
+	}
+	_, err := c.Responses.Get(ctx, ids[0], responses.ResponseGetParams{})
+	checkAPIErr(t, err, http.StatusNotFound, "", "")
+	var apiErr *oai.Error
+	require.ErrorAs(t, err, &apiErr)
+	assert.Equal(t, "Response with id '"+ids[0]+"' not found: it was never stored, was deleted, or was dropped "+
+		"(this server keeps the 2 most recently used responses, up to 67108864 bytes).", apiErr.Message)
+	for _, id := range ids[1:] {
+		got, err := c.Responses.Get(ctx, id, responses.ResponseGetParams{})
+		require.NoError(t, err, id)
+		assert.Equal(t, id, got.ID)
+	}
+	next := respParams("Four", 2)
+	next.PreviousResponseID = oai.String(ids[0])
+	_, err = c.Responses.New(ctx, next)
+	checkAPIErr(t, err, http.StatusBadRequest, "previous_response_id", "previous_response_not_found")
+
+	_, ts = newTestServerAPI(t, tinyModel, serve.Config{}, Config{StoredResponses: -1})
+	c, _ = client(ts)
+	asked := respParams("One", 2)
+	asked.Store = oai.Bool(true)
+	r, err := c.Responses.New(ctx, asked)
+	require.NoError(t, err)
+	assert.Equal(t, "false", r.JSON.ExtraFields["store"].Raw(), "not stored, and says so")
+	_, err = c.Responses.Get(ctx, r.ID, responses.ResponseGetParams{})
+	checkAPIErr(t, err, http.StatusNotFound, "", "")
+	require.ErrorAs(t, err, &apiErr)
+	assert.Equal(t, "Response with id '"+r.ID+"' not found: this server keeps no responses (its store is off); "+
+		"send the whole conversation as input items instead.", apiErr.Message)
+	next.PreviousResponseID = oai.String(r.ID)
+	_, err = c.Responses.New(ctx, next)
+	checkAPIErr(t, err, http.StatusBadRequest, "previous_response_id", "previous_response_not_found")
+	require.ErrorAs(t, err, &apiErr)
+	assert.Contains(t, apiErr.Message, "this server keeps no responses")
+}

@@ -17,7 +17,8 @@ type Config struct {
 	OwnedBy string
 	// StoredResponses bounds how many responses of /v1/responses are kept for
 	// previous_response_id and GET /v1/responses/{id}, the least recently used dropped
-	// first (0: DefaultStoredResponses; negative: none are kept).
+	// first (0: DefaultStoredResponses; negative: none are kept, and every response
+	// says "store": false).
 	StoredResponses int
 	// StoredResponseBytes bounds the memory the stored responses take, about: their
 	// JSON and their conversations (0: DefaultStoredResponseBytes).

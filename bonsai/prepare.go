@@ -137,6 +137,18 @@ func (m *Model) Prepare(in Input, opt GenerateOptions) (*Prompt, error) {
 	return p, nil
 }
 
+// thinkingBudget returns the most tokens a think block may hold (see
+// GenerateOptions.ThinkingBudget), or −1 for no cap.
+func (p *Prompt) thinkingBudget() int {
+	switch {
+	case p.opt.ThinkingBudget > 0:
+		return p.opt.ThinkingBudget
+	case p.grammar != nil && p.opt.MaxTokens > 0:
+		return p.opt.MaxTokens / 2
+	}
+	return -1
+}
+
 // cloneOptions copies what opt refers to, so that the caller's later changes do not
 // reach a Prompt.
 func cloneOptions(opt GenerateOptions) GenerateOptions {
@@ -174,6 +186,8 @@ func (p *Prompt) checkOptions() error {
 		return optionError("MaxTokens", -1, "%d is negative", opt.MaxTokens)
 	case opt.TopLogProbs < 0:
 		return optionError("TopLogProbs", -1, "%d is negative", opt.TopLogProbs)
+	case opt.ThinkingBudget < 0:
+		return optionError("ThinkingBudget", -1, "%d is negative", opt.ThinkingBudget)
 	}
 	if err := checkSamplerOptions(opt.SamplerOptions); err != nil {
 		return err

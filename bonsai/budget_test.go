@@ -217,6 +217,25 @@ func TestThinkingBudgetForcedAnswer(t *testing.T) {
 	}
 }
 
+// With no MaxTokens the default budget is half of the context's room after the prompt,
+// so that a JSON answer still comes before the context is full.
+func TestThinkingBudgetContextRoom(t *testing.T) {
+	const ctxSize = 300
+	m := tiny(t, bonsai.WithChatTemplate(thinkTemplate), bonsai.WithContextSize(ctxSize))
+	v := validator(t, pickSchema)
+	for seed := range uint64(4) {
+		p := prepare(t, m, why, bonsai.GenerateOptions{ResponseFormat: &bonsai.ResponseFormat{Type: "json_schema", Schema: json.RawMessage(pickSchema)},
+			SamplerOptions: bonsai.SamplerOptions{Temperature: 1, Seed: seed}})
+		res, err := session(t, m).Generate(context.Background(), p).Result()
+		require.NoError(t, err)
+		block, closed := thinkBlock(t, m, res.Tokens)
+		require.True(t, closed, "seed %d", seed)
+		assert.LessOrEqual(t, len(block), (ctxSize-p.Len())/2, "seed %d", seed)
+		require.Equal(t, bonsai.FinishStop, res.FinishReason, "seed %d: %q", seed, res.Text)
+		assert.NoError(t, validate(t, v, res.Text), "seed %d: %q", seed, res.Text)
+	}
+}
+
 // The end-of-generation and stop tokens are masked out of a think block only when an
 // enforced answer follows it. Half the vocabulary is made stop tokens: free thinking
 // meets one within a few tokens and stops inside the block; under a JSON schema the

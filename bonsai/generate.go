@@ -72,10 +72,11 @@ type GenerateOptions struct {
 	// log-probability for it), and the answer follows. Each block has the budget.
 	//
 	// 0 is the default: no cap, but when the answer is enforced (a required or named
-	// ToolChoice, a JSON ResponseFormat, a Grammar) and MaxTokens is set, the budget
-	// is MaxTokens/2 (rounded down), which leaves the other half for the
-	// calls or the JSON: thinking is not constrained, so without a cap a long think
-	// block would end at MaxTokens with no answer. Negative is an error.
+	// ToolChoice, a JSON ResponseFormat, a Grammar) the budget is half (rounded down)
+	// of what the generation may write — MaxTokens, or the context's room after the
+	// prompt where that is less or MaxTokens is 0 — which leaves the other half for
+	// the calls or the JSON: thinking is not constrained, so without a cap a long
+	// think block would end at MaxTokens with no answer. Negative is an error.
 	//
 	// While an enforced answer waits behind a think block, the end-of-generation
 	// tokens and StopTokens are masked out of the block's steps too, so that the

@@ -140,13 +140,19 @@ func (m *Model) Prepare(in Input, opt GenerateOptions) (*Prompt, error) {
 // thinkingBudget returns the most tokens a think block may hold (see
 // GenerateOptions.ThinkingBudget), or −1 for no cap.
 func (p *Prompt) thinkingBudget() int {
-	switch {
-	case p.opt.ThinkingBudget > 0:
+	if p.opt.ThinkingBudget > 0 {
 		return p.opt.ThinkingBudget
-	case p.grammar != nil && p.opt.MaxTokens > 0:
-		return p.opt.MaxTokens / 2
 	}
-	return -1
+	if p.grammar == nil {
+		return -1
+	}
+	// Half of what the generation may write: MaxTokens, or the context's room after
+	// the prompt where that is less.
+	room := p.m.opts.ctxSize - len(p.ids)
+	if n := p.opt.MaxTokens; n > 0 && n < room {
+		room = n
+	}
+	return max(room, 0) / 2
 }
 
 // cloneOptions copies what opt refers to, so that the caller's later changes do not

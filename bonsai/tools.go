@@ -33,7 +33,7 @@ package bonsai
 // (json_object, json_schema) and Grammar (GBNF) constrain the answer the same way. The
 // mask applies to the answer, not to a think block: thinking stays free, but for its
 // length and its end. GenerateOptions.ThinkingBudget closes the block after a budget
-// (by default half of MaxTokens under an enforced answer), and the end-of-generation
+// (by default, under an enforced answer, half of MaxTokens or of the context's room), and the end-of-generation
 // and stop tokens are masked out of it, so that the calls or the JSON always follow
 // within MaxTokens when the schema's answers fit in what is left.
 //

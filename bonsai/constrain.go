@@ -88,6 +88,22 @@ func (c *constraint) sample(smp *Sampler, logits []float32) (int32, error) {
 	return smp.Sample(c.masked), nil
 }
 
+// sampleThinking draws a token of a think block that an enforced answer follows: as the
+// sampler draws it, but never an end-of-generation token or one of stops, which would
+// end the reply before the answer.
+func (c *constraint) sampleThinking(smp *Sampler, logits []float32, stops []int32) int32 {
+	copy(c.masked, logits)
+	ninf := float32(math.Inf(-1))
+	for _, ids := range [][]int32{c.eos, stops} {
+		for _, id := range ids {
+			if id >= 0 && int(id) < len(c.masked) {
+				c.masked[id] = ninf
+			}
+		}
+	}
+	return smp.Sample(c.masked)
+}
+
 // accept advances the grammar over the token drawn, when it constrained the step.
 func (c *constraint) accept(id int32, thinking bool) error {
 	if !c.active(thinking) {

@@ -38,7 +38,9 @@
 // required or named tool choice, a JSON ResponseFormat or a GBNF Grammar, the output is
 // constrained (package bonsai/grammar): the vocabulary is masked each step to the
 // tokens that keep it valid, so that even a weak model writes well-formed calls and
-// JSON. tools.go states the contract.
+// JSON. A think block before such an answer is closed after GenerateOptions.ThinkingBudget
+// tokens (by default half of MaxTokens, or of the context's room), so that the answer
+// always comes within MaxTokens. tools.go states the contract.
 //
 // Pull fetches a model file from the Hugging Face Hub into huggingface_hub's cache,
 // resuming an interrupted download and checking its sha256, and returns its path for

@@ -64,6 +64,25 @@ type GenerateOptions struct {
 	// Thinking switches a chat template's thinking on or off (its enable_thinking);
 	// nil leaves the template's default, which for Qwen is on.
 	Thinking *bool
+	// ThinkingBudget is the most tokens the model may write inside a think block:
+	// tokens it generates after <think> (or from the start, when the prompt leaves a
+	// block open) and before </think>, neither marker counted nor the prompt's own
+	// tokens. When a block holds that many, the next token is </think>, whatever the
+	// model would draw: it is reported as any other (Reasoning true, the model's
+	// log-probability for it), and the answer follows. Each block has the budget.
+	//
+	// 0 is the default: no cap, but when the answer is enforced (a required or named
+	// ToolChoice, a JSON ResponseFormat, a Grammar) the budget is half (rounded down)
+	// of what the generation may write — MaxTokens, or the context's room after the
+	// prompt where that is less or MaxTokens is 0 — which leaves the other half for
+	// the calls or the JSON: thinking is not constrained, so without a cap a long
+	// think block would end at MaxTokens with no answer. Negative is an error.
+	//
+	// While an enforced answer waits behind a think block, the end-of-generation
+	// tokens and StopTokens are masked out of the block's steps too, so that the
+	// reply cannot end before the answer the grammar writes; a free answer's thinking
+	// is left as the model draws it.
+	ThinkingBudget int
 	// ParseSpecial makes control-token text in a Text input ("<|im_start|>",
 	// "<|endoftext|>") the control token rather than its characters. User-defined
 	// tokens ("<think>", "<tool_call>") are matched whatever it says, as llama.cpp
@@ -314,6 +333,15 @@ func (g *Generation) run(yield func(Token, error) bool) {
 	var decodeTime time.Duration
 	steps := 0
 	ts := cons.stream
+	// budget caps the think block (−1: no cap); thinkLen counts the tokens generated
+	// in the current one. guard masks the stop tokens out of a think block that an
+	// enforced answer must follow.
+	budget := -1
+	if thinkClose >= 0 {
+		budget = p.thinkingBudget()
+	}
+	guard := cons.g != nil && thinkClose >= 0
+	thinkLen := 0
 	// answer adds answer text to a report: through the tool-call parser and the
 	// trimmer, when calls are read.
 	answer := func(tk *Token, text string) {
@@ -368,19 +396,30 @@ func (g *Generation) run(yield func(Token, error) bool) {
 		sampleStart := time.Now()
 		var logits []float32
 		var id int32
+		// The think block has used its budget: </think> comes next. The engine's
+		// greedy choice, made before, is overridden.
+		force := f.thinking && budget >= 0 && thinkLen >= budget
 		if next >= 0 {
 			id, next = next, -1
+			if force {
+				id = thinkClose
+			}
 		} else {
 			if logits = s.Logits(); logits == nil {
 				g.err = errors.New("bonsai: generate: the session has no logits")
 				return
 			}
-			if cons.active(f.thinking) {
+			switch {
+			case force:
+				id = thinkClose
+			case cons.active(f.thinking):
 				if id, err = cons.sample(smp, logits); err != nil {
 					g.err = err
 					return
 				}
-			} else {
+			case f.thinking && guard:
+				id = cons.sampleThinking(smp, logits, stops)
+			default:
 				id = smp.Sample(logits)
 			}
 		}
@@ -424,6 +463,12 @@ func (g *Generation) run(yield func(Token, error) bool) {
 			text, thinking := f.add(dec.Add(id))
 			tk.Thinking = thinking
 			answer(&tk, text)
+		}
+		switch {
+		case id == thinkOpen && !wasThinking:
+			thinkLen = 0
+		case wasThinking && f.thinking:
+			thinkLen++
 		}
 		if !isStop {
 			if err := cons.accept(id, wasThinking); err != nil {

@@ -137,6 +137,24 @@ func (m *Model) Prepare(in Input, opt GenerateOptions) (*Prompt, error) {
 	return p, nil
 }
 
+// thinkingBudget returns the most tokens a think block may hold (see
+// GenerateOptions.ThinkingBudget), or −1 for no cap.
+func (p *Prompt) thinkingBudget() int {
+	if p.opt.ThinkingBudget > 0 {
+		return p.opt.ThinkingBudget
+	}
+	if p.grammar == nil {
+		return -1
+	}
+	// Half of what the generation may write: MaxTokens, or the context's room after
+	// the prompt where that is less.
+	room := p.m.opts.ctxSize - len(p.ids)
+	if n := p.opt.MaxTokens; n > 0 && n < room {
+		room = n
+	}
+	return max(room, 0) / 2
+}
+
 // cloneOptions copies what opt refers to, so that the caller's later changes do not
 // reach a Prompt.
 func cloneOptions(opt GenerateOptions) GenerateOptions {
@@ -174,6 +192,8 @@ func (p *Prompt) checkOptions() error {
 		return optionError("MaxTokens", -1, "%d is negative", opt.MaxTokens)
 	case opt.TopLogProbs < 0:
 		return optionError("TopLogProbs", -1, "%d is negative", opt.TopLogProbs)
+	case opt.ThinkingBudget < 0:
+		return optionError("ThinkingBudget", -1, "%d is negative", opt.ThinkingBudget)
 	}
 	if err := checkSamplerOptions(opt.SamplerOptions); err != nil {
 		return err

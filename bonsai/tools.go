@@ -31,7 +31,11 @@ package bonsai
 // bonsai/grammar): the model's vocabulary is masked at every step to the tokens that
 // keep the output valid, with the sampler's other settings intact. ResponseFormat
 // (json_object, json_schema) and Grammar (GBNF) constrain the answer the same way. The
-// mask applies to the answer, not to a think block: thinking stays free.
+// mask applies to the answer, not to a think block: thinking stays free, but for its
+// length and its end. GenerateOptions.ThinkingBudget closes the block after a budget
+// (by default, under an enforced answer, half of MaxTokens or of the context's room), and the end-of-generation
+// and stop tokens are masked out of it, so that the calls or the JSON always follow
+// within MaxTokens when the schema's answers fit in what is left.
 //
 // Options are checked, and the grammar compiled, by Model.Prepare: a schema or grammar
 // the engine does not accept is its error, an *OptionError (naming the option, and the

@@ -22,6 +22,7 @@ func TestFlagRanges(t *testing.T) {
 		want string
 	}{
 		{[]string{"-max-tokens", "-1"}, "serve: -max-tokens -1: must be ≥ 0"},
+		{[]string{"-thinking-budget", "-1"}, "serve: -thinking-budget -1: must be ≥ 0"},
 		{[]string{"-temperature", "-1"}, "serve: -temperature -1: must be ≥ 0"},
 		{[]string{"-top-p", "2"}, "serve: -top-p 2: must be in (0, 1]"},
 		{[]string{"-top-k", "-1"}, "serve: -top-k -1: must be ≥ 0"},

@@ -8,7 +8,7 @@
 //	      [-prefix-cache SIZE] [-threads N] [-context N] [-model-name NAME] [-model-alias NAME]...
 //	      [-max-body BYTES] [-api-key KEY]... [-api-key-file FILE] [-metrics-auth]
 //	      [-drain-timeout D] [-responses-store N] [-responses-store-memory SIZE]
-//	      [-max-tokens N] [-temperature T] ...
+//	      [-max-tokens N] [-thinking-budget N] [-temperature T] ...
 //
 // Endpoints:
 //
@@ -79,8 +79,16 @@
 //
 // Thinking is switched with chat_template_kwargs {"enable_thinking": false} (as vLLM
 // and llama.cpp take it) or a top-level "enable_thinking"; the thinking comes back in
-// reasoning_content. With no -model it serves a tiny synthetic model whose weights are
-// random, so its text is gibberish: it shows the machinery, not the model.
+// reasoning_content. Its length is budgeted: a request's reasoning_effort (the
+// Responses API's reasoning.effort) gives the think block a share of its max tokens —
+// low 1/4, medium 1/2, high 3/4, xhigh and max 7/8 — and Anthropic's thinking
+// {"type": "enabled", "budget_tokens": N} N tokens; then </think> is forced and the
+// answer follows. A request that sets no budget gets -thinking-budget N; its default,
+// 0, caps the thinking only under a forced tool call or a JSON answer, at half the max
+// tokens, so that the call or the JSON always comes.
+//
+// With no -model it serves a tiny synthetic model whose weights are random, so its
+// text is gibberish: it shows the machinery, not the model.
 //
 // Example:
 //
@@ -188,6 +196,7 @@ func parseFlags(fs *flag.FlagSet, args []string) (config, error) {
 	topP := fs.Float64("top-p", 0.8, "top_p of requests that give none (1: off)")
 	fs.IntVar(&cfg.defaults.TopK, "top-k", 20, "top_k of requests that give none (0: off)")
 	minP := fs.Float64("min-p", 0, "min_p of requests that give none (0: off)")
+	fs.IntVar(&cfg.defaults.ThinkingBudget, "thinking-budget", 0, "most tokens a think block holds in a request that sets no budget (reasoning_effort, reasoning.effort, thinking.budget_tokens), then </think> is forced (0: no cap, but half the max tokens under a forced tool call or JSON answer)")
 	fs.IntVar(&cfg.defaults.MaxTokens, "max-tokens", defaultMaxTokens, "most tokens a request without max_tokens generates, then finish_reason \"length\" (0: no cap, until the context is full); a request's own max_tokens wins, up to the context")
 	fs.Usage = func() {
 		fmt.Fprint(fs.Output(), "usage: serve [-model FILE] [-addr HOST:PORT] [-parallel N] [flags]\n\n"+
@@ -202,7 +211,8 @@ func parseFlags(fs *flag.FlagSet, args []string) (config, error) {
 			"A request may name any model; the one served answers, under -model-name.\n"+
 			"A request without max_tokens generates at most -max-tokens (default 4096).\n"+
 			"Thinking is switched with chat_template_kwargs {\"enable_thinking\": false} or a\n"+
-			"top-level \"enable_thinking\", and comes back in reasoning_content.\n"+
+			"top-level \"enable_thinking\", and comes back in reasoning_content; its length\n"+
+			"is capped by reasoning_effort, thinking.budget_tokens or -thinking-budget.\n"+
 			"With -api-key, -api-key-file or "+keyEnv+", every request but /health, /ready\n"+
 			"and /metrics (unless -metrics-auth) needs a key: Authorization: Bearer KEY or\n"+
 			"x-api-key: KEY; without, anyone who can reach the port can use the model.\n"+

@@ -14,10 +14,21 @@
 // naming Anthropic's field at fault ("tools.1.input_schema"). The package only
 // translates: text and system prompts, tools with tool_use and tool_result blocks,
 // thinking blocks (thinking {"type": "enabled"} switches the model's think block on;
-// without it the model answers directly, as Anthropic's models do), and the stream's
+// without it, or with {"type": "disabled"}, the model answers directly, as Anthropic's
+// models do), and the stream's
 // events in Anthropic's shapes: message_start, content_block_start,
 // content_block_delta (text_delta, thinking_delta, signature_delta, input_json_delta),
 // content_block_stop, message_delta, message_stop, ping and error.
+//
+// The thinking is budgeted: {"type": "enabled", "budget_tokens": N} closes the think
+// block after N tokens (bonsai.GenerateOptions.ThinkingBudget), then the answer
+// follows; N must be at least 1 and below max_tokens (Anthropic also asks for 1024 at
+// least, a floor for its models that a small local model or a short reply need not
+// keep), else a 400 invalid_request_error names thinking.enabled.budget_tokens.
+// {"type": "adaptive"} thinks within the server's budget (serve.Defaults.ThinkingBudget),
+// whose default caps the thinking only before a forced tool use, at half of max_tokens,
+// so that tool_choice any or tool is always answered with a call. Unlike Anthropic's
+// API, forced tool use with thinking on is accepted.
 //
 // Responses carry every field anthropic-sdk-go's types declare required, the nullable
 // ones nothing here fills as null (container, stop_details, diagnostics,

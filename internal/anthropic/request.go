@@ -92,7 +92,7 @@ const (
 // server's defaults for what the request leaves out.
 func (r *messagesRequest) options(h *handler, seed func() uint64) (bonsai.GenerateOptions, *apiError) {
 	d := h.cfg.Defaults
-	opt := bonsai.GenerateOptions{SamplerOptions: bonsai.SamplerOptions{Temperature: d.Temperature, TopP: d.TopP, TopK: d.TopK, MinP: d.MinP, Seed: seed()}}
+	opt := bonsai.GenerateOptions{ThinkingBudget: d.ThinkingBudget, SamplerOptions: bonsai.SamplerOptions{Temperature: d.Temperature, TopP: d.TopP, TopK: d.TopK, MinP: d.MinP, Seed: seed()}}
 	if r.MaxTokens == nil {
 		return opt, invalid("max_tokens: Field required")
 	}
@@ -144,8 +144,13 @@ func (r *messagesRequest) options(h *handler, seed func() uint64) (bonsai.Genera
 		case "enabled", "adaptive":
 			on := true
 			opt.Thinking = &on
-			if t.Type == "enabled" && (t.BudgetTokens == nil || *t.BudgetTokens < 1 || *t.BudgetTokens >= opt.MaxTokens) {
-				return opt, invalid("thinking.enabled.budget_tokens: want a positive count below max_tokens (%d)", opt.MaxTokens)
+			// Anthropic asks for at least 1024 tokens as well, a floor for its own
+			// models; a small local model, or a short reply, may think less.
+			if t.Type == "enabled" {
+				if t.BudgetTokens == nil || *t.BudgetTokens < 1 || *t.BudgetTokens >= opt.MaxTokens {
+					return opt, invalid("thinking.enabled.budget_tokens: want a positive count below max_tokens (%d)", opt.MaxTokens)
+				}
+				opt.ThinkingBudget = *t.BudgetTokens
 			}
 		case "disabled":
 		default:

@@ -93,7 +93,7 @@ func TestMessages(t *testing.T) {
 // Anthropic's order, and that it says what the whole response says.
 func TestStreamEvents(t *testing.T) {
 	_, ts := newTestServer(t, serve.Config{})
-	body := `{"model": "m", "max_tokens": 30, "thinking": {"type": "enabled", "budget_tokens": 20},
+	body := `{"model": "m", "max_tokens": 40, "thinking": {"type": "enabled", "budget_tokens": 20},
 		"messages": [{"role": "user", "content": "Think about it"}]}`
 	code, _, whole := post(t, ts.URL+"/v1/messages", body)
 	require.Equal(t, 200, code, "%s", whole)
@@ -125,8 +125,9 @@ func TestStreamEvents(t *testing.T) {
 	}
 	assert.Equal(t, *w.StopReason, s.stopReason)
 	assert.Equal(t, float64(w.Usage.OutputTokens), s.usage["output_tokens"])
-	// The OpenAI endpoint's reasoning_content is the same thinking.
-	code, _, oc := post(t, ts.URL+"/v1/chat/completions", `{"messages": [{"role": "user", "content": "Think about it"}], "max_tokens": 30}`)
+	// The OpenAI endpoint's reasoning_content is the same thinking, under the same
+	// budget: medium effort is half of max_tokens.
+	code, _, oc := post(t, ts.URL+"/v1/chat/completions", `{"messages": [{"role": "user", "content": "Think about it"}], "max_tokens": 40, "reasoning_effort": "medium"}`)
 	require.Equal(t, 200, code)
 	var o struct {
 		Choices []struct {

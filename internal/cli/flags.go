@@ -101,6 +101,7 @@ var rules = map[string]func(name string, v any) error{
 	"threads":           intRule(func(n string, v int) error { return AtLeast(n, v, 0) }),
 	"context":           intRule(func(n string, v int) error { return AtLeast(n, v, 0) }),
 	"max-tokens":        intRule(func(n string, v int) error { return AtLeast(n, v, 0) }),
+	"thinking-budget":   intRule(func(n string, v int) error { return AtLeast(n, v, 0) }),
 	"top-k":             intRule(func(n string, v int) error { return AtLeast(n, v, 0) }),
 	"batch-tokens":      intRule(func(n string, v int) error { return AtLeast(n, v, 1) }),
 	"prompt-tokens":     intRule(func(n string, v int) error { return AtLeast(n, v, 0) }),

@@ -22,6 +22,7 @@ func sharedFlags() *flag.FlagSet {
 	var m ModelFlags
 	m.Register(fs)
 	fs.Int("max-tokens", 256, "")
+	fs.Int("thinking-budget", 0, "")
 	fs.Int("top-k", 20, "")
 	fs.Int("batch-tokens", 64, "")
 	fs.Int("prompt-tokens", 512, "")
@@ -50,6 +51,8 @@ func TestCheckFlags(t *testing.T) {
 		{nil, ""},
 		{[]string{"-max-tokens", "-1"}, "-max-tokens -1: must be ≥ 0"},
 		{[]string{"-max-tokens", "0"}, ""},
+		{[]string{"-thinking-budget", "-1"}, "-thinking-budget -1: must be ≥ 0"},
+		{[]string{"-thinking-budget", "0"}, ""},
 		{[]string{"-temperature", "-1"}, "-temperature -1: must be ≥ 0"},
 		{[]string{"-temperature", "0"}, ""},
 		{[]string{"-temperature", "NaN"}, "-temperature NaN: must be ≥ 0"},

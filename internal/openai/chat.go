@@ -56,7 +56,9 @@ func (s *api) chatJob(req *chatRequest) (*job, *apiError) {
 	if e != nil {
 		return nil, e
 	}
-	opt.Thinking = think
+	if e := setThinking(&opt, think, "reasoning_effort", req.ReasoningEffort); e != nil {
+		return nil, e
+	}
 	msgs, e := req.messages()
 	if e != nil {
 		return nil, e

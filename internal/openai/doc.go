@@ -26,6 +26,17 @@
 // "enable_thinking"; the thinking comes back apart from the answer, in
 // reasoning_content, as DeepSeek's API and llama.cpp return it.
 //
+// reasoning_effort (the Responses API's reasoning.effort) switches thinking and budgets
+// it: "none" and "minimal" switch it off; "low", "medium", "high", "xhigh" and "max"
+// switch it on and give the think block 1/4, 1/2, 3/4, 7/8 and 7/8 of the request's max
+// tokens (max_completion_tokens, max_tokens or max_output_tokens, else the server's
+// default), at least one token (bonsai.GenerateOptions.ThinkingBudget): at that many
+// the block is closed and the answer follows. enable_thinking wins over the effort's
+// switch. A request with no effort, or with no max tokens to take a share of, gets the
+// server's budget (serve.Defaults.ThinkingBudget), whose default caps the thinking
+// only before a forced answer, at half the max tokens: a required or named tool choice,
+// or a JSON response_format, is then always answered within the max tokens.
+//
 // Tools are OpenAI's: tools, tool_choice ("auto", "none", "required" or a named
 // function), parallel_tool_calls, assistant messages with tool_calls and tool messages
 // in the history; answers with tool_calls and finish_reason "tool_calls", streamed as a
@@ -39,7 +50,8 @@
 // function_call_output and reasoning items), instructions, function tools, tool_choice,
 // parallel_tool_calls, text.format (text, json_object, json_schema), max_output_tokens,
 // temperature, top_p, reasoning.effort ("none" and "minimal" switch thinking off, the
-// others on; enable_thinking wins when both are sent), store, previous_response_id,
+// others on with their share of max_output_tokens, as reasoning_effort does on the chat
+// endpoint; enable_thinking wins when both are sent), store, previous_response_id,
 // metadata and user, and the chat endpoint's extensions (top_k, min_p,
 // repetition_penalty, seed, enable_thinking). It answers a Response with message,
 // function_call and reasoning items (the thinking in reasoning_text content, summary

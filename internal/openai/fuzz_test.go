@@ -19,6 +19,7 @@ var chatSeeds = []string{
 	`{"messages": [{"role": "user", "content": "Hi"}], "response_format": {"type": "json_object"}}`,
 	`{"messages": [{"role": "user", "content": "Hi"}, {"role": "assistant", "content": null, "tool_calls": [{"id": "call_1", "type": "function", "function": {"name": "f", "arguments": "{\"a\": 1}"}}]}, {"role": "tool", "tool_call_id": "call_1", "content": "2"}], "tools": [{"type": "function", "function": {"name": "f"}}]}`,
 	`{"messages": [{"role": "developer", "content": [{"type": "text", "text": "x"}]}, {"role": "user", "content": "y"}], "tool_choice": "none", "stop": ["a"], "chat_template_kwargs": {"enable_thinking": false}}`,
+	`{"messages": [{"role": "user", "content": "Hi"}], "max_tokens": 64, "reasoning_effort": "high", "response_format": {"type": "json_object"}}`,
 	`{"messages": [{"role": "user", "content": "x"}], "response_format": {"type": "json_schema", "json_schema": {"schema": {"$defs": {"n": {"anyOf": [{"$ref": "#/$defs/n"}, {"type": "null"}]}}, "$ref": "#/$defs/n"}}}}`,
 }
 

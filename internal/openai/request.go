@@ -44,6 +44,7 @@ type chatRequest struct {
 	TopLogprobs        *int                       `json:"top_logprobs"`
 	EnableThinking     *bool                      `json:"enable_thinking"`
 	ChatTemplateKwargs map[string]json.RawMessage `json:"chat_template_kwargs"`
+	ReasoningEffort    *string                    `json:"reasoning_effort"`
 	Tools              json.RawMessage            `json:"tools"`
 	ToolChoice         json.RawMessage            `json:"tool_choice"`
 	ParallelToolCalls  *bool                      `json:"parallel_tool_calls"`
@@ -111,7 +112,7 @@ func typeName(kind string) string {
 // options turns the shared parameters into GenerateOptions, checking their ranges as
 // OpenAI does.
 func (r *commonRequest) options(d serve.Defaults, seed func() uint64) (bonsai.GenerateOptions, *apiError) {
-	opt := bonsai.GenerateOptions{MaxTokens: d.MaxTokens, SamplerOptions: bonsai.SamplerOptions{Temperature: d.Temperature, TopP: d.TopP, TopK: d.TopK, MinP: d.MinP}}
+	opt := bonsai.GenerateOptions{MaxTokens: d.MaxTokens, ThinkingBudget: d.ThinkingBudget, SamplerOptions: bonsai.SamplerOptions{Temperature: d.Temperature, TopP: d.TopP, TopK: d.TopK, MinP: d.MinP}}
 	inRange := func(name string, v *float64, lo, hi float64) (float32, bool, *apiError) {
 		if v == nil {
 			return 0, false, nil
@@ -316,6 +317,41 @@ func (r *chatRequest) thinking() (*bool, *apiError) {
 		return nil, invalid("chat_template_kwargs.enable_thinking", "Invalid 'chat_template_kwargs.enable_thinking': expected a boolean.")
 	}
 	return &on, nil
+}
+
+// effortShares are the parts of a reply's max tokens (max_tokens, max_completion_tokens,
+// max_output_tokens, or the server's default) that a reasoning effort gives its think
+// block, as numerator and denominator: its bonsai.GenerateOptions.ThinkingBudget. The
+// rest is the answer's, so that a forced tool call or JSON answer always has room.
+var effortShares = map[string][2]int{"low": {1, 4}, "medium": {1, 2}, "high": {3, 4}, "xhigh": {7, 8}, "max": {7, 8}}
+
+// setThinking sets opt's Thinking and ThinkingBudget from the thinking switch (think,
+// which wins where it is set: enable_thinking) and a reasoning effort (nil when none was
+// sent), named param: "none" and "minimal" switch thinking off; the others switch it on
+// and budget it a share of opt.MaxTokens (effortShares), at least one token. With no
+// effort, or no max tokens to take a share of, the budget stays the server's default.
+func setThinking(opt *bonsai.GenerateOptions, think *bool, param string, effort *string) *apiError {
+	opt.Thinking = think
+	if effort == nil {
+		return nil
+	}
+	on := false
+	switch *effort {
+	case "none", "minimal":
+	default:
+		share, ok := effortShares[*effort]
+		if !ok {
+			return invalid(param, "Invalid '%s': %q (want none, minimal, low, medium, high, xhigh or max).", param, *effort)
+		}
+		on = true
+		if opt.MaxTokens > 0 {
+			opt.ThinkingBudget = max(1, opt.MaxTokens*share[0]/share[1])
+		}
+	}
+	if think == nil {
+		opt.Thinking = &on
+	}
+	return nil
 }
 
 // present reports whether a raw value is neither absent, null nor empty.

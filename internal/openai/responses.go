@@ -175,11 +175,9 @@ func (s *api) responsesJob(req *responsesRequest) (*respJob, *apiError) {
 	if e := j.readFormat(req, &opt); e != nil {
 		return nil, e
 	}
-	think, e := j.thinking(req)
-	if e != nil {
+	if e := j.thinking(req, &opt); e != nil {
 		return nil, e
 	}
-	opt.Thinking = think
 	if e := s.checkModel(req.Model); e != nil {
 		return nil, e
 	}
@@ -241,28 +239,25 @@ func checkMetadata(m map[string]string) *apiError {
 	return nil
 }
 
-// thinking reads the thinking switch: enable_thinking or chat_template_kwargs as the
-// chat endpoint reads them, else reasoning.effort ("none" and "minimal" switch it off,
-// any other effort on); nil leaves the template's default.
-func (j *respJob) thinking(req *responsesRequest) (*bool, *apiError) {
+// thinking reads the thinking switch, enable_thinking or chat_template_kwargs as the
+// chat endpoint reads them, and reasoning.effort, as the chat endpoint reads its
+// reasoning_effort (setThinking): "none" and "minimal" switch thinking off, the others
+// on with a share of max_output_tokens for the think block.
+func (j *respJob) thinking(req *responsesRequest, opt *bonsai.GenerateOptions) *apiError {
 	chat := chatRequest{EnableThinking: req.EnableThinking, ChatTemplateKwargs: req.ChatTemplateKwargs}
 	think, e := chat.thinking()
-	if e != nil || req.Reasoning == nil || req.Reasoning.Effort == nil {
-		return think, e
+	if e != nil {
+		return e
 	}
-	j.effort = req.Reasoning.Effort
-	var on bool
-	switch *req.Reasoning.Effort {
-	case "none", "minimal":
-	case "low", "medium", "high", "xhigh", "max":
-		on = true
-	default:
-		return nil, invalid("reasoning.effort", "Invalid 'reasoning.effort': %q (want none, minimal, low, medium, high, xhigh or max).", *req.Reasoning.Effort)
+	var effort *string
+	if req.Reasoning != nil {
+		effort = req.Reasoning.Effort
 	}
-	if think != nil {
-		return think, nil
+	if e := setThinking(opt, think, "reasoning.effort", effort); e != nil {
+		return e
 	}
-	return &on, nil
+	j.effort = effort
+	return nil
 }
 
 // readTools reads tools, tool_choice and parallel_tool_calls.

@@ -65,6 +65,10 @@ type Defaults struct {
 	// MaxTokens caps a generation that gives no max_tokens (0: until an end token or the
 	// end of the context).
 	MaxTokens int
+	// ThinkingBudget caps the think block of a request that gives no budget of its own
+	// (bonsai.GenerateOptions.ThinkingBudget; 0: the library's default, which caps it
+	// at half the max tokens under a forced tool call or a JSON answer).
+	ThinkingBudget int
 }
 
 // GenerationEnd describes a finished generation.

@@ -309,7 +309,8 @@ func (h *handler) messages(w http.ResponseWriter, r *http.Request) {
 		h.stream(w, r, id, p)
 		return
 	}
-	res, err := h.srv.Run(r.Context(), serve.Job{Endpoint: endpoint, Prompt: p}, nil, func(bonsai.Token) bool { return true })
+	b := &blocks{collect: true}
+	res, err := h.srv.Run(r.Context(), serve.Job{Endpoint: endpoint, Prompt: p}, nil, b.token)
 	if err != nil {
 		writeError(w, generationError(err))
 		return
@@ -317,16 +318,8 @@ func (h *handler) messages(w http.ResponseWriter, r *http.Request) {
 	if res.FinishReason == bonsai.FinishCancelled {
 		return // the client is gone
 	}
-	out := messageOut{ID: id, Type: "message", Role: "assistant", Model: h.cfg.ModelName, Content: []contentBlock{}, Usage: usageOf(res)}
-	if res.Thinking != "" {
-		out.Content = append(out.Content, thinkBlock(res.Thinking, signature(res.Thinking)))
-	}
-	if res.Text != "" {
-		out.Content = append(out.Content, textBlock(res.Text))
-	}
-	for _, c := range res.ToolCalls {
-		out.Content = append(out.Content, toolUseBlock(toolUseID(c.ID), c.Name, c.Arguments))
-	}
+	b.stop()
+	out := messageOut{ID: id, Type: "message", Role: "assistant", Model: h.cfg.ModelName, Content: b.wholeContent(res.ToolCalls), Usage: usageOf(res)}
 	reason, seq := stopReason(res.Result)
 	out.StopReason, out.StopSequence = &reason, seq
 	serve.WriteJSON(w, http.StatusOK, out)

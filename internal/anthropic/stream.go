@@ -56,10 +56,15 @@ type typeOnly struct {
 	Type string `json:"type"`
 }
 
-// blocks turns a generation's tokens into content-block events: a block opens when the
-// kind of output changes (thinking, text, a tool call) and closes before the next one.
+// blocks turns a generation's tokens into content blocks: a block opens when the kind
+// of output changes (thinking, text, a tool call) and closes before the next one. A
+// stream sends them as events (sse set); a whole response collects them (content), so
+// that both list the same blocks — two think blocks are two thinking blocks in either.
 type blocks struct {
-	sse      *sse.Writer
+	sse      *sse.Writer // nil: collect only
+	collect  bool
+	content  []contentBlock
+	calls    []int  // for each collected block, the index of its call, or -1
 	open     string // the type of the open block, or ""
 	index    int    // the open block's index; the next one's when none is open
 	thinking []byte // the open thinking block's text, for its signature
@@ -67,14 +72,54 @@ type blocks struct {
 	done     int    // the calls completed
 }
 
+func (b *blocks) send(event string, v any) bool {
+	return b.sse == nil || b.sse.Send(event, v) == nil
+}
+
 func (b *blocks) start(cb contentBlock) bool {
 	b.stop()
 	b.open = cb.Type
-	return b.sse.Send("content_block_start", blockStart{Type: "content_block_start", Index: b.index, ContentBlock: cb}) == nil
+	if b.collect {
+		b.content = append(b.content, cb)
+		b.calls = append(b.calls, -1)
+	}
+	return b.send("content_block_start", blockStart{Type: "content_block_start", Index: b.index, ContentBlock: cb})
 }
 
 func (b *blocks) delta(d delta) bool {
-	return b.sse.Send("content_block_delta", blockDelta{Type: "content_block_delta", Index: b.index, Delta: d}) == nil
+	if b.collect {
+		last := &b.content[len(b.content)-1]
+		switch {
+		case d.Text != nil:
+			s := *last.Text + *d.Text
+			last.Text = &s
+		case d.Thinking != nil:
+			s := *last.Thinking + *d.Thinking
+			last.Thinking = &s
+		case d.Signature != nil:
+			s := *d.Signature
+			last.Signature = &s
+		}
+		// input_json_delta: the whole call's arguments replace the pieces (wholeContent).
+	}
+	return b.send("content_block_delta", blockDelta{Type: "content_block_delta", Index: b.index, Delta: d})
+}
+
+// wholeContent returns the collected blocks, each tool_use block with its completed
+// call's arguments; a call the generation did not complete is left out.
+func (b *blocks) wholeContent(calls []bonsai.ToolCall) []contentBlock {
+	out := make([]contentBlock, 0, len(b.content))
+	for i, cb := range b.content {
+		if cb.Type == "tool_use" {
+			c := b.calls[i]
+			if c < 0 || c >= len(calls) {
+				continue
+			}
+			cb = toolUseBlock(toolUseID(calls[c].ID), calls[c].Name, calls[c].Arguments)
+		}
+		out = append(out, cb)
+	}
+	return out
 }
 
 // stop closes the open block; a thinking block gets its signature first.
@@ -87,7 +132,7 @@ func (b *blocks) stop() {
 		b.delta(delta{Type: "signature_delta", Signature: &sig})
 		b.thinking = b.thinking[:0]
 	}
-	b.sse.Send("content_block_stop", blockStop{Type: "content_block_stop", Index: b.index})
+	b.send("content_block_stop", blockStop{Type: "content_block_stop", Index: b.index})
 	b.open = ""
 	b.index++
 }
@@ -128,6 +173,9 @@ func (b *blocks) token(t bonsai.Token) bool {
 				return false
 			}
 			b.call = f.Index
+			if b.collect {
+				b.calls[len(b.calls)-1] = f.Index
+			}
 		}
 		if f.Arguments != "" {
 			args := f.Arguments
@@ -142,7 +190,7 @@ func (b *blocks) token(t bonsai.Token) bool {
 		}
 		b.done++
 	}
-	return b.sse.Err() == nil
+	return b.sse == nil || b.sse.Err() == nil
 }
 
 // stream serves a request with "stream": true.

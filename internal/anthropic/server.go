@@ -239,9 +239,6 @@ var (
 func textBlock(s string) contentBlock {
 	return contentBlock{Type: "text", Text: &s, Citations: nullJSON}
 }
-func thinkBlock(s, sig string) contentBlock {
-	return contentBlock{Type: "thinking", Thinking: &s, Signature: &sig}
-}
 
 // toolUseID is a call's id as Anthropic spells its ids.
 func toolUseID(id string) string {

@@ -38,7 +38,7 @@ func Example() {
 	defer s.Close()
 
 	think := false
-	p, err := m.Prepare(bonsai.Chat(bonsai.Message{Role: "user", Content: "Name three colours."}),
+	p, err := m.Prepare(bonsai.Chat(bonsai.Message{Role: bonsai.RoleUser, Content: "Name three colours."}),
 		bonsai.GenerateOptions{MaxTokens: 16, Thinking: &think, SamplerOptions: bonsai.SamplerOptions{Temperature: 0.7, TopP: 0.8, Seed: 42}})
 	if err != nil {
 		log.Fatal(err) // a bad input or option: nothing has run

@@ -212,10 +212,10 @@ func (p *Prompt) checkOptions() error {
 	}
 	if rf := opt.ResponseFormat; rf != nil {
 		switch rf.Type {
-		case "", "text":
-		case "json_object", "json_schema":
+		case "", ResponseFormatText:
+		case ResponseFormatJSONObject, ResponseFormatJSONSchema:
 			set++
-			if rf.Type == "json_schema" && len(rf.Schema) == 0 {
+			if rf.Type == ResponseFormatJSONSchema && len(rf.Schema) == 0 {
 				return &OptionError{Option: "ResponseFormat", Tool: -1, Err: &grammar.SchemaError{Keyword: "schema", Reason: "no schema given"}}
 			}
 		default:
@@ -249,10 +249,10 @@ func (p *Prompt) compile() error {
 	case opt.Grammar != "":
 		option = "Grammar"
 		p.grammar, err = grammar.ParseGBNF(opt.Grammar)
-	case rf != nil && rf.Type == "json_object":
+	case rf != nil && rf.Type == ResponseFormatJSONObject:
 		option = "ResponseFormat"
 		p.grammar, err = grammar.CompileJSONSchema([]byte(`{"type":"object"}`), grammar.SchemaOptions{})
-	case rf != nil && rf.Type == "json_schema":
+	case rf != nil && rf.Type == ResponseFormatJSONSchema:
 		option = "ResponseFormat"
 		p.grammar, err = grammar.CompileJSONSchema(rf.Schema, grammar.SchemaOptions{Strict: rf.Strict})
 	default:

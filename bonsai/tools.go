@@ -87,12 +87,26 @@ type ToolChoice struct {
 	Name string
 }
 
+// ResponseFormatType is the kind of answer a ResponseFormat asks for; its values are
+// OpenAI's response_format types.
+type ResponseFormatType string
+
+const (
+	// ResponseFormatText (also the zero value): free text, no constraint.
+	ResponseFormatText ResponseFormatType = "text"
+	// ResponseFormatJSONObject: any JSON object, enforced by the grammar.
+	ResponseFormatJSONObject ResponseFormatType = "json_object"
+	// ResponseFormatJSONSchema: a JSON value valid under ResponseFormat.Schema,
+	// enforced by the grammar.
+	ResponseFormatJSONSchema ResponseFormatType = "json_schema"
+)
+
 // ResponseFormat constrains the answer's format.
 type ResponseFormat struct {
-	// Type is "text" (no constraint), "json_object" (any JSON object) or
-	// "json_schema" (a JSON value valid under Schema).
-	Type string
-	// Schema is the JSON Schema for "json_schema".
+	// Type is ResponseFormatText, ResponseFormatJSONObject or
+	// ResponseFormatJSONSchema.
+	Type ResponseFormatType
+	// Schema is the JSON Schema for ResponseFormatJSONSchema.
 	Schema json.RawMessage
 	// Strict is OpenAI's flag. The schema is enforced either way, and read as
 	// strict mode reads it: an object without additionalProperties is closed.

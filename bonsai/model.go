@@ -47,8 +47,8 @@ var errClosed = fmt.Errorf("bonsai: %w", ErrClosed)
 // Each stage reports Done = 0 when it starts and Done = Total when it ends; InBytes says
 // which stages count bytes.
 type Progress struct {
-	Stage       string
-	Done, Total int64
+	Stage       string // one of the stages above
+	Done, Total int64  // how far the stage has come, of how much
 }
 
 // InBytes reports whether the stage's Done and Total count bytes.

@@ -39,9 +39,9 @@ type prefixEntry struct {
 
 // PrefixCacheStats describes a model's prefix cache (WithPrefixCache).
 type PrefixCacheStats struct {
-	Entries   int
+	Entries   int   // the cached prefixes
 	Bytes     int64 // held by the entries' states and logits
-	Limit     int64
+	Limit     int64 // the most Bytes may reach (WithPrefixCache's limit)
 	Hits      int64 // prompts that started from a cached prefix
 	HitTokens int64 // the prompt tokens those hits skipped
 	Misses    int64 // prompts with boundaries past what their session held, none cached

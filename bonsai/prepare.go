@@ -83,6 +83,7 @@ type PromptTooLongError struct {
 	ContextSize int // the model's context size
 }
 
+// Error says the prompt's length and the context size.
 func (e *PromptTooLongError) Error() string {
 	return fmt.Sprintf("bonsai: %v: the prompt has %d tokens, the context holds %d", ErrContextFull, e.Tokens, e.ContextSize)
 }
@@ -99,9 +100,11 @@ type OptionError struct {
 	Option string
 	// Tool is the index in Tools of the tool at fault, or −1.
 	Tool int
-	Err  error
+	// Err says what is wrong with the option.
+	Err error
 }
 
+// Error returns "bonsai: option OPTION[TOOL]: ERR".
 func (e *OptionError) Error() string {
 	opt := e.Option
 	if e.Tool >= 0 {
@@ -110,6 +113,7 @@ func (e *OptionError) Error() string {
 	return fmt.Sprintf("bonsai: option %s: %v", opt, e.Err)
 }
 
+// Unwrap returns Err.
 func (e *OptionError) Unwrap() error { return e.Err }
 
 // Is makes every OptionError ErrInvalidOptions.

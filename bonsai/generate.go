@@ -70,7 +70,7 @@ type GenerateOptions struct {
 	// matches them. A chat rendering is always parsed with special tokens.
 	ParseSpecial bool
 
-	// Tools are the functions the model may call (tools.go says how calls are read).
+	// Tools are the functions the model may call (the package doc says how calls are read).
 	Tools []Tool
 	// ToolChoice says whether it must call them; the zero value is ToolChoiceAuto.
 	ToolChoice ToolChoice

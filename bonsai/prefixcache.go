@@ -45,8 +45,8 @@ type PrefixCacheStats struct {
 	Hits      int64 // prompts that started from a cached prefix
 	HitTokens int64 // the prompt tokens those hits skipped
 	Misses    int64 // prompts with boundaries past what their session held, none cached
-	Inserts   int64
-	Evictions int64
+	Inserts   int64 // prefixes added
+	Evictions int64 // prefixes dropped, least recently used first, to stay within Limit
 }
 
 func newPrefixCache(limit int64) *prefixCache {

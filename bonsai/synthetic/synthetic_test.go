@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -119,4 +120,19 @@ func TestPathFails(t *testing.T) {
 	require.Len(t, tb.msg, 1)
 	err, _ := tb.msg[0].(error)
 	assert.True(t, errors.Is(err, synthetic.ErrUnknownPreset), "Fatal(%v)", tb.msg[0])
+}
+
+// Tests running in parallel share one generation of a model and each get a whole copy
+// (run with -race).
+func TestPathParallel(t *testing.T) {
+	var want bytes.Buffer
+	require.NoError(t, synthetic.Write(context.Background(), &want, synthetic.WithSeed(3), synthetic.WithFormat(ternary.PTQ1_0)))
+	for i := range 4 {
+		t.Run(fmt.Sprint(i), func(t *testing.T) {
+			t.Parallel()
+			got, err := os.ReadFile(synthetic.Path(t, synthetic.WithSeed(3), synthetic.WithFormat(ternary.PTQ1_0)))
+			require.NoError(t, err)
+			assert.True(t, bytes.Equal(want.Bytes(), got), "copy %d differs from Write", i)
+		})
+	}
 }

@@ -26,6 +26,9 @@
 //	          an MSL emulator, metal/kernelcheck checks its kernels against Go
 //	bonsai    what a program imports: Model, Session, generation, tokenizer, tools;
 //	          it checks each forward pass once and hands it to a backend
+//	bonsai/synthetic
+//	          synthetic models for a program's tests: the real layout, tensor names
+//	          and tokenizer, random weights, from under a megabyte up
 //
 // The import graph runs one way: gguf, ternary and hadamard at the bottom; qwen35 and
 // bonsai/backend above them; the backends (bonsai/cpu, metal) above those; bonsai on

@@ -13,10 +13,11 @@ var layer = map[string]int{
 	"gguf": 0, "ternary": 0, "hadamard": 0, "internal/floatconv": 0, "internal/parallel": 0, "internal/hfvocab": 0,
 	"internal/alloctest": 0, "internal/prepcount": 0, "internal/hugemem": 0, "internal/hub": 0,
 	"bonsai/tokenizer": 0, "bonsai/grammar": 0, "bonsai/toolcall": 0, "internal/sse": 0,
-	"bonsai/backend": 1, // the seam: formats and interfaces only
-	"qwen35":         2, // an architecture: registers with the seam
-	"internal/synth": 2,
-	"bonsai/cpu":     3, "metal": 3, "bonsai/vulkan": 3, // the backends
+	"bonsai/backend":   1, // the seam: formats and interfaces only
+	"qwen35":           2, // an architecture: registers with the seam
+	"internal/synth":   2,
+	"bonsai/synthetic": 2,                                 // the public face of internal/synth
+	"bonsai/cpu":       3, "metal": 3, "bonsai/vulkan": 3, // the backends
 	"internal/gpu":               3, // the GPU backends' engine and device layer
 	"bonsai/backend/backendtest": 3,
 	"bonsai":                     4, // the user API, on top of the backends

@@ -82,7 +82,7 @@ type BatchStats struct {
 	StepTime     time.Duration // the steps' total time
 	MaxBatch     int           // the most sequences one step held
 	Active       int           // requests in the last step or waiting for the next
-	LastStepTime time.Duration
+	LastStepTime time.Duration // the last step's time
 }
 
 func newBatcher(m *Model, maxRows int) *batcher {

@@ -9,10 +9,26 @@ import (
 	"github.com/bonsai-go/sdk/internal/prepcount"
 )
 
+// Role is who speaks a Message: the chat template renders it as the turn's role. A
+// template may know other roles (any string converts), but Qwen's know these four.
+type Role string
+
+const (
+	// RoleSystem is the instructions that frame the conversation, before the first
+	// user turn.
+	RoleSystem Role = "system"
+	// RoleUser is the person's turn.
+	RoleUser Role = "user"
+	// RoleAssistant is the model's turn: its answer, thinking and tool calls.
+	RoleAssistant Role = "assistant"
+	// RoleTool is a tool's result, answering the call of Message.ToolCallID.
+	RoleTool Role = "tool"
+)
+
 // Message is one turn of a conversation.
 type Message struct {
-	// Role is "system", "user", "assistant" or "tool".
-	Role string
+	// Role is RoleSystem, RoleUser, RoleAssistant or RoleTool.
+	Role Role
 	// Content is the text of the turn. For an assistant turn it is the answer, without
 	// the thinking.
 	Content string
@@ -22,9 +38,9 @@ type Message struct {
 	ReasoningContent string
 	// ToolCalls are the calls an assistant turn made (after its Content).
 	ToolCalls []ToolCall
-	// ToolCallID is, for a message of role "tool", the ID of the call it answers.
+	// ToolCallID is, for a message of RoleTool, the ID of the call it answers.
 	ToolCallID string
-	// Name is, for a message of role "tool", the called function's name (optional).
+	// Name is, for a message of RoleTool, the called function's name (optional).
 	Name string
 }
 

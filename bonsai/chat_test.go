@@ -69,7 +69,7 @@ func checkCaseRenderings(t *testing.T, m *bonsai.Model, casesFile, expectedFile 
 	for _, c := range cases {
 		msgs := make([]bonsai.Message, len(c.Messages))
 		for i, m := range c.Messages {
-			msgs[i] = bonsai.Message{Role: m.Role, Content: m.Content, ReasoningContent: m.ReasoningContent, ToolCallID: m.ToolCallID, Name: m.Name}
+			msgs[i] = bonsai.Message{Role: bonsai.Role(m.Role), Content: m.Content, ReasoningContent: m.ReasoningContent, ToolCallID: m.ToolCallID, Name: m.Name}
 			for _, tc := range m.ToolCalls {
 				msgs[i].ToolCalls = append(msgs[i].ToolCalls, bonsai.ToolCall{ID: tc.ID, Name: tc.Function.Name, Arguments: tc.Function.Arguments})
 			}
@@ -194,11 +194,11 @@ func TestChatTemplateErrors(t *testing.T) {
 	// A template that raises, and one that does not compile: Open still succeeds, since
 	// the model completes plain text without a template.
 	m = open(t, path, bonsai.WithChatTemplate(`{{ raise_exception('no system messages') }}`))
-	_, err = m.RenderChat([]bonsai.Message{{Role: "user", Content: "x"}}, bonsai.ChatOptions{})
+	_, err = m.RenderChat([]bonsai.Message{{Role: bonsai.RoleUser, Content: "x"}}, bonsai.ChatOptions{})
 	require.ErrorContains(t, err, "bonsai: chat template: ")
 	assert.Contains(t, err.Error(), "no system messages")
 	m = open(t, path, bonsai.WithChatTemplate(`{% if %}`))
-	_, err = m.RenderChat([]bonsai.Message{{Role: "user", Content: "x"}}, bonsai.ChatOptions{})
+	_, err = m.RenderChat([]bonsai.Message{{Role: bonsai.RoleUser, Content: "x"}}, bonsai.ChatOptions{})
 	require.ErrorContains(t, err, "bonsai: chat template: ")
 }
 
@@ -208,7 +208,7 @@ func TestChatTemplateFallback(t *testing.T) {
 	stripped := filepath.Join(t.TempDir(), "no-template.gguf")
 	require.NoError(t, copyWithoutKey(path, stripped, "tokenizer.chat_template"))
 	m := open(t, stripped)
-	got, err := m.RenderChat([]bonsai.Message{{Role: "system", Content: "S"}, {Role: "user", Content: "U"}},
+	got, err := m.RenderChat([]bonsai.Message{{Role: bonsai.RoleSystem, Content: "S"}, {Role: bonsai.RoleUser, Content: "U"}},
 		bonsai.ChatOptions{AddGenerationPrompt: true})
 	require.NoError(t, err)
 	assert.Equal(t, "<|im_start|>system\nS<|im_end|>\n<|im_start|>user\nU<|im_end|>\n<|im_start|>assistant\n", got)

@@ -15,7 +15,7 @@ import (
 func messageValue(msg Message) (jinja.Value, error) {
 	v := jinja.NewDict()
 	d := v.AsDict()
-	d.Set("role", jinja.NewString(msg.Role))
+	d.Set("role", jinja.NewString(string(msg.Role)))
 	d.Set("content", jinja.NewString(msg.Content))
 	if msg.ReasoningContent != "" {
 		d.Set("reasoning_content", jinja.NewString(msg.ReasoningContent))

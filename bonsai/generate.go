@@ -16,9 +16,9 @@ import (
 // Input is what a generation continues: a plain text, a conversation for the chat
 // template, or token ids. Exactly one must be set; Text, Chat and TokenIDs build them.
 type Input struct {
-	Text     string
-	Messages []Message
-	Tokens   []int32
+	Text     string    // a plain text, tokenized as Text says
+	Messages []Message // a conversation, rendered by the model's chat template
+	Tokens   []int32   // token ids, fed as they are
 }
 
 // Text is the input of a plain completion of s. It is tokenized as llama.cpp tokenizes
@@ -89,7 +89,7 @@ type GenerateOptions struct {
 	// matches them. A chat rendering is always parsed with special tokens.
 	ParseSpecial bool
 
-	// Tools are the functions the model may call (tools.go says how calls are read).
+	// Tools are the functions the model may call (the package doc says how calls are read).
 	Tools []Tool
 	// ToolChoice says whether it must call them; the zero value is ToolChoiceAuto.
 	ToolChoice ToolChoice

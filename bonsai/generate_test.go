@@ -410,13 +410,13 @@ func TestGenerateChatReuse(t *testing.T) {
 	s := session(t, m)
 	off := false
 	opt := bonsai.GenerateOptions{MaxTokens: 5, Thinking: &off}
-	msgs := []bonsai.Message{{Role: "system", Content: "Be brief."}, {Role: "user", Content: "Hi there"}}
+	msgs := []bonsai.Message{{Role: bonsai.RoleSystem, Content: "Be brief."}, {Role: bonsai.RoleUser, Content: "Hi there"}}
 	first := generate(t, s, bonsai.Chat(msgs...), opt)
 	head, err := m.RenderChat(msgs, bonsai.ChatOptions{})
 	require.NoError(t, err)
 	headLen := len(m.Tokenizer().Encode(head, true))
 
-	msgs = append(msgs, bonsai.Message{Role: "assistant", Content: first.Text}, bonsai.Message{Role: "user", Content: "More"})
+	msgs = append(msgs, bonsai.Message{Role: bonsai.RoleAssistant, Content: first.Text}, bonsai.Message{Role: bonsai.RoleUser, Content: "More"})
 	second := generate(t, s, bonsai.Chat(msgs...), opt)
 	assert.Equal(t, headLen, second.Usage.CachedTokens, "resumed from the end of the first turn's messages")
 	fresh := generate(t, session(t, m), bonsai.Chat(msgs...), opt)
@@ -469,7 +469,7 @@ const thinkTemplate = `{%- for message in messages -%}
 // </think>; the result separates the two.
 func TestGenerateThinkingPrompt(t *testing.T) {
 	m := tiny(t, bonsai.WithChatTemplate(thinkTemplate))
-	toks, res := collect(t, session(t, m).Generate(context.Background(), prepare(t, m, bonsai.Chat(bonsai.Message{Role: "user", Content: "Why?"}), bonsai.GenerateOptions{MaxTokens: 30, SamplerOptions: bonsai.SamplerOptions{Temperature: 1, Seed: 9}})))
+	toks, res := collect(t, session(t, m).Generate(context.Background(), prepare(t, m, bonsai.Chat(bonsai.Message{Role: bonsai.RoleUser, Content: "Why?"}), bonsai.GenerateOptions{MaxTokens: 30, SamplerOptions: bonsai.SamplerOptions{Temperature: 1, Seed: 9}})))
 	closeID, _ := m.Tokenizer().Lookup("</think>")
 	var thought, answer strings.Builder
 	inside := true
@@ -527,9 +527,9 @@ func TestPrepareErrors(t *testing.T) {
 		{bonsai.Text("a"), bonsai.GenerateOptions{Tools: weather, ToolChoice: bonsai.ToolChoice{Mode: "sometimes"}}, bonsai.ErrInvalidOptions, "ToolChoice", -1, `unknown mode "sometimes"`},
 		{bonsai.Text("a"), bonsai.GenerateOptions{Tools: weather, ToolChoice: bonsai.ToolChoice{Mode: bonsai.ToolChoiceFunction, Name: "h"}}, bonsai.ErrInvalidOptions, "ToolChoice", -1, `function "h" is not among the tools`},
 		{bonsai.Text("a"), bonsai.GenerateOptions{ResponseFormat: &bonsai.ResponseFormat{Type: "yaml"}}, bonsai.ErrInvalidOptions, "ResponseFormat", -1, `unknown type "yaml"`},
-		{bonsai.Text("a"), bonsai.GenerateOptions{Grammar: `root ::= "x"`, ResponseFormat: &bonsai.ResponseFormat{Type: "json_object"}}, bonsai.ErrInvalidOptions, "Grammar", -1, "at most one"},
-		{bonsai.Text("a"), bonsai.GenerateOptions{ResponseFormat: &bonsai.ResponseFormat{Type: "json_schema"}}, bonsai.ErrInvalidSchema, "ResponseFormat", -1, "no schema given"},
-		{bonsai.Text("a"), bonsai.GenerateOptions{ResponseFormat: &bonsai.ResponseFormat{Type: "json_schema", Schema: json.RawMessage(`{"type":"number","minimum":1e-20}`)}}, bonsai.ErrInvalidSchema, "ResponseFormat", -1, "minimum at /minimum"},
+		{bonsai.Text("a"), bonsai.GenerateOptions{Grammar: `root ::= "x"`, ResponseFormat: &bonsai.ResponseFormat{Type: bonsai.ResponseFormatJSONObject}}, bonsai.ErrInvalidOptions, "Grammar", -1, "at most one"},
+		{bonsai.Text("a"), bonsai.GenerateOptions{ResponseFormat: &bonsai.ResponseFormat{Type: bonsai.ResponseFormatJSONSchema}}, bonsai.ErrInvalidSchema, "ResponseFormat", -1, "no schema given"},
+		{bonsai.Text("a"), bonsai.GenerateOptions{ResponseFormat: &bonsai.ResponseFormat{Type: bonsai.ResponseFormatJSONSchema, Schema: json.RawMessage(`{"type":"number","minimum":1e-20}`)}}, bonsai.ErrInvalidSchema, "ResponseFormat", -1, "minimum at /minimum"},
 		{bonsai.Text("a"), bonsai.GenerateOptions{Grammar: `root ::= missing`}, bonsai.ErrInvalidSchema, "Grammar", -1, "missing"},
 		// The tool at fault in a required choice's grammar, and the path within its schema.
 		{bonsai.Text("a"), bonsai.GenerateOptions{Tools: weather, ToolChoice: required}, bonsai.ErrInvalidSchema, "Tools", 1, "not at /properties/x/not"},
@@ -692,7 +692,7 @@ func TestGenerateEndOfGeneration(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			in, promptLen := bonsai.TokenIDs(prompt...), len(prompt)
 			if strings.Contains(c.name, "chat") {
-				msg := bonsai.Message{Role: "user", Content: "Say something."}
+				msg := bonsai.Message{Role: bonsai.RoleUser, Content: "Say something."}
 				in = bonsai.Chat(msg)
 				text, err := probe.RenderChat([]bonsai.Message{msg}, bonsai.ChatOptions{AddGenerationPrompt: true})
 				require.NoError(t, err)
@@ -799,7 +799,7 @@ func TestGenerateAddEOS(t *testing.T) {
 		assert.Equal(t, want, s.Tokens())
 
 		// Chat: the template's rendering, with BOS as for a text but no EOS.
-		msgs := []bonsai.Message{{Role: "user", Content: "Hi"}}
+		msgs := []bonsai.Message{{Role: bonsai.RoleUser, Content: "Hi"}}
 		text, err := m.RenderChat(msgs, bonsai.ChatOptions{AddGenerationPrompt: true})
 		require.NoError(t, err)
 		s = session(t, m)

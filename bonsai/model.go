@@ -47,8 +47,8 @@ var errClosed = fmt.Errorf("bonsai: %w", ErrClosed)
 // Each stage reports Done = 0 when it starts and Done = Total when it ends; InBytes says
 // which stages count bytes.
 type Progress struct {
-	Stage       string
-	Done, Total int64
+	Stage       string // one of the stages above
+	Done, Total int64  // how far the stage has come, of how much
 }
 
 // InBytes reports whether the stage's Done and Total count bytes.
@@ -490,9 +490,10 @@ func (m *Model) engineErr(ctx context.Context, err error) error {
 // not at fault; errors.As finds it.
 type BackendError struct {
 	Backend string // the backend's Name
-	Err     error
+	Err     error  // what the backend said
 }
 
+// Error says which backend failed, and why.
 func (e *BackendError) Error() string { return "bonsai: backend " + e.Backend + ": " + e.Err.Error() }
 
 // Unwrap returns the backend's error.

@@ -39,14 +39,14 @@ type prefixEntry struct {
 
 // PrefixCacheStats describes a model's prefix cache (WithPrefixCache).
 type PrefixCacheStats struct {
-	Entries   int
+	Entries   int   // the cached prefixes
 	Bytes     int64 // held by the entries' states and logits
-	Limit     int64
+	Limit     int64 // the most Bytes may reach (WithPrefixCache's limit)
 	Hits      int64 // prompts that started from a cached prefix
 	HitTokens int64 // the prompt tokens those hits skipped
 	Misses    int64 // prompts with boundaries past what their session held, none cached
-	Inserts   int64
-	Evictions int64
+	Inserts   int64 // prefixes added
+	Evictions int64 // prefixes dropped, least recently used first, to stay within Limit
 }
 
 func newPrefixCache(limit int64) *prefixCache {

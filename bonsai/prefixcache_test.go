@@ -17,10 +17,10 @@ func TestPrefixCacheSharesSystemPrompt(t *testing.T) {
 	path := synthtest.Path(t, "tiny", 9, ternary.PQ2_0)
 	cached := open(t, path, bonsai.WithThreads(2), bonsai.WithPrefixCache(256<<20))
 	plain := open(t, path, bonsai.WithThreads(2))
-	system := bonsai.Message{Role: "system", Content: strings.Repeat("You are a careful assistant who answers briefly. ", 12)}
+	system := bonsai.Message{Role: bonsai.RoleSystem, Content: strings.Repeat("You are a careful assistant who answers briefly. ", 12)}
 	opt := bonsai.GenerateOptions{MaxTokens: 12}
-	first := bonsai.Chat(system, bonsai.Message{Role: "user", Content: "Name a colour."})
-	second := bonsai.Chat(system, bonsai.Message{Role: "user", Content: "Name a fruit."})
+	first := bonsai.Chat(system, bonsai.Message{Role: bonsai.RoleUser, Content: "Name a colour."})
+	second := bonsai.Chat(system, bonsai.Message{Role: bonsai.RoleUser, Content: "Name a fruit."})
 
 	generate(t, session(t, cached), first, opt)
 	st := cached.Stats().PrefixCache
@@ -46,9 +46,9 @@ func TestPrefixCacheResumesConversation(t *testing.T) {
 	m := open(t, path, bonsai.WithThreads(2), bonsai.WithPrefixCache(256<<20))
 	plain := open(t, path, bonsai.WithThreads(2))
 	opt := bonsai.GenerateOptions{MaxTokens: 8}
-	msgs := []bonsai.Message{{Role: "system", Content: "Be brief."}, {Role: "user", Content: "Hello there, how are you today?"}}
+	msgs := []bonsai.Message{{Role: bonsai.RoleSystem, Content: "Be brief."}, {Role: bonsai.RoleUser, Content: "Hello there, how are you today?"}}
 	r1 := generate(t, session(t, m), bonsai.Chat(msgs...), opt)
-	msgs = append(msgs, bonsai.Message{Role: "assistant", Content: r1.Text}, bonsai.Message{Role: "user", Content: "And tomorrow?"})
+	msgs = append(msgs, bonsai.Message{Role: bonsai.RoleAssistant, Content: r1.Text}, bonsai.Message{Role: bonsai.RoleUser, Content: "And tomorrow?"})
 	got := generate(t, session(t, m), bonsai.Chat(msgs...), opt)
 	want := generate(t, session(t, plain), bonsai.Chat(msgs...), opt)
 	require.Equal(t, want.Tokens, got.Tokens)
@@ -60,14 +60,14 @@ func TestPrefixCacheResumesConversation(t *testing.T) {
 func TestPrefixCacheBounded(t *testing.T) {
 	path := synthtest.Path(t, "tiny", 9, ternary.PQ2_0)
 	probe := open(t, path, bonsai.WithThreads(2), bonsai.WithPrefixCache(1<<30))
-	generate(t, session(t, probe), bonsai.Chat(bonsai.Message{Role: "system", Content: "A."}, bonsai.Message{Role: "user", Content: "B"}), bonsai.GenerateOptions{MaxTokens: 1})
+	generate(t, session(t, probe), bonsai.Chat(bonsai.Message{Role: bonsai.RoleSystem, Content: "A."}, bonsai.Message{Role: bonsai.RoleUser, Content: "B"}), bonsai.GenerateOptions{MaxTokens: 1})
 	one := probe.Stats().PrefixCache.Bytes / int64(probe.Stats().PrefixCache.Entries) // about one entry's size
 
 	limit := 3*one + one/2
 	m := open(t, path, bonsai.WithThreads(2), bonsai.WithPrefixCache(limit))
 	for i := range 8 {
-		sys := bonsai.Message{Role: "system", Content: strings.Repeat("x", i+1)}
-		generate(t, session(t, m), bonsai.Chat(sys, bonsai.Message{Role: "user", Content: "hi"}), bonsai.GenerateOptions{MaxTokens: 1})
+		sys := bonsai.Message{Role: bonsai.RoleSystem, Content: strings.Repeat("x", i+1)}
+		generate(t, session(t, m), bonsai.Chat(sys, bonsai.Message{Role: bonsai.RoleUser, Content: "hi"}), bonsai.GenerateOptions{MaxTokens: 1})
 		st := m.Stats().PrefixCache
 		require.LessOrEqual(t, st.Bytes, st.Limit, "after request %d", i)
 	}
@@ -76,7 +76,7 @@ func TestPrefixCacheBounded(t *testing.T) {
 	require.Positive(t, st.Evictions)
 	require.EqualValues(t, st.Inserts-st.Evictions, st.Entries)
 	// The most recent system prompt is still there: a request with it hits.
-	sys := bonsai.Message{Role: "system", Content: strings.Repeat("x", 8)}
-	res := generate(t, session(t, m), bonsai.Chat(sys, bonsai.Message{Role: "user", Content: "other"}), bonsai.GenerateOptions{MaxTokens: 1})
+	sys := bonsai.Message{Role: bonsai.RoleSystem, Content: strings.Repeat("x", 8)}
+	res := generate(t, session(t, m), bonsai.Chat(sys, bonsai.Message{Role: bonsai.RoleUser, Content: "other"}), bonsai.GenerateOptions{MaxTokens: 1})
 	require.Positive(t, res.Usage.CachedTokens)
 }

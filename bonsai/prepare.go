@@ -83,6 +83,7 @@ type PromptTooLongError struct {
 	ContextSize int // the model's context size
 }
 
+// Error says the prompt's length and the context size.
 func (e *PromptTooLongError) Error() string {
 	return fmt.Sprintf("bonsai: %v: the prompt has %d tokens, the context holds %d", ErrContextFull, e.Tokens, e.ContextSize)
 }
@@ -99,9 +100,11 @@ type OptionError struct {
 	Option string
 	// Tool is the index in Tools of the tool at fault, or −1.
 	Tool int
-	Err  error
+	// Err says what is wrong with the option.
+	Err error
 }
 
+// Error returns "bonsai: option OPTION[TOOL]: ERR".
 func (e *OptionError) Error() string {
 	opt := e.Option
 	if e.Tool >= 0 {
@@ -110,6 +113,7 @@ func (e *OptionError) Error() string {
 	return fmt.Sprintf("bonsai: option %s: %v", opt, e.Err)
 }
 
+// Unwrap returns Err.
 func (e *OptionError) Unwrap() error { return e.Err }
 
 // Is makes every OptionError ErrInvalidOptions.
@@ -232,10 +236,10 @@ func (p *Prompt) checkOptions() error {
 	}
 	if rf := opt.ResponseFormat; rf != nil {
 		switch rf.Type {
-		case "", "text":
-		case "json_object", "json_schema":
+		case "", ResponseFormatText:
+		case ResponseFormatJSONObject, ResponseFormatJSONSchema:
 			set++
-			if rf.Type == "json_schema" && len(rf.Schema) == 0 {
+			if rf.Type == ResponseFormatJSONSchema && len(rf.Schema) == 0 {
 				return &OptionError{Option: "ResponseFormat", Tool: -1, Err: &grammar.SchemaError{Keyword: "schema", Reason: "no schema given"}}
 			}
 		default:
@@ -269,10 +273,10 @@ func (p *Prompt) compile() error {
 	case opt.Grammar != "":
 		option = "Grammar"
 		p.grammar, err = grammar.ParseGBNF(opt.Grammar)
-	case rf != nil && rf.Type == "json_object":
+	case rf != nil && rf.Type == ResponseFormatJSONObject:
 		option = "ResponseFormat"
 		p.grammar, err = grammar.CompileJSONSchema([]byte(`{"type":"object"}`), grammar.SchemaOptions{})
-	case rf != nil && rf.Type == "json_schema":
+	case rf != nil && rf.Type == ResponseFormatJSONSchema:
 		option = "ResponseFormat"
 		p.grammar, err = grammar.CompileJSONSchema(rf.Schema, grammar.SchemaOptions{Strict: rf.Strict})
 	default:

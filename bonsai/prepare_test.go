@@ -15,8 +15,8 @@ import (
 
 // Prepare renders, tokenizes and compiles a request once; Generate does none of it.
 func TestPrepareCountsItsWork(t *testing.T) {
-	msgs := []bonsai.Message{{Role: "system", Content: "Be brief."}, {Role: "user", Content: "Hi"},
-		{Role: "assistant", Content: "Hello."}, {Role: "user", Content: "The weather?"}}
+	msgs := []bonsai.Message{{Role: bonsai.RoleSystem, Content: "Be brief."}, {Role: bonsai.RoleUser, Content: "Hi"},
+		{Role: bonsai.RoleAssistant, Content: "Hello."}, {Role: bonsai.RoleUser, Content: "The weather?"}}
 	opt := bonsai.GenerateOptions{MaxTokens: 8, Tools: weatherTools, ToolChoice: bonsai.ToolChoice{Mode: bonsai.ToolChoiceRequired}}
 	for _, c := range []struct {
 		name string
@@ -59,7 +59,7 @@ func TestPromptReuse(t *testing.T) {
 	m := tiny(t)
 	stop := []string{"zzz"}
 	opt := bonsai.GenerateOptions{MaxTokens: 12, Stop: stop}
-	p := prepare(t, m, bonsai.Chat(bonsai.Message{Role: "user", Content: "Count to ten."}), opt)
+	p := prepare(t, m, bonsai.Chat(bonsai.Message{Role: bonsai.RoleUser, Content: "Count to ten."}), opt)
 	stop[0] = "e"
 	assert.Equal(t, []string{"zzz"}, p.Options().Stop)
 	a, b := session(t, m), session(t, m)
@@ -91,7 +91,7 @@ func TestStreamSaysWhatResultSays(t *testing.T) {
 	m := tiny(t, bonsai.WithChatTemplate(thinkTemplate))
 	tk := m.Tokenizer()
 	thinkOpen, _ := tk.Lookup("<think>")
-	user := bonsai.Chat(bonsai.Message{Role: "user", Content: "Why?"})
+	user := bonsai.Chat(bonsai.Message{Role: bonsai.RoleUser, Content: "Why?"})
 	no := false
 	var cases []streamCase
 	for seed := range uint64(6) {
@@ -107,7 +107,7 @@ func TestStreamSaysWhatResultSays(t *testing.T) {
 				Grammar: `root ::= "  \n Checking. " "\n<tool_call>\n<function=get_weather>\n<parameter=city>\nOslo\n</parameter>\n<parameter=days>\n" [1-9] "\n</parameter>\n</function>\n</tool_call>\n<tool_call>\n{\"name\": \"add\", \"arguments\": {\"a\": 1, \"b\": 2}}\n</tool_call> \n "`}},
 			streamCase{"tools required", bonsai.Text("Call:"), bonsai.GenerateOptions{MaxTokens: 400, Tools: weatherTools, ToolChoice: bonsai.ToolChoice{Mode: bonsai.ToolChoiceRequired}, SamplerOptions: smp}},
 			streamCase{"tools required, one", user, bonsai.GenerateOptions{MaxTokens: 400, Tools: weatherTools, ToolChoice: bonsai.ToolChoice{Mode: bonsai.ToolChoiceFunction, Name: "add"}, ParallelToolCalls: &no, SamplerOptions: smp}},
-			streamCase{"json", bonsai.Text("{"), bonsai.GenerateOptions{MaxTokens: 60, ResponseFormat: &bonsai.ResponseFormat{Type: "json_object"}, SamplerOptions: smp}},
+			streamCase{"json", bonsai.Text("{"), bonsai.GenerateOptions{MaxTokens: 60, ResponseFormat: &bonsai.ResponseFormat{Type: bonsai.ResponseFormatJSONObject}, SamplerOptions: smp}},
 		)
 	}
 	released, heldBeforeThink := 0, 0

@@ -50,9 +50,9 @@ const defaultRepeatLastN = 64
 
 // TokenLogProb is one token's log-probability under the model.
 type TokenLogProb struct {
-	ID      int32
-	Text    string
-	LogProb float32
+	ID      int32   // the token
+	Text    string  // its text, as the tokenizer decodes it alone
+	LogProb float32 // its natural log-probability
 }
 
 // candidate is a token still in the running during one draw.

@@ -90,7 +90,7 @@ func TestSnapshotChatCheckpoint(t *testing.T) {
 	s := session(t, m)
 	off := false
 	opt := bonsai.GenerateOptions{MaxTokens: 6, Thinking: &off, SamplerOptions: bonsai.SamplerOptions{Temperature: 1, Seed: 3}}
-	msgs := []bonsai.Message{{Role: "user", Content: "First question"}}
+	msgs := []bonsai.Message{{Role: bonsai.RoleUser, Content: "First question"}}
 	res := generate(t, s, bonsai.Chat(msgs...), opt)
 	var buf bytes.Buffer
 	require.NoError(t, s.Save(&buf))
@@ -98,7 +98,7 @@ func TestSnapshotChatCheckpoint(t *testing.T) {
 	require.NoError(t, err)
 	defer l.Close()
 
-	msgs = append(msgs, bonsai.Message{Role: "assistant", Content: res.Text}, bonsai.Message{Role: "user", Content: "Second"})
+	msgs = append(msgs, bonsai.Message{Role: bonsai.RoleAssistant, Content: res.Text}, bonsai.Message{Role: bonsai.RoleUser, Content: "Second"})
 	a := generate(t, s, bonsai.Chat(msgs...), opt)
 	b := generate(t, l, bonsai.Chat(msgs...), opt)
 	assert.Positive(t, a.Usage.CachedTokens)

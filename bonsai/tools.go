@@ -1,47 +1,5 @@
 package bonsai
 
-// Tools and structured output: the contract.
-//
-// A conversation carries tool calls: an assistant Message lists its ToolCalls, and a
-// Message of role "tool" answers one of them (ToolCallID, and Name optionally). The chat
-// template renders them, with the tool definitions of ChatOptions.Tools.
-//
-// A generation is given tools with GenerateOptions.Tools. What the model writes in a
-// tool-call block — Qwen3.5's
-//
-//	<tool_call>
-//	<function=NAME>
-//	<parameter=P>
-//	VALUE
-//	</parameter>
-//	</function>
-//	</tool_call>
-//
-// or Qwen3's JSON object inside <tool_call> — is parsed (package bonsai/toolcall) into
-// ToolCalls, parameter values converted by the function's schema. The text of a block is
-// not answer text: Token.Text is empty inside it, the block is reported in
-// Token.ToolCallFragments as it is read and in Token.ToolCalls once it is complete, and
-// Result.ToolCalls lists the calls. The answer text is then trimmed of surrounding
-// whitespace, in the stream as in Result.Text. A generation that ends with calls finishes with FinishToolCalls.
-// A block that cannot be parsed in free (ToolChoiceAuto) generation is not dropped: its
-// text is let out as answer text and Result.MalformedToolCalls says what was wrong.
-//
-// With ToolChoiceRequired or ToolChoiceFunction the syntax of the calls and each
-// function's argument schema are enforced by constrained decoding (package
-// bonsai/grammar): the model's vocabulary is masked at every step to the tokens that
-// keep the output valid, with the sampler's other settings intact. ResponseFormat
-// (json_object, json_schema) and Grammar (GBNF) constrain the answer the same way. The
-// mask applies to the answer, not to a think block: thinking stays free, but for its
-// length and its end. GenerateOptions.ThinkingBudget closes the block after a budget
-// (by default, under an enforced answer, half of MaxTokens or of the context's room), and the end-of-generation
-// and stop tokens are masked out of it, so that the calls or the JSON always follow
-// within MaxTokens when the schema's answers fit in what is left.
-//
-// Options are checked, and the grammar compiled, by Model.Prepare: a schema or grammar
-// the engine does not accept is its error, an *OptionError (naming the option, and the
-// tool) wrapping ErrInvalidSchema, which names the keyword and the JSON path (a
-// *SchemaError underneath, from the grammar package, for callers that want the parts).
-
 import (
 	"encoding/json"
 
@@ -61,6 +19,8 @@ type ToolCall struct {
 
 // Tool is a function the model may call.
 type Tool struct {
+	// Name is the function's name, which a call writes; Description tells the model
+	// what it does.
 	Name, Description string
 	// Parameters is the JSON Schema of the arguments (an object schema); empty means
 	// any object.
@@ -86,17 +46,32 @@ const (
 
 // ToolChoice is GenerateOptions' choice of tool.
 type ToolChoice struct {
+	// Mode says whether and which tools the model must call.
 	Mode ToolChoiceMode
 	// Name is the function to call, with ToolChoiceFunction.
 	Name string
 }
 
+// ResponseFormatType is the kind of answer a ResponseFormat asks for; its values are
+// OpenAI's response_format types.
+type ResponseFormatType string
+
+const (
+	// ResponseFormatText (also the zero value): free text, no constraint.
+	ResponseFormatText ResponseFormatType = "text"
+	// ResponseFormatJSONObject: any JSON object, enforced by the grammar.
+	ResponseFormatJSONObject ResponseFormatType = "json_object"
+	// ResponseFormatJSONSchema: a JSON value valid under ResponseFormat.Schema,
+	// enforced by the grammar.
+	ResponseFormatJSONSchema ResponseFormatType = "json_schema"
+)
+
 // ResponseFormat constrains the answer's format.
 type ResponseFormat struct {
-	// Type is "text" (no constraint), "json_object" (any JSON object) or
-	// "json_schema" (a JSON value valid under Schema).
-	Type string
-	// Schema is the JSON Schema for "json_schema".
+	// Type is ResponseFormatText, ResponseFormatJSONObject or
+	// ResponseFormatJSONSchema.
+	Type ResponseFormatType
+	// Schema is the JSON Schema for ResponseFormatJSONSchema.
 	Schema json.RawMessage
 	// Strict is OpenAI's flag. The schema is enforced either way, and read as
 	// strict mode reads it: an object without additionalProperties is closed.

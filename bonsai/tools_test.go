@@ -56,7 +56,7 @@ func TestStructuredOutputValid(t *testing.T) {
 		for seed := range uint64(4) {
 			s := session(t, m)
 			res := generate(t, s, bonsai.Text("Answer in JSON:"), bonsai.GenerateOptions{
-				MaxTokens: 500, ResponseFormat: &bonsai.ResponseFormat{Type: "json_schema", Schema: json.RawMessage(schema)}, SamplerOptions: bonsai.SamplerOptions{Temperature: 1, TopK: 40, Seed: seed},
+				MaxTokens: 500, ResponseFormat: &bonsai.ResponseFormat{Type: bonsai.ResponseFormatJSONSchema, Schema: json.RawMessage(schema)}, SamplerOptions: bonsai.SamplerOptions{Temperature: 1, TopK: 40, Seed: seed},
 			})
 			require.Equal(t, bonsai.FinishStop, res.FinishReason, "schema %d seed %d: %q", i, seed, res.Text)
 			assert.NoError(t, validate(t, v, res.Text), "schema %d seed %d: %q", i, seed, res.Text)
@@ -70,7 +70,7 @@ func TestStructuredOutputJSONObject(t *testing.T) {
 	for seed := range uint64(3) {
 		s := session(t, m)
 		res := generate(t, s, bonsai.Text("{"), bonsai.GenerateOptions{
-			MaxTokens: 400, ResponseFormat: &bonsai.ResponseFormat{Type: "json_object"}, SamplerOptions: bonsai.SamplerOptions{Temperature: 0.8, Seed: seed},
+			MaxTokens: 400, ResponseFormat: &bonsai.ResponseFormat{Type: bonsai.ResponseFormatJSONObject}, SamplerOptions: bonsai.SamplerOptions{Temperature: 0.8, Seed: seed},
 		})
 		if res.FinishReason == bonsai.FinishStop {
 			assert.NoError(t, validate(t, v, res.Text), "seed %d: %q", seed, res.Text)
@@ -143,7 +143,7 @@ func TestToolOptionsInvalid(t *testing.T) {
 		opt  bonsai.GenerateOptions
 		want string
 	}{
-		{bonsai.GenerateOptions{ResponseFormat: &bonsai.ResponseFormat{Type: "json_schema", Schema: json.RawMessage(`{"type":"number","minimum":1e-20}`)}}, "minimum at /minimum"},
+		{bonsai.GenerateOptions{ResponseFormat: &bonsai.ResponseFormat{Type: bonsai.ResponseFormatJSONSchema, Schema: json.RawMessage(`{"type":"number","minimum":1e-20}`)}}, "minimum at /minimum"},
 		{bonsai.GenerateOptions{Tools: []bonsai.Tool{{Name: "f", Parameters: json.RawMessage(`{"type":"object","properties":{"x":{"not":{}}}}`)}}, ToolChoice: bonsai.ToolChoice{Mode: bonsai.ToolChoiceRequired}}, "not at /properties/x/not"},
 		{bonsai.GenerateOptions{Tools: weatherTools, ToolChoice: bonsai.ToolChoice{Mode: bonsai.ToolChoiceFunction, Name: "nope"}}, `function "nope" is not among the tools`},
 	}

@@ -35,7 +35,7 @@ const (
 // The exported fields describe the file as read; changing them does not
 // change what TensorData returns. A File is safe for concurrent use.
 type File struct {
-	Version    uint32
+	Version    uint32       // the format version: 2 or 3
 	KV         []KV         // in file order
 	Tensors    []TensorInfo // in file order
 	Alignment  int          // of the data section and of every tensor's offset

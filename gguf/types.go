@@ -144,10 +144,10 @@ const maxDims = 4
 
 // TensorInfo describes one tensor of a file.
 type TensorInfo struct {
-	Name   string
-	Type   TensorType
-	Shape  []int64 // ne order: Shape[0] is the row length (K), the fastest-varying dimension
-	Offset uint64  // relative to the data section
+	Name   string     // the tensor's name, e.g. "blk.0.attn_q.weight"
+	Type   TensorType // how its elements are stored
+	Shape  []int64    // ne order: Shape[0] is the row length (K), the fastest-varying dimension
+	Offset uint64     // relative to the data section
 }
 
 // Elements returns the number of elements, the product of Shape (1 for an

@@ -406,6 +406,6 @@ func (v Value) index(i int) Value {
 
 // A KV is one metadata key and its value.
 type KV struct {
-	Key   string
-	Value Value
+	Key   string // a dotted name, e.g. "general.architecture"
+	Value Value  // its typed value
 }

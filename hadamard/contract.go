@@ -52,6 +52,8 @@ const maxWidth = math.MaxInt32
 // Metadata is the view of a model file's key/value metadata that
 // [ParseContract] needs. *gguf.File implements it.
 type Metadata interface {
+	// Has reports whether the file has key; the getters fail for a key it lacks or of
+	// another type.
 	Has(key string) bool
 	Int(key string) (int64, error) // any integer type
 	String(key string) (string, error)
@@ -71,6 +73,7 @@ type ContractError struct {
 	Err    error  // the underlying error, or nil
 }
 
+// Error returns "hadamard: KEY: REASON", and the underlying error after it.
 func (e *ContractError) Error() string {
 	s := "hadamard: " + e.Key + ": " + e.Reason
 	if e.Err != nil {
@@ -79,6 +82,7 @@ func (e *ContractError) Error() string {
 	return s
 }
 
+// Unwrap returns Kind and, when set, Err, so that errors.Is finds either.
 func (e *ContractError) Unwrap() []error {
 	if e.Err == nil {
 		return []error{e.Kind}
@@ -100,11 +104,11 @@ func unsupported(key, format string, args ...any) error {
 // inverse tensors (the token embedding) store R·e per row and are rotated
 // back after the lookup.
 type Contract struct {
-	Version   int
-	BlockSize int
-	Transform string
-	Axis      string
-	SignMode  string
+	Version   int    // KeyVersion: SupportedVersion
+	BlockSize int    // KeyBlockSize: the rotation's block over the input width
+	Transform string // KeyTransform: TransformName
+	Axis      string // KeyAxis: AxisInputLast
+	SignMode  string // KeySignMode: SignModeExplicit
 
 	Widths []int    // sign_widths, in file order
 	Signs  [][]int8 // Signs[i] has Widths[i] entries of ±1
@@ -378,8 +382,8 @@ func (c *Contract) IsInverse(name string) bool { return slices.Contains(c.Invers
 
 // A KeyValue is one metadata entry of a contract.
 type KeyValue struct {
-	Key   string
-	Value any
+	Key   string // one of the Key constants
+	Value any    // the value in the GGUF type it is written as: uint32, string, bool, []int32, []int8, []string
 }
 
 // KeyValues returns the metadata that records c in a model file, in a fixed

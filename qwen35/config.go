@@ -15,6 +15,8 @@ var ErrConfig = errors.New("qwen35: invalid config")
 // Metadata is the view of a model file's key/value metadata that ReadConfig needs.
 // *gguf.File implements it; its errors already name the key.
 type Metadata interface {
+	// Has reports whether the file has key; the getters fail for a key it lacks or of
+	// another type, and accept any integer type (any number, for Float).
 	Has(key string) bool
 	Int(key string) (int64, error)
 	Float(key string) (float64, error)

@@ -96,11 +96,14 @@ func (s *GDNState) CopyFrom(o *GDNState) {
 // hand it their independent per-head (or per-channel) work when a scratch has one, and
 // run the loop on the calling goroutine otherwise.
 type Runner interface {
+	// For calls body.Run over ranges that cover [0, n) once, each of about grain
+	// indices or more, and returns when every call has.
 	For(n, grain int, body Body)
 }
 
 // Body is a loop body over an index range, called concurrently on disjoint ranges.
 type Body = interface {
+	// Run runs the loop body for the indices [lo, hi).
 	Run(lo, hi int)
 }
 

@@ -19,9 +19,9 @@ package qwen35
 //
 // and the logits are Head.Products[0](R·RMSNorm(x)·Head.Norm).
 type Plan struct {
-	Embedding      *Matrix // rows stored rotated: dequantise, then invert the rotation of width EmbeddingWidth
-	EmbeddingWidth int
-	Layers         []LayerPlan
+	Embedding      *Matrix     // rows stored rotated: dequantise, then invert the rotation of width EmbeddingWidth
+	EmbeddingWidth int         // the width of the embedding's rotation: Config.Embedding
+	Layers         []LayerPlan // one per decoder layer, in order
 	Head           Site
 }
 
@@ -33,6 +33,7 @@ const (
 	MixerAttention              // gated full attention: In.Products are attn_q (rows per head: query | gate), attn_k, attn_v
 )
 
+// String returns "gdn" or "attention".
 func (m Mixer) String() string {
 	if m == MixerAttention {
 		return "attention"
@@ -42,8 +43,8 @@ func (m Mixer) String() string {
 
 // LayerPlan is one decoder layer's part of the plan.
 type LayerPlan struct {
-	Layer *Layer
-	Mixer Mixer
+	Layer *Layer // the layer's weights
+	Mixer Mixer  // its token mixer, which says what In holds
 	// In is the mixer's input site; Out the mixer output's (one product, added to the
 	// residual stream).
 	In, Out Site

@@ -10,10 +10,11 @@ type Kind uint8
 
 const (
 	KindTernary Kind = iota + 1 // PQ2_0 or PTQ1_0
-	KindF32
-	KindBF16
+	KindF32                     // float32: the norms, the convolution, A and the time-step bias
+	KindBF16                    // bfloat16: the GDN alpha and beta projections
 )
 
+// String returns "ternary", "F32" or "BF16".
 func (k Kind) String() string {
 	switch k {
 	case KindTernary:
@@ -75,11 +76,11 @@ func LayerTensor(layer int, suffix string) string { return fmt.Sprintf("blk.%d.%
 
 // TensorSpec is what a Bonsai file must hold under one name.
 type TensorSpec struct {
-	Name  string
-	Layer int // -1 for the global tensors
-	Kind  Kind
+	Name  string  // the GGUF name, e.g. "blk.3.attn_q.weight"
+	Layer int     // -1 for the global tensors
+	Kind  Kind    // the storage class the file must use
 	Shape []int64 // GGUF ne order: Shape[0] is the input width K
-	Role  Role
+	Role  Role    // how the Hadamard rotation touches it
 }
 
 // The declaration below is the one statement of the model's tensors: each row names a

@@ -20,10 +20,10 @@ var ErrWeights = errors.New("qwen35: invalid weights")
 // Matrix is one ternary weight matrix: N rows of K weights, stored in place (a view of
 // the mapped file). Rows are the outputs; K is the input width.
 type Matrix struct {
-	Name   string
-	Format ternary.Format
-	K, N   int
-	Data   []byte // N × Format.RowBytes(K) bytes
+	Name   string         // the tensor's GGUF name
+	Format ternary.Format // PQ2_0 or PTQ1_0
+	K, N   int            // the input width and the row count
+	Data   []byte         // N × Format.RowBytes(K) bytes
 }
 
 // Row returns the bytes of row i.
@@ -34,8 +34,8 @@ func (m *Matrix) Row(i int) []byte {
 
 // BF16Matrix is a dense bfloat16 weight matrix of N rows of K weights, stored in place.
 type BF16Matrix struct {
-	Name string
-	K, N int
+	Name string // the tensor's GGUF name
+	K, N int    // the input width and the row count
 	Data []byte // N × K × 2 bytes, little endian
 }
 
@@ -43,11 +43,11 @@ type BF16Matrix struct {
 // fields, GDN layers the GDN fields; both have the norms and the MLP. The tensor each
 // field holds is declared once, in tensors.go.
 type Layer struct {
-	Index     int
-	Attention bool
+	Index     int  // the layer's number, from 0
+	Attention bool // a full-attention layer; otherwise Gated DeltaNet
 
 	AttnNorm     []float32 // stored +1: multiply as is
-	PostAttnNorm []float32
+	PostAttnNorm []float32 // the MLP's input norm, stored +1 as well
 
 	// Gated DeltaNet (V heads tiled; see heads.go).
 	QKV, Gate, SSMOut Matrix
@@ -69,13 +69,13 @@ type Layer struct {
 // declaration in tensors.go) and checked for type and shape. Nothing is copied but the
 // small F32 tensors of a file whose data are not 4-byte aligned in memory.
 type Weights struct {
-	Config   Config
-	Contract *hadamard.Contract
+	Config   Config             // the hyperparameters read from the file
+	Contract *hadamard.Contract // the file's prism.hadamard contract: which tensors are folded
 
-	TokenEmbedding Matrix // rows stored rotated: inverse-rotate after the lookup
-	Output         Matrix
-	OutputNorm     []float32
-	Layers         []Layer
+	TokenEmbedding Matrix    // rows stored rotated: inverse-rotate after the lookup
+	Output         Matrix    // the LM head: Vocab rows
+	OutputNorm     []float32 // the final norm before the head, stored +1
+	Layers         []Layer   // the decoder layers, in order
 
 	rotations map[int]*hadamard.Rotation
 	mapped    bool

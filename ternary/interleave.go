@@ -76,8 +76,10 @@ func NewInterleavedIn(mem []byte, k, n int) (*Interleaved, error) {
 	return &Interleaved{k: k, n: n, nb: k / BlockSize, buf: mem[:size:size]}, nil
 }
 
-// K and N are the matrix's row width and row count.
+// K is the matrix's row width.
 func (v *Interleaved) K() int { return v.k }
+
+// N is the matrix's row count.
 func (v *Interleaved) N() int { return v.n }
 
 // Bytes is the memory the layout takes.

@@ -87,8 +87,10 @@ func NewInterleaved3In(mem []byte, k, n int) (*Interleaved3, error) {
 	return &Interleaved3{k: k, n: n, nb: k / BlockSize, buf: mem[:size:size]}, nil
 }
 
-// K and N are the matrix's row width and row count.
+// K is the matrix's row width.
 func (v *Interleaved3) K() int { return v.k }
+
+// N is the matrix's row count.
 func (v *Interleaved3) N() int { return v.n }
 
 // Bytes is the memory the layout takes.

@@ -24,10 +24,10 @@ import (
 // quantisation error). bonsai TestFidelityLinearMatchesEngine checks all three at the
 // real widths.
 type Linear struct {
-	Format   Format
-	K, N     int
-	Weights  []byte
-	Rotation *hadamard.Rotation
+	Format   Format             // the rows' ternary format
+	K, N     int                // the input width and the row count
+	Weights  []byte             // N rows of Format.RowBytes(K) bytes
+	Rotation *hadamard.Rotation // the rotation folded into the rows; nil if none
 }
 
 // NewLinear checks the sizes and returns the linear. rot may be nil for a matrix that is

@@ -89,6 +89,7 @@ const (
 	ActivationsFloat32
 )
 
+// String returns "int8" or "float32", as the command lines spell them.
 func (a Activations) String() string {
 	switch a {
 	case ActivationsInt8:
@@ -134,9 +135,9 @@ const (
 
 // Sequence is one sequence's part of a batch.
 type Sequence struct {
-	State  State
-	Tokens []int32
-	Logits Logits
+	State  State     // the sequence's state, which the pass advances by len(Tokens)
+	Tokens []int32   // the tokens this pass feeds, at least one
+	Logits Logits    // which logits to compute
 	Out    []float32 // receives the logits Logits asks for; nil for LogitsNone
 }
 
@@ -176,6 +177,7 @@ type Layer struct {
 // KVCache is the view of one attention layer's key/value cache. Rows cross it encoded
 // at the cache's precision, as the snapshot stores them (KVPrecision.RowBytes).
 type KVCache interface {
+	// Precision is the encoding of the rows.
 	Precision() KVPrecision
 	// Heads and HeadDim give a row's shape: Heads × HeadDim values, head-major.
 	Heads() int
@@ -197,6 +199,8 @@ type KVCache interface {
 // reusing its own memory. Without it, bonsai copies states through their Layer views.
 type StateCopier interface {
 	State
+	// CopyFrom makes the state a copy of src: its positions and every layer's
+	// contents. src is a state of the same engine; it is left unchanged.
 	CopyFrom(src State) error
 }
 
@@ -217,6 +221,8 @@ type Greedy interface {
 // it after every pass, into the model's total.
 type Profiler interface {
 	State
+	// Profile returns the time accounted since the last ResetProfile, and
+	// ResetProfile zeroes it.
 	Profile() OpProfile
 	ResetProfile()
 }

@@ -34,6 +34,7 @@ const (
 // caches (a head's last block may be shorter).
 const KVBlock = 32
 
+// String returns "f16", "f32", "int8" or "q4", as the command lines spell them.
 func (p KVPrecision) String() string {
 	switch p {
 	case KVFloat16:

@@ -22,6 +22,7 @@ const (
 	LayoutInterleaved
 )
 
+// String returns "auto", "file" or "interleaved".
 func (l Layout) String() string {
 	switch l {
 	case LayoutAuto:

@@ -21,6 +21,7 @@ type SchemaError struct {
 	Reason string
 }
 
+// Error returns "invalid schema: KEYWORD at PATH: REASON".
 func (e *SchemaError) Error() string {
 	path := e.Path
 	if path == "" {
@@ -29,6 +30,7 @@ func (e *SchemaError) Error() string {
 	return fmt.Sprintf("%v: %s at %s: %s", ErrInvalidSchema, e.Keyword, path, e.Reason)
 }
 
+// Unwrap returns ErrInvalidSchema, so that errors.Is finds it.
 func (e *SchemaError) Unwrap() error { return ErrInvalidSchema }
 
 func schemaErr(keyword, path, format string, args ...any) error {

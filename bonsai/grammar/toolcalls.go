@@ -7,6 +7,7 @@ import (
 
 // Function is a tool the grammar of ToolCalls lets the model call.
 type Function struct {
+	// Name is the function's name, which the call must write exactly.
 	Name string
 	// Parameters is the JSON Schema of the arguments (empty: any parameters).
 	Parameters []byte

@@ -15,13 +15,15 @@ type Type int32
 // The token types.
 const (
 	Normal      Type = 1 // an ordinary token, spelled in the byte-level alphabet
-	Unknown     Type = 2
+	Unknown     Type = 2 // the token for text the vocabulary cannot spell (none in byte-level BPE)
 	Control     Type = 3 // a special token: <|im_start|>, <|endoftext|>
 	UserDefined Type = 4 // an added token that is not special: <think>, <tool_call>
 	Unused      Type = 5 // padding: never produced, renders as nothing
 	Byte        Type = 6 // <0xNN>: one byte
 )
 
+// String returns the type's name: "normal", "unknown", "control", "user-defined",
+// "unused" or "byte".
 func (t Type) String() string {
 	switch t {
 	case Normal:
@@ -43,6 +45,8 @@ func (t Type) String() string {
 // Metadata is the part of a GGUF file's metadata that FromGGUF reads. *gguf.File
 // implements it.
 type Metadata interface {
+	// Has reports whether the file has key; the getters fail for a key it lacks or of
+	// another type, and Int and Ints accept any integer type.
 	Has(key string) bool
 	String(key string) (string, error)
 	Strings(key string) ([]string, error)

@@ -33,6 +33,7 @@ import (
 
 // Call is a parsed tool call.
 type Call struct {
+	// Name is the called function's name.
 	Name string
 	// Arguments is a JSON object.
 	Arguments json.RawMessage
@@ -66,12 +67,12 @@ const (
 
 // Event is one thing a Parser read.
 type Event struct {
-	Kind  EventKind
-	Index int    // the call's index (Start, Arguments, End)
-	Text  string // Text: answer text; Arguments: a piece; Start: the name
-	Call  *Call  // End
-	Raw   string // Malformed: the block as written
-	Err   error  // Malformed
+	Kind  EventKind // what the event is; it says which other fields are set
+	Index int       // the call's index (Start, Arguments, End)
+	Text  string    // Text: answer text; Arguments: a piece; Start: the name
+	Call  *Call     // End
+	Raw   string    // Malformed: the block as written
+	Err   error     // Malformed
 }
 
 // Parser reads tool calls from a stream of text. The zero value is not usable; use

@@ -11,8 +11,8 @@ import (
 
 // Context is an open Vulkan device with one compute queue.
 type Context struct {
-	Choice Choice
-	Limits Limits
+	Choice Choice // the device opened, and why it was chosen
+	Limits Limits // what the device allows a compute kernel
 
 	in     *vk.Instance
 	dev    *vk.Device

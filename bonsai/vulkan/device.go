@@ -34,8 +34,12 @@ type Options struct {
 
 // Limits are what the device allows a compute kernel.
 type Limits struct {
-	SubgroupSize              uint32
-	SubgroupArithmetic        bool // subgroupAdd and friends in compute shaders
+	SubgroupSize       uint32 // the threads of a subgroup (a warp, a wavefront)
+	SubgroupArithmetic bool   // subgroupAdd and friends in compute shaders
+
+	// The VkPhysicalDeviceLimits of these names (maxComputeSharedMemorySize,
+	// maxComputeWorkGroupSize, minStorageBufferOffsetAlignment and so on), in bytes
+	// where they are sizes.
 	MaxStorageBufferRange     uint32
 	MaxComputeSharedMemory    uint32
 	MaxWorkGroupSize          [3]uint32
@@ -43,17 +47,17 @@ type Limits struct {
 	MaxWorkGroupCount         [3]uint32
 	MaxPushConstantsSize      uint32
 	MinStorageBufferAlign     uint64
-	DeviceLocalHeapBytes      uint64 // the largest device-local heap
-	HeapBytes                 []uint64
-	APIVersion, DriverVersion uint32
+	DeviceLocalHeapBytes      uint64   // the largest device-local heap
+	HeapBytes                 []uint64 // the size of every memory heap, in the device's order
+	APIVersion, DriverVersion uint32   // as VkPhysicalDeviceProperties encodes them
 }
 
 // Choice is the device opened and why.
 type Choice struct {
-	Index  int
-	Name   string
+	Index  int    // the device's index among the instance's physical devices
+	Name   string // the device's name, as the driver reports it
 	Type   string // "discrete", "integrated", "virtual", "cpu" or "other"
-	Reason string
+	Reason string // why this device was chosen
 }
 
 // candidate is what choosing needs to know of a physical device.

@@ -165,7 +165,7 @@ func run(ctx context.Context, stdin io.Reader, stdout, stderr io.Writer, cfg con
 func (c *chat) reset() {
 	c.history = c.history[:0]
 	if c.system != "" {
-		c.history = append(c.history, bonsai.Message{Role: "system", Content: c.system})
+		c.history = append(c.history, bonsai.Message{Role: bonsai.RoleSystem, Content: c.system})
 	}
 	c.s.Reset()
 }
@@ -225,7 +225,7 @@ const maxToolRounds = 4
 // tools gets their results, and the model goes on.
 func (c *chat) turn(ctx context.Context, text string) error {
 	start := len(c.history)
-	c.history = append(c.history, bonsai.Message{Role: "user", Content: text})
+	c.history = append(c.history, bonsai.Message{Role: bonsai.RoleUser, Content: text})
 	for round := 0; ; round++ {
 		opt := c.opt
 		opt.Thinking = &c.think
@@ -243,14 +243,14 @@ func (c *chat) turn(ctx context.Context, text string) error {
 			c.history = c.history[:start]
 			return err
 		}
-		c.history = append(c.history, bonsai.Message{Role: "assistant", Content: res.Text, ReasoningContent: res.Thinking, ToolCalls: res.ToolCalls})
+		c.history = append(c.history, bonsai.Message{Role: bonsai.RoleAssistant, Content: res.Text, ReasoningContent: res.Thinking, ToolCalls: res.ToolCalls})
 		if len(res.ToolCalls) == 0 || ctx.Err() != nil {
 			return nil
 		}
 		for _, call := range res.ToolCalls {
 			out := callTool(call)
 			fmt.Fprintf(c.out, "[tool] %s(%s) → %s\n", call.Name, call.Arguments, out)
-			c.history = append(c.history, bonsai.Message{Role: "tool", ToolCallID: call.ID, Name: call.Name, Content: out})
+			c.history = append(c.history, bonsai.Message{Role: bonsai.RoleTool, ToolCallID: call.ID, Name: call.Name, Content: out})
 		}
 	}
 }

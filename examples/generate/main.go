@@ -132,7 +132,7 @@ func run(ctx context.Context, stdout, stderr io.Writer, cfg config) error {
 
 	in := bonsai.Text(cfg.prompt)
 	if cfg.chat {
-		in = bonsai.Chat(bonsai.Message{Role: "user", Content: cfg.prompt})
+		in = bonsai.Chat(bonsai.Message{Role: bonsai.RoleUser, Content: cfg.prompt})
 		cfg.opt.Thinking = &cfg.think
 	}
 	p, err := l.Model.Prepare(in, cfg.opt)

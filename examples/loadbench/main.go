@@ -556,7 +556,7 @@ func (b *bench) cachedFirstToken(ctx context.Context) (cached, uncached time.Dur
 			return bonsai.Usage{}, err
 		}
 		defer s.Close()
-		p, err := b.m.Prepare(bonsai.Chat(bonsai.Message{Role: "system", Content: system}, bonsai.Message{Role: "user", Content: user}),
+		p, err := b.m.Prepare(bonsai.Chat(bonsai.Message{Role: bonsai.RoleSystem, Content: system}, bonsai.Message{Role: bonsai.RoleUser, Content: user}),
 			bonsai.GenerateOptions{MaxTokens: 1, SamplerOptions: bonsai.SamplerOptions{Greedy: true}})
 		if err != nil {
 			return bonsai.Usage{}, err
@@ -598,7 +598,7 @@ func (b *bench) systemPrompt(n int) (string, error) {
 		return sb.String()
 	}
 	count := func(k int) (int, error) {
-		r, err := b.m.RenderChat([]bonsai.Message{{Role: "system", Content: text(k)}}, bonsai.ChatOptions{})
+		r, err := b.m.RenderChat([]bonsai.Message{{Role: bonsai.RoleSystem, Content: text(k)}}, bonsai.ChatOptions{})
 		return len(b.m.Tokenizer().Encode(r, true)), err
 	}
 	// Words are at least a token each: the least k with count(k) ≥ n lies in [0, n].

@@ -213,7 +213,7 @@ func (r *messagesRequest) messages() ([]bonsai.Message, *apiError) {
 		return nil, invalid("system: %s", err)
 	}
 	if sys != "" {
-		out = append(out, bonsai.Message{Role: "system", Content: sys})
+		out = append(out, bonsai.Message{Role: bonsai.RoleSystem, Content: sys})
 	}
 	if len(r.Messages) == 0 {
 		return nil, invalid("messages: the conversation is empty; send at least one message")
@@ -226,7 +226,7 @@ func (r *messagesRequest) messages() ([]bonsai.Message, *apiError) {
 		if e != "" {
 			return nil, invalid("messages.%d.content: %s", i, e)
 		}
-		msg := bonsai.Message{Role: m.Role}
+		msg := bonsai.Message{Role: bonsai.Role(m.Role)}
 		var texts []string
 		for j, b := range blocks {
 			at := fmt.Sprintf("messages.%d.content.%d", i, j)
@@ -258,7 +258,7 @@ func (r *messagesRequest) messages() ([]bonsai.Message, *apiError) {
 				if b.IsError {
 					text = "Error: " + text
 				}
-				out = append(out, bonsai.Message{Role: "tool", ToolCallID: b.ToolUseID, Content: text})
+				out = append(out, bonsai.Message{Role: bonsai.RoleTool, ToolCallID: b.ToolUseID, Content: text})
 			default:
 				return nil, invalid("%s.type: %q blocks are not supported in a %s message (text, thinking, tool_use and tool_result are)", at, b.Type, m.Role)
 			}

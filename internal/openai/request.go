@@ -239,11 +239,11 @@ func (r *chatRequest) messages() ([]bonsai.Message, *apiError) {
 	}
 	out := make([]bonsai.Message, len(r.Messages))
 	for i, m := range r.Messages {
-		role := m.Role
+		role := bonsai.Role(m.Role)
 		switch role {
-		case "system", "user", "assistant", "tool":
+		case bonsai.RoleSystem, bonsai.RoleUser, bonsai.RoleAssistant, bonsai.RoleTool:
 		case "developer":
-			role = "system"
+			role = bonsai.RoleSystem
 		case "":
 			return nil, invalid(fmt.Sprintf("messages[%d].role", i), "Missing 'messages[%d].role'.", i)
 		default:
@@ -255,7 +255,7 @@ func (r *chatRequest) messages() ([]bonsai.Message, *apiError) {
 		}
 		msg := bonsai.Message{Role: role, Content: text, ReasoningContent: m.ReasoningContent}
 		switch {
-		case len(m.ToolCalls) > 0 && role != "assistant":
+		case len(m.ToolCalls) > 0 && role != bonsai.RoleAssistant:
 			return nil, invalid(fmt.Sprintf("messages[%d].tool_calls", i), "Invalid 'messages[%d].tool_calls': only an assistant message makes tool calls.", i)
 		case len(m.ToolCalls) > 0:
 			calls, e := toolCallsOf(i, m.ToolCalls)
@@ -263,10 +263,10 @@ func (r *chatRequest) messages() ([]bonsai.Message, *apiError) {
 				return nil, e
 			}
 			msg.ToolCalls = calls
-		case role == "tool" && m.ToolCallID == "":
+		case role == bonsai.RoleTool && m.ToolCallID == "":
 			return nil, invalid(fmt.Sprintf("messages[%d].tool_call_id", i), "Missing 'messages[%d].tool_call_id': a tool message answers a call.", i)
 		}
-		if role == "tool" {
+		if role == bonsai.RoleTool {
 			msg.ToolCallID, msg.Name = m.ToolCallID, m.Name
 		}
 		out[i] = msg

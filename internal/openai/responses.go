@@ -198,7 +198,7 @@ func (s *api) responsesJob(req *responsesRequest) (*respJob, *apiError) {
 	j.conv = in
 	msgs := in
 	if req.Instructions != nil && *req.Instructions != "" {
-		msgs = append([]bonsai.Message{{Role: "system", Content: *req.Instructions}}, in...)
+		msgs = append([]bonsai.Message{{Role: bonsai.RoleSystem, Content: *req.Instructions}}, in...)
 	}
 	j.job = &job{endpoint: endpointResponses, promptParam: "input", stream: req.Stream, param: responsesParam}
 	if e := s.prepare(j.job, bonsai.Chat(msgs...), opt); e != nil {
@@ -344,7 +344,7 @@ func (j *respJob) readFormat(req *responsesRequest, opt *bonsai.GenerateOptions)
 	case "text":
 		return nil
 	case "json_object":
-		opt.ResponseFormat = &bonsai.ResponseFormat{Type: "json_object"}
+		opt.ResponseFormat = &bonsai.ResponseFormat{Type: bonsai.ResponseFormatJSONObject}
 		j.format = map[string]string{"type": "json_object"}
 	case "json_schema":
 		if !toolName.MatchString(f.Name) {
@@ -355,7 +355,7 @@ func (j *respJob) readFormat(req *responsesRequest, opt *bonsai.GenerateOptions)
 			return invalid("text.format.schema", "Invalid 'text.format.schema': expected a JSON Schema object.")
 		}
 		strict := f.Strict != nil && *f.Strict
-		opt.ResponseFormat = &bonsai.ResponseFormat{Type: "json_schema", Schema: schema, Strict: strict, Name: f.Name}
+		opt.ResponseFormat = &bonsai.ResponseFormat{Type: bonsai.ResponseFormatJSONSchema, Schema: schema, Strict: strict, Name: f.Name}
 		j.format = map[string]any{"type": "json_schema", "name": f.Name, "schema": json.RawMessage(schema),
 			"description": f.Description, "strict": strict}
 	default:
@@ -381,7 +381,7 @@ func inputMessages(raw json.RawMessage, prev []bonsai.Message) ([]bonsai.Message
 		if text == "" {
 			return nil, invalid("input", "Invalid 'input': it is empty.")
 		}
-		return append(out, bonsai.Message{Role: "user", Content: text}), nil
+		return append(out, bonsai.Message{Role: bonsai.RoleUser, Content: text}), nil
 	}
 	var items []json.RawMessage
 	if err := json.Unmarshal(raw, &items); err != nil {
@@ -402,7 +402,7 @@ func inputMessages(raw json.RawMessage, prev []bonsai.Message) ([]bonsai.Message
 	joinable := -1
 	assistant := func() *bonsai.Message {
 		if joinable < 0 || joinable != len(out)-1 {
-			out = append(out, bonsai.Message{Role: "assistant", ReasoningContent: thinking})
+			out = append(out, bonsai.Message{Role: bonsai.RoleAssistant, ReasoningContent: thinking})
 			thinking = ""
 			joinable = len(out) - 1
 		}
@@ -422,9 +422,9 @@ func inputMessages(raw json.RawMessage, prev []bonsai.Message) ([]bonsai.Message
 			}
 			switch it.Role {
 			case "user", "system":
-				out = append(out, bonsai.Message{Role: it.Role, Content: content})
+				out = append(out, bonsai.Message{Role: bonsai.Role(it.Role), Content: content})
 			case "developer":
-				out = append(out, bonsai.Message{Role: "system", Content: content})
+				out = append(out, bonsai.Message{Role: bonsai.RoleSystem, Content: content})
 			case "assistant":
 				joinable = -1
 				assistant().Content = content
@@ -459,7 +459,7 @@ func inputMessages(raw json.RawMessage, prev []bonsai.Message) ([]bonsai.Message
 			if e != nil {
 				return nil, e
 			}
-			out = append(out, bonsai.Message{Role: "tool", Content: content, ToolCallID: it.CallID, Name: names[it.CallID]})
+			out = append(out, bonsai.Message{Role: bonsai.RoleTool, Content: content, ToolCallID: it.CallID, Name: names[it.CallID]})
 		case "reasoning":
 			texts, e := reasoningText(it, at)
 			if e != nil {

@@ -318,7 +318,7 @@ func (s *api) runResponse(w http.ResponseWriter, r *http.Request, j *respJob) {
 		return
 	}
 	if j.store {
-		conv := append(j.conv[:len(j.conv):len(j.conv)], bonsai.Message{Role: "assistant", Content: res.Text, ReasoningContent: res.Thinking,
+		conv := append(j.conv[:len(j.conv):len(j.conv)], bonsai.Message{Role: bonsai.RoleAssistant, Content: res.Text, ReasoningContent: res.Thinking,
 			ToolCalls: res.ToolCalls})
 		s.store.put(resp.ID, append(body, '\n'), conv)
 	}

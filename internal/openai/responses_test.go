@@ -731,7 +731,7 @@ func TestResponsesErrors(t *testing.T) {
 // TestResponseStore: the store drops the least recently used response past its count
 // or its bytes, and keeps none larger than itself.
 func TestResponseStore(t *testing.T) {
-	conv := []bonsai.Message{{Role: "user", Content: "hi"}}
+	conv := []bonsai.Message{{Role: bonsai.RoleUser, Content: "hi"}}
 	st := newResponseStore(2, 1<<20)
 	st.put("a", []byte("{}"), conv)
 	st.put("b", []byte("{}"), conv)

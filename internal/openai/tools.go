@@ -140,7 +140,7 @@ func (r *chatRequest) responseFormat(opt *bonsai.GenerateOptions) *apiError {
 	case "", "text":
 		return nil
 	case "json_object":
-		opt.ResponseFormat = &bonsai.ResponseFormat{Type: "json_object"}
+		opt.ResponseFormat = &bonsai.ResponseFormat{Type: bonsai.ResponseFormatJSONObject}
 	case "json_schema":
 		s := f.JSONSchema
 		if s == nil {
@@ -153,7 +153,7 @@ func (r *chatRequest) responseFormat(opt *bonsai.GenerateOptions) *apiError {
 		if len(schema) == 0 || schema[0] != '{' {
 			return invalid("response_format.json_schema.schema", "Invalid 'response_format.json_schema.schema': expected a JSON Schema object.")
 		}
-		opt.ResponseFormat = &bonsai.ResponseFormat{Type: "json_schema", Schema: schema, Strict: s.Strict != nil && *s.Strict, Name: s.Name}
+		opt.ResponseFormat = &bonsai.ResponseFormat{Type: bonsai.ResponseFormatJSONSchema, Schema: schema, Strict: s.Strict != nil && *s.Strict, Name: s.Name}
 	default:
 		return invalid("response_format.type", "Invalid 'response_format.type': %q (want \"text\", \"json_object\" or \"json_schema\").", f.Type)
 	}

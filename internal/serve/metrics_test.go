@@ -517,7 +517,7 @@ func TestMetrics(t *testing.T) {
 
 	// The system prompt's state, cached by A, started C: its cached tokens are the
 	// system message rendered alone.
-	head, err := m.RenderChat([]bonsai.Message{{Role: "system", Content: system}}, bonsai.ChatOptions{})
+	head, err := m.RenderChat([]bonsai.Message{{Role: bonsai.RoleSystem, Content: system}}, bonsai.ChatOptions{})
 	require.NoError(t, err)
 	tok := m.Tokenizer()
 	systemTokens := len(tok.Encode(head, true))

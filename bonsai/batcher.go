@@ -39,10 +39,13 @@ type batcher struct {
 	submits int64      // requests submitted, ever
 	// arrived is signalled (without blocking) at each submission while a leader runs,
 	// for its linger.
-	arrived  chan struct{}
-	timer    *time.Timer // the linger's, reused
-	woken    int         // requests the last step finished, the leader's own among them
-	lastStep time.Duration
+	arrived chan struct{}
+	timer   *time.Timer // the linger's, reused
+	// lingerMin is the shortest linger: lingerMin, or longer in tests on a loaded
+	// machine, where a goroutine may wait longer than that for a core.
+	lingerMin time.Duration
+	woken     int // requests the last step finished, the leader's own among them
+	lastStep  time.Duration
 	// decodeTime and rowCost are promptRows' estimates; rotBuf is rotate's scratch.
 	decodeTime, rowCost time.Duration
 	rotBuf              []*request
@@ -86,7 +89,7 @@ type BatchStats struct {
 }
 
 func newBatcher(m *Model, maxRows int) *batcher {
-	b := &batcher{m: m, maxRows: maxRows, arrived: make(chan struct{}, 1), timer: time.NewTimer(time.Hour)}
+	b := &batcher{m: m, maxRows: maxRows, arrived: make(chan struct{}, 1), timer: time.NewTimer(time.Hour), lingerMin: lingerMin}
 	b.timer.Stop()
 	// Asked once: a type assertion's cache can allocate as it grows, and a decode step
 	// allocates nothing.
@@ -177,7 +180,7 @@ func (b *batcher) linger(me *request) {
 	b.mu.Lock()
 	base := b.submits - int64(len(b.pending))
 	b.mu.Unlock()
-	d := min(max(b.lastStep/10, 100*time.Microsecond), lingerMax)
+	d := min(max(b.lastStep/10, b.lingerMin), lingerMax)
 	b.timer.Reset(d)
 	defer b.timer.Stop()
 	for {
@@ -203,6 +206,10 @@ func (b *batcher) linger(me *request) {
 // are all back; it runs to the end only for a stream that ended, at most 1% of a 27B
 // batched step.
 const lingerMax = 20 * time.Millisecond
+
+// lingerMin is the shortest linger, for the small models whose steps take less than a
+// millisecond.
+const lingerMin = 100 * time.Microsecond
 
 // Gathering a burst: the leader waits while requests keep arriving less than half the
 // window apart, for at most the window, a fiftieth of the last step's time (gatherMin to

@@ -1,4 +1,12 @@
 package bonsai
 
+import "time"
+
 // ModelOf returns the model of a session, for the external tests' helpers.
 func ModelOf(s *Session) *Model { return s.m }
+
+// SetLingerMin sets the shortest wait of m's batcher for the streams its last pass
+// answered: a test that counts how passes are shared sets it to lingerMax, so that a
+// goroutine waiting for a core on a loaded machine is not counted as a missed pass. The
+// wait still ends as soon as every stream is back.
+func SetLingerMin(m *Model, d time.Duration) { m.batch.lingerMin = d }

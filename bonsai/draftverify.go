@@ -98,7 +98,10 @@ func (w drawWeights) of(l float32) float64 {
 //
 // q gives the draft's probabilities: q[i] (Vocab values) is the distribution that
 // draft[i] was drawn from. A nil q, or a nil q[i], is a point mass on draft[i]: the
-// case of a deterministic drafter such as LookupDrafter.
+// case of a deterministic drafter such as LookupDrafter. Passing nil for a sampled
+// draft keeps the output exact too (given the drafted token, the point-mass rule emits
+// exactly the model's distribution, whatever the token was drawn from), but accepts
+// less: p(x) rather than min(1, p(x)/q(x)).
 //
 // Each accepted drafted token is recorded with Accept, since the penalties of the
 // positions after it depend on it; next is not, as Sample does not record its draw. A

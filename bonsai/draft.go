@@ -23,9 +23,10 @@ type Drafter interface {
 	// Draft appends to dst up to k tokens that it expects to follow ctx, and returns
 	// the extended slice; it appends none when it has no guess. ctx is the whole
 	// sequence so far, the prompt and the generated tokens; each call's ctx extends the
-	// previous call's (a drafter may index it incrementally). Draft does not keep ctx
-	// or dst, and allocates nothing when dst has room for k more tokens (beyond what
-	// indexing new context may need).
+	// previous call's, so that a drafter may index it incrementally (a generation that
+	// starts over needs a new or reset drafter). Draft does not keep ctx or dst,
+	// and allocates nothing when dst has room for k more tokens (beyond what indexing
+	// new context may need).
 	Draft(ctx []int32, k int, dst []int32) []int32
 	// Accepted reports the outcome of the last draft: of the first drafted tokens
 	// that the model verified, the first accepted were accepted (0 ≤ accepted ≤
@@ -71,8 +72,10 @@ const (
 // before it to a hash table (a polynomial rolling hash over prefix hashes) that keeps
 // each n-gram's latest continuation. A Draft indexes only the tokens new since the last
 // call and answers with at most MaxN lookups, each checked against the tokens, so its
-// cost does not grow with the context. A context that does not extend the previous one
-// (shorter, or with a different last indexed token) is indexed afresh.
+// cost does not grow with the context. A context that is shorter than the one indexed,
+// or whose last indexed token differs, is indexed afresh; any other change to the
+// context between calls (one cut and regrown between two Drafts) goes unnoticed and
+// needs Reset.
 //
 // The adaptation, from the running acceptance a (an exponential average of
 // accepted/drafted with weight 1/8 per report, starting at 1/2):

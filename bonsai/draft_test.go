@@ -237,7 +237,15 @@ func FuzzLookupDrafter(f *testing.F) {
 				last = len(got)
 			case 3:
 				if b&0x20 != 0 {
-					ctx = ctx[:len(ctx)*int(b%4)/4] // a restart
+					// A restart: the drafter sees the shorter context (one that
+					// changes without getting shorter needs Reset).
+					ctx = ctx[:len(ctx)*int(b%4)/4]
+					k := int(b % 8)
+					got := d.Draft(ctx, k, buf[:0])
+					if want := ref.draft(ctx, k); !slices.Equal(got, want) {
+						t.Fatalf("restart to %v k %d: got %v, want %v", ctx, k, got, want)
+					}
+					last = len(got)
 					continue
 				}
 				a := int(b) % (last + 1)

@@ -212,48 +212,64 @@ func FuzzLookupDrafter(f *testing.F) {
 	f.Add([]byte{0, 1, 7, 1, 2, 3, 1, 2, 3, 1, 2, 0x88, 0xc3, 0x89, 0x8a})
 	f.Add([]byte{2, 2, 3, 5, 5, 5, 5, 5, 0x8b, 0xc2, 0x8b, 0xe1, 0x8b})
 	f.Add([]byte{1, 0, 0, 0, 1, 0, 1, 0, 1, 0, 1, 0x85, 0xc4, 0x85, 0xc5, 0x85, 0xc0, 0x85})
-	f.Fuzz(func(t *testing.T, data []byte) {
-		if len(data) < 3 {
-			return
-		}
-		minN, maxK := 1+int(data[0]%3), 1+int(data[2]%10)
-		maxN := minN + int(data[1]%4)
-		d := NewLookupDrafter(LookupOptions{MinN: minN, MaxN: maxN, MaxK: maxK})
-		ref := newRefLookup(minN, maxN, maxK)
-		var ctx []int32
-		last := 0
-		buf := make([]int32, 0, 4)
-		for _, b := range data[3:] {
-			switch b >> 6 {
-			case 0, 1:
-				ctx = append(ctx, int32(b%5)-1) // −1 … 3: few tokens, many repeats
-			case 2:
-				k := int(b%13) - 1
+	f.Fuzz(fuzzLookupBody)
+}
+
+// fuzzLookupBody is FuzzLookupDrafter's body: data's first three bytes choose the
+// options, each further byte an operation (append a token, draft, report, restart).
+func fuzzLookupBody(t *testing.T, data []byte) {
+	if len(data) < 3 {
+		return
+	}
+	minN, maxK := 1+int(data[0]%3), 1+int(data[2]%10)
+	maxN := minN + int(data[1]%4)
+	d := NewLookupDrafter(LookupOptions{MinN: minN, MaxN: maxN, MaxK: maxK})
+	ref := newRefLookup(minN, maxN, maxK)
+	var ctx []int32
+	last := 0
+	buf := make([]int32, 0, 4)
+	for _, b := range data[3:] {
+		switch b >> 6 {
+		case 0, 1:
+			ctx = append(ctx, int32(b%5)-1) // −1 … 3: few tokens, many repeats
+		case 2:
+			k := int(b%13) - 1
+			got := d.Draft(ctx, k, buf[:0])
+			want := ref.draft(ctx, k)
+			if !slices.Equal(got, want) {
+				t.Fatalf("ctx %v k %d: got %v, want %v", ctx, k, got, want)
+			}
+			last = len(got)
+		case 3:
+			if b&0x20 != 0 {
+				// A restart: the drafter sees the shorter context (one that
+				// changes without getting shorter needs Reset).
+				ctx = ctx[:len(ctx)*int(b%4)/4]
+				k := int(b % 8)
 				got := d.Draft(ctx, k, buf[:0])
-				want := ref.draft(ctx, k)
-				if !slices.Equal(got, want) {
-					t.Fatalf("ctx %v k %d: got %v, want %v", ctx, k, got, want)
+				if want := ref.draft(ctx, k); !slices.Equal(got, want) {
+					t.Fatalf("restart to %v k %d: got %v, want %v", ctx, k, got, want)
 				}
 				last = len(got)
-			case 3:
-				if b&0x20 != 0 {
-					// A restart: the drafter sees the shorter context (one that
-					// changes without getting shorter needs Reset).
-					ctx = ctx[:len(ctx)*int(b%4)/4]
-					k := int(b % 8)
-					got := d.Draft(ctx, k, buf[:0])
-					if want := ref.draft(ctx, k); !slices.Equal(got, want) {
-						t.Fatalf("restart to %v k %d: got %v, want %v", ctx, k, got, want)
-					}
-					last = len(got)
-					continue
-				}
-				a := int(b) % (last + 1)
-				d.Accepted(last, a)
-				ref.accepted(last, a)
+				continue
 			}
+			a := int(b) % (last + 1)
+			d.Accepted(last, a)
+			ref.accepted(last, a)
 		}
-	})
+	}
+}
+
+// The fuzz body over fixed random inputs, so that every test run covers long streams.
+func TestLookupDraftRandomStreams(t *testing.T) {
+	r := rand.New(rand.NewPCG(9, 10))
+	for range 2000 {
+		data := make([]byte, 3+r.IntN(600))
+		for i := range data {
+			data[i] = byte(r.IntN(256))
+		}
+		fuzzLookupBody(t, data)
+	}
 }
 
 // BenchmarkLookupDraft100k: one token appended and one draft, against a context of

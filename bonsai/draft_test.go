@@ -1,6 +1,7 @@
 package bonsai
 
 import (
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"slices"
@@ -272,27 +273,30 @@ func TestLookupDraftRandomStreams(t *testing.T) {
 	}
 }
 
-// BenchmarkLookupDraft100k: one token appended and one draft, against a context of
-// 100k tokens already indexed; the cost must not grow with the context.
-func BenchmarkLookupDraft100k(b *testing.B) {
-	const base = 100_000
-	r := rand.New(rand.NewPCG(5, 6))
-	ctx := randomStream(r, 2*base, 1000)
-	d := NewLookupDrafter(LookupOptions{Capacity: 2 * base})
-	dst := make([]int32, 0, 16)
-	d.Draft(ctx[:base], 8, dst)
-	L := base
-	b.ReportAllocs()
-	b.ResetTimer()
-	for range b.N {
-		if L == len(ctx) {
-			b.StopTimer()
-			L = base
-			d.Draft(ctx[:L], 8, dst[:0]) // re-indexes from scratch
-			b.StartTimer()
-		}
-		L++
-		d.Draft(ctx[:L], 8, dst[:0])
+// BenchmarkLookupDraft: one token appended and one draft, against a context of 1k,
+// 10k and 100k tokens already indexed; the cost must not grow with the context.
+func BenchmarkLookupDraft(b *testing.B) {
+	for _, base := range []int{1_000, 10_000, 100_000} {
+		b.Run(fmt.Sprintf("ctx=%d", base), func(b *testing.B) {
+			r := rand.New(rand.NewPCG(5, 6))
+			ctx := randomStream(r, 2*base, 1000)
+			d := NewLookupDrafter(LookupOptions{Capacity: 2 * base})
+			dst := make([]int32, 0, 16)
+			d.Draft(ctx[:base], 8, dst)
+			L := base
+			b.ReportAllocs()
+			b.ResetTimer()
+			for range b.N {
+				if L == len(ctx) {
+					b.StopTimer()
+					L = base
+					d.Draft(ctx[:L], 8, dst[:0]) // re-indexes from scratch
+					b.StartTimer()
+				}
+				L++
+				d.Draft(ctx[:L], 8, dst[:0])
+			}
+		})
 	}
 }
 
@@ -303,6 +307,7 @@ func BenchmarkLookupIndex100k(b *testing.B) {
 	d := NewLookupDrafter(LookupOptions{Capacity: len(ctx)})
 	dst := make([]int32, 0, 16)
 	b.ReportAllocs()
+	b.ResetTimer()
 	for range b.N {
 		d.Reset()
 		d.Draft(ctx, 8, dst[:0])

@@ -65,14 +65,17 @@ func (e *cpuEngine) forwardChunk(s *scratch, T int) error {
 			switch lp.Mixer {
 			case qwen35.MixerAttention:
 				qn, kn := in.Products[0].N, in.Products[1].N
-				forward := e.attn.Forward
+				qg, k, v := s.qg[r0*qn:r1*qn], s.k[r0*kn:r1*kn], s.v[r0*kn:r1*kn]
+				var err error
 				if g.seq.Keep {
 					// A kept pass's positions are decode steps: so its logits are those
 					// of decoding one token at a time, and a rewound state is that of
 					// having done so.
-					forward = e.attn.ForwardAsSteps
+					err = e.attn.ForwardAsSteps(mix, qg, k, v, n, g.st.pos, l, g.st.kv[li], s.attn)
+				} else {
+					err = e.attn.Forward(mix, qg, k, v, n, g.st.pos, l, g.st.kv[li], s.attn)
 				}
-				if err := forward(mix, s.qg[r0*qn:r1*qn], s.k[r0*kn:r1*kn], s.v[r0*kn:r1*kn], n, g.st.pos, l, g.st.kv[li], s.attn); err != nil {
+				if err != nil {
 					return fmt.Errorf("layer %d: %w", li, err)
 				}
 				e.lap(s, &s.prof.Attention)

@@ -143,8 +143,12 @@ type Sequence struct {
 	Logits Logits
 	Out    []float32 // receives the logits Logits asks for; nil for LogitsNone
 	// Keep asks a Rewinder state to keep, during this pass, what Rewind needs to take
-	// it back to any position of the pass: the pass verifies drafted tokens. A state
-	// that is not a Rewinder ignores it.
+	// it back to any position of the pass: the pass verifies drafted tokens. A kept
+	// pass may come in several calls (bonsai's batcher cuts a long request into parts
+	// that share steps with other sequences): a call with Keep continues the state's
+	// kept pass when the state's previous call was kept too and no Rewind, Reset,
+	// SetLen or CopyFrom came between; otherwise it starts a new one. A state that is
+	// not a Rewinder ignores it.
 	Keep bool
 }
 
@@ -224,10 +228,12 @@ type Rewinder interface {
 	State
 	// Rewind sets the state to hold its first n tokens, where start ≤ n ≤ Len() and
 	// start is Len() before the last kept pass: the state feeding the tokens up to n
-	// would have left. The kept pass stays rewindable: a later Rewind down to start is
-	// valid too. Any other n, or a state whose last pass was not kept, or that was
+	// would have left. It ends the kept pass (the next kept call starts a new one, at
+	// the length rewound to), which stays rewindable: a later Rewind down to start is
+	// valid too. Any other n, or a state whose last call was not kept, or that was
 	// Reset, SetLen or CopyFrom since, is refused with an error wrapping ErrNotKept,
-	// leaving the state as it was; a closed state returns ErrClosed.
+	// leaving the state as it was; a closed state returns ErrClosed. A speculative
+	// decoder rewinds after every verification, to Len() when it accepts every token.
 	Rewind(n int) error
 }
 

@@ -21,9 +21,11 @@ type cpuState struct {
 	kv  []*qwen35.KVCache  // per layer; nil for GDN layers
 
 	// keep holds, per GDN layer, what Rewind needs (nil until the first kept pass);
-	// kept says that it covers the positions since keepFrom, those of the last pass.
+	// kept says that it covers the positions since keepFrom, those of the last pass,
+	// and ended that a Rewind ended that pass.
 	keep     []*qwen35.GDNKeep
 	kept     bool
+	ended    bool
 	keepFrom int
 
 	prof backend.OpProfile
@@ -83,10 +85,14 @@ func (st *cpuState) SetLen(n int) error {
 	return nil
 }
 
-// startKeep begins a pass: a kept one (keep) clears the per-layer keeps, which the GDN
-// layers fill as the pass goes; any other forgets the last kept pass.
+// startKeep begins a call: a kept one continues the kept pass that the previous call
+// began or continued, if no Rewind ended it, or else clears the per-layer keeps, which
+// the GDN layers fill as the pass goes; any other forgets the last kept pass.
 func (st *cpuState) startKeep(keep bool) {
-	st.kept, st.keepFrom = keep, st.pos
+	if keep && st.kept && !st.ended {
+		return
+	}
+	st.kept, st.ended, st.keepFrom = keep, false, st.pos
 	if !keep {
 		return
 	}
@@ -119,6 +125,7 @@ func (st *cpuState) Rewind(n int) error {
 	if n < st.keepFrom || n > st.pos {
 		return fmt.Errorf("%w: rewind to %d tokens, the kept pass covers %d to %d", backend.ErrNotKept, n, st.keepFrom, st.pos)
 	}
+	st.ended = true
 	if n == st.pos {
 		return nil
 	}

@@ -23,9 +23,9 @@ const rewindBeside = 62
 // time, and Rewind to any position j of it leaves the state those j steps leave: the
 // same length, the same snapshot (every layer's view), and the same logits for the
 // next token. Checked after a prompt of Options.RewindAt tokens, for several k and
-// every j, at every KV precision, a pass alone
-// and beside another sequence's prompt in one batch, and after rewinding to each
-// position in turn from T down to 0 and from the pass's end.
+// every j, at every KV precision: a pass alone (and, at fp16, in two calls, and
+// beside another sequence's prompt in one batch), rewound by way of the pass's end
+// and T−1, and one pass rewound to each position in turn from T down to 0.
 func (s *suite) rewind(t *testing.T) {
 	v, at := s.m.Vocab(), s.opt.RewindAt
 	for _, p := range s.opt.Precisions {
@@ -58,15 +58,15 @@ func (s *suite) rewind(t *testing.T) {
 					wantSnap[j] = snapshot(t, ref)
 					wantNext[j] = s.run(t, ref, next)
 				}
-				beside := []bool{false}
+				ways := []passWay{alone}
 				if p == backend.KVFloat16 {
-					beside = append(beside, true)
+					ways = append(ways, besidePrompt, twoCalls)
 				}
-				for _, b := range beside {
+				for _, way := range ways {
 					for j := 0; j <= T; j++ {
 						st := fromBase(t)
-						what := fmt.Sprintf("a kept pass of %d tokens (beside a prompt: %v)", T, b)
-						got := s.keptPass(t, st, pass, b)
+						what := fmt.Sprintf("a kept pass of %d tokens %s", T, way)
+						got := s.keptPass(t, st, pass, way)
 						s.compare(t, what+": its logits against steps", got, wantPass)
 						r := st.(backend.Rewinder)
 						// Down to j by way of the pass's end and, for j < T, T−1.
@@ -81,7 +81,7 @@ func (s *suite) rewind(t *testing.T) {
 				}
 				// One pass rewound to every position in turn, from T down to 0.
 				st := fromBase(t)
-				s.keptPass(t, st, pass, false)
+				s.keptPass(t, st, pass, alone)
 				for j := T; j >= 0; j-- {
 					if err := st.(backend.Rewinder).Rewind(at + j); err != nil {
 						t.Fatalf("Rewind(%d) after rewinding to %d: %v", at+j, at+j+1, err)
@@ -93,18 +93,40 @@ func (s *suite) rewind(t *testing.T) {
 	}
 }
 
-// keptPass runs tokens through st in a kept pass asking for every logit, alone or
-// after another sequence's prompt in the same batch, and returns the logits.
-func (s *suite) keptPass(t *testing.T, st backend.State, tokens []int32, beside bool) []float32 {
+// passWay is how a kept pass is fed.
+type passWay int
+
+const (
+	alone        passWay = iota // in one call, alone
+	besidePrompt                // in one call, after another sequence's prompt
+	twoCalls                    // in two calls, the first of one token
+)
+
+func (w passWay) String() string {
+	return [...]string{"alone", "beside a prompt", "in two calls"}[w]
+}
+
+// keptPass runs tokens through st in a kept pass asking for every logit, fed the way
+// way says, and returns the logits.
+func (s *suite) keptPass(t *testing.T, st backend.State, tokens []int32, way passWay) []float32 {
 	t.Helper()
-	out := make([]float32, len(tokens)*s.m.Vocab())
-	batch := []backend.Sequence{{State: st, Tokens: tokens, Logits: backend.LogitsAll, Out: out, Keep: true}}
-	if beside {
-		other := backend.Sequence{State: s.newState(t, backend.KVFloat16), Tokens: s.tokens(rewindBeside)}
-		batch = []backend.Sequence{other, batch[0]}
+	v := s.m.Vocab()
+	out := make([]float32, len(tokens)*v)
+	seq := func(from, to int) backend.Sequence {
+		return backend.Sequence{State: st, Tokens: tokens[from:to], Logits: backend.LogitsAll, Out: out[from*v : to*v], Keep: true}
 	}
-	if err := s.forward(t, context.Background(), batch...); err != nil {
-		t.Fatalf("Forward of a kept pass: %v", err)
+	calls := [][]backend.Sequence{{seq(0, len(tokens))}}
+	switch way {
+	case besidePrompt:
+		other := backend.Sequence{State: s.newState(t, backend.KVFloat16), Tokens: s.tokens(rewindBeside)}
+		calls[0] = []backend.Sequence{other, calls[0][0]}
+	case twoCalls:
+		calls = [][]backend.Sequence{{seq(0, 1)}, {seq(1, len(tokens))}}
+	}
+	for _, batch := range calls {
+		if err := s.forward(t, context.Background(), batch...); err != nil {
+			t.Fatalf("Forward of a kept pass: %v", err)
+		}
 	}
 	return out
 }
@@ -140,19 +162,21 @@ func (s *suite) rewindRefused(t *testing.T) {
 	refused("a new state", 0)
 	s.run(t, st, s.tokens(4))
 	refused("a state whose passes were not kept", 3)
-	s.keptPass(t, st, s.tokens(3), false)
+	s.keptPass(t, st, s.tokens(3), alone)
 	refused("before the kept pass", 3)
 	refused("beyond the kept pass", 8)
 	if err := r.Rewind(5); err != nil {
 		t.Fatalf("Rewind(5) within the kept pass: %v", err)
 	}
 	refused("beyond the state after a rewind", 6)
+	s.keptPass(t, st, s.tokens(2), alone) // a new pass, from 5: the rewind ended the last
+	refused("before a kept pass that follows a rewind", 4)
 	s.run(t, st, s.tokens(1))
-	refused("after a pass that was not kept", 5)
-	s.keptPass(t, st, s.tokens(2), false)
+	refused("after a pass that was not kept", 7)
+	s.keptPass(t, st, s.tokens(2), alone)
 	st.Reset()
 	refused("after Reset", 0)
-	s.keptPass(t, st, s.tokens(2), false)
+	s.keptPass(t, st, s.tokens(2), alone)
 	if err := st.SetLen(2); err != nil {
 		t.Fatalf("SetLen: %v", err)
 	}
@@ -160,7 +184,7 @@ func (s *suite) rewindRefused(t *testing.T) {
 	if cp, ok := st.(backend.StateCopier); ok {
 		src := s.newState(t, backend.KVFloat16)
 		s.run(t, src, s.tokens(3))
-		s.keptPass(t, st, s.tokens(2), false)
+		s.keptPass(t, st, s.tokens(2), alone)
 		if err := cp.CopyFrom(src); err != nil {
 			t.Fatalf("CopyFrom: %v", err)
 		}

@@ -201,7 +201,9 @@ func TestRewindBytes(t *testing.T) {
 	require.GreaterOrEqual(t, st.Bytes()-before, int64(gdnLayers*c.VHeads*c.StateSize*c.StateSize*4))
 }
 
-// BenchmarkVerify times, after a 64-token prompt, a pass over T tokens plain and kept,
+// BenchmarkVerify times, after a 64-token prompt (and at the real widths a 2000-token
+// one, past the length from which a kept pass runs its attention a token at a time, as
+// decode steps do: qwen35.Attention.ForwardAsSteps), a pass over T tokens plain and kept,
 // and a Rewind after a kept pass (the rewind alone) to the pass's start (the GDN states
 // restored, nothing replayed) and to T−1 tokens (the most replay), at the tiny and the
 // real widths (BONSAI_BENCH_MODEL to name another file). Each iteration times all four
@@ -228,51 +230,61 @@ func BenchmarkVerify(b *testing.B) {
 		require.NoError(b, err)
 		defer e.Close()
 		V := m.Config.Vocab
-		const at = 64
-		for _, T := range []int{1, 2, 5, 9} {
-			b.Run(fmt.Sprintf("%s/T=%d", preset, T), func(b *testing.B) {
-				opt := backend.StateOptions{ContextSize: at + 16, KVCache: backend.KVFloat16}
-				st, err := e.NewState(opt)
-				require.NoError(b, err)
-				defer st.Close()
-				base, err := e.NewState(opt)
-				require.NoError(b, err)
-				defer base.Close()
-				require.NoError(b, e.Forward(ctx, []backend.Sequence{{State: base, Tokens: tokensFor(at, V, 1)}}))
-				q := backend.Sequence{State: st, Tokens: tokensFor(T, V, 2), Logits: backend.LogitsAll, Out: make([]float32, T*V)}
-				pass := func(keep bool) time.Duration {
-					require.NoError(b, st.(backend.StateCopier).CopyFrom(base))
-					q.Keep = keep
-					t0 := time.Now()
-					require.NoError(b, e.Forward(ctx, []backend.Sequence{q}))
-					return time.Since(t0)
-				}
-				rewind := func(n int) time.Duration {
-					pass(true)
-					t0 := time.Now()
-					require.NoError(b, st.(backend.Rewinder).Rewind(n))
-					return time.Since(t0)
-				}
-				var plain, kept, r0, r1 []time.Duration
-				for b.Loop() {
-					plain = append(plain, pass(false))
-					kept = append(kept, pass(true))
-					r0 = append(r0, rewind(at))
-					r1 = append(r1, rewind(at+T-1))
-				}
-				p := median(plain)
-				for _, x := range []struct {
-					name string
-					d    []time.Duration
-				}{{"plain", plain}, {"kept", kept}, {"rewind0", r0}, {"rewind-1", r1}} {
-					b.ReportMetric(float64(median(x.d).Microseconds())/1e3, x.name+"-ms")
-					if x.name != "plain" {
-						b.ReportMetric(float64(median(x.d))/float64(p), x.name+"/plain")
-					}
-				}
-			})
+		ats := []int{64}
+		if preset != "tiny" {
+			ats = append(ats, 2000)
+		}
+		for _, at := range ats {
+			for _, T := range []int{1, 2, 5, 9} {
+				benchVerify(b, e, fmt.Sprintf("%s/at=%d/T=%d", preset, at, T), V, at, T)
+			}
 		}
 	}
+}
+
+func benchVerify(b *testing.B, e backend.Engine, name string, V, at, T int) {
+	ctx := context.Background()
+	b.Run(name, func(b *testing.B) {
+		opt := backend.StateOptions{ContextSize: at + 16, KVCache: backend.KVFloat16}
+		st, err := e.NewState(opt)
+		require.NoError(b, err)
+		defer st.Close()
+		base, err := e.NewState(opt)
+		require.NoError(b, err)
+		defer base.Close()
+		require.NoError(b, e.Forward(ctx, []backend.Sequence{{State: base, Tokens: tokensFor(at, V, 1)}}))
+		q := backend.Sequence{State: st, Tokens: tokensFor(T, V, 2), Logits: backend.LogitsAll, Out: make([]float32, T*V)}
+		pass := func(keep bool) time.Duration {
+			require.NoError(b, st.(backend.StateCopier).CopyFrom(base))
+			q.Keep = keep
+			t0 := time.Now()
+			require.NoError(b, e.Forward(ctx, []backend.Sequence{q}))
+			return time.Since(t0)
+		}
+		rewind := func(n int) time.Duration {
+			pass(true)
+			t0 := time.Now()
+			require.NoError(b, st.(backend.Rewinder).Rewind(n))
+			return time.Since(t0)
+		}
+		var plain, kept, r0, r1 []time.Duration
+		for b.Loop() {
+			plain = append(plain, pass(false))
+			kept = append(kept, pass(true))
+			r0 = append(r0, rewind(at))
+			r1 = append(r1, rewind(at+T-1))
+		}
+		p := median(plain)
+		for _, x := range []struct {
+			name string
+			d    []time.Duration
+		}{{"plain", plain}, {"kept", kept}, {"rewind0", r0}, {"rewind-1", r1}} {
+			b.ReportMetric(float64(median(x.d).Microseconds())/1e3, x.name+"-ms")
+			if x.name != "plain" {
+				b.ReportMetric(float64(median(x.d))/float64(p), x.name+"/plain")
+			}
+		}
+	})
 }
 
 func median(d []time.Duration) time.Duration {

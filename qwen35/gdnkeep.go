@@ -9,7 +9,8 @@ import "fmt"
 // the 27B's widths); instead Rewind restores the saved state and replays the steps of
 // the positions kept, from inputs that are a few kilobytes per position: the same
 // arithmetic in the same order, so the state is bit for bit the one the pass held at
-// that position.
+// that position. A kept position costs 2·QKVWidth + 2·VHeads floats (82 KB at the
+// 27B's widths); the buffers keep the largest size a pass has needed.
 type GDNKeep struct {
 	n          int       // positions kept
 	conv       []float32 // (ConvKernel−1+n) × QKVWidth: the conv state before the pass, then the pass's qkv rows

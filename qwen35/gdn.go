@@ -222,7 +222,6 @@ func (g *GDN) forward(out, qkv, z, alpha, beta []float32, T int, l *Layer, st *G
 	run(sc.Runner, g.kHeads, 1, &sc.heads)
 	sc.conv, sc.heads = gdnConvBody{}, gdnHeadBody{} // drop the references to the caller's buffers
 	if keep != nil {
-		keep.act = append(keep.act, sc.act[:T*W]...)
 		keep.beta = append(keep.beta, sc.beta[:T*g.vHeads]...)
 		keep.logd = append(keep.logd, sc.logd[:T*g.vHeads]...)
 		keep.n += T

@@ -6,16 +6,15 @@ import "fmt"
 // pass (ForwardKept): the state as it was before the pass, and each position's inputs
 // to the recurrence. The recurrence cannot be run backwards, and a copy of the whole
 // state after every position would cost a state's size per token (3 MiB per layer at
-// the 27B's widths); instead Rewind restores the saved state and replays the steps of
-// the positions kept, from inputs that are a few kilobytes per position: the same
-// arithmetic in the same order, so the state is bit for bit the one the pass held at
-// that position. A kept position costs 2·QKVWidth + 2·VHeads floats (82 KB at the
-// 27B's widths); the buffers keep the largest size a pass has needed.
+// the 27B's widths); instead Rewind restores the saved state and replays the positions
+// kept: the convolution, normalisation and steps recomputed from the raw qkv rows by the
+// same code in the same order, so the state is bit for bit the one the pass held at
+// that position. A kept position costs QKVWidth + 2·VHeads floats (41 KB at the 27B's
+// widths); the buffers keep the largest size a pass has needed.
 type GDNKeep struct {
 	n          int       // positions kept
 	conv       []float32 // (ConvKernel−1+n) × QKVWidth: the conv state before the pass, then the pass's qkv rows
 	s          []float32 // the recurrent state before the pass
-	act        []float32 // n × QKVWidth: q, k and v after the convolution, SiLU and normalisation
 	beta, logd []float32 // n × VHeads: sigmoid(β) and the log decay, as the steps read them
 	out        []float32 // InnerSize: where a replay's step writes the output it discards
 }
@@ -32,12 +31,12 @@ func (k *GDNKeep) Len() int { return k.n }
 // starts a new pass.
 func (k *GDNKeep) Clear() {
 	k.n = 0
-	k.conv, k.act, k.beta, k.logd = k.conv[:0], k.act[:0], k.beta[:0], k.logd[:0]
+	k.conv, k.beta, k.logd = k.conv[:0], k.beta[:0], k.logd[:0]
 }
 
 // Bytes returns the memory the keep holds.
 func (k *GDNKeep) Bytes() int64 {
-	return 4 * int64(cap(k.conv)+len(k.s)+cap(k.act)+cap(k.beta)+cap(k.logd)+len(k.out))
+	return 4 * int64(cap(k.conv)+len(k.s)+cap(k.beta)+cap(k.logd)+len(k.out))
 }
 
 // begin saves the conv state at the start of a kept pass. (The recurrent state is saved
@@ -61,42 +60,58 @@ func (g *GDN) ForwardKept(out, qkv, z, alpha, beta []float32, T int, l *Layer, s
 }
 
 // Rewind sets st to the state after the first j positions of the pass kept in keep
-// (0 ≤ j ≤ keep.Len()): the state before the pass with the steps of those j positions
-// replayed from their kept inputs. sc provides the Runner, as for Forward; keep is left
-// as it was, so a later Rewind to another position of the same pass is valid too.
-func (g *GDN) Rewind(st *GDNState, keep *GDNKeep, j int, sc *GDNScratch) {
+// (0 ≤ j ≤ keep.Len()), l being the layer the pass ran: the state before the pass with
+// those j positions replayed. sc provides the Runner and the working buffers, as for
+// Forward; keep is left as it was, so a later Rewind to another position of the same
+// pass is valid too.
+func (g *GDN) Rewind(st *GDNState, keep *GDNKeep, j int, l *Layer, sc *GDNScratch) {
 	if j < 0 || j > keep.n {
 		panic(fmt.Sprintf("qwen35: GDN.Rewind(%d) with %d positions kept", j, keep.n))
 	}
 	W, K := g.width, g.kernel
 	copy(st.Conv, keep.conv[j*W:(j+K-1)*W])
-	sc.replay = gdnReplayBody{g: g, st: st, keep: keep, j: j}
+	if j > 0 {
+		// The convolution of the j positions, as Forward runs it, into sc.act.
+		g.grow(sc, j)
+		copy(sc.win, keep.conv[:(K-1+j)*W])
+		sc.conv = gdnConvBody{g: g, sc: sc, l: l, T: j}
+		run(sc.Runner, W, 512, &sc.conv)
+		sc.conv = gdnConvBody{}
+	}
+	sc.replay = gdnReplayBody{g: g, sc: sc, st: st, keep: keep, j: j}
 	run(sc.Runner, g.kHeads, 1, &sc.replay)
 	sc.replay = gdnReplayBody{}
 }
 
-// gdnReplayBody restores and replays the V heads of q/k heads [lo, hi).
+// gdnReplayBody restores and replays the V heads of q/k heads [lo, hi), from the
+// convolved rows in sc.act.
 type gdnReplayBody struct {
 	g    *GDN
+	sc   *GDNScratch
 	st   *GDNState
 	keep *GDNKeep
 	j    int
 }
 
 func (b *gdnReplayBody) Run(lo, hi int) {
-	g, k := b.g, b.keep
+	g, k, sc := b.g, b.keep, b.sc
 	d, d2 := g.d, g.d*g.d
 	for kh := lo; kh < hi; kh++ {
+		// What gdnHeadBody does to the head's q and k before the steps.
+		for t := 0; t < b.j; t++ {
+			row := sc.act[t*g.width : (t+1)*g.width]
+			q := row[kh*d : (kh+1)*d]
+			L2Normalize(q, g.eps)
+			scal(q, g.qScale)
+			L2Normalize(row[(g.kHeads+kh)*d:(g.kHeads+kh+1)*d], g.eps)
+		}
 		for _, h := range g.readers[kh] {
 			S := b.st.S[h*d2 : (h+1)*d2]
 			copy(S, k.s[h*d2:(h+1)*d2])
-			// The arithmetic of step, reading the kept rows where it reads the scratch.
+			// The arithmetic of step, reading the kept gates where it reads the scratch's.
 			o := k.out[g.grouped[h]*d : (g.grouped[h]+1)*d]
 			for t := 0; t < b.j; t++ {
-				row := k.act[t*g.width : (t+1)*g.width]
-				q := row[kh*d : (kh+1)*d]
-				kk := row[(g.kHeads+kh)*d : (g.kHeads+kh+1)*d]
-				v := row[(2*g.kHeads+h)*d : (2*g.kHeads+h+1)*d]
+				q, kk, v := g.views(sc, h, t)
 				decay := decayWeight(float64(k.logd[t*g.vHeads+h]))
 				gdnStep(S, kk, q, v, o, decay, k.beta[t*g.vHeads+h])
 			}

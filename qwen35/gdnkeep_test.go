@@ -58,7 +58,7 @@ func TestGDNRewind(t *testing.T) {
 				require.Equal(t, states[T], st, "T=%d: the kept pass's state is the steps'", T)
 				// Down from T to 0, then back up to T: every position of one pass.
 				for _, j := range append(downUp(T), T) {
-					g.Rewind(st, keep, j, sc)
+					g.Rewind(st, keep, j, l, sc)
 					require.Equal(t, states[j], st, "T=%d split=%d rewound to %d", T, split, j)
 				}
 			}
@@ -94,12 +94,12 @@ func TestGDNKeepClear(t *testing.T) {
 	keep.Clear()
 	assert.Zero(t, keep.Len())
 	g.ForwardKept(out, b.qkv, b.z, b.alpha, b.beta, b.T, l, st, sc, keep)
-	g.Rewind(st, keep, 0, sc)
+	g.Rewind(st, keep, 0, l, sc)
 	assert.Equal(t, mid, st)
-	assert.Panics(t, func() { g.Rewind(st, keep, 5, sc) })
+	assert.Panics(t, func() { g.Rewind(st, keep, 5, l, sc) })
 	assert.Zero(t, testing.AllocsPerRun(5, func() {
 		keep.Clear()
 		g.ForwardKept(out, b.qkv, b.z, b.alpha, b.beta, b.T, l, st, sc, keep)
-		g.Rewind(st, keep, 2, sc)
+		g.Rewind(st, keep, 2, l, sc)
 	}))
 }

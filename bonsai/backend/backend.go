@@ -148,7 +148,7 @@ type Sequence struct {
 	// that share steps with other sequences): a call with Keep continues the state's
 	// kept pass when the state's previous call was kept too and no Rewind, Reset,
 	// SetLen or CopyFrom came between; otherwise it starts a new one. What an engine
-	// keeps grows with the pass's tokens (the CPU's: about 4 MB a token at the 27B's
+	// keeps grows with the pass's tokens (the CPU's: about 2 MB a token at the 27B's
 	// widths), so Keep is meant for passes of a few tokens. A state that is not a
 	// Rewinder ignores it.
 	Keep bool

@@ -136,7 +136,7 @@ func (st *cpuState) Rewind(n int) error {
 	j := n - st.keepFrom
 	for i := range st.gdn {
 		if st.gdn[i] != nil {
-			e.gdn.Rewind(st.gdn[i], st.keep[i], j, s.gdn)
+			e.gdn.Rewind(st.gdn[i], st.keep[i], j, e.plan.Layers[i].Layer, s.gdn)
 		}
 		if st.kv[i] != nil {
 			st.kv[i].Truncate(n)

@@ -97,12 +97,10 @@ func (b *gdnReplayBody) Run(lo, hi int) {
 	g, k, sc := b.g, b.keep, b.sc
 	d, d2 := g.d, g.d*g.d
 	for kh := lo; kh < hi; kh++ {
-		// What gdnHeadBody does to the head's q and k before the steps.
+		// What gdnHeadBody does to the head's k before the steps. (Its q only reads the
+		// state out, into an output the replay discards, so it is left as it is.)
 		for t := 0; t < b.j; t++ {
 			row := sc.act[t*g.width : (t+1)*g.width]
-			q := row[kh*d : (kh+1)*d]
-			L2Normalize(q, g.eps)
-			scal(q, g.qScale)
 			L2Normalize(row[(g.kHeads+kh)*d:(g.kHeads+kh+1)*d], g.eps)
 		}
 		for _, h := range g.readers[kh] {

@@ -411,7 +411,8 @@ func (b *batcher) rotate() {
 // part is the next n tokens of r as a sequence of this step's batch: the logits it
 // wants for those tokens, written where the whole call's go.
 func (b *batcher) part(r *request, n int) backend.Sequence {
-	seq := backend.Sequence{State: r.seq.State, Tokens: r.seq.Tokens[r.off : r.off+n]}
+	// A kept pass cut into parts stays one pass: each part is kept, and continues it.
+	seq := backend.Sequence{State: r.seq.State, Tokens: r.seq.Tokens[r.off : r.off+n], Keep: r.seq.Keep}
 	last := r.off+n == len(r.seq.Tokens)
 	v := b.m.weights.Vocab()
 	switch {

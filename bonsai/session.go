@@ -145,11 +145,17 @@ func (s *Session) forward(ctx context.Context, tokens []int32, want backend.Logi
 // run hands the pass to the model's batcher and records the tokens the state took. s.mu
 // is held and s.st is open.
 func (s *Session) run(ctx context.Context, tokens []int32, want backend.Logits, out []float32, greedy bool) error {
+	return s.runSeq(ctx, backend.Sequence{State: s.st, Tokens: tokens, Logits: want, Out: out}, greedy)
+}
+
+// runSeq is run of a sequence of s.st that the caller built (Verify's is kept).
+func (s *Session) runSeq(ctx context.Context, seq backend.Sequence, greedy bool) error {
 	s.m.mu.RLock()
 	defer s.m.mu.RUnlock()
+	tokens := seq.Tokens
 	before := s.st.Len()
 	r := s.req
-	r.ctx, r.seq, r.greedy = ctx, backend.Sequence{State: s.st, Tokens: tokens, Logits: want, Out: out}, greedy
+	r.ctx, r.seq, r.greedy = ctx, seq, greedy
 	err := s.m.forward(r)
 	r.ctx, r.seq = nil, backend.Sequence{} // drop the references
 	// On cancellation the state keeps the chunks it completed.

@@ -122,8 +122,9 @@ type GDNScratch struct {
 
 	chunks []*chunkScratch // per q/k head, allocated on the first chunked call
 
-	conv  gdnConvBody
-	heads gdnHeadBody
+	conv   gdnConvBody
+	heads  gdnHeadBody
+	replay gdnReplayBody
 }
 
 // chunkScratch holds the buffers of the chunked form for one q/k head at a time.
@@ -187,6 +188,10 @@ func (g *GDN) grow(sc *GDNScratch, T int) {
 // chunked selects the chunked form of the recurrence for T > 1 (prefill); the step form
 // runs the tokens one by one. Both compute the same function up to float32 rounding.
 func (g *GDN) Forward(out, qkv, z, alpha, beta []float32, T int, l *Layer, st *GDNState, sc *GDNScratch, chunked bool) {
+	g.forward(out, qkv, z, alpha, beta, T, l, st, sc, chunked, nil)
+}
+
+func (g *GDN) forward(out, qkv, z, alpha, beta []float32, T int, l *Layer, st *GDNState, sc *GDNScratch, chunked bool, keep *GDNKeep) {
 	if T < 1 {
 		return
 	}
@@ -209,12 +214,21 @@ func (g *GDN) Forward(out, qkv, z, alpha, beta []float32, T int, l *Layer, st *G
 	win := sc.win[:(K-1+T)*W]
 	copy(win, st.Conv)
 	copy(win[(K-1)*W:], qkv[:T*W])
+	if keep != nil {
+		keep.begin(g, st)
+		keep.conv = append(keep.conv, qkv[:T*W]...)
+	}
 	sc.conv = gdnConvBody{g: g, sc: sc, l: l, T: T}
 	run(sc.Runner, W, 512, &sc.conv)
 	copy(st.Conv, win[T*W:(T+K-1)*W])
-	sc.heads = gdnHeadBody{g: g, sc: sc, l: l, st: st, out: out, z: z, alpha: alpha, beta: beta, T: T, chunked: chunked}
+	sc.heads = gdnHeadBody{g: g, sc: sc, l: l, st: st, out: out, z: z, alpha: alpha, beta: beta, T: T, chunked: chunked, keep: keep}
 	run(sc.Runner, g.kHeads, 1, &sc.heads)
 	sc.conv, sc.heads = gdnConvBody{}, gdnHeadBody{} // drop the references to the caller's buffers
+	if keep != nil {
+		keep.beta = append(keep.beta, sc.beta[:T*g.vHeads]...)
+		keep.logd = append(keep.logd, sc.logd[:T*g.vHeads]...)
+		keep.n += T
+	}
 }
 
 // run runs body over [0, n) on r, or on the calling goroutine without one.
@@ -277,6 +291,7 @@ type gdnHeadBody struct {
 	out, z, alpha, beta []float32
 	T                   int
 	chunked             bool
+	keep                *GDNKeep // when set, each V head's state is saved before its first step of a kept pass
 }
 
 func (b *gdnHeadBody) Run(lo, hi int) {
@@ -308,6 +323,12 @@ func (b *gdnHeadBody) Run(lo, hi int) {
 			}
 		} else {
 			for _, h := range g.readers[kh] {
+				if b.keep != nil && b.keep.n == 0 {
+					// The head's state is about to be read by its first step: saving
+					// it here costs a write, the read being the step's own.
+					d2 := d * d
+					copy(b.keep.s[h*d2:(h+1)*d2], b.st.S[h*d2:(h+1)*d2])
+				}
 				for t := 0; t < T; t++ {
 					g.step(b.out, h, t, b.st, sc)
 				}

@@ -18,7 +18,8 @@
 //     reads and writes; see Layer), SetLen, Bytes, Close.
 //  4. Optionally, the capabilities below, each an interface the caller tests for:
 //     StateCopier (copy a state in place, reusing its memory), Greedy (choose the greedy
-//     token on the device), Profiler (account time per kind of operation).
+//     token on the device), Profiler (account time per kind of operation), Rewinder
+//     (take a state back to any position of a kept pass, for speculative decoding).
 //  5. A run of backendtest.Run in its tests: the conformance suite checks batches against
 //     sequences run alone, snapshots through the shared codec, cancellation and closing.
 //
@@ -42,6 +43,9 @@ var (
 	ErrClosed = errors.New("closed")
 	// ErrContextFull: a sequence would grow past its context size.
 	ErrContextFull = errors.New("context full")
+	// ErrNotKept: a Rewinder was asked for a position its last kept pass does not
+	// cover.
+	ErrNotKept = errors.New("position not kept")
 )
 
 // Model is the bound weights of one architecture: what an Architecture's Bind returns
@@ -139,6 +143,16 @@ type Sequence struct {
 	Tokens []int32   // the tokens this pass feeds, at least one
 	Logits Logits    // which logits to compute
 	Out    []float32 // receives the logits Logits asks for; nil for LogitsNone
+	// Keep asks a Rewinder state to keep, during this pass, what Rewind needs to take
+	// it back to any position of the pass: the pass verifies drafted tokens. A kept
+	// pass may come in several calls (bonsai's batcher cuts a long request into parts
+	// that share steps with other sequences): a call with Keep continues the state's
+	// kept pass when the state's previous call was kept too and no Rewind, Reset,
+	// SetLen or CopyFrom came between; otherwise it starts a new one. What an engine
+	// keeps grows with the pass's tokens (the CPU's: about 2 MB a token at the 27B's
+	// widths), so Keep is meant for passes of a few tokens. A state that is not a
+	// Rewinder ignores it.
+	Keep bool
 }
 
 // State is one sequence's state on a backend. Its methods are called by one goroutine at
@@ -202,6 +216,31 @@ type StateCopier interface {
 	// CopyFrom makes the state a copy of src: its positions and every layer's
 	// contents. src is a state of the same engine; it is left unchanged.
 	CopyFrom(src State) error
+}
+
+// Rewinder is a State that can be taken back to any position of its last kept pass
+// (Sequence.Keep). A speculative decoder feeds the last accepted token and k drafted
+// ones in one kept pass with LogitsAll, reads which drafts the model agrees with, and
+// rewinds to keep only those. Attention layers rewind by truncating their KV cache; a
+// recurrent layer's state cannot be truncated, so the engine keeps, during the pass,
+// what it needs to rebuild the state at each position (the CPU backend keeps the state
+// before the pass and each position's inputs to the recurrence, and replays them).
+//
+// A kept pass computes each position as a decode step of one token would: its logits
+// are, bit for bit, those of feeding its tokens one per pass (to the suite's tolerance,
+// for an engine whose arithmetic depends on the batch), and so is the state after a
+// Rewind.
+type Rewinder interface {
+	State
+	// Rewind sets the state to hold its first n tokens, where start ≤ n ≤ Len() and
+	// start is Len() before the last kept pass: the state feeding the tokens up to n
+	// would have left. It ends the kept pass (the next kept call starts a new one, at
+	// the length rewound to), which stays rewindable: a later Rewind down to start is
+	// valid too. Any other n, or a state whose last call was not kept, or that was
+	// Reset, SetLen or CopyFrom since, is refused with an error wrapping ErrNotKept,
+	// leaving the state as it was; a closed state returns ErrClosed. A speculative
+	// decoder rewinds after every verification, to Len() when it accepts every token.
+	Rewind(n int) error
 }
 
 // Greedy is an Engine that can choose the greedy token itself: a GPU backend takes the

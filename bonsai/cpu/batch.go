@@ -129,6 +129,9 @@ func (e *cpuEngine) Forward(ctx context.Context, batch []backend.Sequence) error
 			return fmt.Errorf("sequence %d: %w", i, backend.ErrClosed)
 		}
 	}
+	for i := range batch {
+		batch[i].State.(*cpuState).startKeep(batch[i].Keep)
+	}
 	s := e.getScratch()
 	defer e.putScratch(s)
 	for c := range backend.Chunks(batch, backend.ChunkRows) {

@@ -25,7 +25,8 @@ import (
 func TestConformanceLongContext(t *testing.T) {
 	m := synthtest.Weights(t, "tiny", 3, ternary.PQ2_0)
 	backendtest.Run(t, cpu.New(), m, backendtest.Options{Lengths: []int{3, 517}, ContextSize: 530,
-		Activations: backend.ActivationsFloat32, Precisions: []backend.KVPrecision{backend.KVQ4}})
+		Activations: backend.ActivationsFloat32, Precisions: []backend.KVPrecision{backend.KVQ4},
+		RewindAt: 505}) // kept passes that cross 512, where a step splits its positions
 }
 
 // On a model of 1024 wide rows the int8 products take the tiled GEMM (the tiny model's

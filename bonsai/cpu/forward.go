@@ -65,13 +65,30 @@ func (e *cpuEngine) forwardChunk(s *scratch, T int) error {
 			switch lp.Mixer {
 			case qwen35.MixerAttention:
 				qn, kn := in.Products[0].N, in.Products[1].N
-				if err := e.attn.Forward(mix, s.qg[r0*qn:r1*qn], s.k[r0*kn:r1*kn], s.v[r0*kn:r1*kn], n, g.st.pos, l, g.st.kv[li], s.attn); err != nil {
+				qg, k, v := s.qg[r0*qn:r1*qn], s.k[r0*kn:r1*kn], s.v[r0*kn:r1*kn]
+				var err error
+				if g.seq.Keep {
+					// A kept pass's positions are decode steps: so its logits are those
+					// of decoding one token at a time, and a rewound state is that of
+					// having done so.
+					err = e.attn.ForwardAsSteps(mix, qg, k, v, n, g.st.pos, l, g.st.kv[li], s.attn)
+				} else {
+					err = e.attn.Forward(mix, qg, k, v, n, g.st.pos, l, g.st.kv[li], s.attn)
+				}
+				if err != nil {
 					return fmt.Errorf("layer %d: %w", li, err)
 				}
 				e.lap(s, &s.prof.Attention)
 			default:
 				qkvn, inner, nv := in.Products[0].N, in.Products[1].N, in.Unrotated[0].N
-				e.gdn.Forward(mix, s.qkv[r0*qkvn:r1*qkvn], s.z[r0*inner:r1*inner], s.alpha[r0*nv:r1*nv], s.beta[r0*nv:r1*nv], n, l, g.st.gdn[li], s.gdn, e.chunkedGDN && n > 1)
+				qkv, z, alpha, beta := s.qkv[r0*qkvn:r1*qkvn], s.z[r0*inner:r1*inner], s.alpha[r0*nv:r1*nv], s.beta[r0*nv:r1*nv]
+				if g.seq.Keep {
+					// A kept pass runs the step form whatever chunkedGDN says, so that
+					// its positions are decode steps and a rewind replays them exactly.
+					e.gdn.ForwardKept(mix, qkv, z, alpha, beta, n, l, g.st.gdn[li], s.gdn, g.st.keep[li])
+				} else {
+					e.gdn.Forward(mix, qkv, z, alpha, beta, n, l, g.st.gdn[li], s.gdn, e.chunkedGDN && n > 1)
+				}
 				e.lap(s, &s.prof.GDN)
 			}
 		}

@@ -20,6 +20,14 @@ type cpuState struct {
 	gdn []*qwen35.GDNState // per layer; nil for attention layers
 	kv  []*qwen35.KVCache  // per layer; nil for GDN layers
 
+	// keep holds, per GDN layer, what Rewind needs (nil until the first kept pass);
+	// kept says that it covers the positions since keepFrom, those of the last pass,
+	// and ended that a Rewind ended that pass.
+	keep     []*qwen35.GDNKeep
+	kept     bool
+	ended    bool
+	keepFrom int
+
 	prof backend.OpProfile
 }
 
@@ -45,7 +53,7 @@ func (e *cpuEngine) NewState(opt backend.StateOptions) (backend.State, error) {
 func (st *cpuState) Len() int { return st.pos }
 
 func (st *cpuState) Reset() {
-	st.pos = 0
+	st.pos, st.kept = 0, false
 	for i := range st.gdn {
 		if st.gdn[i] != nil {
 			st.gdn[i].Reset()
@@ -73,6 +81,68 @@ func (st *cpuState) SetLen(n int) error {
 	if n < 0 || n > st.opt.ContextSize {
 		return fmt.Errorf("%w: %d tokens, the context holds %d", backend.ErrContextFull, n, st.opt.ContextSize)
 	}
+	st.pos, st.kept = n, false
+	return nil
+}
+
+// startKeep begins a call: a kept one continues the kept pass that the previous call
+// began or continued, if no Rewind ended it, or else clears the per-layer keeps, which
+// the GDN layers fill as the pass goes; any other forgets the last kept pass.
+func (st *cpuState) startKeep(keep bool) {
+	if keep && st.kept && !st.ended {
+		return
+	}
+	st.kept, st.ended, st.keepFrom = keep, false, st.pos
+	if !keep {
+		return
+	}
+	if st.keep == nil {
+		st.keep = make([]*qwen35.GDNKeep, len(st.gdn))
+		for i := range st.gdn {
+			if st.gdn[i] != nil {
+				st.keep[i] = st.e.gdn.NewKeep()
+			}
+		}
+	}
+	for _, k := range st.keep {
+		if k != nil {
+			k.Clear()
+		}
+	}
+}
+
+// Rewind takes the state back to n tokens within its last kept pass
+// (backend.Rewinder): the KV caches are truncated, and each GDN layer's state is
+// restored to the one before the pass and the kept positions up to n replayed, which
+// the step form of the pass makes bit for bit the state it held there.
+func (st *cpuState) Rewind(n int) error {
+	if st.closed {
+		return backend.ErrClosed
+	}
+	if !st.kept {
+		return fmt.Errorf("%w: rewind to %d tokens with no kept pass", backend.ErrNotKept, n)
+	}
+	if n < st.keepFrom || n > st.pos {
+		return fmt.Errorf("%w: rewind to %d tokens, the kept pass covers %d to %d", backend.ErrNotKept, n, st.keepFrom, st.pos)
+	}
+	st.ended = true
+	if n == st.pos {
+		return nil
+	}
+	e := st.e
+	s := e.getScratch() // for its GDN scratch's worker pool
+	defer e.putScratch(s)
+	e.begin(s)
+	j := n - st.keepFrom
+	for i := range st.gdn {
+		if st.gdn[i] != nil {
+			e.gdn.Rewind(st.gdn[i], st.keep[i], j, e.plan.Layers[i].Layer, s.gdn)
+		}
+		if st.kv[i] != nil {
+			st.kv[i].Truncate(n)
+		}
+	}
+	e.lap(s, &st.prof.GDN)
 	st.pos = n
 	return nil
 }
@@ -89,7 +159,7 @@ func (st *cpuState) CopyFrom(o backend.State) error {
 	if src.opt != st.opt {
 		return errors.New("states of different sizes")
 	}
-	st.pos = src.pos
+	st.pos, st.kept = src.pos, false
 	for i := range src.gdn {
 		if src.gdn[i] != nil {
 			st.gdn[i].CopyFrom(src.gdn[i])
@@ -113,11 +183,16 @@ func (st *cpuState) Bytes() int64 {
 			n += kv.Bytes()
 		}
 	}
+	for _, k := range st.keep {
+		if k != nil {
+			n += k.Bytes()
+		}
+	}
 	return n
 }
 
 func (st *cpuState) Close() error {
-	st.gdn, st.kv, st.closed = nil, nil, true
+	st.gdn, st.kv, st.keep, st.kept, st.closed = nil, nil, nil, false, true
 	return nil
 }
 

@@ -2,9 +2,10 @@
 // call Run with the backend and a bound model, and it checks what bonsai relies on —
 // that a batch of sequences gives each the logits it would get alone, that states
 // survive the shared snapshot codec and copies, that Reset empties, that cancellation
-// leaves consistent states, that closed and foreign states are refused, and that a
-// Greedy engine's choice is the argmax of its logits. FillSynthetic writes a long
-// context's state in seconds, for benchmarks of the decode speed there.
+// leaves consistent states, that closed and foreign states are refused, that a
+// Greedy engine's choice is the argmax of its logits, and that a Rewinder's kept pass
+// and rewinds give what decoding the kept tokens one at a time gives. FillSynthetic
+// writes a long context's state in seconds, for benchmarks of the decode speed there.
 package backendtest
 
 import (
@@ -36,6 +37,9 @@ type Options struct {
 	Precisions []backend.KVPrecision
 	// Activations for the engine (default int8).
 	Activations backend.Activations
+	// RewindAt is the length of the prompt before a Rewinder's kept passes (default 6);
+	// ContextSize must leave room for it and 10 tokens more.
+	RewindAt int
 }
 
 func (o *Options) defaults() {
@@ -47,6 +51,9 @@ func (o *Options) defaults() {
 	}
 	if len(o.Lengths) == 0 {
 		o.Lengths = []int{1, 9, 70}
+	}
+	if o.RewindAt == 0 {
+		o.RewindAt = 6
 	}
 	if len(o.Precisions) == 0 {
 		o.Precisions = []backend.KVPrecision{backend.KVFloat16, backend.KVFloat32, backend.KVInt8, backend.KVQ4}
@@ -83,6 +90,14 @@ func Run(t *testing.T, b backend.Backend, m backend.Model, opt Options) {
 	t.Run("ClosedAndForeign", func(t *testing.T) { s.closedAndForeign(t, b) })
 	if g, ok := e.(backend.Greedy); ok {
 		t.Run("Greedy", func(t *testing.T) { s.greedy(t, g) })
+	}
+	if st, err := e.NewState(backend.StateOptions{ContextSize: 1}); err == nil {
+		_, ok := st.(backend.Rewinder)
+		st.Close()
+		if ok {
+			t.Run("Rewind", s.rewind)
+			t.Run("RewindRefused", s.rewindRefused)
+		}
 	}
 }
 

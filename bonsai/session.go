@@ -89,10 +89,7 @@ func (s *Session) PrefillAll(ctx context.Context, tokens []int32) ([][]float32, 
 	if err := s.forward(ctx, tokens, backend.LogitsAll, flat); err != nil {
 		return nil, err
 	}
-	rows := make([][]float32, len(tokens))
-	for i := range rows {
-		rows[i] = flat[i*vocab : (i+1)*vocab : (i+1)*vocab]
-	}
+	rows := logitRows(flat, len(tokens), vocab)
 	copy(s.logits, rows[len(rows)-1])
 	s.hasLogits = true
 	return rows, nil
@@ -470,4 +467,14 @@ func (s *Session) sampler(opt SamplerOptions) *Sampler {
 		s.smp.reset(opt)
 	}
 	return s.smp
+}
+
+// logitRows cuts n tokens' logits, laid out row by row in flat, into a row per token,
+// each capped at its end so that an append cannot run into the next.
+func logitRows(flat []float32, n, vocab int) [][]float32 {
+	rows := make([][]float32, n)
+	for i := range rows {
+		rows[i] = flat[i*vocab : (i+1)*vocab : (i+1)*vocab]
+	}
+	return rows
 }

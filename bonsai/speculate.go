@@ -40,10 +40,7 @@ func (s *Session) Verify(ctx context.Context, tokens []int32) ([][]float32, erro
 		s.hasLogits = false
 		return nil, err
 	}
-	rows := make([][]float32, len(tokens))
-	for i := range rows {
-		rows[i] = flat[i*vocab : (i+1)*vocab : (i+1)*vocab]
-	}
+	rows := logitRows(flat, len(tokens), vocab)
 	copy(s.logits, rows[len(rows)-1])
 	s.hasLogits = true
 	return rows, nil

@@ -225,3 +225,111 @@ func BenchmarkMaskCompile(b *testing.B) {
 		})
 	}
 }
+
+// walkNodes follows walk's control flow over the trie from m's state without writing
+// a mask, and returns the nodes it visits (each node whose byte it tries).
+func walkNodes(m *Matcher, v *Vocab) int {
+	a := m.a
+	g := a.g
+	stk := make([]int32, v.maxDepth+1)
+	stk[0] = m.cur
+	visited := 0
+	nodes := int32(len(v.nbyte))
+	for i := int32(0); i < nodes; {
+		visited++
+		d := v.depth[i]
+		p := stk[d-1]
+		c := v.nbyte[i]
+		s := a.trans[int(p)*g.classes+int(g.class[c])]
+		if s == unknown {
+			s = a.step(p, c)
+		}
+		if s == dead {
+			i = v.end[i]
+			continue
+		}
+		if v.safe[i]&1 != 0 && v.end[i]-i > 1 && int(v.rem[i]) <= a.textBudget(p) {
+			i = v.end[i]
+			continue
+		}
+		if s == p && v.end[i]-i > 1 && v.sub[i].subsetOf(a.loopSet(p)) {
+			i = v.end[i]
+			continue
+		}
+		stk[d] = s
+		i++
+	}
+	return visited
+}
+
+// BenchmarkMaskWalkNodes measures the fresh-state walk itself: over the states of
+// output 0 of each schema, the walk is run once to build the automaton's transitions
+// it needs, then timed again (no remembered mask) and its visited nodes counted.
+// ns/node is the timed walks' total over their visited nodes; µs-first is the first
+// walk of a state (building transitions, text budgets and loop sets on the way),
+// µs-warm the walk again once they are built.
+func BenchmarkMaskWalkNodes(b *testing.B) {
+	synthetic, _ := benchVocabs(b)
+	vocabs := []struct {
+		name string
+		v    *Vocab
+	}{{"qwen3-151669", qwen3Vocab(b)}, {"synth-248320", synthetic}}
+	for _, vc := range vocabs {
+		for _, sc := range maskSchemas {
+			g, err := CompileJSONSchema([]byte(sc.src), SchemaOptions{})
+			if err != nil {
+				b.Fatal(err)
+			}
+			v := vc.v
+			mask := make([]uint64, (v.Size()+63)/64)
+			var ids []int32
+			{
+				m := NewMatcher(g)
+				rng := rand.New(rand.NewPCG(0, 29))
+				for range 600 {
+					if m.Accepting() {
+						break
+					}
+					n := m.Mask(v, mask)
+					id := nthSet(mask, rng.IntN(n))
+					ids = append(ids, id)
+					if err := m.AcceptToken(v, id); err != nil {
+						b.Fatal(err)
+					}
+				}
+			}
+			b.Run(vc.name+"/"+sc.name, func(b *testing.B) {
+				var total time.Duration
+				var firsts, warms []time.Duration
+				var visited, walks, maxVisited int
+				for i := 0; i < b.N; i++ {
+					m := NewMatcher(g)
+					for _, id := range ids {
+						clear(mask)
+						t0 := time.Now()
+						m.walk(v, mask) // builds the transitions
+						firsts = append(firsts, time.Since(t0))
+						clear(mask)
+						t0 = time.Now()
+						m.walk(v, mask)
+						warms = append(warms, time.Since(t0))
+						total += warms[len(warms)-1]
+						n := walkNodes(m, v)
+						visited += n
+						maxVisited = max(maxVisited, n)
+						walks++
+						_ = m.AcceptToken(v, id)
+					}
+				}
+				b.ReportMetric(float64(visited)/float64(walks), "nodes/walk")
+				b.ReportMetric(float64(maxVisited), "nodes-max")
+				b.ReportMetric(float64(total.Nanoseconds())/float64(visited), "ns/node")
+				us := func(d time.Duration) float64 { return float64(d.Nanoseconds()) / 1e3 }
+				b.ReportMetric(us(median(warms)), "µs-warm-median")
+				b.ReportMetric(us(quantile(warms, 1)), "µs-warm-max")
+				b.ReportMetric(us(median(firsts)), "µs-first-median")
+				b.ReportMetric(us(quantile(firsts, 1)), "µs-first-max")
+			})
+		}
+	}
+}

@@ -50,6 +50,9 @@ type automaton struct {
 	masks int // states holding a remembered mask
 
 	reps []byte // see textReps
+	// budgetMemo[s*tStates+d] is budgetOf's answer for the pair plus 2; 1 while
+	// on its recursion's path, 0 unknown.
+	budgetMemo []uint8
 	// stamps of textBudget's search
 	epoch                 int32
 	seenStamp, layerStamp []int32

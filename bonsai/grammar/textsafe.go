@@ -105,6 +105,72 @@ func (a *automaton) textBudget(s int32) int {
 	if st.budgetKnown {
 		return int(st.budget)
 	}
+	budget, ok := a.budgetOf(tBoundary, s, 0)
+	if !ok {
+		budget = a.textBudgetSearch(s)
+	}
+	st = &a.states[s]
+	st.budgetKnown, st.budget = true, uint8(budget)
+	return budget
+}
+
+// maxBudgetDepth bounds budgetOf's recursion: a longer chain of text (a string of
+// more than this many bytes left) is left to the layered search.
+const maxBudgetDepth = 320
+
+// budgetOf returns the budget of the pair (decoder state d, automaton state s): 0
+// where a text byte kills s, else one more than the least budget of the pairs a text
+// byte leads to, capped at maxTextBudget. That is the layered search's answer (the
+// length of the shortest killing text, less one), but each pair's is remembered, so
+// the states of a bounded string, each one byte on from the last, share their work
+// instead of each searching maxTextBudget layers ahead. The recursion assumes the
+// pairs reached form no cycle; it reports false where one does (text looping in a
+// state, as in an unbounded string) or where it runs deeper than maxBudgetDepth, and
+// the caller searches instead.
+func (a *automaton) budgetOf(d uint8, s int32, depth int) (int, bool) {
+	k := int(s)*tStates + int(d)
+	if len(a.budgetMemo) <= k {
+		a.budgetMemo = append(a.budgetMemo, make([]uint8, k+1-len(a.budgetMemo)+len(a.budgetMemo)/2)...)
+	}
+	switch m := a.budgetMemo[k]; {
+	case m >= 2:
+		return int(m - 2), true
+	case m == 1: // on the recursion's path: a cycle
+		return 0, false
+	}
+	if depth > maxBudgetDepth {
+		return 0, false
+	}
+	reps := a.textReps()
+	// A killing byte settles it before any recursion (and before a looping byte,
+	// such as a space between values, would report a cycle).
+	for _, c := range reps {
+		if textNext[d][c] != dText && a.step(s, c) == dead {
+			a.budgetMemo[k] = 2
+			return 0, true
+		}
+	}
+	a.budgetMemo[k] = 1
+	b := maxTextBudget
+	for _, c := range reps {
+		nd := textNext[d][c]
+		if nd == dText {
+			continue
+		}
+		sub, ok := a.budgetOf(nd, a.step(s, c), depth+1)
+		if !ok {
+			a.budgetMemo[k] = 0
+			return 0, false
+		}
+		b = min(b, sub+1)
+	}
+	a.budgetMemo[k] = uint8(b + 2)
+	return b, true
+}
+
+// textBudgetSearch is textBudget by a search of the pairs (decoder state, automaton
+// state) layer by layer.
+func (a *automaton) textBudgetSearch(s int32) int {
 	type pair struct {
 		d uint8
 		s int32
@@ -153,8 +219,6 @@ search:
 		}
 		cur = next
 	}
-	st = &a.states[s]
-	st.budgetKnown, st.budget = true, uint8(budget)
 	return budget
 }
 

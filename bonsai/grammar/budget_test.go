@@ -1,0 +1,73 @@
+package grammar
+
+import (
+	"math/rand/v2"
+	"testing"
+)
+
+// plainMask is the mask by definition: token id is allowed where each of its bytes,
+// stepped from the matcher's state, leaves a parse alive. No trie, no shortcut.
+func plainMask(m *Matcher, v *Vocab) []uint64 {
+	dst := make([]uint64, (v.Size()+63)/64)
+	for id, b := range v.bytesOf {
+		if b == nil {
+			continue
+		}
+		s := m.cur
+		for _, c := range b {
+			if s = m.a.step(s, c); s == dead {
+				break
+			}
+		}
+		if s != dead {
+			dst[id>>6] |= 1 << (id & 63)
+		}
+	}
+	return dst
+}
+
+// TestMaskEqualsPlain walks random valid outputs of the benchmark schemas over
+// Qwen3's vocabulary and checks at every step that Mask (the trie walk with its text
+// shortcut, budgets remembered per pair) equals plainMask bit for bit, and that every
+// state's remembered budget equals the layered search's.
+func TestMaskEqualsPlain(t *testing.T) {
+	v := qwen3Vocab(t)
+	seeds := uint64(2)
+	if testing.Short() {
+		seeds = 1
+	}
+	for _, sc := range maskSchemas {
+		g, err := CompileJSONSchema([]byte(sc.src), SchemaOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for seed := range seeds {
+			m := NewMatcher(g)
+			rng := rand.New(rand.NewPCG(seed, 7))
+			mask := make([]uint64, (v.Size()+63)/64)
+			for step := 0; step < 300 && !m.Accepting(); step++ {
+				n := m.Mask(v, mask)
+				want := plainMask(m, v)
+				for w := range want {
+					if mask[w] != want[w] {
+						t.Fatalf("%s seed %d step %d: mask word %d = %#x, plain walk %#x", sc.name, seed, step, w, mask[w], want[w])
+					}
+				}
+				if n == 0 {
+					t.Fatalf("%s seed %d step %d: dead end", sc.name, seed, step)
+				}
+				if err := m.AcceptToken(v, nthSet(mask, rng.IntN(n))); err != nil {
+					t.Fatal(err)
+				}
+			}
+			for s := range int32(len(m.a.states)) {
+				if !m.a.states[s].budgetKnown {
+					continue
+				}
+				if got, want := m.a.textBudget(s), m.a.textBudgetSearch(s); got != want {
+					t.Errorf("%s seed %d: state %d budget %d, layered search %d", sc.name, seed, s, got, want)
+				}
+			}
+		}
+	}
+}

@@ -71,3 +71,61 @@ func TestMaskEqualsPlain(t *testing.T) {
 		}
 	}
 }
+
+// fuzzVocab is a small vocabulary with what the text shortcut meets: every single
+// byte, JSON punctuation, text runs shorter and longer than maxTextBudget, escapes,
+// multi-byte characters whole and cut.
+var fuzzVocab = func() *Vocab {
+	var pieces [][]byte
+	for c := range 256 {
+		pieces = append(pieces, []byte{byte(c)})
+	}
+	for _, s := range []string{`"`, `":`, `", "`, `{"`, `"}`, `"]`, `],`, `[{`, `}]`, `null`, `true`, `false`,
+		`123`, `-0.5`, `1e3`, `0.25`, `abc`, `hello world`, ` the`, `    `, `  `, "\n", `\n`, `\"`, `\\`, `\u00e9`,
+		"é", "日本", "\xe6\x97", "\xf0\x9f", "😀x", `a"b`, `ab`, `abcdefghij`, `aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa`,
+		`                                                                 `, `2024-01-02`, `T12:00:00Z`, `@example.com`, `http://`} {
+		pieces = append(pieces, []byte(s))
+	}
+	return NewVocab(len(pieces), func(id int32) ([]byte, bool) { return pieces[id], true })
+}()
+
+// FuzzMaskEqualsPlain: on random walks through fuzzed schemas, Mask equals the
+// per-token definition bit for bit.
+func FuzzMaskEqualsPlain(f *testing.F) {
+	for _, sc := range maskSchemas {
+		f.Add([]byte(sc.src), uint64(1))
+	}
+	for _, s := range []string{`{"type":"string","maxLength":3}`, `{"type":"string","minLength":2,"maxLength":70}`,
+		`{"type":"array","items":{"type":"string","maxLength":5},"maxItems":3}`, `{"type":"string","pattern":"^(ab)*c{2,3}$"}`,
+		`{"type":"string","format":"date-time"}`, `{"type":"number","minimum":-1,"exclusiveMaximum":1}`, `{"$ref":"#"}`} {
+		f.Add([]byte(s), uint64(2))
+	}
+	v := fuzzVocab
+	f.Fuzz(func(t *testing.T, schema []byte, seed uint64) {
+		g, err := CompileJSONSchema(schema, SchemaOptions{})
+		if err != nil {
+			return
+		}
+		m := NewMatcher(g)
+		if m.Err() != nil {
+			return
+		}
+		rng := rand.New(rand.NewPCG(seed, 3))
+		mask := make([]uint64, (v.Size()+63)/64)
+		for step := 0; step < 60 && !m.Done(); step++ {
+			n := m.Mask(v, mask)
+			want := plainMask(m, v)
+			for w := range want {
+				if mask[w] != want[w] {
+					t.Fatalf("step %d: mask word %d = %#x, plain walk %#x", step, w, mask[w], want[w])
+				}
+			}
+			if n == 0 {
+				return
+			}
+			if err := m.AcceptToken(v, nthSet(mask, rng.IntN(n))); err != nil {
+				t.Fatal(err)
+			}
+		}
+	})
+}

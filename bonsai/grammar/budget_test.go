@@ -5,6 +5,61 @@ import (
 	"testing"
 )
 
+// textBudgetSearch is textBudget as first written, kept as the reference: a search
+// of the pairs (decoder state, automaton state) layer by layer, the first layer with
+// a killing byte giving the budget.
+func (a *automaton) textBudgetSearch(s int32) int {
+	type pair struct {
+		d uint8
+		s int32
+	}
+	a.epoch++
+	seen := func(p pair, layer int32) (first, inLayer bool) {
+		k := int(p.s)*tStates + int(p.d)
+		for len(a.seenStamp) <= k {
+			a.seenStamp = append(a.seenStamp, 0)
+			a.layerStamp = append(a.layerStamp, 0)
+		}
+		first = a.seenStamp[k] != a.epoch
+		inLayer = a.layerStamp[k] == a.epoch*64+layer
+		a.seenStamp[k], a.layerStamp[k] = a.epoch, a.epoch*64+layer
+		return first, inLayer
+	}
+	cur := []pair{{tBoundary, s}}
+	seen(cur[0], 0)
+	budget := maxTextBudget
+	reps := a.textReps()
+search:
+	for layer := int32(1); layer <= maxTextBudget; layer++ {
+		var next []pair
+		fresh := false
+		for _, p := range cur {
+			for _, c := range reps {
+				d := textNext[p.d][c]
+				if d == dText {
+					continue
+				}
+				n := a.step(p.s, c)
+				if n == dead {
+					budget = int(layer) - 1
+					break search
+				}
+				q := pair{d, n}
+				first, inLayer := seen(q, layer)
+				if !inLayer {
+					next = append(next, q)
+				}
+				fresh = fresh || first
+			}
+		}
+		if !fresh {
+			break // nothing new: the layers repeat
+		}
+		cur = next
+	}
+	return budget
+}
+
 // plainMask is the mask by definition: token id is allowed where each of its bytes,
 // stepped from the matcher's state, leaves a parse alive. No trie, no shortcut.
 func plainMask(m *Matcher, v *Vocab) []uint64 {

@@ -49,10 +49,8 @@ type automaton struct {
 	byKey map[string]int32
 	masks int // states holding a remembered mask
 
-	reps []byte // see textReps
-	// budgetMemo[s*tStates+d] is budgetOf's answer for the pair plus 2; 1 while
-	// on its recursion's path, 0 unknown.
-	budgetMemo []uint8
+	reps    []byte       // see textReps
+	budgets []budgetMemo // budgetOf's answers, by s*tStates+d
 	// stamps of textBudget's search
 	epoch                 int32
 	seenStamp, layerStamp []int32

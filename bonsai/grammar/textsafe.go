@@ -98,128 +98,63 @@ const maxTextBudget = 48
 
 // textBudget returns how many bytes of text, read from state s (at a character
 // boundary), surely leave the automaton alive: every text of at most that many bytes
-// does. It searches the pairs (decoder state, automaton state) layer by layer; a layer
-// that brings no new pair means every text does (maxTextBudget).
+// does — the length of the shortest text whose last byte kills s, less one, capped at
+// maxTextBudget.
 func (a *automaton) textBudget(s int32) int {
 	st := &a.states[s]
 	if st.budgetKnown {
 		return int(st.budget)
 	}
-	budget, ok := a.budgetOf(tBoundary, s, 0)
-	if !ok {
-		budget = a.textBudgetSearch(s)
-	}
+	budget := a.budgetOf(tBoundary, s, maxTextBudget)
 	st = &a.states[s]
 	st.budgetKnown, st.budget = true, uint8(budget)
 	return budget
 }
 
-// maxBudgetDepth bounds budgetOf's recursion: a longer chain of text (a string of
-// more than this many bytes left) is left to the layered search.
-const maxBudgetDepth = 320
+// budgetMemo is budgetOf's answer v for a pair, computed with the cap h (h = 0:
+// unknown).
+type budgetMemo struct{ v, h uint8 }
 
-// budgetOf returns the budget of the pair (decoder state d, automaton state s): 0
-// where a text byte kills s, else one more than the least budget of the pairs a text
-// byte leads to, capped at maxTextBudget. That is the layered search's answer (the
-// length of the shortest killing text, less one), but each pair's is remembered, so
-// the states of a bounded string, each one byte on from the last, share their work
-// instead of each searching maxTextBudget layers ahead. The recursion assumes the
-// pairs reached form no cycle; it reports false where one does (text looping in a
-// state, as in an unbounded string) or where it runs deeper than maxBudgetDepth, and
-// the caller searches instead.
-func (a *automaton) budgetOf(d uint8, s int32, depth int) (int, bool) {
+// budgetOf returns the budget of the pair (text decoder state d, automaton state s)
+// capped at h: min(h, the length of the shortest text from d whose last byte kills s,
+// less one). That is 0 where a text byte kills s, else min(h, 1 + the least capped
+// at h-1 of the pairs a text byte leads to). Each pair remembers its answer, so the
+// states of a bounded string, each a byte on from the last, share their work rather
+// than each searching maxTextBudget bytes ahead anew; the cap keeps the recursion
+// finite where text loops (an unbounded string) and maxTextBudget deep at most.
+func (a *automaton) budgetOf(d uint8, s int32, h int) int {
+	if h == 0 {
+		return 0
+	}
 	k := int(s)*tStates + int(d)
-	if len(a.budgetMemo) <= k {
-		a.budgetMemo = append(a.budgetMemo, make([]uint8, k+1-len(a.budgetMemo)+len(a.budgetMemo)/2)...)
+	if len(a.budgets) <= k {
+		a.budgets = append(a.budgets, make([]budgetMemo, k+1-len(a.budgets)+len(a.budgets)/2)...)
 	}
-	switch m := a.budgetMemo[k]; {
-	case m >= 2:
-		return int(m - 2), true
-	case m == 1: // on the recursion's path: a cycle
-		return 0, false
-	}
-	if depth > maxBudgetDepth {
-		return 0, false
+	if m := a.budgets[k]; m.h != 0 && (m.v < m.h || h <= int(m.h)) {
+		// v < h: the shortest killing text is known exactly; else it is at least
+		// m.h long, which answers any cap up to m.h.
+		return min(h, int(m.v))
 	}
 	reps := a.textReps()
-	// A killing byte settles it before any recursion (and before a looping byte,
-	// such as a space between values, would report a cycle).
+	b := h
 	for _, c := range reps {
 		if textNext[d][c] != dText && a.step(s, c) == dead {
-			a.budgetMemo[k] = 2
-			return 0, true
+			b = 0
+			break
 		}
 	}
-	a.budgetMemo[k] = 1
-	b := maxTextBudget
 	for _, c := range reps {
-		nd := textNext[d][c]
-		if nd == dText {
-			continue
+		if b == 0 {
+			break
 		}
-		sub, ok := a.budgetOf(nd, a.step(s, c), depth+1)
-		if !ok {
-			a.budgetMemo[k] = 0
-			return 0, false
+		if nd := textNext[d][c]; nd != dText {
+			b = min(b, 1+a.budgetOf(nd, a.step(s, c), h-1))
 		}
-		b = min(b, sub+1)
 	}
-	a.budgetMemo[k] = uint8(b + 2)
-	return b, true
-}
-
-// textBudgetSearch is textBudget by a search of the pairs (decoder state, automaton
-// state) layer by layer.
-func (a *automaton) textBudgetSearch(s int32) int {
-	type pair struct {
-		d uint8
-		s int32
+	if m := a.budgets[k]; h > int(m.h) {
+		a.budgets[k] = budgetMemo{uint8(b), uint8(h)}
 	}
-	a.epoch++
-	seen := func(p pair, layer int32) (first, inLayer bool) {
-		k := int(p.s)*tStates + int(p.d)
-		for len(a.seenStamp) <= k {
-			a.seenStamp = append(a.seenStamp, 0)
-			a.layerStamp = append(a.layerStamp, 0)
-		}
-		first = a.seenStamp[k] != a.epoch
-		inLayer = a.layerStamp[k] == a.epoch*64+layer
-		a.seenStamp[k], a.layerStamp[k] = a.epoch, a.epoch*64+layer
-		return first, inLayer
-	}
-	cur := []pair{{tBoundary, s}}
-	seen(cur[0], 0)
-	budget := maxTextBudget
-	reps := a.textReps()
-search:
-	for layer := int32(1); layer <= maxTextBudget; layer++ {
-		var next []pair
-		fresh := false
-		for _, p := range cur {
-			for _, c := range reps {
-				d := textNext[p.d][c]
-				if d == dText {
-					continue
-				}
-				n := a.step(p.s, c)
-				if n == dead {
-					budget = int(layer) - 1
-					break search
-				}
-				q := pair{d, n}
-				first, inLayer := seen(q, layer)
-				if !inLayer {
-					next = append(next, q)
-				}
-				fresh = fresh || first
-			}
-		}
-		if !fresh {
-			break // nothing new: the layers repeat
-		}
-		cur = next
-	}
-	return budget
+	return b
 }
 
 // textReps returns a byte of each class of the partition that both the grammar's byte

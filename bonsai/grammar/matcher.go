@@ -56,14 +56,14 @@ type automaton struct {
 	seenStamp, layerStamp []int32
 
 	// scratch for closure
-	seen   map[stackNode]uint32 // the closure that last saw a frame
-	pass   uint32               // the current closure
+	seen   []uint32 // by node id: the closure that last saw a frame
+	pass   uint32   // the current closure
 	out    []int32
 	keyBuf []byte
 }
 
 func newAutomaton(g *Grammar) *automaton {
-	return &automaton{g: g, nodeID: map[stackNode]int32{}, byKey: map[string]int32{}, seen: map[stackNode]uint32{}, pass: 1}
+	return &automaton{g: g, nodeID: map[stackNode]int32{}, byKey: map[string]int32{}, pass: 1}
 }
 
 func (a *automaton) node(pos, parent int32) int32 {
@@ -80,15 +80,20 @@ func (a *automaton) node(pos, parent int32) int32 {
 // expand adds to a.out the stacks reached from position pos over parent without
 // reading a byte: each with a terminal on top, or accept.
 func (a *automaton) expand(pos, parent int32) {
-	k := stackNode{pos, parent}
-	if a.seen[k] == a.pass {
+	// Every frame the closure meets is interned, so that seen is a slice by id
+	// rather than a second map: closures are most of a new state's cost.
+	id := a.node(pos, parent)
+	for len(a.seen) <= int(id) {
+		a.seen = append(a.seen, 0)
+	}
+	if a.seen[id] == a.pass {
 		return
 	}
-	a.seen[k] = a.pass
+	a.seen[id] = a.pass
 	e := a.g.prog[pos]
 	switch e.kind {
 	case kTerm:
-		a.out = append(a.out, a.node(pos, parent))
+		a.out = append(a.out, id)
 	case kEnd:
 		if parent == accept {
 			a.out = append(a.out, accept)

@@ -205,7 +205,9 @@ type Usage struct {
 	// PrefillTokensPerSecond is the rate of the prompt's new tokens.
 	PrefillTokensPerSecond float64
 	// DecodeTokensPerSecond is the rate of the decode steps: the forward pass of each
-	// generated token but the last, with its sampling.
+	// generated token but the last, with its sampling. With speculative decoding the
+	// tokens a verifying pass gives share its time, drafting and rejected tokens
+	// included.
 	DecodeTokensPerSecond float64
 	// TimeToFirstToken runs from the start of the generation to the first token drawn:
 	// restoring cached state and prefilling.

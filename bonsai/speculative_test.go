@@ -37,6 +37,10 @@ func runGen(t testing.TB, s *bonsai.Session, in bonsai.Input, opt bonsai.Generat
 	return specRun{reports, res, s.Tokens()}
 }
 
+// promptLen returns the length of a run's prompt: the session holds it and every
+// generated token but the last.
+func promptLen(r specRun) int { return len(r.held) - len(r.res.Tokens) + 1 }
+
 // withSpec returns opt with speculation on.
 func withSpec(opt bonsai.GenerateOptions, so *bonsai.SpeculativeOptions) bonsai.GenerateOptions {
 	opt.Speculative = so
@@ -57,11 +61,36 @@ func sameRun(t *testing.T, plain, sp specRun, msg string) (drafted, accepted int
 	return drafted, accepted
 }
 
-// recorder wraps a LookupDrafter and records where each verified draft stood and how
+// oracle drafts what a plain run generated, want, with every seventh generated token
+// replaced by another, so that drafts are accepted in long runs and rejected.
+type oracle struct {
+	want   []int32
+	prompt int
+}
+
+func (o *oracle) Draft(ctx []int32, k int, dst []int32) []int32 {
+	for i := len(ctx) - o.prompt; i < len(o.want) && k > 0; i, k = i+1, k-1 {
+		x := o.want[i]
+		if i%7 == 3 {
+			x = (x + 1) % 512
+		}
+		dst = append(dst, x)
+	}
+	return dst
+}
+
+func (o *oracle) Accepted(drafted, accepted int) {}
+
+// oracleOf returns speculative options drafting with an oracle of run.
+func oracleOf(run specRun, prompt int) *bonsai.SpeculativeOptions {
+	return &bonsai.SpeculativeOptions{NewDrafter: func() bonsai.Drafter { return &oracle{want: run.res.Tokens, prompt: prompt} }}
+}
+
+// recorder wraps a Drafter and records where each verified draft stood and how
 // much of it was accepted, so that a test knows which generated tokens came from a
 // draft.
 type recorder struct {
-	d      *bonsai.LookupDrafter
+	d      bonsai.Drafter
 	prompt int
 	at     int      // the generated index of the last draft's first token
 	runs   [][2]int // [first, end) generated indices of accepted drafted tokens
@@ -90,8 +119,9 @@ func (r *recorder) drafted(i int) bool {
 }
 
 // Greedy speculative generation is the plain generation, token for token and report
-// for report, and leaves the session as plain steps do; a random model's greedy text
-// falls into loops, so that the lookup drafts are both accepted and rejected.
+// for report, and leaves the session as plain steps do, with the lookup drafter and
+// with an oracle whose drafts are accepted in long runs and rejected (a random model's
+// text seldom repeats, so lookup drafts are few and rarely right).
 func TestGenerateSpeculativeGreedy(t *testing.T) {
 	m := tiny(t)
 	s := session(t, m)
@@ -107,11 +137,14 @@ func TestGenerateSpeculativeGreedy(t *testing.T) {
 		{chat, bonsai.GenerateOptions{MaxTokens: 300}},
 		{bonsai.Text("Once upon a time"), bonsai.GenerateOptions{MaxTokens: 200, LogProbs: true, TopLogProbs: 3}},
 		{bonsai.Text("Once upon a time"), bonsai.GenerateOptions{MaxTokens: 200, SamplerOptions: bonsai.SamplerOptions{RepeatPenalty: 1.2, RepeatLastN: 16}}},
-		{bonsai.Text("Once upon a time"), bonsai.GenerateOptions{MaxTokens: 200, Speculative: nil}},
+		{bonsai.Text("Once upon a time"), bonsai.GenerateOptions{MaxTokens: 150, StopTokens: []int32{300}}},
 	} {
 		msg := fmt.Sprintf("case %d", i)
 		plain := runGen(t, s, c.in, c.opt)
-		for _, so := range []*bonsai.SpeculativeOptions{spec, {MaxDraft: 3}} {
+		o := oracleOf(plain, promptLen(plain))
+		o3 := *o
+		o3.MaxDraft = 3
+		for _, so := range []*bonsai.SpeculativeOptions{spec, {MaxDraft: 3}, o, &o3} {
 			d, a := sameRun(t, plain, runGen(t, s, c.in, withSpec(c.opt, so)), msg)
 			drafted += d
 			accepted += a

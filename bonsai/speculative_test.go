@@ -168,8 +168,12 @@ func TestGenerateSpeculativeEndsInsideDraft(t *testing.T) {
 	in := bonsai.Text("The quick brown fox")
 	base := bonsai.GenerateOptions{MaxTokens: 300}
 	// Which tokens come from drafts.
-	rec := &recorder{d: bonsai.NewLookupDrafter(bonsai.LookupOptions{}), prompt: len(tokensOf(t, m, in))}
+	plainFull := runGen(t, s, in, base)
+	n := promptLen(plainFull)
+	orc := oracleOf(plainFull, n)
+	rec := &recorder{d: orc.NewDrafter(), prompt: n}
 	full := runGen(t, s, in, withSpec(base, &bonsai.SpeculativeOptions{NewDrafter: func() bonsai.Drafter { return rec }}))
+	sameRun(t, plainFull, full, "the whole run")
 	gen := full.res.Tokens
 	require.Len(t, gen, 300)
 	var stopTokens, stopStrings int
@@ -186,7 +190,7 @@ func TestGenerateSpeculativeEndsInsideDraft(t *testing.T) {
 			opt.StopTokens = []int32{x}
 			plain := runGen(t, s, in, opt)
 			require.Len(t, plain.res.Tokens, i+1)
-			sameRun(t, plain, runGen(t, s, in, withSpec(opt, spec)), fmt.Sprintf("stop token %d at %d", x, i))
+			sameRun(t, plain, runGen(t, s, in, withSpec(opt, orc)), fmt.Sprintf("stop token %d at %d", x, i))
 			stopTokens++
 		}
 		// A stop string that ends within token i's text, at its first occurrence.
@@ -199,7 +203,7 @@ func TestGenerateSpeculativeEndsInsideDraft(t *testing.T) {
 				opt.Stop = []string{stop}
 				plain := runGen(t, s, in, opt)
 				if plain.res.StopSequence == stop && len(plain.res.Tokens) == i+1 {
-					sameRun(t, plain, runGen(t, s, in, withSpec(opt, spec)), fmt.Sprintf("stop %q at %d", stop, i))
+					sameRun(t, plain, runGen(t, s, in, withSpec(opt, orc)), fmt.Sprintf("stop %q at %d", stop, i))
 					stopStrings++
 				}
 			}
@@ -209,10 +213,23 @@ func TestGenerateSpeculativeEndsInsideDraft(t *testing.T) {
 	assert.Positive(t, stopTokens)
 	assert.Positive(t, stopStrings)
 
+	// MaxTokens and the context's end: the drafts stop short of them, and the
+	// generation ends as the plain one does.
+	for _, mt := range []int{1, 2, 3, 9, 50, 123} {
+		opt := base
+		opt.MaxTokens = mt
+		sameRun(t, runGen(t, s, in, opt), runGen(t, s, in, withSpec(opt, orc)), fmt.Sprintf("MaxTokens %d", mt))
+	}
+	short := tiny(t, bonsai.WithContextSize(n+40))
+	ss := session(t, short)
+	plain := runGen(t, ss, in, base)
+	require.Equal(t, bonsai.FinishContextFull, plain.res.FinishReason)
+	sameRun(t, plain, runGen(t, ss, in, withSpec(base, orc)), "context full")
+
 	// The caller leaves the loop at a drafted token.
 	i := -1
 	for j := range gen {
-		if j > 0 && rec.drafted(j) {
+		if j > 20 && rec.drafted(j) {
 			i = j
 			break
 		}
@@ -237,7 +254,7 @@ func TestGenerateSpeculativeEndsInsideDraft(t *testing.T) {
 		return res.Tokens, s.Tokens()
 	}
 	wantGen, wantHeld := leave(base)
-	gotGen, gotHeld := leave(withSpec(base, spec))
+	gotGen, gotHeld := leave(withSpec(base, orc))
 	assert.Equal(t, wantGen, gotGen)
 	assert.Equal(t, wantHeld, gotHeld)
 }
@@ -259,7 +276,8 @@ func TestGenerateSpeculativeConcurrent(t *testing.T) {
 	got := make([]specRun, n)
 	var wg sync.WaitGroup
 	for i := range n {
-		wg.Go(func() { got[i] = runGen(t, sessions[i], in(i), withSpec(opt, spec)) })
+		o := oracleOf(want[i], promptLen(want[i]))
+		wg.Go(func() { got[i] = runGen(t, sessions[i], in(i), withSpec(opt, o)) })
 	}
 	wg.Wait()
 	accepted := 0

@@ -359,11 +359,12 @@ func (e noRewindEngine) Forward(ctx context.Context, batch []backend.Sequence) e
 // accepted and rejected at both depths.
 //
 // The bound: the seeds are fixed, so the test is deterministic; the critical value is
-// the chi-square's at p = 1e-4, so that a correct rule passes whatever the seeds. A
-// wrong rule fails by far: accepting every draft (or accepting with probability p/q
-// for q ≠ the point mass) makes the drafted second token's probability 1 instead of p
-// (about 1/3 to 1/2 here), a deviation of N/2 counts, where the bound allows about
-// √N·several.
+// the chi-square's at p = 1e-4, so that a correct rule passes whatever the seeds (the
+// plain generation is held to the same test, which checks the reference). A wrong
+// rule fails by far: accepting a drafted token with probability p(x) + 0.15 instead of
+// p(x), tried by editing verifyOne, gave a chi-square of 407 against a bound of 48;
+// accepting every draft, or drawing the next token from p rather than from the
+// residual after a rejection, shifts the drafted token's probability further.
 func TestGenerateSpeculativeSamplingDistribution(t *testing.T) {
 	m := tiny(t)
 	ctx := context.Background()
@@ -417,7 +418,7 @@ func TestGenerateSpeculativeSamplingDistribution(t *testing.T) {
 			return []int32{second, worst[fmt.Sprint([]int32{gen[0], second})]}
 		}}
 	}
-	const n = 4000
+	const n = 2000
 	s := session(t, m)
 	count := func(sp *bonsai.SpeculativeOptions) (map[string]int, int, int) {
 		counts := map[string]int{}

@@ -527,6 +527,7 @@ func (g *Generation) run(yield func(Token, error) bool) {
 		}
 	}
 	spec := g.speculation(budget)
+	vocab := s.m.weights.Vocab()
 	next := int32(-1) // the next token, when the engine or a verified draft chose it
 	var nextLogits []float32
 	for {
@@ -583,6 +584,12 @@ func (g *Generation) run(yield func(Token, error) bool) {
 			if k > 0 {
 				draft = spec.d.Draft(spec.hist, k, spec.draft[:0])
 				spec.draft = draft
+				// A drafter's mistakes must not reach the model: no more than k
+				// tokens, none outside the vocabulary.
+				draft = draft[:min(len(draft), k)]
+				if i := slices.IndexFunc(draft, func(x int32) bool { return x < 0 || int(x) >= vocab }); i >= 0 {
+					draft = draft[:i]
+				}
 			}
 			if len(draft) > 0 {
 				spec.pass = append(append(spec.pass[:0], id), draft...)

@@ -491,3 +491,34 @@ func (d *tableDrafter) Draft(ctx []int32, k int, dst []int32) []int32 {
 }
 
 func (d *tableDrafter) Accepted(drafted, accepted int) {}
+
+// wildDrafter proposes more tokens than asked, some outside the vocabulary.
+type wildDrafter struct{ n int }
+
+func (d *wildDrafter) Draft(ctx []int32, k int, dst []int32) []int32 {
+	d.n++
+	for i := range k + 3 {
+		x := int32(i * 37 % 512)
+		if d.n%3 == 0 && i == 2 {
+			x = 512 + int32(i)
+		}
+		dst = append(dst, x)
+	}
+	return dst
+}
+
+func (d *wildDrafter) Accepted(drafted, accepted int) {}
+
+// A drafter that proposes more than asked, or tokens outside the vocabulary, changes
+// nothing: the generation verifies only the first k valid ones.
+func TestGenerateSpeculativeWildDrafter(t *testing.T) {
+	m := tiny(t)
+	s := session(t, m)
+	in := bonsai.Text("The quick brown fox")
+	opt := bonsai.GenerateOptions{MaxTokens: 40}
+	sp := &bonsai.SpeculativeOptions{MaxDraft: 4, NewDrafter: func() bonsai.Drafter { return &wildDrafter{} }}
+	plain := runGen(t, s, in, opt)
+	d, _ := sameRun(t, plain, runGen(t, s, in, withSpec(opt, sp)), "wild drafter")
+	assert.Positive(t, d)
+	assert.LessOrEqual(t, d, 4*len(plain.res.Tokens))
+}

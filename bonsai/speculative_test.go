@@ -15,6 +15,8 @@ import (
 
 	"github.com/bonsai-go/sdk/bonsai"
 	"github.com/bonsai-go/sdk/bonsai/backend"
+	"github.com/bonsai-go/sdk/internal/synth/synthtest"
+	"github.com/bonsai-go/sdk/ternary"
 )
 
 // spec is the speculative decoding of the tests, with the default drafter.
@@ -521,4 +523,24 @@ func TestGenerateSpeculativeWildDrafter(t *testing.T) {
 	d, _ := sameRun(t, plain, runGen(t, s, in, withSpec(opt, sp)), "wild drafter")
 	assert.Positive(t, d)
 	assert.LessOrEqual(t, d, 4*len(plain.res.Tokens))
+}
+
+// On an engine that takes the argmax itself, the plain steps between drafts use it and
+// the verifying passes read the logits: the output is still the plain one.
+func TestGenerateSpeculativeGreedyEngine(t *testing.T) {
+	path := synthtest.Path(t, "tiny", 11, ternary.PQ2_0)
+	calls := 0
+	dev := open(t, path, bonsai.WithThreads(2), bonsai.WithBackend(greedyBackend{bonsai.CPU(), &calls}))
+	s := session(t, tiny(t))
+	in := bonsai.Text("The quick brown fox")
+	opt := bonsai.GenerateOptions{MaxTokens: 120}
+	plain := runGen(t, s, in, opt)
+	// The oracle drafts nothing after token 60, so that the engine's steps come last.
+	head := plain
+	head.res.Tokens = plain.res.Tokens[:60]
+	o2 := oracleOf(head, promptLen(plain))
+	got := runGen(t, session(t, dev), in, withSpec(opt, o2))
+	_, a := sameRun(t, plain, got, "greedy engine")
+	assert.Positive(t, a)
+	assert.Positive(t, calls, "the steps without a draft went through ForwardGreedy")
 }

@@ -100,7 +100,45 @@ type GenerateOptions struct {
 	// Grammar constrains the answer to a GBNF grammar (root rule "root"). At most one
 	// of Grammar, a JSON ResponseFormat and a required tool choice may be set.
 	Grammar string
+
+	// Speculative switches speculative decoding on (nil: off); SpeculativeOptions
+	// documents it.
+	Speculative *SpeculativeOptions
 }
+
+// SpeculativeOptions switch on speculative decoding in a generation: at each step a
+// drafter proposes the tokens it expects next, the model verifies them all in one
+// pass (Session.Verify), and the generation keeps the ones the sampler's acceptance
+// rule takes (Sampler.VerifyDraft) plus one token of the model's. The output is
+// exactly the model's: with greedy decoding the same tokens, text and reports as
+// without it; with sampling the same distribution, though a seeded run draws a
+// different sequence than without it. Only the speed changes, and
+// Usage.DraftedTokens and Usage.AcceptedTokens say how the drafts fared.
+//
+// It is off by default because whether it pays depends on the text: a draft that is
+// rejected costs its share of the verifying pass, and no cost model yet decides when
+// to draft. It pays when the output repeats its input or itself (edits, quoting,
+// code, loops).
+//
+// A generation drafts nothing, and runs as without the option, when the answer is
+// constrained (a Grammar, a JSON ResponseFormat, a required or named ToolChoice: the
+// grammar would have to follow each draft) or a think block has a budget (an explicit
+// ThinkingBudget, or the default one of a constrained answer: </think> may have to be
+// forced at any position). It stops drafting, silently, when the session's backend
+// cannot rewind its states (Session.Verify returns errors.ErrUnsupported).
+type SpeculativeOptions struct {
+	// NewDrafter makes the drafter of one generation (nil: a LookupDrafter with the
+	// default LookupOptions). Each generation calls it once, so that generations
+	// running at once from the same options do not share a drafter.
+	NewDrafter func() Drafter
+	// MaxDraft caps the tokens drafted for one pass (0: 8). The drafter may propose
+	// fewer, and the generation asks for no more than MaxTokens and the context leave
+	// room for. Negative is an error.
+	MaxDraft int
+}
+
+// defaultMaxDraft is SpeculativeOptions.MaxDraft's default.
+const defaultMaxDraft = 8
 
 // NoToken is the ID of a report that carries no token: one that releases answer text
 // held back (see Token).
@@ -167,11 +205,18 @@ type Usage struct {
 	// PrefillTokensPerSecond is the rate of the prompt's new tokens.
 	PrefillTokensPerSecond float64
 	// DecodeTokensPerSecond is the rate of the decode steps: the forward pass of each
-	// generated token but the last, with its sampling.
+	// generated token but the last, with its sampling. With speculative decoding the
+	// tokens a verifying pass gives share its time, drafting and rejected tokens
+	// included.
 	DecodeTokensPerSecond float64
 	// TimeToFirstToken runs from the start of the generation to the first token drawn:
 	// restoring cached state and prefilling.
 	TimeToFirstToken time.Duration
+	// DraftedTokens counts the tokens that speculative decoding proposed and the model
+	// verified (GenerateOptions.Speculative); AcceptedTokens how many of them the
+	// acceptance rule kept. Tokens kept after the generation's end (past a stop
+	// string, say) are counted as accepted, though not generated.
+	DraftedTokens, AcceptedTokens int
 }
 
 // Result is a finished generation.
@@ -387,43 +432,14 @@ func (g *Generation) run(yield func(Token, error) bool) {
 	if !smp.greedy() || smp.penalised() || opt.LogProbs || opt.TopLogProbs > 0 || cons.g != nil {
 		greedy = false
 	}
-	next := int32(-1) // the engine's greedy choice, when it made one
-	for {
-		if ctx.Err() != nil {
-			g.finish(FinishCancelled)
-			return
-		}
-		sampleStart := time.Now()
-		var logits []float32
-		var id int32
-		// The think block has used its budget: </think> comes next. The engine's
-		// greedy choice, made before, is overridden.
-		force := f.thinking && budget >= 0 && thinkLen >= budget
-		if next >= 0 {
-			id, next = next, -1
-			if force {
-				id = thinkClose
-			}
-		} else {
-			if logits = s.Logits(); logits == nil {
-				g.err = errors.New("bonsai: generate: the session has no logits")
-				return
-			}
-			switch {
-			case force:
-				id = thinkClose
-			case cons.active(f.thinking):
-				if id, err = cons.sample(smp, logits); err != nil {
-					g.err = err
-					return
-				}
-			case f.thinking && guard:
-				id = cons.sampleThinking(smp, logits, stops)
-			default:
-				id = smp.Sample(logits)
-			}
-		}
-		smp.Accept(id)
+	// sampling is the time spent choosing and reading the last token taken, for the
+	// decode rate.
+	var sampling time.Duration
+	// take records the generated token id, drawn from logits (nil when the engine chose
+	// it), at position pos of the session's sequence, and reports it: everything a
+	// generated token goes through, whether it was drawn by a step or accepted from a
+	// draft. It reports whether the generation has ended (g.err or g.finished set).
+	take := func(id int32, logits []float32, pos int, sampleStart time.Time) bool {
 		if len(g.res.Tokens) == 0 {
 			g.res.Usage.TimeToFirstToken = time.Since(start)
 		}
@@ -473,33 +489,159 @@ func (g *Generation) run(yield func(Token, error) bool) {
 		if !isStop {
 			if err := cons.accept(id, wasThinking); err != nil {
 				g.err = err
-				return
+				return true
 			}
 		}
-		sampling := time.Since(sampleStart)
+		sampling = time.Since(sampleStart)
 		if !released.empty() && !emit(released) {
 			g.finish(FinishCancelled)
-			return
+			return true
 		}
 		if !isStop && !emit(tk) {
 			g.finish(FinishCancelled)
-			return
+			return true
 		}
 		switch {
 		case isStop || f.stopped:
 			g.finish(FinishStop)
-			return
 		case opt.MaxTokens > 0 && len(g.res.Tokens) >= opt.MaxTokens:
 			g.finish(FinishLength)
-			return
-		case s.Len() >= ctxSize:
+		case pos >= ctxSize:
 			g.finish(FinishContextFull)
-			return
 		case ctx.Err() != nil:
+			g.finish(FinishCancelled)
+		default:
+			return false
+		}
+		return true
+	}
+	// stepFailed ends the generation on a failed forward pass.
+	stepFailed := func(err error) {
+		switch {
+		case ctx.Err() != nil && errors.Is(err, ctx.Err()):
+			g.finish(FinishCancelled)
+		case errors.Is(err, ErrContextFull):
+			g.finish(FinishContextFull)
+		default:
+			g.err = err
+		}
+	}
+	spec := g.speculation(budget)
+	vocab := s.m.weights.Vocab()
+	next := int32(-1) // the next token, when the engine or a verified draft chose it
+	var nextLogits []float32
+	for {
+		if ctx.Err() != nil {
 			g.finish(FinishCancelled)
 			return
 		}
+		sampleStart := time.Now()
+		var logits []float32
+		var id int32
+		// The think block has used its budget: </think> comes next. The engine's
+		// greedy choice, made before, is overridden.
+		force := f.thinking && budget >= 0 && thinkLen >= budget
+		if next >= 0 {
+			id, logits, next, nextLogits = next, nextLogits, -1, nil
+			if force {
+				id = thinkClose
+			}
+		} else {
+			if logits = s.Logits(); logits == nil {
+				g.err = errors.New("bonsai: generate: the session has no logits")
+				return
+			}
+			switch {
+			case force:
+				id = thinkClose
+			case cons.active(f.thinking):
+				if id, err = cons.sample(smp, logits); err != nil {
+					g.err = err
+					return
+				}
+			case f.thinking && guard:
+				id = cons.sampleThinking(smp, logits, stops)
+			default:
+				id = smp.Sample(logits)
+			}
+		}
+		smp.Accept(id)
+		if take(id, logits, s.Len(), sampleStart) {
+			return
+		}
 		stepStart := time.Now()
+		if spec != nil {
+			spec.hist = append(spec.hist, id)
+			start := s.Len()
+			// Draft no more than MaxTokens and the context leave room for: the pass
+			// feeds id and the draft, and the model's token after them comes on top.
+			k := spec.maxDraft
+			if opt.MaxTokens > 0 {
+				k = min(k, opt.MaxTokens-len(g.res.Tokens)-1)
+			}
+			k = min(k, ctxSize-start-1)
+			var draft []int32
+			if k > 0 {
+				draft = spec.d.Draft(spec.hist, k, spec.draft[:0])
+				spec.draft = draft
+				// A drafter's mistakes must not reach the model: no more than k
+				// tokens, none outside the vocabulary.
+				draft = draft[:min(len(draft), k)]
+				if i := slices.IndexFunc(draft, func(x int32) bool { return x < 0 || int(x) >= vocab }); i >= 0 {
+					draft = draft[:i]
+				}
+			}
+			if len(draft) > 0 {
+				spec.pass = append(append(spec.pass[:0], id), draft...)
+				rows, err := s.Verify(ctx, spec.pass)
+				switch {
+				case errors.Is(err, errors.ErrUnsupported):
+					// The backend cannot rewind: plain steps from here on.
+					spec = nil
+				case err != nil:
+					// A cancelled pass may have fed part of the draft: keep id only, as
+					// a step would have (best effort; the generation ends anyway).
+					if s.Len() > start+1 {
+						_ = s.Rewind(start + 1)
+					}
+					stepFailed(err)
+					return
+				default:
+					accepted, after := smp.VerifyDraft(draft, nil, func(i int) []float32 { return rows[i] })
+					spec.d.Accepted(len(draft), accepted)
+					g.res.Usage.DraftedTokens += len(draft)
+					g.res.Usage.AcceptedTokens += accepted
+					decodeTime += sampling + time.Since(stepStart)
+					// The accepted tokens go through what a drawn token goes through. When
+					// one ends the generation, the session keeps the tokens before it,
+					// as plain steps would have left it: every generated token fed but
+					// the last.
+					keep, ended := start+1+accepted, false
+					for j := 1; j <= accepted; j++ {
+						x := draft[j-1]
+						spec.hist = append(spec.hist, x)
+						if take(x, rows[j-1], start+j, time.Now()) {
+							keep, ended = start+j, true
+							break
+						}
+						decodeTime += sampling
+					}
+					steps += keep - start
+					if err := s.Rewind(keep); err != nil {
+						if g.err == nil {
+							g.err = err
+						}
+						return
+					}
+					if ended {
+						return
+					}
+					// The model's token after the accepted ones is drawn already.
+					next, nextLogits = after, rows[accepted]
+					continue
+				}
+			}
+		}
 		var err error
 		if greedy {
 			next, err = s.stepGreedy(ctx, id)
@@ -507,21 +649,47 @@ func (g *Generation) run(yield func(Token, error) bool) {
 			err = s.Step(ctx, id)
 		}
 		if err != nil {
-			if ctx.Err() != nil && errors.Is(err, ctx.Err()) {
-				g.finish(FinishCancelled)
-				return
-			}
-			if errors.Is(err, ErrContextFull) {
-				g.finish(FinishContextFull)
-				return
-			}
-			g.err = err
+			stepFailed(err)
 			return
 		}
 		// The rate counts the model and the sampler, not the caller's loop body.
 		decodeTime += sampling + time.Since(stepStart)
 		steps++
 	}
+}
+
+// speculator is a generation's speculative decoding (GenerateOptions.Speculative).
+type speculator struct {
+	d        Drafter
+	maxDraft int
+	// hist is the sequence so far, the prompt and the tokens generated; draft and
+	// pass are the buffers of a draft and of the tokens a pass verifies.
+	hist, draft, pass []int32
+}
+
+// speculation returns the generation's speculator, or nil when it drafts nothing:
+// the option is off, or excluded (SpeculativeOptions says when). budget is the think
+// block's (−1: no cap).
+func (g *Generation) speculation(budget int) *speculator {
+	p := g.p
+	o := p.opt.Speculative
+	if o == nil || p.grammar != nil || budget >= 0 {
+		return nil
+	}
+	sp := &speculator{maxDraft: o.MaxDraft}
+	if sp.maxDraft == 0 {
+		sp.maxDraft = defaultMaxDraft
+	}
+	if o.NewDrafter != nil {
+		sp.d = o.NewDrafter()
+	}
+	if sp.d == nil {
+		sp.d = NewLookupDrafter(LookupOptions{})
+	}
+	sp.hist = append(make([]int32, 0, len(p.ids)+256), p.ids...)
+	sp.draft = make([]int32, 0, sp.maxDraft)
+	sp.pass = make([]int32, 0, sp.maxDraft+1)
+	return sp
 }
 
 // textFilter turns the decoded text of generated tokens into what a caller sees: the

@@ -521,6 +521,7 @@ func TestPrepareErrors(t *testing.T) {
 		{bonsai.Text("a"), bonsai.GenerateOptions{SamplerOptions: bonsai.SamplerOptions{Temperature: float32(math.NaN())}}, bonsai.ErrInvalidOptions, "Temperature", -1, "NaN"},
 		{bonsai.Text("a"), bonsai.GenerateOptions{MaxTokens: -1}, bonsai.ErrInvalidOptions, "MaxTokens", -1, "-1 is negative"},
 		{bonsai.Text("a"), bonsai.GenerateOptions{TopLogProbs: -2}, bonsai.ErrInvalidOptions, "TopLogProbs", -1, "-2 is negative"},
+		{bonsai.Text("a"), bonsai.GenerateOptions{Speculative: &bonsai.SpeculativeOptions{MaxDraft: -1}}, bonsai.ErrInvalidOptions, "Speculative", -1, "MaxDraft -1 is negative"},
 		{bonsai.Text("a"), bonsai.GenerateOptions{Tools: []bonsai.Tool{{Name: "f"}, {}}}, bonsai.ErrInvalidOptions, "Tools", 1, "no name"},
 		{bonsai.Text("a"), bonsai.GenerateOptions{Tools: []bonsai.Tool{{Name: "f"}, {Name: "g"}, {Name: "f"}}}, bonsai.ErrInvalidOptions, "Tools", 2, `"f" is defined twice`},
 		{bonsai.Text("a"), bonsai.GenerateOptions{ToolChoice: required}, bonsai.ErrInvalidOptions, "ToolChoice", -1, "no tools"},

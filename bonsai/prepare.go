@@ -176,6 +176,10 @@ func cloneOptions(opt GenerateOptions) GenerateOptions {
 		v := *opt.ParallelToolCalls
 		opt.ParallelToolCalls = &v
 	}
+	if opt.Speculative != nil {
+		v := *opt.Speculative
+		opt.Speculative = &v
+	}
 	if opt.ResponseFormat != nil {
 		rf := *opt.ResponseFormat
 		rf.Schema = bytes.Clone(rf.Schema)
@@ -198,6 +202,8 @@ func (p *Prompt) checkOptions() error {
 		return optionError("TopLogProbs", -1, "%d is negative", opt.TopLogProbs)
 	case opt.ThinkingBudget < 0:
 		return optionError("ThinkingBudget", -1, "%d is negative", opt.ThinkingBudget)
+	case opt.Speculative != nil && opt.Speculative.MaxDraft < 0:
+		return optionError("Speculative", -1, "MaxDraft %d is negative", opt.Speculative.MaxDraft)
 	}
 	if err := checkSamplerOptions(opt.SamplerOptions); err != nil {
 		return err

@@ -80,6 +80,7 @@ func parseFlags(fs *flag.FlagSet, args []string) (config, error) {
 	fs.StringVar(&cfg.weightFormat, "weight-format", "", "transcode the ternary products to pq2_0 or ptq1_0 at load (cpu.WithWeightFormat; default: as stored)")
 	fs.StringVar(&cfg.layout, "layout", "auto", cli.LayoutUsage)
 	fs.StringVar(&cfg.backend, "backend", "auto", "where the model runs: "+strings.Join(cli.Backends, ", ")+" (auto: Metal on Apple silicon, else a Vulkan GPU, else the CPU); on a GPU the bandwidth is the device's, read by a kernel in the same run")
+	fs.BoolVar(&cfg.speculative, "speculative", false, "also generate -gen-tokens greedily after the prompt with and without speculative decoding (GenerateOptions.Speculative, lookup drafts), and compare the rates")
 	fs.BoolVar(&cfg.warmup, "warmup", false, "read every weight page at load, so that the first measurements do not wait for the disk")
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "usage: bench [-model FILE | -preset NAME] [flags]\n\n"+
@@ -101,7 +102,7 @@ type config struct {
 	kv, weightFormat, backend string
 	context                   int
 	cpuprofile                string
-	mmap, warmup              bool
+	mmap, warmup, speculative bool
 	layout                    string
 	threads, prompt, gen      int
 	bwTime                    time.Duration
@@ -282,6 +283,11 @@ func run(ctx context.Context, out, stderr io.Writer, cfg config) error {
 	if err != nil {
 		return err
 	}
+	if cfg.speculative {
+		if err := speculate(ctx, out, m, prompt, cfg.gen); err != nil {
+			return err
+		}
+	}
 	if cfg.context == 0 {
 		return nil
 	}
@@ -350,6 +356,49 @@ func decode(ctx context.Context, out io.Writer, m *bonsai.Model, s *bonsai.Sessi
 	p := m.Stats().Profile.Sub(before)
 	printProfile(out, "  ", p)
 	return tps, p, nil
+}
+
+// speculate generates gen tokens greedily after prompt (or one token when it is empty),
+// in fresh sessions, without and with speculative decoding, and reports the decode
+// rates, the drafts' fate and the tokens each forward pass gave.
+func speculate(ctx context.Context, out io.Writer, m *bonsai.Model, prompt []int32, gen int) error {
+	if len(prompt) == 0 {
+		prompt = []int32{1}
+	}
+	var plain []int32
+	var plainRate float64
+	for _, sp := range []*bonsai.SpeculativeOptions{nil, {}} {
+		p, err := m.Prepare(bonsai.TokenIDs(prompt...), bonsai.GenerateOptions{MaxTokens: gen, Speculative: sp})
+		if err != nil {
+			return err
+		}
+		s, err := m.NewSession()
+		if err != nil {
+			return err
+		}
+		res, err := s.Generate(ctx, p).Result()
+		s.Close()
+		if err != nil {
+			return err
+		}
+		u := res.Usage
+		// Each pass, a step or a verification, gives one token of the model's own
+		// plus the drafted tokens it accepted.
+		passes := u.CompletionTokens - u.AcceptedTokens
+		if sp == nil {
+			plain, plainRate = res.Tokens, u.DecodeTokensPerSecond
+			fmt.Fprintf(out, "generate    %d tokens (%s), plain steps: %.3f tok/s\n", u.CompletionTokens, res.FinishReason, u.DecodeTokensPerSecond)
+			continue
+		}
+		acc := 0.0
+		if u.DraftedTokens > 0 {
+			acc = float64(u.AcceptedTokens) / float64(u.DraftedTokens)
+		}
+		fmt.Fprintf(out, "speculative %d tokens (%s): %.3f tok/s = %.2f× plain; %d drafted, %d accepted (%.0f%%), %.2f tokens per pass; same tokens as plain: %v\n",
+			u.CompletionTokens, res.FinishReason, u.DecodeTokensPerSecond, u.DecodeTokensPerSecond/plainRate,
+			u.DraftedTokens, u.AcceptedTokens, 100*acc, float64(u.CompletionTokens)/float64(max(passes, 1)), slices.Equal(plain, res.Tokens))
+	}
+	return nil
 }
 
 // kvBytesPerPosition is what one attention layer's cache holds per position: a key and

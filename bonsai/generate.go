@@ -593,7 +593,8 @@ func (g *Generation) run(yield func(Token, error) bool) {
 			}
 			if len(draft) > 0 {
 				spec.pass = append(append(spec.pass[:0], id), draft...)
-				rows, err := s.Verify(ctx, spec.pass)
+				spec.rows = slices.Grow(spec.rows[:0], len(spec.pass)*vocab)[:len(spec.pass)*vocab]
+				err := s.verify(ctx, spec.pass, spec.rows)
 				switch {
 				case errors.Is(err, errors.ErrUnsupported):
 					// The backend cannot rewind: plain steps from here on.
@@ -607,7 +608,10 @@ func (g *Generation) run(yield func(Token, error) bool) {
 					stepFailed(err)
 					return
 				default:
-					accepted, after := smp.VerifyDraft(draft, nil, func(i int) []float32 { return rows[i] })
+					// Row i is the logits after id and draft[:i]. They live until the
+					// next pass, after the next token (drawn from row accepted) is taken.
+					row := func(i int) []float32 { return spec.rows[i*vocab : (i+1)*vocab : (i+1)*vocab] }
+					accepted, after := smp.VerifyDraft(draft, nil, row)
 					spec.d.Accepted(len(draft), accepted)
 					g.res.Usage.DraftedTokens += len(draft)
 					g.res.Usage.AcceptedTokens += accepted
@@ -620,7 +624,7 @@ func (g *Generation) run(yield func(Token, error) bool) {
 					for j := 1; j <= accepted; j++ {
 						x := draft[j-1]
 						spec.hist = append(spec.hist, x)
-						if take(x, rows[j-1], start+j, time.Now()) {
+						if take(x, row(j-1), start+j, time.Now()) {
 							keep, ended = start+j, true
 							break
 						}
@@ -637,7 +641,7 @@ func (g *Generation) run(yield func(Token, error) bool) {
 						return
 					}
 					// The model's token after the accepted ones is drawn already.
-					next, nextLogits = after, rows[accepted]
+					next, nextLogits = after, row(accepted)
 					continue
 				}
 			}
@@ -665,6 +669,8 @@ type speculator struct {
 	// hist is the sequence so far, the prompt and the tokens generated; draft and
 	// pass are the buffers of a draft and of the tokens a pass verifies.
 	hist, draft, pass []int32
+	// rows holds a pass's logits, row by row, reused from pass to pass.
+	rows []float32
 }
 
 // speculation returns the generation's speculator, or nil when it drafts nothing:

@@ -51,6 +51,27 @@ var (
 	vocabErr               error
 )
 
+// qwen3Tokenizer reads Qwen3's real byte-level BPE vocabulary (151,669 ids), from
+// the GGUF bonsai/tokenizer/testdata ships.
+func qwen3Tokenizer() (*tokenizer.Tokenizer, error) {
+	data, err := os.ReadFile(filepath.Join("..", "tokenizer", "testdata", "qwen3-vocab.gguf.gz"))
+	if err != nil {
+		return nil, err
+	}
+	zr, err := gzip.NewReader(bytes.NewReader(data))
+	if err != nil {
+		return nil, err
+	}
+	if data, err = io.ReadAll(zr); err != nil {
+		return nil, err
+	}
+	f, err := gguf.Parse(data)
+	if err != nil {
+		return nil, err
+	}
+	return tokenizer.FromGGUF(f)
+}
+
 // benchVocabs returns two vocabularies of the 27B's size: the synthetic one of
 // internal/synth (its corpus merges, then filler merges), and Qwen3's real 151,669
 // tokens (bonsai/tokenizer/testdata) completed to 248,320 with synthetic tokens.
@@ -69,26 +90,7 @@ func benchVocabs(tb testing.TB) (synthetic, mixed *Vocab) {
 		}
 		synthVocab = NewVocab(len(pieces), func(id int32) ([]byte, bool) { return pieces[id], pieces[id] != nil })
 
-		data, err := os.ReadFile(filepath.Join("..", "tokenizer", "testdata", "qwen3-vocab.gguf.gz"))
-		if err != nil {
-			vocabErr = err
-			return
-		}
-		zr, err := gzip.NewReader(bytes.NewReader(data))
-		if err != nil {
-			vocabErr = err
-			return
-		}
-		if data, err = io.ReadAll(zr); err != nil {
-			vocabErr = err
-			return
-		}
-		f, err := gguf.Parse(data)
-		if err != nil {
-			vocabErr = err
-			return
-		}
-		tok, err := tokenizer.FromGGUF(f)
+		tok, err := qwen3Tokenizer()
 		if err != nil {
 			vocabErr = err
 			return

@@ -1,19 +1,13 @@
 package grammar
 
 import (
-	"bytes"
-	"compress/gzip"
-	"io"
 	"math/rand/v2"
-	"os"
-	"path/filepath"
 	"runtime"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/bonsai-go/sdk/bonsai/tokenizer"
-	"github.com/bonsai-go/sdk/gguf"
 )
 
 // maskSchemas are ordinary tool-argument schemas: bounded strings of up to 200
@@ -53,26 +47,7 @@ var (
 // GGUF bonsai/tokenizer/testdata ships), control tokens never allowed.
 func qwen3Vocab(tb testing.TB) *Vocab {
 	qwenOnce.Do(func() {
-		data, err := os.ReadFile(filepath.Join("..", "tokenizer", "testdata", "qwen3-vocab.gguf.gz"))
-		if err != nil {
-			qwenErr = err
-			return
-		}
-		zr, err := gzip.NewReader(bytes.NewReader(data))
-		if err != nil {
-			qwenErr = err
-			return
-		}
-		if data, err = io.ReadAll(zr); err != nil {
-			qwenErr = err
-			return
-		}
-		f, err := gguf.Parse(data)
-		if err != nil {
-			qwenErr = err
-			return
-		}
-		tok, err := tokenizer.FromGGUF(f)
+		tok, err := qwen3Tokenizer()
 		if err != nil {
 			qwenErr = err
 			return
@@ -226,42 +201,6 @@ func BenchmarkMaskCompile(b *testing.B) {
 	}
 }
 
-// walkNodes follows walk's control flow over the trie from m's state without writing
-// a mask, and returns the nodes it visits (each node whose byte it tries).
-func walkNodes(m *Matcher, v *Vocab) int {
-	a := m.a
-	g := a.g
-	stk := make([]int32, v.maxDepth+1)
-	stk[0] = m.cur
-	visited := 0
-	nodes := int32(len(v.nbyte))
-	for i := int32(0); i < nodes; {
-		visited++
-		d := v.depth[i]
-		p := stk[d-1]
-		c := v.nbyte[i]
-		s := a.trans[int(p)*g.classes+int(g.class[c])]
-		if s == unknown {
-			s = a.step(p, c)
-		}
-		if s == dead {
-			i = v.end[i]
-			continue
-		}
-		if v.safe[i]&1 != 0 && v.end[i]-i > 1 && int(v.rem[i]) <= a.textBudget(p) {
-			i = v.end[i]
-			continue
-		}
-		if s == p && v.end[i]-i > 1 && v.sub[i].subsetOf(a.loopSet(p)) {
-			i = v.end[i]
-			continue
-		}
-		stk[d] = s
-		i++
-	}
-	return visited
-}
-
 // BenchmarkMaskWalkNodes measures the fresh-state walk itself: over the states of
 // output 0 of each schema, the walk is run once to build the automaton's transitions
 // it needs, then timed again (no remembered mask) and its visited nodes counted.
@@ -314,7 +253,7 @@ func BenchmarkMaskWalkNodes(b *testing.B) {
 						m.walk(v, mask)
 						warms = append(warms, time.Since(t0))
 						total += warms[len(warms)-1]
-						n := walkNodes(m, v)
+						n := m.walked
 						visited += n
 						maxVisited = max(maxVisited, n)
 						walks++

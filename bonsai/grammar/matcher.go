@@ -199,6 +199,7 @@ type Matcher struct {
 	a      *automaton
 	stk    []int32 // walk's scratch
 	ranges []int32
+	walked int // trie nodes the last walk visited, for the benchmarks
 	cur    int32
 	err    error
 }

@@ -162,7 +162,9 @@ func (m *Matcher) walk(v *Vocab, dst []uint64) int {
 		ranges = append(ranges, lo, hi)
 	}
 	nodes := int32(len(v.nbyte))
+	visited := 0
 	for i := int32(0); i < nodes; {
+		visited++
 		d := v.depth[i]
 		p := stk[d-1]
 		c := v.nbyte[i]
@@ -190,7 +192,7 @@ func (m *Matcher) walk(v *Vocab, dst []uint64) int {
 		add(v.tokLo[i], v.tokAt[i])
 		i++
 	}
-	m.ranges = ranges
+	m.ranges, m.walked = ranges, visited
 	set := func(ids []int32) {
 		for _, id := range ids {
 			dst[id>>6] |= 1 << (id & 63)

@@ -108,6 +108,9 @@ func TestMaskEqualsPlain(t *testing.T) {
 						t.Fatalf("%s seed %d step %d: mask word %d = %#x, plain walk %#x", sc.name, seed, step, w, mask[w], want[w])
 					}
 				}
+				if pc := popcountWords(want); n != pc {
+					t.Fatalf("%s seed %d step %d: Mask counted %d tokens, the plain walk allows %d", sc.name, seed, step, n, pc)
+				}
 				if n == 0 {
 					t.Fatalf("%s seed %d step %d: dead end", sc.name, seed, step)
 				}
@@ -174,6 +177,9 @@ func FuzzMaskEqualsPlain(f *testing.F) {
 				if mask[w] != want[w] {
 					t.Fatalf("step %d: mask word %d = %#x, plain walk %#x", step, w, mask[w], want[w])
 				}
+			}
+			if pc := popcountWords(want); n != pc {
+				t.Fatalf("step %d: Mask counted %d tokens, the plain walk allows %d", step, n, pc)
 			}
 			if n == 0 {
 				return

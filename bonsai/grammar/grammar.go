@@ -22,6 +22,7 @@ import (
 	"errors"
 	"fmt"
 	"math/bits"
+	"sync"
 )
 
 // ErrDeadEnd is returned when no token can continue the output: the grammar cannot be
@@ -53,18 +54,34 @@ const (
 	kEnd  = 0 // end of an alternative
 	kTerm = 1 // a byte class
 	kRef  = 2 // a rule
+	kRep  = 3 // a counted repetition of a rule
 )
 
 type elem struct {
 	kind uint8
-	arg  int32 // kTerm: set index; kRef: rule index
+	arg  int32 // kTerm: set index; kRef: rule index; kRep: repetition index
 }
 
-// Grammar is a compiled grammar. It is immutable and safe for concurrent use; each
-// Matcher keeps its own automaton.
+// repSpec is a counted repetition: rule, min to max times (max < 0: unbounded, the
+// count then stopping at min, all that matters once there). Its frames on a parse
+// stack carry how many copies are done, so that a bound of 200 is one element of
+// the program rather than 200 rules, and a state inside the repetition says how many
+// copies are left (see textCounter).
+type repSpec struct {
+	rule     int32
+	min, max int32
+}
+
+// Grammar is a compiled grammar. It is safe for concurrent use. Its matchers share
+// one lazily built automaton — states, transitions, remembered masks — so that the
+// second output of a schema finds most of its masks made by the first.
 type Grammar struct {
+	mu     sync.Mutex
+	shared *automaton // where new matchers start; see (*Grammar).automaton
+
 	prog  []elem    // alternatives, each ended by kEnd
 	rules [][]int32 // rule → the program positions where its alternatives start
+	reps  []repSpec
 	names []string
 	sets  []byteSet
 	root  int32
@@ -84,6 +101,7 @@ type builder struct {
 	names  []string
 	sets   []byteSet
 	setIdx map[byteSet]int32
+	reps   []repSpec
 	size   int
 	limit  int
 }
@@ -144,32 +162,17 @@ func (b *builder) star(name string, x ...elem) int32 {
 	return r
 }
 
-// repeat is a rule matching min to max copies of x (max < 0: unbounded).
+// repeat is a rule matching min to max copies of x (max < 0: unbounded): one
+// counted element (kRep), whatever its bounds.
 func (b *builder) repeat(name string, x []elem, min, max int) int32 {
-	if b.size+(min+max+2)*(len(x)+1) > b.limit {
-		b.size = b.limit + 1
-		return b.newRule(name)
+	body := int32(-1)
+	if len(x) == 1 && x[0].kind == kRef {
+		body = x[0].arg
+	} else {
+		body = b.seqRule(name+"-x", x...)
 	}
-	var tail int32
-	switch {
-	case max < 0:
-		tail = b.star(name+"*", x...)
-	default:
-		// opt_k matches zero to k copies: opt_k ::= ε | x opt_{k-1}.
-		tail = b.newRule(name + "?0")
-		b.addAlt(tail)
-		for k := 1; k <= max-min; k++ {
-			r := b.newRule(fmt.Sprintf("%s?%d", name, k))
-			b.addAlt(r)
-			b.addAlt(r, append(append([]elem{}, x...), ref(tail))...)
-			tail = r
-		}
-	}
-	seq := make([]elem, 0, min*len(x)+1)
-	for range min {
-		seq = append(seq, x...)
-	}
-	return b.seqRule(name, append(seq, ref(tail))...)
+	b.reps = append(b.reps, repSpec{rule: body, min: int32(min), max: int32(max)})
+	return b.seqRule(name, elem{kind: kRep, arg: int32(len(b.reps) - 1)})
 }
 
 // build flattens the rules into a Grammar with the given root.
@@ -177,7 +180,7 @@ func (b *builder) build(root int32) (*Grammar, error) {
 	if b.size > b.limit {
 		return nil, errTooLarge
 	}
-	g := &Grammar{root: root, names: b.names, sets: b.sets, rules: make([][]int32, len(b.alts))}
+	g := &Grammar{root: root, names: b.names, sets: b.sets, reps: b.reps, rules: make([][]int32, len(b.alts))}
 	for r, alts := range b.alts {
 		for _, seq := range alts {
 			g.rules[r] = append(g.rules[r], int32(len(g.prog)))
@@ -223,8 +226,7 @@ func (g *Grammar) nullable() []bool {
 			for _, p := range alts {
 				ok := true
 				for ; g.prog[p].kind != kEnd; p++ {
-					e := g.prog[p]
-					if e.kind == kTerm || !null[e.arg] {
+					if !g.elemNullable(g.prog[p], null) {
 						ok = false
 						break
 					}
@@ -239,6 +241,18 @@ func (g *Grammar) nullable() []bool {
 	return null
 }
 
+// elemNullable reports whether e can match the empty string, given the rules' null.
+func (g *Grammar) elemNullable(e elem, null []bool) bool {
+	switch e.kind {
+	case kRef:
+		return null[e.arg]
+	case kRep:
+		rs := g.reps[e.arg]
+		return rs.min == 0 || null[rs.rule]
+	}
+	return false
+}
+
 // checkLeftRecursion rejects a rule that can reach itself without reading a byte: the
 // automaton's closure would not end.
 func (g *Grammar) checkLeftRecursion() error {
@@ -247,9 +261,14 @@ func (g *Grammar) checkLeftRecursion() error {
 	first := make([][]int32, len(g.rules))
 	for r, alts := range g.rules {
 		for _, p := range alts {
-			for ; g.prog[p].kind == kRef; p++ {
-				first[r] = append(first[r], g.prog[p].arg)
-				if !null[g.prog[p].arg] {
+			for ; g.prog[p].kind == kRef || g.prog[p].kind == kRep; p++ {
+				e := g.prog[p]
+				if e.kind == kRep {
+					first[r] = append(first[r], g.reps[e.arg].rule)
+				} else {
+					first[r] = append(first[r], e.arg)
+				}
+				if !g.elemNullable(e, null) {
 					break
 				}
 			}

@@ -85,6 +85,34 @@ func TestSchemaErrors(t *testing.T) {
 	}
 }
 
+// Bounds are counted, not unrolled: a thousand strings of up to 10,000 characters
+// make a grammar a few rules each, and its outputs are checked to the character.
+func TestLargeBoundsAreCounted(t *testing.T) {
+	var b strings.Builder
+	b.WriteString(`{"type":"object","properties":{`)
+	for i := range 1000 {
+		if i > 0 {
+			b.WriteString(",")
+		}
+		fmt.Fprintf(&b, `"p%d":{"type":"string","minLength":9000,"maxLength":10000}`, i)
+	}
+	b.WriteString(`}}`)
+	g, err := CompileJSONSchema([]byte(b.String()), SchemaOptions{})
+	require.NoError(t, err)
+	assert.Less(t, g.Rules(), 40*1000, "rules per bounded property")
+
+	g, err = CompileJSONSchema([]byte(`{"type":"string","minLength":9000,"maxLength":10000}`), SchemaOptions{})
+	require.NoError(t, err)
+	for _, c := range []struct {
+		n  int
+		ok bool
+	}{{8999, false}, {9000, true}, {10000, true}, {10001, false}} {
+		m := NewMatcher(g)
+		err := m.Accept([]byte(`"` + strings.Repeat("é", c.n) + `"`))
+		assert.Equal(t, c.ok, err == nil && m.Accepting(), "%d characters", c.n)
+	}
+}
+
 // A schema that would make a huge grammar is refused quickly, without building it.
 func TestSchemaTooLarge(t *testing.T) {
 	var b strings.Builder
@@ -93,7 +121,14 @@ func TestSchemaTooLarge(t *testing.T) {
 		if i > 0 {
 			b.WriteString(",")
 		}
-		fmt.Fprintf(&b, `"p%d":{"type":"string","minLength":9000,"maxLength":10000}`, i)
+		fmt.Fprintf(&b, `"p%d":{"enum":[`, i)
+		for j := range 100 {
+			if j > 0 {
+				b.WriteString(",")
+			}
+			fmt.Fprintf(&b, `"%030d"`, j)
+		}
+		b.WriteString(`]}`)
 	}
 	b.WriteString(`}}`)
 	_, err := CompileJSONSchema([]byte(b.String()), SchemaOptions{})

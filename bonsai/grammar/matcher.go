@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"slices"
+	"sync"
 )
 
 // accept is the stack id of a finished parse.
@@ -23,6 +24,7 @@ const maxStates = 1 << 17
 type stackNode struct {
 	pos    int32
 	parent int32 // stack id, or accept for the bottom
+	count  int32 // at a kRep: the copies done once the one inside returns
 }
 
 type state struct {
@@ -37,8 +39,10 @@ type state struct {
 	nmask       int
 }
 
-// automaton is the lazily built deterministic automaton of a grammar.
+// automaton is the lazily built deterministic automaton of a grammar, shared by the
+// matchers started on it: mu guards all of it.
 type automaton struct {
+	mu     sync.Mutex
 	g      *Grammar
 	nodes  []stackNode
 	nodeID map[stackNode]int32
@@ -47,10 +51,21 @@ type automaton struct {
 	// dead, or unknown.
 	trans []int32
 	byKey map[string]int32
-	masks int // states holding a remembered mask
+	// Remembered masks are of one vocabulary, the first a matcher asked with, and
+	// take at most maxMaskBytes.
+	maskVocab *Vocab
+	maskBytes int
 
 	reps    []byte       // see textReps
 	budgets []budgetMemo // budgetOf's answers, by s*tStates+d
+	// textCounter's answers by s*tStates+d, and the pairs on its search's path
+	counters []counterMemo
+	cstamp   []int32
+	cepoch   int32
+	// see countedText
+	textChars map[int32]bool
+	afterText map[[2]int32]bool
+	scratch   []int32
 	// stamps of textBudget's search
 	epoch                 int32
 	seenStamp, layerStamp []int32
@@ -66,8 +81,8 @@ func newAutomaton(g *Grammar) *automaton {
 	return &automaton{g: g, nodeID: map[stackNode]int32{}, byKey: map[string]int32{}, pass: 1}
 }
 
-func (a *automaton) node(pos, parent int32) int32 {
-	k := stackNode{pos, parent}
+func (a *automaton) node(pos, parent, count int32) int32 {
+	k := stackNode{pos, parent, count}
 	if id, ok := a.nodeID[k]; ok {
 		return id
 	}
@@ -79,10 +94,10 @@ func (a *automaton) node(pos, parent int32) int32 {
 
 // expand adds to a.out the stacks reached from position pos over parent without
 // reading a byte: each with a terminal on top, or accept.
-func (a *automaton) expand(pos, parent int32) {
+func (a *automaton) expand(pos, parent, count int32) {
 	// Every frame the closure meets is interned, so that seen is a slice by id
 	// rather than a second map: closures are most of a new state's cost.
-	id := a.node(pos, parent)
+	id := a.node(pos, parent, count)
 	for len(a.seen) <= int(id) {
 		a.seen = append(a.seen, 0)
 	}
@@ -100,14 +115,30 @@ func (a *automaton) expand(pos, parent int32) {
 			return
 		}
 		n := a.nodes[parent]
-		a.expand(n.pos, n.parent)
+		a.expand(n.pos, n.parent, n.count)
 	case kRef:
 		np := parent
 		if a.g.prog[pos+1].kind != kEnd { // not a tail call: remember where to go on
-			np = a.node(pos+1, parent)
+			np = a.node(pos+1, parent, 0)
 		}
 		for _, alt := range a.g.rules[e.arg] {
-			a.expand(alt, np)
+			a.expand(alt, np, 0)
+		}
+	case kRep:
+		rs := a.g.reps[e.arg]
+		if rs.max < 0 || count < rs.max {
+			// Another copy, returning here with one more done.
+			next := count + 1
+			if rs.max < 0 {
+				next = min(next, rs.min)
+			}
+			ret := a.node(pos, parent, next)
+			for _, alt := range a.g.rules[rs.rule] {
+				a.expand(alt, ret, 0)
+			}
+		}
+		if count >= rs.min {
+			a.expand(pos+1, parent, 0)
 		}
 	}
 }
@@ -145,7 +176,7 @@ func (a *automaton) intern() (int32, error) {
 
 func (a *automaton) start() (int32, error) {
 	for _, alt := range a.g.rules[a.g.root] {
-		a.expand(alt, accept)
+		a.expand(alt, accept, 0)
 	}
 	return a.intern()
 }
@@ -162,7 +193,7 @@ func (a *automaton) step(s int32, c byte) int32 {
 		}
 		n := a.nodes[id]
 		if a.g.sets[a.g.prog[n.pos].arg].has(c) {
-			a.expand(n.pos+1, n.parent)
+			a.expand(n.pos+1, n.parent, 0)
 		}
 	}
 	next, err := a.intern()
@@ -204,10 +235,36 @@ type Matcher struct {
 	err    error
 }
 
-// NewMatcher returns a matcher at the start of the grammar.
+// retireStates is the size at which a grammar's shared automaton is left to the
+// matchers already on it and new matchers start a fresh one: however many outputs
+// a grammar serves, an automaton stays well below maxStates.
+const retireStates = maxStates / 4
+
+// automaton returns the automaton a new matcher of g starts on.
+func (g *Grammar) automaton() *automaton {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if a := g.shared; a != nil {
+		a.mu.Lock()
+		n := len(a.states)
+		a.mu.Unlock()
+		if n < retireStates {
+			return a
+		}
+	}
+	g.shared = newAutomaton(g)
+	return g.shared
+}
+
+// NewMatcher returns a matcher at the start of the grammar. Matchers of one grammar
+// share its automaton (each call on a matcher holds the automaton's lock), so that
+// what one output builds serves the next; a Matcher itself is not safe for concurrent
+// use.
 func NewMatcher(g *Grammar) *Matcher {
-	a := newAutomaton(g)
+	a := g.automaton()
+	a.mu.Lock()
 	s, err := a.start()
+	a.mu.Unlock()
 	if err == nil && s == dead {
 		err = fmt.Errorf("grammar: the grammar matches nothing")
 	}
@@ -218,11 +275,24 @@ func NewMatcher(g *Grammar) *Matcher {
 func (m *Matcher) Err() error { return m.err }
 
 // Accepting reports whether the output so far is a complete match.
-func (m *Matcher) Accepting() bool { return m.cur >= 0 && m.a.states[m.cur].accept }
+func (m *Matcher) Accepting() bool {
+	if m.cur < 0 {
+		return false
+	}
+	m.a.mu.Lock()
+	defer m.a.mu.Unlock()
+	return m.a.states[m.cur].accept
+}
 
 // Done reports whether the output is complete and nothing may follow.
 func (m *Matcher) Done() bool {
-	return m.cur >= 0 && m.Accepting() && len(m.a.states[m.cur].stacks) == 1
+	if m.cur < 0 {
+		return false
+	}
+	m.a.mu.Lock()
+	defer m.a.mu.Unlock()
+	st := &m.a.states[m.cur]
+	return st.accept && len(st.stacks) == 1
 }
 
 // Accept advances over bytes, or reports that the grammar does not allow them (the
@@ -231,6 +301,8 @@ func (m *Matcher) Accept(b []byte) error {
 	if m.err != nil {
 		return m.err
 	}
+	m.a.mu.Lock()
+	defer m.a.mu.Unlock()
 	s := m.cur
 	for i, c := range b {
 		if s = m.a.step(s, c); s == dead {
@@ -249,5 +321,10 @@ func (m *Matcher) AcceptToken(v *Vocab, id int32) error {
 	return m.Accept(v.bytesOf[id])
 }
 
-// States is the number of automaton states built so far.
-func (m *Matcher) States() int { return len(m.a.states) }
+// States is the number of states built so far in the automaton the matcher is on
+// (shared with the grammar's other matchers).
+func (m *Matcher) States() int {
+	m.a.mu.Lock()
+	defer m.a.mu.Unlock()
+	return len(m.a.states)
+}

@@ -138,21 +138,32 @@ func (c *schemaCompiler) charRule() int32 {
 	return r
 }
 
-// utf8Multi returns the well-formed multi-byte UTF-8 sequences as byte-class sequences
+// utf8Rows are the well-formed multi-byte UTF-8 sequences, each a row of byte ranges
 // (Unicode's table 3-7).
+var utf8Rows = [][][2]byte{
+	{{0xC2, 0xDF}, {0x80, 0xBF}},
+	{{0xE0, 0xE0}, {0xA0, 0xBF}, {0x80, 0xBF}},
+	{{0xE1, 0xEC}, {0x80, 0xBF}, {0x80, 0xBF}},
+	{{0xED, 0xED}, {0x80, 0x9F}, {0x80, 0xBF}},
+	{{0xEE, 0xEF}, {0x80, 0xBF}, {0x80, 0xBF}},
+	{{0xF0, 0xF0}, {0x90, 0xBF}, {0x80, 0xBF}, {0x80, 0xBF}},
+	{{0xF1, 0xF3}, {0x80, 0xBF}, {0x80, 0xBF}, {0x80, 0xBF}},
+	{{0xF4, 0xF4}, {0x80, 0x8F}, {0x80, 0xBF}, {0x80, 0xBF}},
+}
+
+// utf8Multi returns utf8Rows as byte-class sequences.
 func utf8Multi(b *builder) [][]elem {
-	rng := func(lo, hi byte) elem { var s byteSet; s.addRange(lo, hi); return b.term(s) }
-	cont := rng(0x80, 0xBF)
-	return [][]elem{
-		{rng(0xC2, 0xDF), cont},
-		{rng(0xE0, 0xE0), rng(0xA0, 0xBF), cont},
-		{rng(0xE1, 0xEC), cont, cont},
-		{rng(0xED, 0xED), rng(0x80, 0x9F), cont},
-		{rng(0xEE, 0xEF), cont, cont},
-		{rng(0xF0, 0xF0), rng(0x90, 0xBF), cont, cont},
-		{rng(0xF1, 0xF3), cont, cont, cont},
-		{rng(0xF4, 0xF4), rng(0x80, 0x8F), cont, cont},
+	var out [][]elem
+	for _, row := range utf8Rows {
+		seq := make([]elem, len(row))
+		for i, r := range row {
+			var s byteSet
+			s.addRange(r[0], r[1])
+			seq[i] = b.term(s)
+		}
+		out = append(out, seq)
 	}
+	return out
 }
 
 // stringSchema is the rule of a string schema's values: minLength and maxLength, or a

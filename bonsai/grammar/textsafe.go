@@ -1,5 +1,7 @@
 package grammar
 
+import "fmt"
+
 // Text runs. Most of a vocabulary is text: inside a JSON string nearly every token is
 // allowed, and walking the trie node by node to find that out is the mask's main cost.
 // The vocabulary knows, for each trie node, whether every token below it continues
@@ -10,22 +12,16 @@ package grammar
 // subtree is allowed without a walk. A bounded string (maxLength) has a budget too, so
 // the shortcut serves there as well.
 
-// The text decoder's states: 0 at a character boundary, the others inside a multi-byte
-// character (Unicode's table 3-7), dText when the byte is not text.
+// The text decoder's states: tBoundary at a character boundary, one for each rest of
+// a multi-byte row of utf8Rows (the byte ranges still to come), and dText when a byte
+// is not text.
 const (
-	tBoundary = iota
-	tNeed1
-	tNeed2
-	tNeed3
-	tAfterE0
-	tAfterED
-	tAfterF0
-	tAfterF4
-	tStates
-	dText = 0xFF
+	tBoundary = 0
+	tStates   = 8 // tBoundary and the seven distinct rests of utf8Rows
+	dText     = 0xFF
 )
 
-// textNext is the text decoder's transition.
+// textNext is the text decoder's transition, built from utf8Rows.
 var textNext = func() (t [tStates][256]uint8) {
 	for s := range t {
 		for c := range t[s] {
@@ -37,26 +33,36 @@ var textNext = func() (t [tStates][256]uint8) {
 			t[tBoundary][c] = tBoundary
 		}
 	}
-	set := func(s int, lo, hi int, to uint8) {
-		for c := lo; c <= hi; c++ {
-			t[s][c] = to
+	// A state per distinct rest of a row: rows sharing a rest share its state.
+	rests := map[string]uint8{"": tBoundary}
+	stateOf := func(rest [][2]byte) uint8 {
+		key := fmt.Sprint(rest)
+		if len(rest) == 0 {
+			key = ""
+		}
+		if s, ok := rests[key]; ok {
+			return s
+		}
+		s := uint8(len(rests))
+		if int(s) >= tStates {
+			panic("grammar: utf8Rows have more rests than tStates")
+		}
+		rests[key] = s
+		return s
+	}
+	for _, row := range utf8Rows {
+		from := uint8(tBoundary)
+		for i, r := range row {
+			to := stateOf(row[i+1:])
+			for c := int(r[0]); c <= int(r[1]); c++ {
+				t[from][c] = to
+			}
+			from = to
 		}
 	}
-	set(tBoundary, 0xC2, 0xDF, tNeed1)
-	set(tBoundary, 0xE0, 0xE0, tAfterE0)
-	set(tBoundary, 0xE1, 0xEC, tNeed2)
-	set(tBoundary, 0xED, 0xED, tAfterED)
-	set(tBoundary, 0xEE, 0xEF, tNeed2)
-	set(tBoundary, 0xF0, 0xF0, tAfterF0)
-	set(tBoundary, 0xF1, 0xF3, tNeed3)
-	set(tBoundary, 0xF4, 0xF4, tAfterF4)
-	set(tNeed1, 0x80, 0xBF, tBoundary)
-	set(tNeed2, 0x80, 0xBF, tNeed1)
-	set(tNeed3, 0x80, 0xBF, tNeed2)
-	set(tAfterE0, 0xA0, 0xBF, tNeed1)
-	set(tAfterED, 0x80, 0x9F, tNeed1)
-	set(tAfterF0, 0x90, 0xBF, tNeed2)
-	set(tAfterF4, 0x80, 0x8F, tNeed2)
+	if len(rests) != tStates {
+		panic("grammar: utf8Rows have fewer rests than tStates")
+	}
 	return t
 }()
 

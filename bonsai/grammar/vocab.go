@@ -3,6 +3,7 @@ package grammar
 import (
 	"slices"
 	"sort"
+	"sync"
 )
 
 // Vocab is a model vocabulary prepared for masking: a trie of the tokens' bytes laid out
@@ -24,6 +25,16 @@ type Vocab struct {
 	order               []int32
 	tokLo, tokAt, subHi []int32
 	maxDepth            int
+
+	// Character counts, see countText.
+	lead, maxLead []uint16
+	allText       []bool
+	ordLead       []uint16
+	ordText       []bool
+	maxChars      int
+	textOnce      sync.Once
+	textMasks     [][]uint64 // see textUpTo
+	textCounts    []int
 }
 
 // NewVocab prepares a vocabulary of size tokens. pieces[id] is the bytes token id
@@ -91,6 +102,8 @@ func NewVocab(size int, piece func(id int32) (b []byte, ok bool)) *Vocab {
 		}
 	}
 	v.textSafe()
+	v.countText()
+	v.textUpTo(0) // built now, not in a generation's first mask
 	v.all = make([]uint64, (size+63)/64)
 	for _, id := range v.order {
 		v.all[id>>6] |= 1 << (id & 63)
@@ -109,8 +122,9 @@ func (v *Vocab) Size() int { return v.size }
 // Nodes is the number of trie nodes.
 func (v *Vocab) Nodes() int { return len(v.nbyte) }
 
-// maxMasks bounds the masks a matcher remembers.
-const maxMasks = 128
+// maxMaskBytes bounds the memory of the masks an automaton remembers: 16 MiB, some
+// 530 masks of a 248k-token vocabulary.
+const maxMaskBytes = 16 << 20
 
 // Mask sets dst (a bitset of at least (Size+63)/64 words, bit id of word id/64) to the
 // tokens whose bytes the grammar allows next, and returns how many there are.
@@ -123,15 +137,20 @@ func (m *Matcher) Mask(v *Vocab, dst []uint64) int {
 		return 0
 	}
 	a := m.a
-	if st := &a.states[m.cur]; st.mask != nil && len(st.mask) == words {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.maskVocab == nil {
+		a.maskVocab = v
+	}
+	if st := &a.states[m.cur]; st.mask != nil && a.maskVocab == v {
 		copy(dst, st.mask)
 		return st.nmask
 	}
 	n := m.walk(v, dst)
-	if a.masks < maxMasks {
+	if a.maskVocab == v && a.maskBytes+8*words <= maxMaskBytes {
 		st := &a.states[m.cur]
 		st.mask, st.nmask = slices.Clone(dst), n
-		a.masks++
+		a.maskBytes += 8 * words
 	}
 	return n
 }
@@ -161,9 +180,18 @@ func (m *Matcher) walk(v *Vocab, dst []uint64) int {
 		}
 		ranges = append(ranges, lo, hi)
 	}
+	// A root state that counts text needs no walk of the text tokens: they are
+	// textUpTo's mask. The walk then visits only subtrees holding other tokens.
+	cap := v.counterCap()
+	r0 := a.textCounter(m.cur, cap)
+	rootText := r0 >= 0 && (r0 < cap || v.maxChars < cap)
 	nodes := int32(len(v.nbyte))
 	visited := 0
 	for i := int32(0); i < nodes; {
+		if rootText && v.allText[i] {
+			i = v.end[i]
+			continue
+		}
 		visited++
 		d := v.depth[i]
 		p := stk[d-1]
@@ -176,11 +204,33 @@ func (m *Matcher) walk(v *Vocab, dst []uint64) int {
 			i = v.end[i]
 			continue
 		}
-		if v.safe[i]&1 != 0 && v.end[i]-i > 1 && int(v.rem[i]) <= a.textBudget(p) {
-			// Every token below is text, and text keeps the state alive.
-			add(v.tokLo[i], v.subHi[i])
-			i = v.end[i]
-			continue
+		if v.safe[i]&1 != 0 && v.end[i]-i > 1 {
+			// Every token below continues with text from a character boundary.
+			if r := a.textCounter(p, cap); r >= 0 {
+				before := int(v.lead[i]) // the characters the path before i started
+				if c&0xC0 != 0x80 {
+					before--
+				}
+				if most := int(v.maxLead[i]) - before; most <= r && (r < cap || most <= cap) {
+					add(v.tokLo[i], v.subHi[i])
+					i = v.end[i]
+					continue
+				} else if r < cap {
+					for k := v.tokLo[i]; k < v.subHi[i]; k++ {
+						if int(v.ordLead[k])-before <= r {
+							add(k, k+1)
+						}
+					}
+					i = v.end[i]
+					continue
+				}
+			}
+			if int(v.rem[i]) <= a.textBudget(p) {
+				// Text keeps the state alive.
+				add(v.tokLo[i], v.subHi[i])
+				i = v.end[i]
+				continue
+			}
 		}
 		if s == p && v.end[i]-i > 1 && v.sub[i].subsetOf(a.loopSet(p)) {
 			// Every byte below keeps the state: the whole subtree is allowed.
@@ -202,6 +252,17 @@ func (m *Matcher) walk(v *Vocab, dst []uint64) int {
 		for _, id := range ids {
 			dst[id>>6] &^= 1 << (id & 63)
 		}
+	}
+	if rootText {
+		// The text tokens that fit, and what the walk found besides (some of it
+		// text tokens again: setting them twice is harmless, and the count is read
+		// off the mask).
+		text, _ := v.textUpTo(min(r0, cap-1))
+		copy(dst, text)
+		for k := 0; k < len(ranges); k += 2 {
+			set(v.order[ranges[k]:ranges[k+1]])
+		}
+		return popcountWords(dst)
 	}
 	if count <= len(v.order)/2 {
 		for k := 0; k < len(ranges); k += 2 {

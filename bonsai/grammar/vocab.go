@@ -12,7 +12,15 @@ type Vocab struct {
 	size    int      // ids are in [0, size)
 	bytesOf [][]byte // token id → its bytes (nil: never allowed by a grammar)
 
-	// Trie nodes in depth-first order; node i's subtree is [i, end[i]).
+	// Trie nodes in depth-first order, what the walk reads of each (see hotNode);
+	// the arrays below it build it and are dropped then.
+	hot []hotNode
+	// mixed are the nodes of hot outside every text-only subtree (ends renumbered),
+	// mixedOrig their indices in hot: a walk from a state that counts text reads
+	// only these.
+	mixed     []hotNode
+	mixedOrig []int32
+	// Node i's subtree is [i, end[i]).
 	nbyte []byte
 	depth []uint16
 	end   []int32
@@ -104,6 +112,7 @@ func NewVocab(size int, piece func(id int32) (b []byte, ok bool)) *Vocab {
 	v.textSafe()
 	v.countText()
 	v.textUpTo(0) // built now, not in a generation's first mask
+	v.packHot()
 	v.all = make([]uint64, (size+63)/64)
 	for _, id := range v.order {
 		v.all[id>>6] |= 1 << (id & 63)
@@ -120,7 +129,69 @@ func (v *Vocab) closeNode(n int32) {
 func (v *Vocab) Size() int { return v.size }
 
 // Nodes is the number of trie nodes.
-func (v *Vocab) Nodes() int { return len(v.nbyte) }
+func (v *Vocab) Nodes() int { return len(v.hot) }
+
+// hotNode is what the mask's walk reads of a trie node at every visit, in one 16-byte
+// record: a walk that skips subtrees jumps across the trie, and one cache line then
+// serves a node where separate arrays would each cost one.
+type hotNode struct {
+	end          int32 // the node's subtree is [i, end)
+	tokLo, tokAt int32 // the tokens ending at the node: order[tokLo:tokAt]
+	depth        uint16
+	nbyte        byte
+	flags        uint8 // nodeSafe, nodeAllText, nodeLeaf
+}
+
+const (
+	nodeSafe    = 1 << iota // every token below continues with text from a boundary
+	nodeAllText             // every token below is text as a whole
+	nodeLeaf                // no node below
+)
+
+// packHot builds v.hot from the build's arrays, and drops those only the build used.
+func (v *Vocab) packHot() {
+	v.hot = make([]hotNode, len(v.nbyte))
+	for i := range v.hot {
+		h := hotNode{end: v.end[i], tokLo: v.tokLo[i], tokAt: v.tokAt[i], depth: v.depth[i], nbyte: v.nbyte[i]}
+		if v.safe[i]&(1<<tBoundary) != 0 {
+			h.flags |= nodeSafe
+		}
+		if v.allText[i] {
+			h.flags |= nodeAllText
+		}
+		if v.end[i] == int32(i)+1 {
+			h.flags |= nodeLeaf
+		}
+		v.hot[i] = h
+	}
+	// The nodes outside every text-only subtree, in the same order, their ends
+	// moved to this array.
+	var open []int32 // mixed nodes whose subtree is not closed yet
+	for i := int32(0); i < int32(len(v.hot)); {
+		h := v.hot[i]
+		if h.flags&nodeAllText != 0 {
+			i = h.end
+			continue
+		}
+		for len(open) > 0 && v.mixed[open[len(open)-1]].depth >= h.depth {
+			v.mixed[open[len(open)-1]].end = int32(len(v.mixed))
+			open = open[:len(open)-1]
+		}
+		open = append(open, int32(len(v.mixed)))
+		v.mixed = append(v.mixed, h)
+		v.mixedOrig = append(v.mixedOrig, i)
+		i++
+	}
+	for _, j := range open {
+		v.mixed[j].end = int32(len(v.mixed))
+	}
+	for j := range v.mixed {
+		if v.mixed[j].end == int32(j)+1 {
+			v.mixed[j].flags |= nodeLeaf
+		}
+	}
+	v.nbyte, v.depth, v.end, v.tokLo, v.tokAt, v.safe, v.allText = nil, nil, nil, nil, nil, nil, nil
+}
 
 // maxMaskBytes bounds the memory of the masks an automaton remembers: 16 MiB, some
 // 530 masks of a 248k-token vocabulary.
@@ -185,61 +256,83 @@ func (m *Matcher) walk(v *Vocab, dst []uint64) int {
 	cap := v.counterCap()
 	r0 := a.textCounter(m.cur, cap)
 	rootText := r0 >= 0 && (r0 < cap || v.maxChars < cap)
-	nodes := int32(len(v.nbyte))
+	hot, orig := v.hot, []int32(nil)
+	if rootText {
+		// Only the nodes outside every text-only subtree, packed: the walk reads
+		// them in order rather than jumping over what it skips.
+		hot, orig = v.mixed, v.mixedOrig
+	}
+	trans := a.trans
+	classes := g.classes
+	class := &g.class
+	nodes := int32(len(hot))
 	visited := 0
+	lastP, lastR := int32(dead), 0 // textCounter of the last parent asked: siblings share it
 	for i := int32(0); i < nodes; {
-		if rootText && v.allText[i] {
-			i = v.end[i]
-			continue
-		}
+		n := &hot[i]
 		visited++
-		d := v.depth[i]
-		p := stk[d-1]
-		c := v.nbyte[i]
-		s := a.trans[int(p)*g.classes+int(g.class[c])]
+		p := stk[n.depth-1]
+		s := trans[int(p)*classes+int(class[n.nbyte])]
 		if s == unknown {
-			s = a.step(p, c)
+			s = a.step(p, n.nbyte)
+			trans = a.trans
 		}
 		if s == dead {
-			i = v.end[i]
+			i = n.end
 			continue
 		}
-		if v.safe[i]&1 != 0 && v.end[i]-i > 1 {
-			// Every token below continues with text from a character boundary.
-			if r := a.textCounter(p, cap); r >= 0 {
-				before := int(v.lead[i]) // the characters the path before i started
-				if c&0xC0 != 0x80 {
-					before--
+		if n.flags&nodeLeaf == 0 {
+			o := i // the node's index in the whole trie
+			if orig != nil {
+				o = orig[i]
+			}
+			if n.flags&nodeSafe != 0 {
+				// Every token below continues with text from a character boundary.
+				if p != lastP {
+					lastP, lastR = p, a.textCounter(p, cap)
+					trans = a.trans
 				}
-				if most := int(v.maxLead[i]) - before; most <= r && (r < cap || most <= cap) {
-					add(v.tokLo[i], v.subHi[i])
-					i = v.end[i]
-					continue
-				} else if r < cap {
-					for k := v.tokLo[i]; k < v.subHi[i]; k++ {
-						if int(v.ordLead[k])-before <= r {
-							add(k, k+1)
-						}
+				if r := lastR; r >= 0 {
+					before := int(v.lead[o]) // the characters the path before i started
+					if n.nbyte&0xC0 != 0x80 {
+						before--
 					}
-					i = v.end[i]
+					if most := int(v.maxLead[o]) - before; most <= r && (r < cap || most <= cap) {
+						add(n.tokLo, v.subHi[o])
+						i = n.end
+						continue
+					} else if r < cap {
+						for k := n.tokLo; k < v.subHi[o]; k++ {
+							if int(v.ordLead[k])-before <= r {
+								add(k, k+1)
+							}
+						}
+						i = n.end
+						continue
+					}
+				}
+				budget := a.textBudget(p)
+				trans = a.trans
+				if int(v.rem[o]) <= budget {
+					// Text keeps the state alive.
+					add(n.tokLo, v.subHi[o])
+					i = n.end
 					continue
 				}
 			}
-			if int(v.rem[i]) <= a.textBudget(p) {
-				// Text keeps the state alive.
-				add(v.tokLo[i], v.subHi[i])
-				i = v.end[i]
-				continue
+			if s == p {
+				loop := a.loopSet(p)
+				trans = a.trans
+				if v.sub[o].subsetOf(loop) {
+					// Every byte below keeps the state: the whole subtree is allowed.
+					add(n.tokLo, v.subHi[o])
+					i = n.end
+					continue
+				}
 			}
 		}
-		if s == p && v.end[i]-i > 1 && v.sub[i].subsetOf(a.loopSet(p)) {
-			// Every byte below keeps the state: the whole subtree is allowed.
-			add(v.tokLo[i], v.subHi[i])
-			i = v.end[i]
-			continue
-		}
-		stk[d] = s
-		add(v.tokLo[i], v.tokAt[i])
+		stk[n.depth] = s
+		add(n.tokLo, n.tokAt)
 		i++
 	}
 	m.ranges, m.walked = ranges, visited

@@ -65,7 +65,7 @@ type metrics struct {
 	// The speculative decoding's drafts: tokens drafted and verified, accepted, and the
 	// passes that verified them.
 	draftedTokens, acceptedTokens, draftPasses atomic.Int64
-	queueWait, firstToken                        histogram
+	queueWait, firstToken                      histogram
 }
 
 func newMetrics() *metrics {

@@ -7,6 +7,14 @@
 //
 //	bench [-model FILE | -preset NAME] [-threads N] [-prompt-tokens P] [-gen-tokens G] [-warmup]
 //	      [-context N] [-kv f16|f32|int8|q8|q4]
+//	      [-speculative [-spec-prompt FILE] [-temperature T] [-spec-max-draft K]]
+//
+// With -speculative it then generates -gen-tokens after the prompt three times, in
+// fresh sessions: with plain steps, with the automatic speculative decoding (lookup
+// drafts, the cost model choosing each pass's draft length k from the pass times it
+// measured and the drafts' acceptance) and with lookup drafts at every pass; it
+// reports each one's tok/s against the plain one, the tokens drafted and accepted, the
+// mean k and the tokens a pass gave, and the pass times by width the cost model used.
 //
 // With -context N it then decodes at position N: the KV caches and GDN states are filled
 // with synthetic values (backendtest.FillSynthetic; their content does not change the speed),

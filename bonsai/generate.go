@@ -123,9 +123,9 @@ type GenerateOptions struct {
 // draft gives in expectation at the drafter's running acceptance α,
 // (1 − α^(k+1))/(1 − α) for k drafted tokens, and drafts the k that promises the most
 // tokens per second, when that beats plain steps by 2%. While it drafts nothing it
-// still asks the drafter for a draft now and then and checks it against the tokens
-// generated, at no cost to the model, so that drafting resumes when the text starts to
-// repeat. Drafts that keep failing stop within a few passes (one on a CPU whose wide
+// still asks the drafter for drafts, one at a time, and checks them against the tokens
+// generated, at no cost to the model (only the drafter's), so that drafting resumes
+// when the text starts to repeat. Drafts that keep failing stop within a few passes (one on a CPU whose wide
 // passes cost as above), so the policy does not slow a generation down where
 // speculation does not pay.
 //

@@ -10,3 +10,12 @@ func ModelOf(s *Session) *Model { return s.m }
 // goroutine waiting for a core on a loaded machine is not counted as a missed pass. The
 // wait still ends as soon as every stream is back.
 func SetLingerMin(m *Model, d time.Duration) { m.batch.lingerMin = d }
+
+// SetPassCosts makes m's speculative generations choose their draft lengths from the
+// pass costs cost(t) for t tokens, instead of the times measured, so that the choice
+// is deterministic.
+func SetPassCosts(m *Model, cost func(t int) float64) {
+	m.costs.mu.Lock()
+	defer m.costs.mu.Unlock()
+	m.costs.fixed = cost
+}

@@ -174,6 +174,8 @@ type Model struct {
 	fpOnce      sync.Once
 	fingerprint [32]byte // see Fingerprint
 
+	costs passCosts // the decode passes' times, for speculation's cost model
+
 	mu     sync.RWMutex // held for reading by every forward pass, for writing by Close
 	closed bool
 }

@@ -22,6 +22,15 @@ import (
 // spec is the speculative decoding of the tests, with the default drafter.
 var spec = &bonsai.SpeculativeOptions{}
 
+// specTiny is the tiny model with the pass costs of a GPU, every width as a step, so
+// that the cost model drafts while drafts are accepted at all (above minSpecGain, 2%):
+// the tests see drafts, and the same drafts from run to run.
+func specTiny(t testing.TB, opts ...bonsai.Option) *bonsai.Model {
+	m := tiny(t, opts...)
+	bonsai.SetPassCosts(m, func(int) float64 { return 1 })
+	return m
+}
+
 // specRun is what a generation says: its reports, its result with the timings
 // cleared (they differ from run to run), and the tokens the session holds after it.
 type specRun struct {
@@ -55,7 +64,8 @@ func sameRun(t *testing.T, plain, sp specRun, msg string) (drafted, accepted int
 	t.Helper()
 	drafted, accepted = sp.res.Usage.DraftedTokens, sp.res.Usage.AcceptedTokens
 	require.Zero(t, plain.res.Usage.DraftedTokens, msg)
-	sp.res.Usage.DraftedTokens, sp.res.Usage.AcceptedTokens = 0, 0
+	require.Equal(t, sp.res.Usage.DraftPasses > 0, drafted > 0, msg)
+	sp.res.Usage.DraftedTokens, sp.res.Usage.AcceptedTokens, sp.res.Usage.DraftPasses = 0, 0, 0
 	require.Equal(t, plain.res, sp.res, msg)
 	require.Equal(t, plain.reports, sp.reports, msg)
 	require.Equal(t, plain.held, sp.held, "%s: the session holds what plain steps leave", msg)
@@ -125,7 +135,7 @@ func (r *recorder) drafted(i int) bool {
 // with an oracle whose drafts are accepted in long runs and rejected (a random model's
 // text seldom repeats, so lookup drafts are few and rarely right).
 func TestGenerateSpeculativeGreedy(t *testing.T) {
-	m := tiny(t)
+	m := specTiny(t)
 	s := session(t, m)
 	chat := bonsai.Chat(bonsai.Message{Role: bonsai.RoleUser, Content: "Tell me a story."})
 	var drafted, accepted, rejectedPasses int
@@ -164,7 +174,7 @@ func TestGenerateSpeculativeGreedy(t *testing.T) {
 // string, the caller leaving the loop) ends as the plain one does, and the session
 // holds what plain steps leave: the tokens before the last one.
 func TestGenerateSpeculativeEndsInsideDraft(t *testing.T) {
-	m := tiny(t)
+	m := specTiny(t)
 	s := session(t, m)
 	tok := m.Tokenizer()
 	in := bonsai.Text("The quick brown fox")
@@ -174,7 +184,9 @@ func TestGenerateSpeculativeEndsInsideDraft(t *testing.T) {
 	n := promptLen(plainFull)
 	orc := oracleOf(plainFull, n)
 	rec := &recorder{d: orc.NewDrafter(), prompt: n}
-	full := runGen(t, s, in, withSpec(base, &bonsai.SpeculativeOptions{NewDrafter: func() bonsai.Drafter { return rec }}))
+	// Always: the recorder takes each outcome reported for a verified draft, and the
+	// cost model's shadow drafts, checked against the tokens generated, are not.
+	full := runGen(t, s, in, withSpec(base, &bonsai.SpeculativeOptions{Always: true, NewDrafter: func() bonsai.Drafter { return rec }}))
 	sameRun(t, plainFull, full, "the whole run")
 	gen := full.res.Tokens
 	require.Len(t, gen, 300)
@@ -222,7 +234,7 @@ func TestGenerateSpeculativeEndsInsideDraft(t *testing.T) {
 		opt.MaxTokens = mt
 		sameRun(t, runGen(t, s, in, opt), runGen(t, s, in, withSpec(opt, orc)), fmt.Sprintf("MaxTokens %d", mt))
 	}
-	short := tiny(t, bonsai.WithContextSize(n+40))
+	short := specTiny(t, bonsai.WithContextSize(n+40))
 	ss := session(t, short)
 	plain := runGen(t, ss, in, base)
 	require.Equal(t, bonsai.FinishContextFull, plain.res.FinishReason)
@@ -263,7 +275,7 @@ func TestGenerateSpeculativeEndsInsideDraft(t *testing.T) {
 
 // Sessions generating at once, their passes batched, speculate as one alone does.
 func TestGenerateSpeculativeConcurrent(t *testing.T) {
-	m := tiny(t)
+	m := specTiny(t)
 	const n = 4
 	want := make([]specRun, n)
 	in := func(i int) bonsai.Input { return bonsai.TokenIDs(tokens(10+i, 512, 20+i)...) }
@@ -293,7 +305,7 @@ func TestGenerateSpeculativeConcurrent(t *testing.T) {
 // Speculation drafts nothing where it is excluded: a constrained answer, a thinking
 // budget, a backend whose states cannot rewind. The output is the plain one.
 func TestGenerateSpeculativeExcluded(t *testing.T) {
-	m := tiny(t)
+	m := specTiny(t)
 	s := session(t, m)
 	chat := bonsai.Chat(bonsai.Message{Role: bonsai.RoleUser, Content: "Tell me a story."})
 	for i, c := range []struct {
@@ -310,7 +322,7 @@ func TestGenerateSpeculativeExcluded(t *testing.T) {
 	}
 
 	// The backend cannot rewind: Verify is unsupported and the generation steps.
-	nr := tiny(t, bonsai.WithBackend(noRewindBackend{bonsai.CPU()}))
+	nr := specTiny(t, bonsai.WithBackend(noRewindBackend{bonsai.CPU()}))
 	in := bonsai.Text("The quick brown fox")
 	opt := bonsai.GenerateOptions{MaxTokens: 200}
 	plain := runGen(t, s, in, opt)
@@ -368,7 +380,7 @@ func (e noRewindEngine) Forward(ctx context.Context, batch []backend.Sequence) e
 // accepting every draft, or drawing the next token from p rather than from the
 // residual after a rejection, shifts the drafted token's probability further.
 func TestGenerateSpeculativeSamplingDistribution(t *testing.T) {
-	m := tiny(t)
+	m := specTiny(t)
 	ctx := context.Background()
 	prompt := tokens(8, 512, 41)
 	so := bonsai.SamplerOptions{Temperature: 1, TopK: 3}
@@ -514,7 +526,7 @@ func (d *wildDrafter) Accepted(drafted, accepted int) {}
 // A drafter that proposes more than asked, or tokens outside the vocabulary, changes
 // nothing: the generation verifies only the first k valid ones.
 func TestGenerateSpeculativeWildDrafter(t *testing.T) {
-	m := tiny(t)
+	m := specTiny(t)
 	s := session(t, m)
 	in := bonsai.Text("The quick brown fox")
 	opt := bonsai.GenerateOptions{MaxTokens: 40}
@@ -531,7 +543,8 @@ func TestGenerateSpeculativeGreedyEngine(t *testing.T) {
 	path := synthtest.Path(t, "tiny", 11, ternary.PQ2_0)
 	calls := 0
 	dev := open(t, path, bonsai.WithThreads(2), bonsai.WithBackend(greedyBackend{bonsai.CPU(), &calls}))
-	s := session(t, tiny(t))
+	bonsai.SetPassCosts(dev, func(int) float64 { return 1 })
+	s := session(t, specTiny(t))
 	in := bonsai.Text("The quick brown fox")
 	opt := bonsai.GenerateOptions{MaxTokens: 120}
 	plain := runGen(t, s, in, opt)

@@ -27,7 +27,7 @@ func parse(args ...string) (config, string, error) {
 func TestFlags(t *testing.T) {
 	_, out, err := parse("-h")
 	require.True(t, errors.Is(err, flag.ErrHelp))
-	for _, f := range []string{"-model", "-preset", "-threads", "0: every core", "-kv", "int8 (alias q8)", "-context", "-gen-tokens", "-layout", "-backend", "-speculative"} {
+	for _, f := range []string{"-model", "-preset", "-threads", "0: every core", "-kv", "int8 (alias q8)", "-context", "-gen-tokens", "-layout", "-backend", "-speculative", "-spec-prompt", "-temperature", "-spec-max-draft"} {
 		assert.Contains(t, out, f)
 	}
 	cfg, out, err := parse()
@@ -50,6 +50,8 @@ func TestFlags(t *testing.T) {
 		{[]string{"-layout", "rows"}, `bench: -layout "rows": must be one of auto, file, interleaved`},
 		{[]string{"-backend", "cuda"}, `bench: -backend "cuda": must be one of auto, cpu, metal, vulkan`},
 		{[]string{"-bandwidth-time", "-1s"}, "bench: -bandwidth-time -1s: must be > 0"},
+		{[]string{"-temperature", "-0.5"}, "bench: -temperature -0.5: must be ≥ 0"},
+		{[]string{"-spec-max-draft", "-1"}, "bench: -spec-max-draft -1: must be ≥ 0"},
 		{[]string{"-preset", "tiny"}, "bench: -model and -preset exclude each other"},
 	} {
 		_, out, err := parse(append([]string{"-model", missing}, tc.args...)...)

@@ -7,6 +7,14 @@
 //
 //	bench [-model FILE | -preset NAME] [-threads N] [-prompt-tokens P] [-gen-tokens G] [-warmup]
 //	      [-context N] [-kv f16|f32|int8|q8|q4]
+//	      [-speculative [-spec-prompt FILE] [-temperature T] [-spec-max-draft K]]
+//
+// With -speculative it then generates -gen-tokens after the prompt three times, in
+// fresh sessions: with plain steps, with the automatic speculative decoding (lookup
+// drafts, the cost model choosing each pass's draft length k from the pass times it
+// measured and the drafts' acceptance) and with lookup drafts at every pass; it
+// reports each one's tok/s against the plain one, the tokens drafted and accepted, the
+// mean k and the tokens a pass gave, and the pass times by width the cost model used.
 //
 // With -context N it then decodes at position N: the KV caches and GDN states are filled
 // with synthetic values (backendtest.FillSynthetic; their content does not change the speed),
@@ -80,7 +88,10 @@ func parseFlags(fs *flag.FlagSet, args []string) (config, error) {
 	fs.StringVar(&cfg.weightFormat, "weight-format", "", "transcode the ternary products to pq2_0 or ptq1_0 at load (cpu.WithWeightFormat; default: as stored)")
 	fs.StringVar(&cfg.layout, "layout", "auto", cli.LayoutUsage)
 	fs.StringVar(&cfg.backend, "backend", "auto", "where the model runs: "+strings.Join(cli.Backends, ", ")+" (auto: Metal on Apple silicon, else a Vulkan GPU, else the CPU); on a GPU the bandwidth is the device's, read by a kernel in the same run")
-	fs.BoolVar(&cfg.speculative, "speculative", false, "also generate -gen-tokens greedily after the prompt with and without speculative decoding (GenerateOptions.Speculative, lookup drafts), and compare the rates")
+	fs.BoolVar(&cfg.speculative, "speculative", false, "also generate -gen-tokens after the prompt (or -spec-prompt) without speculative decoding, with the automatic policy (lookup drafts, the cost model choosing k) and with lookup drafts at every pass, and compare: tok/s, acceptance, tokens per pass, the mean k drafted, the pass times by width")
+	fs.StringVar(&cfg.specPrompt, "spec-prompt", "", "with -speculative: a text `file` whose contents are the prompt (tokenized as a plain text), instead of the synthetic -prompt-tokens")
+	fs.Float64Var(&cfg.specTemp, "temperature", 0, "with -speculative: the sampling temperature of the generations, seeded (0: greedy, and the tokens are compared)")
+	fs.IntVar(&cfg.specMaxDraft, "spec-max-draft", 0, "with -speculative: SpeculativeOptions.MaxDraft, the most tokens drafted a pass (0: the default, 8)")
 	fs.BoolVar(&cfg.warmup, "warmup", false, "read every weight page at load, so that the first measurements do not wait for the disk")
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "usage: bench [-model FILE | -preset NAME] [flags]\n\n"+
@@ -103,6 +114,9 @@ type config struct {
 	context                   int
 	cpuprofile                string
 	mmap, warmup, speculative bool
+	specPrompt                string  // -spec-prompt
+	specTemp                  float64 // -temperature
+	specMaxDraft              int     // -spec-max-draft
 	layout                    string
 	threads, prompt, gen      int
 	bwTime                    time.Duration
@@ -132,7 +146,8 @@ func (cfg *config) check() error {
 		}
 	}
 	for _, err := range []error{cli.AtLeast("threads", cfg.threads, 0), cli.AtLeast("gen-tokens", cfg.gen, 1),
-		cli.AtLeast("prompt-tokens", cfg.prompt, 0), cli.AtLeast("context", cfg.context, 0)} {
+		cli.AtLeast("prompt-tokens", cfg.prompt, 0), cli.AtLeast("context", cfg.context, 0),
+		cli.AtLeast("temperature", cfg.specTemp, 0), cli.AtLeast("spec-max-draft", cfg.specMaxDraft, 0)} {
 		if err != nil {
 			return err
 		}
@@ -185,7 +200,14 @@ func run(ctx context.Context, out, stderr io.Writer, cfg config) error {
 		}
 	}
 
-	l, err := cli.Load(ctx, stderr, "bench", cli.ModelFlags{Model: path, Threads: cfg.threads, Context: max(cfg.prompt, cfg.context) + 2*cfg.gen + 1,
+	var specText []byte
+	if cfg.specPrompt != "" {
+		if specText, err = os.ReadFile(cfg.specPrompt); err != nil {
+			return err
+		}
+	}
+	// A text has no more tokens than bytes (and a BOS).
+	l, err := cli.Load(ctx, stderr, "bench", cli.ModelFlags{Model: path, Threads: cfg.threads, Context: max(cfg.prompt, cfg.context, len(specText)+1) + 2*cfg.gen + 1,
 		Warmup: cfg.warmup, Backend: cfg.backend, CPU: cpuOpts, Layout: cfg.layout},
 		bonsai.WithProfiling(true), bonsai.WithActivations(acts), bonsai.WithMmap(cfg.mmap), bonsai.WithKVCache(kv))
 	if err != nil {
@@ -284,7 +306,14 @@ func run(ctx context.Context, out, stderr io.Writer, cfg config) error {
 		return err
 	}
 	if cfg.speculative {
-		if err := speculate(ctx, out, m, prompt, cfg.gen); err != nil {
+		in := bonsai.TokenIDs(prompt...)
+		if len(prompt) == 0 {
+			in = bonsai.TokenIDs(1)
+		}
+		if cfg.specPrompt != "" {
+			in = bonsai.Text(string(specText))
+		}
+		if err := speculate(ctx, out, m, in, cfg); err != nil {
 			return err
 		}
 	}
@@ -358,17 +387,34 @@ func decode(ctx context.Context, out io.Writer, m *bonsai.Model, s *bonsai.Sessi
 	return tps, p, nil
 }
 
-// speculate generates gen tokens greedily after prompt (or one token when it is empty),
-// in fresh sessions, without and with speculative decoding, and reports the decode
-// rates, the drafts' fate and the tokens each forward pass gave.
-func speculate(ctx context.Context, out io.Writer, m *bonsai.Model, prompt []int32, gen int) error {
-	if len(prompt) == 0 {
-		prompt = []int32{1}
+// speculate generates cfg.gen tokens after in, in fresh sessions: with plain steps,
+// with the automatic policy (the lookup drafter, the cost model choosing each pass's
+// draft length) and with lookup drafts at every pass, in that order, so that the
+// automatic run decides from what the plain run measured, as a server would. It
+// reports each one's decode rate against the plain one's, the drafts' fate, the tokens
+// a pass gave and the mean draft length, then the pass times by width that the cost
+// model estimated.
+func speculate(ctx context.Context, out io.Writer, m *bonsai.Model, in bonsai.Input, cfg config) error {
+	maxDraft := cfg.specMaxDraft
+	if maxDraft == 0 {
+		maxDraft = 8
+	}
+	sampler := bonsai.SamplerOptions{Temperature: float32(cfg.specTemp), Seed: 1}
+	draw := "greedily"
+	if cfg.specTemp > 0 {
+		draw = fmt.Sprintf("sampled at temperature %g, seed 1", cfg.specTemp)
 	}
 	var plain []int32
 	var plainRate float64
-	for _, sp := range []*bonsai.SpeculativeOptions{nil, {}} {
-		p, err := m.Prepare(bonsai.TokenIDs(prompt...), bonsai.GenerateOptions{MaxTokens: gen, Speculative: sp})
+	for _, run := range []struct {
+		name string
+		sp   *bonsai.SpeculativeOptions
+	}{
+		{"plain", nil},
+		{"auto", &bonsai.SpeculativeOptions{MaxDraft: maxDraft}},
+		{"lookup", &bonsai.SpeculativeOptions{MaxDraft: maxDraft, Always: true}},
+	} {
+		p, err := m.Prepare(in, bonsai.GenerateOptions{MaxTokens: cfg.gen, SamplerOptions: sampler, Speculative: run.sp})
 		if err != nil {
 			return err
 		}
@@ -382,21 +428,35 @@ func speculate(ctx context.Context, out io.Writer, m *bonsai.Model, prompt []int
 			return err
 		}
 		u := res.Usage
+		if run.sp == nil {
+			plain, plainRate = res.Tokens, u.DecodeTokensPerSecond
+			fmt.Fprintf(out, "generate    %d tokens (%s) after a prompt of %d, %s, plain steps: %.3f tok/s\n",
+				u.CompletionTokens, res.FinishReason, u.PromptTokens, draw, u.DecodeTokensPerSecond)
+			continue
+		}
 		// Each pass, a step or a verification, gives one token of the model's own
 		// plus the drafted tokens it accepted.
 		passes := u.CompletionTokens - u.AcceptedTokens
-		if sp == nil {
-			plain, plainRate = res.Tokens, u.DecodeTokensPerSecond
-			fmt.Fprintf(out, "generate    %d tokens (%s), plain steps: %.3f tok/s\n", u.CompletionTokens, res.FinishReason, u.DecodeTokensPerSecond)
-			continue
-		}
-		acc := 0.0
+		acc, meanK := 0.0, 0.0
 		if u.DraftedTokens > 0 {
 			acc = float64(u.AcceptedTokens) / float64(u.DraftedTokens)
+			meanK = float64(u.DraftedTokens) / float64(u.DraftPasses)
 		}
-		fmt.Fprintf(out, "speculative %d tokens (%s): %.3f tok/s = %.2f× plain; %d drafted, %d accepted (%.0f%%), %.2f tokens per pass; same tokens as plain: %v\n",
-			u.CompletionTokens, res.FinishReason, u.DecodeTokensPerSecond, u.DecodeTokensPerSecond/plainRate,
-			u.DraftedTokens, u.AcceptedTokens, 100*acc, float64(u.CompletionTokens)/float64(max(passes, 1)), slices.Equal(plain, res.Tokens))
+		same := ""
+		if cfg.specTemp == 0 {
+			same = fmt.Sprintf("; same tokens as plain: %v", slices.Equal(plain, res.Tokens))
+		}
+		fmt.Fprintf(out, "spec %-6s %d tokens (%s): %.3f tok/s = %.3f× plain; %d drafted in %d of %d passes (mean k %.2f), %d accepted (%.0f%%), %.2f tokens per pass%s\n",
+			run.name, u.CompletionTokens, res.FinishReason, u.DecodeTokensPerSecond, u.DecodeTokensPerSecond/plainRate,
+			u.DraftedTokens, u.DraftPasses, passes, meanK, u.AcceptedTokens, 100*acc, float64(u.CompletionTokens)/float64(max(passes, 1)), same)
+	}
+	if pt := m.PassTimes(maxDraft + 1); pt != nil {
+		var b strings.Builder
+		for t, d := range pt {
+			fmt.Fprintf(&b, " %d:%.2f", t+1, float64(d)/float64(pt[0]))
+		}
+		fmt.Fprintf(out, "pass times  a step %.2f ms; a pass of t tokens ÷ a step, t:ratio (measured or interpolated):%s\n",
+			float64(pt[0].Microseconds())/1000, b.String())
 	}
 	return nil
 }

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"io"
+	"os"
+	"path/filepath"
 	"regexp"
 	"strconv"
 	"testing"
@@ -63,4 +65,30 @@ func TestWeightFormatFlag(t *testing.T) {
 	assert.Less(t, tq, pq, "PTQ1_0 products read fewer bytes a token")
 	err := run(context.Background(), io.Discard, io.Discard, config{preset: "tiny", acts: "int8", kv: "f16", weightFormat: "tq2_0", threads: 1, gen: 1})
 	assert.ErrorContains(t, err, `-weight-format "tq2_0"`)
+}
+
+// -speculative generates without speculation, with the automatic policy and with
+// lookup drafts at every pass, in one run, and reports for each the rate against the
+// plain one, the drafts, the mean k and the tokens per pass, then the pass times; with
+// greedy decoding the tokens are the plain run's.
+func TestSpeculativeFlag(t *testing.T) {
+	prompt := filepath.Join(t.TempDir(), "prompt.txt")
+	require.NoError(t, os.WriteFile(prompt, []byte("one two three one two three one two"), 0o644))
+	for _, temp := range []float64{0, 0.7} {
+		var out bytes.Buffer
+		cfg := config{preset: "tiny", acts: "int8", kv: "f16", mmap: true, threads: 2, prompt: 8, gen: 40, bwTime: 50 * time.Millisecond,
+			speculative: true, specPrompt: prompt, specTemp: temp, specMaxDraft: 4}
+		require.NoError(t, run(context.Background(), &out, io.Discard, cfg))
+		s := out.String()
+		assert.Regexp(t, `generate    40 tokens \(length\) after a prompt of \d+, .*plain steps: [0-9.]+ tok/s`, s)
+		for _, name := range []string{"auto  ", "lookup"} {
+			re := `spec ` + name + ` 40 tokens \(length\): [0-9.]+ tok/s = [0-9.]+× plain; \d+ drafted in \d+ of \d+ passes \(mean k [0-9.]+\), \d+ accepted \(\d+%\), [0-9.]+ tokens per pass`
+			if temp == 0 {
+				re += `; same tokens as plain: true`
+			}
+			assert.Regexp(t, re+"\n", s)
+		}
+		// Widths 1 … MaxDraft + 1, the first the step itself.
+		assert.Regexp(t, `pass times  a step [0-9.]+ ms; .*: 1:1.00 2:[0-9.]+ 3:[0-9.]+ 4:[0-9.]+ 5:[0-9.]+\n`, s)
+	}
 }

@@ -8,7 +8,7 @@
 //	      [-prefix-cache SIZE] [-threads N] [-context N] [-model-name NAME] [-model-alias NAME]...
 //	      [-max-body BYTES] [-api-key KEY]... [-api-key-file FILE] [-metrics-auth]
 //	      [-drain-timeout D] [-responses-store N] [-responses-store-memory SIZE]
-//	      [-max-tokens N] [-thinking-budget N] [-temperature T] ...
+//	      [-max-tokens N] [-thinking-budget N] [-speculative auto|off|lookup] [-temperature T] ...
 //
 // Endpoints:
 //
@@ -197,6 +197,8 @@ func parseFlags(fs *flag.FlagSet, args []string) (config, error) {
 	fs.IntVar(&cfg.defaults.TopK, "top-k", 20, "top_k of requests that give none (0: off)")
 	minP := fs.Float64("min-p", 0, "min_p of requests that give none (0: off)")
 	fs.IntVar(&cfg.defaults.ThinkingBudget, "thinking-budget", 0, "most tokens a think block holds in a request that sets no budget (reasoning_effort, reasoning.effort, thinking.budget_tokens), then </think> is forced (0: no cap, but half the max tokens under a forced tool call or JSON answer)")
+	fs.StringVar(&cfg.defaults.Speculative, "speculative", serve.SpeculativeAuto, "speculative decoding of requests that do not choose (\"speculative\" in the body): "+
+		"auto (lookup drafts when the measured pass times and the drafts' acceptance say they pay), off, or lookup (lookup drafts at every pass)")
 	fs.IntVar(&cfg.defaults.MaxTokens, "max-tokens", defaultMaxTokens, "most tokens a request without max_tokens generates, then finish_reason \"length\" (0: no cap, until the context is full); a request's own max_tokens wins, up to the context")
 	fs.Usage = func() {
 		fmt.Fprint(fs.Output(), "usage: serve [-model FILE] [-addr HOST:PORT] [-parallel N] [flags]\n\n"+
@@ -213,6 +215,9 @@ func parseFlags(fs *flag.FlagSet, args []string) (config, error) {
 			"Thinking is switched with chat_template_kwargs {\"enable_thinking\": false} or a\n"+
 			"top-level \"enable_thinking\", and comes back in reasoning_content; its length\n"+
 			"is capped by reasoning_effort, thinking.budget_tokens or -thinking-budget.\n"+
+			"Speculative decoding (-speculative, or \"speculative\" in a request body)\n"+
+			"drafts tokens by looking the context up and verifies them in one pass; the\n"+
+			"output is the model's either way, and /metrics counts drafted and accepted tokens.\n"+
 			"With -api-key, -api-key-file or "+keyEnv+", every request but /health, /ready\n"+
 			"and /metrics (unless -metrics-auth) needs a key: Authorization: Bearer KEY or\n"+
 			"x-api-key: KEY; without, anyone who can reach the port can use the model.\n"+
@@ -234,7 +239,7 @@ func parseFlags(fs *flag.FlagSet, args []string) (config, error) {
 	}
 	if err := cli.CheckFlags(fs, "serve", cli.AtLeast("parallel", cfg.parallel, 1), cli.AtLeast("queue", cfg.queue, 0),
 		cli.AtLeast("max-body", cfg.maxBody, 1), cli.AtLeast("drain-timeout", cfg.drain, 0), cli.AtLeast("responses-store", cfg.stored, 0),
-		short); err != nil {
+		cli.OneOf("speculative", cfg.defaults.Speculative, serve.SpeculativeModes...), short); err != nil {
 		return cfg, err
 	}
 	return cfg, nil

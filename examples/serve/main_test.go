@@ -31,7 +31,7 @@ func TestFlags(t *testing.T) {
 	_, out, err := parse(t, "-h")
 	require.True(t, errors.Is(err, flag.ErrHelp))
 	for _, f := range []string{"-model", "-addr", "-parallel", "-queue", "-threads", "-context", "-verify", "-warmup",
-		"-model-name", "-max-body", "-drain-timeout", "-shutdown-timeout", "deprecated", "/ready", "drains", "-temperature", "-top-p", "-top-k", "-min-p", "-max-tokens", "-thinking-budget", "reasoning_effort", "-quiet",
+		"-model-name", "-max-body", "-drain-timeout", "-shutdown-timeout", "deprecated", "/ready", "drains", "-temperature", "-top-p", "-top-k", "-min-p", "-max-tokens", "-thinking-budget", "reasoning_effort", "-quiet", "-speculative",
 		"-batch-tokens", "-prefix-cache", "(default 2GiB)", "batched together",
 		"-responses-store", "(default 1024)", "-responses-store-memory", "(default 64MiB)", "/v1/responses",
 		"127.0.0.1:8080", "/v1/chat/completions", "/v1/messages", "/metrics", "chat page", "random weights"} {
@@ -45,11 +45,17 @@ func TestFlags(t *testing.T) {
 	assert.Equal(t, 30*time.Second, cfg.drain)
 	assert.Equal(t, 4096, cfg.defaults.MaxTokens, "a request without max_tokens is capped by default")
 	assert.Zero(t, cfg.defaults.ThinkingBudget, "the library's default budget")
+	assert.Equal(t, "auto", cfg.defaults.Speculative, "the server drafts where the cost model says it pays")
 	assert.Empty(t, cfg.aliases)
 	cfg, _, err = parse(t, "-max-tokens", "0", "-model-alias", "gpt-4o", "-model-alias", "claude-sonnet-4-5")
 	require.NoError(t, err)
 	assert.Zero(t, cfg.defaults.MaxTokens, "0 lifts the cap")
 	assert.Equal(t, []string{"gpt-4o", "claude-sonnet-4-5"}, cfg.aliases)
+	for _, mode := range []string{"off", "lookup", "auto"} {
+		cfg, _, err = parse(t, "-speculative", mode)
+		require.NoError(t, err)
+		assert.Equal(t, mode, cfg.defaults.Speculative)
+	}
 	cfg, _, err = parse(t, "-thinking-budget", "300")
 	require.NoError(t, err)
 	assert.Equal(t, 300, cfg.defaults.ThinkingBudget, "the servers' default budget")

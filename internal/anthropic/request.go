@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/bonsai-go/sdk/bonsai"
+	"github.com/bonsai-go/sdk/internal/serve"
 )
 
 // messagesRequest is the body of POST /v1/messages (and of count_tokens, which reads
@@ -93,6 +94,8 @@ const (
 func (r *messagesRequest) options(h *handler, seed func() uint64) (bonsai.GenerateOptions, *apiError) {
 	d := h.cfg.Defaults
 	opt := bonsai.GenerateOptions{ThinkingBudget: d.ThinkingBudget, SamplerOptions: bonsai.SamplerOptions{Temperature: d.Temperature, TopP: d.TopP, TopK: d.TopK, MinP: d.MinP, Seed: seed()}}
+	// The server's speculative decoding (serve.New checked its mode).
+	opt.Speculative, _ = serve.SpeculativeOptions(d.Speculative)
 	if r.MaxTokens == nil {
 		return opt, invalid("max_tokens: Field required")
 	}

@@ -26,6 +26,12 @@
 // "enable_thinking"; the thinking comes back apart from the answer, in
 // reasoning_content, as DeepSeek's API and llama.cpp return it.
 //
+// A request may choose its speculative decoding with "speculative": "auto", "off" or
+// "lookup" (serve.SpeculativeModes; the server's serve.Defaults.Speculative when
+// absent). The output is the model's either way; the usage reports the drafted tokens
+// in OpenAI's fields for a predicted output's, completion_tokens_details's
+// accepted_prediction_tokens and rejected_prediction_tokens.
+//
 // reasoning_effort (the Responses API's reasoning.effort) switches thinking and budgets
 // it: "none" and "minimal" switch it off; "low", "medium", "high", "xhigh" and "max"
 // switch it on and give the think block 1/4, 1/2, 3/4, 7/8 and 7/8 of the request's max
@@ -53,7 +59,7 @@
 // others on with their share of max_output_tokens, as reasoning_effort does on the chat
 // endpoint; enable_thinking wins when both are sent), store, previous_response_id,
 // metadata and user, and the chat endpoint's extensions (top_k, min_p,
-// repetition_penalty, seed, enable_thinking). It answers a Response with message,
+// repetition_penalty, seed, enable_thinking, speculative). It answers a Response with message,
 // function_call and reasoning items (the thinking in reasoning_text content, summary
 // empty), or streams it as OpenAI's typed events, each named by an event: line and
 // numbered by sequence_number: response.created, response.in_progress, then per item

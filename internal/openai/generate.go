@@ -45,6 +45,10 @@ type usage struct {
 	} `json:"prompt_tokens_details"`
 	CompletionTokensDetails struct {
 		ReasoningTokens int `json:"reasoning_tokens"`
+		// The speculative decoding's drafted tokens that the model accepted and
+		// rejected, in the fields OpenAI reports a predicted output's in.
+		AcceptedPredictionTokens int `json:"accepted_prediction_tokens"`
+		RejectedPredictionTokens int `json:"rejected_prediction_tokens"`
 	} `json:"completion_tokens_details"`
 }
 
@@ -115,6 +119,8 @@ func (s *api) run(w http.ResponseWriter, r *http.Request, j *job, out responder)
 	u.TotalTokens = u.PromptTokens + u.CompletionTokens
 	u.PromptTokensDetails.CachedTokens = res.Usage.CachedTokens
 	u.CompletionTokensDetails.ReasoningTokens = res.ReasoningTokens
+	u.CompletionTokensDetails.AcceptedPredictionTokens = res.Usage.AcceptedTokens
+	u.CompletionTokensDetails.RejectedPredictionTokens = res.Usage.DraftedTokens - res.Usage.AcceptedTokens
 	if ev == nil {
 		serve.WriteJSON(w, http.StatusOK, out.whole(res.Result, pieces, finish, u))
 		return

@@ -34,6 +34,9 @@ type commonRequest struct {
 	RepetitionPenalty   *float64           `json:"repetition_penalty"`
 	N                   *int               `json:"n"`
 	LogitBias           map[string]float64 `json:"logit_bias"`
+	// Speculative is an extension: the speculative decoding mode of this request
+	// (serve.SpeculativeModes: "auto", "off", "lookup"), instead of the server's.
+	Speculative *string `json:"speculative"`
 }
 
 // chatRequest is the body of POST /v1/chat/completions.
@@ -113,6 +116,15 @@ func typeName(kind string) string {
 // OpenAI does.
 func (r *commonRequest) options(d serve.Defaults, seed func() uint64) (bonsai.GenerateOptions, *apiError) {
 	opt := bonsai.GenerateOptions{MaxTokens: d.MaxTokens, ThinkingBudget: d.ThinkingBudget, SamplerOptions: bonsai.SamplerOptions{Temperature: d.Temperature, TopP: d.TopP, TopK: d.TopK, MinP: d.MinP}}
+	// The server's mode was checked by serve.New; a request's names the field.
+	opt.Speculative, _ = serve.SpeculativeOptions(d.Speculative)
+	if r.Speculative != nil {
+		spec, err := serve.SpeculativeOptions(*r.Speculative)
+		if err != nil || *r.Speculative == "" {
+			return opt, invalid("speculative", "Invalid 'speculative': %q (want one of %s).", *r.Speculative, strings.Join(serve.SpeculativeModes, ", "))
+		}
+		opt.Speculative = spec
+	}
 	inRange := func(name string, v *float64, lo, hi float64) (float32, bool, *apiError) {
 		if v == nil {
 			return 0, false, nil

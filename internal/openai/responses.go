@@ -55,6 +55,7 @@ type responsesRequest struct {
 	TopK               *int                       `json:"top_k"`
 	MinP               *float64                   `json:"min_p"`
 	RepetitionPenalty  *float64                   `json:"repetition_penalty"`
+	Speculative        *string                    `json:"speculative"`
 	Seed               *int64                     `json:"seed"`
 	EnableThinking     *bool                      `json:"enable_thinking"`
 	ChatTemplateKwargs map[string]json.RawMessage `json:"chat_template_kwargs"`
@@ -148,7 +149,7 @@ func (s *api) responsesJob(req *responsesRequest) (*respJob, *apiError) {
 		return nil, invalid("top_logprobs", "'top_logprobs' is not supported by /v1/responses on this server: use /v1/chat/completions.")
 	}
 	common := commonRequest{Temperature: req.Temperature, TopP: req.TopP, TopK: req.TopK, MinP: req.MinP,
-		RepetitionPenalty: req.RepetitionPenalty, Seed: req.Seed}
+		RepetitionPenalty: req.RepetitionPenalty, Seed: req.Seed, Speculative: req.Speculative}
 	opt, e := common.options(s.cfg.Defaults, rand.Uint64)
 	if e != nil {
 		return nil, e

@@ -62,7 +62,10 @@ type metrics struct {
 	requests map[requestKey]int64
 
 	promptTokens, cachedTokens, completionTokens atomic.Int64
-	queueWait, firstToken                        histogram
+	// The speculative decoding's drafts: tokens drafted and verified, accepted, and the
+	// passes that verified them.
+	draftedTokens, acceptedTokens, draftPasses atomic.Int64
+	queueWait, firstToken                      histogram
 }
 
 func newMetrics() *metrics {
@@ -158,6 +161,15 @@ func (s *Server) WriteMetrics(w io.Writer) error {
 	e.counter("bonsai_prompt_cached_tokens_total", "Prompt tokens not prefilled: held by the session or restored from the prefix cache.",
 		s.metrics.cachedTokens.Load())
 	e.counter("bonsai_completion_tokens_total", "Tokens generated.", s.metrics.completionTokens.Load())
+	drafted, accepted := s.metrics.draftedTokens.Load(), s.metrics.acceptedTokens.Load()
+	e.counter("bonsai_spec_drafted_tokens_total", "Tokens that speculative decoding drafted and the model verified.", drafted)
+	e.counter("bonsai_spec_accepted_tokens_total", "Drafted tokens the model accepted.", accepted)
+	e.counter("bonsai_spec_draft_passes_total", "Forward passes that verified drafted tokens.", s.metrics.draftPasses.Load())
+	rate := 0.0
+	if drafted > 0 {
+		rate = float64(accepted) / float64(drafted)
+	}
+	e.gauge("bonsai_spec_acceptance_rate", "Drafted tokens accepted / drafted, since the start (0 before any draft).", rate)
 
 	busy, queued := s.pool.load()
 	e.gauge("bonsai_sessions", "Sessions: the most generations that run at once, batched together.", float64(s.cfg.Parallel))

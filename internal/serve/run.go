@@ -156,6 +156,9 @@ func (s *Server) run(ctx context.Context, j Job, start func(), tok func(bonsai.T
 	s.metrics.promptTokens.Add(int64(res.Usage.PromptTokens))
 	s.metrics.cachedTokens.Add(int64(res.Usage.CachedTokens))
 	s.metrics.completionTokens.Add(int64(res.Usage.CompletionTokens))
+	s.metrics.draftedTokens.Add(int64(res.Usage.DraftedTokens))
+	s.metrics.acceptedTokens.Add(int64(res.Usage.AcceptedTokens))
+	s.metrics.draftPasses.Add(int64(res.Usage.DraftPasses))
 	if s.cfg.OnGenerationEnd != nil {
 		s.cfg.OnGenerationEnd(GenerationEnd{Endpoint: j.Endpoint, FinishReason: res.FinishReason, Err: genErr,
 			PromptTokens: res.Usage.PromptTokens, CachedTokens: res.Usage.CachedTokens, CompletionTokens: res.Usage.CompletionTokens,

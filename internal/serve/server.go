@@ -69,6 +69,9 @@ type Defaults struct {
 	// (bonsai.GenerateOptions.ThinkingBudget; 0: the library's default, which caps it
 	// at half the max tokens under a forced tool call or a JSON answer).
 	ThinkingBudget int
+	// Speculative is the speculative decoding of a request that does not choose its
+	// own: one of SpeculativeModes ("": off).
+	Speculative string
 }
 
 // GenerationEnd describes a finished generation.
@@ -146,6 +149,9 @@ func New(m *bonsai.Model, cfg Config) (*Server, error) {
 	}
 	if cfg.MetricsAuth && cfg.Keys == nil {
 		return nil, errors.New("serve: Config.MetricsAuth needs Config.Keys")
+	}
+	if _, err := SpeculativeOptions(cfg.Defaults.Speculative); err != nil {
+		return nil, fmt.Errorf("serve: Config.Defaults.Speculative: %w", err)
 	}
 	if cfg.MaxBodyBytes <= 0 {
 		cfg.MaxBodyBytes = 4 << 20

@@ -1,0 +1,108 @@
+package bonsai_test
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/bonsai-go/sdk/bonsai"
+)
+
+// wrongDrafter drafts, at each position, a token that the plain run did not generate
+// there: every draft is rejected at its first token.
+type wrongDrafter struct {
+	want   []int32
+	prompt int
+	shadow int // drafts asked for after the cost model stopped verifying them
+}
+
+func (d *wrongDrafter) Draft(ctx []int32, k int, dst []int32) []int32 {
+	for i := len(ctx) - d.prompt; i < len(d.want) && k > 0; i, k = i+1, k-1 {
+		dst = append(dst, (d.want[i]+1)%512)
+	}
+	return dst
+}
+
+func (d *wrongDrafter) Accepted(drafted, accepted int) {}
+
+// Drafts that are never accepted stop after a bounded number of passes, the bound
+// following from the acceptance estimate (α after n rejections, from one success and
+// one failure weighted by 7/8 a draft: (7/8)^n / (2·(7/8)^n + 8·(1 − (7/8)^n))) and the
+// pass costs:
+//   - CPU-like, cost(t) = 1 + 0.375(t − 1): α = 1/2 drafts one token (1.5/1.375 =
+//     1.09), after one rejection α = 0.318 and 1.318/1.375 < 1.02: 1 pass.
+//   - GPU-like, every pass as a step: drafting goes on while E(8) = Σ α^i > 1.02, that
+//     is while α > 0.0196: α after 14 rejections is 0.0218, after 15 0.0188: 15 passes.
+//
+// The output stays the plain run's.
+func TestGenerateSpeculativeCostModelStops(t *testing.T) {
+	in := bonsai.Text("The quick brown fox")
+	opt := bonsai.GenerateOptions{MaxTokens: 60}
+	for _, c := range []struct {
+		name   string
+		cost   func(t int) float64
+		passes int
+	}{
+		{"cpu", func(t int) float64 { return 1 + 0.375*float64(t-1) }, 1},
+		{"gpu", func(int) float64 { return 1 }, 15},
+	} {
+		m := tiny(t)
+		bonsai.SetPassCosts(m, c.cost)
+		s := session(t, m)
+		plain := runGen(t, s, in, opt)
+		require.Len(t, plain.res.Tokens, 60, "the generation is long enough to see the bound")
+		d := &wrongDrafter{want: plain.res.Tokens, prompt: promptLen(plain)}
+		got := runGen(t, s, in, withSpec(opt, &bonsai.SpeculativeOptions{NewDrafter: func() bonsai.Drafter { return d }}))
+		assert.Equal(t, c.passes, got.res.Usage.DraftPasses, c.name)
+		assert.Zero(t, got.res.Usage.AcceptedTokens, c.name)
+		sameRun(t, plain, got, c.name)
+	}
+}
+
+// With an oracle whose drafts are accepted in runs of up to six tokens, the cost model
+// drafts shorter on the CPU-like costs than on the GPU-like ones, where every pass
+// costs a step and the longest draft pays (at α = 0.86 on the CPU: 1.86/1.375 = 1.35 for one
+// token, 3.24/2.125 = 1.52 for three, 5.31/4 = 1.33 for eight), and the output is
+// the plain run's either way.
+func TestGenerateSpeculativeCostModelWidth(t *testing.T) {
+	in := bonsai.Text("The quick brown fox")
+	opt := bonsai.GenerateOptions{MaxTokens: 150}
+	mean := map[string]float64{}
+	for _, c := range []struct {
+		name string
+		cost func(t int) float64
+	}{
+		{"cpu", func(t int) float64 { return 1 + 0.375*float64(t-1) }},
+		{"gpu", func(int) float64 { return 1 }},
+	} {
+		m := tiny(t)
+		bonsai.SetPassCosts(m, c.cost)
+		s := session(t, m)
+		plain := runGen(t, s, in, opt)
+		got := runGen(t, s, in, withSpec(opt, oracleOf(plain, promptLen(plain))))
+		d, a := sameRun(t, plain, got, c.name)
+		require.Positive(t, a, c.name)
+		mean[c.name] = float64(d) / float64(got.res.Usage.DraftPasses)
+		t.Logf("%s: drafted %d, accepted %d in %d passes", c.name, d, a, got.res.Usage.DraftPasses)
+	}
+	assert.Less(t, mean["cpu"], mean["gpu"])
+	assert.Less(t, mean["cpu"], 8.0, "the CPU's costs cap the drafts below MaxDraft")
+}
+
+// A model times its passes, and the cost model decides from the times.
+func TestGenerateSpeculativePassTimes(t *testing.T) {
+	m := tiny(t)
+	assert.Nil(t, m.PassTimes(4), "no pass timed yet")
+	s := session(t, m)
+	in := bonsai.Text("The quick brown fox")
+	opt := bonsai.GenerateOptions{MaxTokens: 40}
+	plain := runGen(t, s, in, opt)
+	pt := m.PassTimes(4)
+	require.Len(t, pt, 4)
+	for i, d := range pt {
+		assert.Positive(t, d, "width %d", i+1)
+	}
+	got := runGen(t, s, in, withSpec(opt, oracleOf(plain, promptLen(plain))))
+	sameRun(t, plain, got, "measured costs")
+}

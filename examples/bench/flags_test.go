@@ -27,7 +27,7 @@ func parse(args ...string) (config, string, error) {
 func TestFlags(t *testing.T) {
 	_, out, err := parse("-h")
 	require.True(t, errors.Is(err, flag.ErrHelp))
-	for _, f := range []string{"-model", "-preset", "-threads", "0: every core", "-kv", "int8 (alias q8)", "-context", "-gen-tokens", "-layout", "-backend", "-speculative", "-spec-prompt", "-temperature", "-spec-max-draft"} {
+	for _, f := range []string{"-model", "-preset", "-threads", "0: every core", "-kv", "int8 (alias q8)", "-context", "-gen-tokens", "-layout", "-backend", "-speculative", "-spec-prompt", "-temperature", "-spec-max-draft", "-spec-replay"} {
 		assert.Contains(t, out, f)
 	}
 	cfg, out, err := parse()

@@ -7,7 +7,7 @@
 //
 //	bench [-model FILE | -preset NAME] [-threads N] [-prompt-tokens P] [-gen-tokens G] [-warmup]
 //	      [-context N] [-kv f16|f32|int8|q8|q4]
-//	      [-speculative [-spec-prompt FILE] [-temperature T] [-spec-max-draft K]]
+//	      [-speculative [-spec-prompt FILE] [-temperature T] [-spec-max-draft K] [-spec-replay N]]
 //
 // With -speculative it then generates -gen-tokens after the prompt three times, in
 // fresh sessions: with plain steps, with the automatic speculative decoding (lookup
@@ -15,6 +15,9 @@
 // measured and the drafts' acceptance) and with lookup drafts at every pass; it
 // reports each one's tok/s against the plain one, the tokens drafted and accepted, the
 // mean k and the tokens a pass gave, and the pass times by width the cost model used.
+// With -spec-replay N (greedy) a fourth run drafts the plain run's own continuation,
+// every Nth drafted token wrong: the speed-up where the output repeats what the drafter
+// sees, at a known acceptance — a random-weight model's output seldom repeats itself.
 //
 // With -context N it then decodes at position N: the KV caches and GDN states are filled
 // with synthetic values (backendtest.FillSynthetic; their content does not change the speed),
@@ -91,6 +94,7 @@ func parseFlags(fs *flag.FlagSet, args []string) (config, error) {
 	fs.BoolVar(&cfg.speculative, "speculative", false, "also generate -gen-tokens after the prompt (or -spec-prompt) without speculative decoding, with the automatic policy (lookup drafts, the cost model choosing k) and with lookup drafts at every pass, and compare: tok/s, acceptance, tokens per pass, the mean k drafted, the pass times by width")
 	fs.StringVar(&cfg.specPrompt, "spec-prompt", "", "with -speculative: a text `file` whose contents are the prompt (tokenized as a plain text), instead of the synthetic -prompt-tokens")
 	fs.Float64Var(&cfg.specTemp, "temperature", 0, "with -speculative: the sampling temperature of the generations, seeded (0: greedy, and the tokens are compared)")
+	fs.IntVar(&cfg.specReplay, "spec-replay", 0, "with -speculative, greedy: also a run whose drafter proposes the plain run's own continuation with every `N`th drafted token wrong, the cost model choosing k (0: no such run)")
 	fs.IntVar(&cfg.specMaxDraft, "spec-max-draft", 0, "with -speculative: SpeculativeOptions.MaxDraft, the most tokens drafted a pass (0: the default, 8)")
 	fs.BoolVar(&cfg.warmup, "warmup", false, "read every weight page at load, so that the first measurements do not wait for the disk")
 	fs.Usage = func() {
@@ -117,6 +121,7 @@ type config struct {
 	specPrompt                string  // -spec-prompt
 	specTemp                  float64 // -temperature
 	specMaxDraft              int     // -spec-max-draft
+	specReplay                int     // -spec-replay
 	layout                    string
 	threads, prompt, gen      int
 	bwTime                    time.Duration
@@ -147,7 +152,7 @@ func (cfg *config) check() error {
 	}
 	for _, err := range []error{cli.AtLeast("threads", cfg.threads, 0), cli.AtLeast("gen-tokens", cfg.gen, 1),
 		cli.AtLeast("prompt-tokens", cfg.prompt, 0), cli.AtLeast("context", cfg.context, 0),
-		cli.AtLeast("temperature", cfg.specTemp, 0), cli.AtLeast("spec-max-draft", cfg.specMaxDraft, 0)} {
+		cli.AtLeast("temperature", cfg.specTemp, 0), cli.AtLeast("spec-max-draft", cfg.specMaxDraft, 0), cli.AtLeast("spec-replay", cfg.specReplay, 0)} {
 		if err != nil {
 			return err
 		}
@@ -406,14 +411,27 @@ func speculate(ctx context.Context, out io.Writer, m *bonsai.Model, in bonsai.In
 	}
 	var plain []int32
 	var plainRate float64
-	for _, run := range []struct {
+	var promptLen int
+	runs := []struct {
 		name string
 		sp   *bonsai.SpeculativeOptions
 	}{
 		{"plain", nil},
 		{"auto", &bonsai.SpeculativeOptions{MaxDraft: maxDraft}},
 		{"lookup", &bonsai.SpeculativeOptions{MaxDraft: maxDraft, Always: true}},
-	} {
+	}
+	if cfg.specReplay > 0 && cfg.specTemp == 0 {
+		// Drafts that are the greedy continuation itself, every specReplay-th drafted
+		// token wrong: what the mechanism gives where the output repeats something
+		// the drafter can see, at a known acceptance, the cost model choosing k.
+		runs = append(runs, struct {
+			name string
+			sp   *bonsai.SpeculativeOptions
+		}{"replay", &bonsai.SpeculativeOptions{MaxDraft: maxDraft, NewDrafter: func() bonsai.Drafter {
+			return &replayDrafter{tokens: plain, prompt: promptLen, miss: cfg.specReplay, vocab: int32(m.Vocab())}
+		}}})
+	}
+	for _, run := range runs {
 		p, err := m.Prepare(in, bonsai.GenerateOptions{MaxTokens: cfg.gen, SamplerOptions: sampler, Speculative: run.sp})
 		if err != nil {
 			return err
@@ -429,7 +447,7 @@ func speculate(ctx context.Context, out io.Writer, m *bonsai.Model, in bonsai.In
 		}
 		u := res.Usage
 		if run.sp == nil {
-			plain, plainRate = res.Tokens, u.DecodeTokensPerSecond
+			plain, plainRate, promptLen = res.Tokens, u.DecodeTokensPerSecond, u.PromptTokens
 			fmt.Fprintf(out, "generate    %d tokens (%s) after a prompt of %d, %s, plain steps: %.3f tok/s\n",
 				u.CompletionTokens, res.FinishReason, u.PromptTokens, draw, u.DecodeTokensPerSecond)
 			continue
@@ -460,6 +478,28 @@ func speculate(ctx context.Context, out io.Writer, m *bonsai.Model, in bonsai.In
 	}
 	return nil
 }
+
+// replayDrafter drafts the tokens a plain greedy run generated after the same prompt,
+// every miss-th one (counted over the whole continuation) changed to another token.
+type replayDrafter struct {
+	tokens []int32
+	prompt int
+	miss   int
+	vocab  int32
+}
+
+func (d *replayDrafter) Draft(ctx []int32, k int, dst []int32) []int32 {
+	for g := len(ctx) - d.prompt; k > 0 && g >= 0 && g < len(d.tokens); g, k = g+1, k-1 {
+		t := d.tokens[g]
+		if (g+1)%d.miss == 0 {
+			t = (t + 1) % d.vocab
+		}
+		dst = append(dst, t)
+	}
+	return dst
+}
+
+func (d *replayDrafter) Accepted(drafted, accepted int) {}
 
 // kvBytesPerPosition is what one attention layer's cache holds per position: a key and
 // a value row at precision p (codes and scales for the blocked ones).

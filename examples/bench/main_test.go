@@ -77,9 +77,21 @@ func TestSpeculativeFlag(t *testing.T) {
 	for _, temp := range []float64{0, 0.7} {
 		var out bytes.Buffer
 		cfg := config{preset: "tiny", acts: "int8", kv: "f16", mmap: true, threads: 2, prompt: 8, gen: 40, bwTime: 50 * time.Millisecond,
-			speculative: true, specPrompt: prompt, specTemp: temp, specMaxDraft: 4}
+			speculative: true, specPrompt: prompt, specTemp: temp, specMaxDraft: 4, specReplay: 4}
 		require.NoError(t, run(context.Background(), &out, io.Discard, cfg))
 		s := out.String()
+		// The replay run (greedy only) drafts the plain continuation with every
+		// 4th token wrong: drafts are made and accepted, and the tokens stay the
+		// plain run's.
+		replay := regexp.MustCompile(`spec replay 40 tokens \(length\): [0-9.]+ tok/s = [0-9.]+× plain; (\d+) drafted in \d+ of \d+ passes \(mean k [0-9.]+\), (\d+) accepted \(\d+%\), [0-9.]+ tokens per pass; same tokens as plain: true\n`).FindStringSubmatch(s)
+		if temp > 0 {
+			assert.Nil(t, replay, "a replay run under sampling:\n%s", s)
+		} else if assert.NotNil(t, replay, s) {
+			drafted, _ := strconv.Atoi(replay[1])
+			accepted, _ := strconv.Atoi(replay[2])
+			assert.Greater(t, accepted, 0, s)
+			assert.LessOrEqual(t, accepted, drafted, s)
+		}
 		assert.Regexp(t, `generate    40 tokens \(length\) after a prompt of \d+, .*plain steps: [0-9.]+ tok/s`, s)
 		for _, name := range []string{"auto  ", "lookup"} {
 			re := `spec ` + name + ` 40 tokens \(length\): [0-9.]+ tok/s = [0-9.]+× plain; \d+ drafted in \d+ of \d+ passes \(mean k [0-9.]+\), \d+ accepted \(\d+%\), [0-9.]+ tokens per pass`

@@ -85,19 +85,26 @@ func TestSchemaErrors(t *testing.T) {
 	}
 }
 
-// Bounds are counted, not unrolled: a thousand strings of up to 10,000 characters
-// make a grammar a few rules each, and its outputs are checked to the character.
-func TestLargeBoundsAreCounted(t *testing.T) {
+// objectOf is an object schema of n properties p0, p1, …, property i's schema prop(i).
+func objectOf(n int, prop func(i int) string) []byte {
 	var b strings.Builder
 	b.WriteString(`{"type":"object","properties":{`)
-	for i := range 1000 {
+	for i := range n {
 		if i > 0 {
 			b.WriteString(",")
 		}
-		fmt.Fprintf(&b, `"p%d":{"type":"string","minLength":9000,"maxLength":10000}`, i)
+		fmt.Fprintf(&b, `"p%d":%s`, i, prop(i))
 	}
 	b.WriteString(`}}`)
-	g, err := CompileJSONSchema([]byte(b.String()), SchemaOptions{})
+	return []byte(b.String())
+}
+
+// Bounds are counted, not unrolled: a thousand strings of up to 10,000 characters
+// make a grammar a few rules each, and its outputs are checked to the character.
+func TestLargeBoundsAreCounted(t *testing.T) {
+	g, err := CompileJSONSchema(objectOf(1000, func(int) string {
+		return `{"type":"string","minLength":9000,"maxLength":10000}`
+	}), SchemaOptions{})
 	require.NoError(t, err)
 	assert.Less(t, g.Rules(), 40*1000, "rules per bounded property")
 
@@ -115,13 +122,9 @@ func TestLargeBoundsAreCounted(t *testing.T) {
 
 // A schema that would make a huge grammar is refused quickly, without building it.
 func TestSchemaTooLarge(t *testing.T) {
-	var b strings.Builder
-	b.WriteString(`{"type":"object","properties":{`)
-	for i := range 1000 {
-		if i > 0 {
-			b.WriteString(",")
-		}
-		fmt.Fprintf(&b, `"p%d":{"enum":[`, i)
+	longEnum := func(int) string {
+		var b strings.Builder
+		b.WriteString(`{"enum":[`)
 		for j := range 100 {
 			if j > 0 {
 				b.WriteString(",")
@@ -129,9 +132,9 @@ func TestSchemaTooLarge(t *testing.T) {
 			fmt.Fprintf(&b, `"%030d"`, j)
 		}
 		b.WriteString(`]}`)
+		return b.String()
 	}
-	b.WriteString(`}}`)
-	_, err := CompileJSONSchema([]byte(b.String()), SchemaOptions{})
+	_, err := CompileJSONSchema(objectOf(1000, longEnum), SchemaOptions{})
 	require.Error(t, err)
 	assert.ErrorIs(t, err, ErrInvalidSchema)
 	assert.Contains(t, err.Error(), "too large")

@@ -35,8 +35,7 @@ type state struct {
 	// budget: see textBudget, when budgetKnown.
 	budgetKnown bool
 	budget      uint8
-	mask        []uint64 // the remembered token mask, when computed
-	nmask       int
+	mask        *maskForm // the remembered token mask, when computed
 }
 
 // automaton is the lazily built deterministic automaton of a grammar, shared by the
@@ -230,7 +229,8 @@ type Matcher struct {
 	a      *automaton
 	stk    []int32 // walk's scratch
 	ranges []int32
-	walked int // trie nodes the last walk visited, for the benchmarks
+	walked int      // trie nodes the last walk visited, for the benchmarks
+	form   maskForm // the last walk's mask
 	cur    int32
 	err    error
 }

@@ -193,9 +193,9 @@ func (v *Vocab) packHot() {
 	v.nbyte, v.depth, v.end, v.tokLo, v.tokAt, v.safe, v.allText = nil, nil, nil, nil, nil, nil, nil
 }
 
-// maxMaskBytes bounds the memory of the masks an automaton remembers: 16 MiB, some
-// 530 masks of a 248k-token vocabulary.
-const maxMaskBytes = 16 << 20
+// maxMaskBytes bounds the memory of the masks an automaton remembers (as maskForm:
+// a few hundred bytes to a few KB each).
+const maxMaskBytes = 8 << 20
 
 // Mask sets dst (a bitset of at least (Size+63)/64 words, bit id of word id/64) to the
 // tokens whose bytes the grammar allows next, and returns how many there are.
@@ -214,14 +214,14 @@ func (m *Matcher) Mask(v *Vocab, dst []uint64) int {
 		a.maskVocab = v
 	}
 	if st := &a.states[m.cur]; st.mask != nil && a.maskVocab == v {
-		copy(dst, st.mask)
-		return st.nmask
+		return v.writeMask(dst, *st.mask)
 	}
 	n := m.walk(v, dst)
-	if a.maskVocab == v && a.maskBytes+8*words <= maxMaskBytes {
-		st := &a.states[m.cur]
-		st.mask, st.nmask = slices.Clone(dst), n
-		a.maskBytes += 8 * words
+	if size := 4*len(m.form.ranges) + 64; a.maskVocab == v && a.maskBytes+size <= maxMaskBytes {
+		f := m.form
+		f.ranges = slices.Clone(f.ranges)
+		a.states[m.cur].mask = &f
+		a.maskBytes += size
 	}
 	return n
 }
@@ -336,6 +336,34 @@ func (m *Matcher) walk(v *Vocab, dst []uint64) int {
 		i++
 	}
 	m.ranges, m.walked = ranges, visited
+	m.form = maskForm{text: -1, ranges: ranges, count: count}
+	switch {
+	case rootText:
+		// The text tokens that fit, and what the walk found besides (some of it
+		// text tokens again: setting them twice is harmless, and the count is read
+		// off the mask).
+		m.form.text = min(r0, cap-1)
+	case count > len(v.order)/2:
+		m.form.complement = true
+	}
+	m.form.count = v.writeMask(dst, m.form)
+	return m.form.count
+}
+
+// maskForm is a mask as the walk finds it, ranges of the depth-first token order:
+// set on textUpTo(text)'s mask (text ≥ 0), or set on an empty mask, or (complement)
+// the only ones not cleared from the mask of every token. A mask remembered so takes
+// a few hundred bytes where the bitset of a 248k vocabulary takes 31 KB, and is
+// written back as fast.
+type maskForm struct {
+	text       int
+	complement bool
+	ranges     []int32
+	count      int
+}
+
+// writeMask writes f to dst (zeroed) and returns how many tokens it allows.
+func (v *Vocab) writeMask(dst []uint64, f maskForm) int {
 	set := func(ids []int32) {
 		for _, id := range ids {
 			dst[id>>6] |= 1 << (id & 63)
@@ -346,22 +374,20 @@ func (m *Matcher) walk(v *Vocab, dst []uint64) int {
 			dst[id>>6] &^= 1 << (id & 63)
 		}
 	}
-	if rootText {
-		// The text tokens that fit, and what the walk found besides (some of it
-		// text tokens again: setting them twice is harmless, and the count is read
-		// off the mask).
-		text, _ := v.textUpTo(min(r0, cap-1))
+	ranges := f.ranges
+	switch {
+	case f.text >= 0:
+		text, _ := v.textUpTo(f.text)
 		copy(dst, text)
 		for k := 0; k < len(ranges); k += 2 {
 			set(v.order[ranges[k]:ranges[k+1]])
 		}
 		return popcountWords(dst)
-	}
-	if count <= len(v.order)/2 {
+	case !f.complement:
 		for k := 0; k < len(ranges); k += 2 {
 			set(v.order[ranges[k]:ranges[k+1]])
 		}
-		return count
+		return f.count
 	}
 	copy(dst, v.all)
 	prev := int32(0)
@@ -370,5 +396,5 @@ func (m *Matcher) walk(v *Vocab, dst []uint64) int {
 		prev = ranges[k+1]
 	}
 	unset(v.order[prev:])
-	return count
+	return f.count
 }

@@ -75,6 +75,7 @@ type options struct {
 	profile  bool
 	rows     int
 	prefix   int64
+	grammars int // see WithGrammarCache
 }
 
 // Option configures Open.
@@ -170,6 +171,7 @@ type Model struct {
 
 	vocabOnce sync.Once
 	vocab     *grammar.Vocab // see grammarVocab
+	grammars  *grammarCache  // Prepare's compiled grammars, nil for none; see WithGrammarCache
 
 	fpOnce      sync.Once
 	fingerprint [32]byte // see Fingerprint
@@ -186,7 +188,7 @@ type Model struct {
 // template gets ChatML. The weights are never copied: the CPU backend reads them from
 // the mapped file.
 func Open(path string, opts ...Option) (*Model, error) {
-	o := options{kv: KVFloat16, ctx: context.Background(), mmap: true}
+	o := options{kv: KVFloat16, ctx: context.Background(), mmap: true, grammars: DefaultGrammarCache}
 	for _, opt := range opts {
 		opt(&o)
 	}
@@ -273,7 +275,7 @@ func load(f *gguf.File, o options, report func(string, int64, int64)) (*Model, e
 		return nil, &BackendError{Backend: o.backend.Name(), Err: err}
 	}
 	report("load", 1, 1)
-	m := &Model{file: f, weights: w, engine: engine, backend: o.backend, opts: o, tok: tok}
+	m := &Model{file: f, weights: w, engine: engine, backend: o.backend, opts: o, tok: tok, grammars: newGrammarCache(o.grammars)}
 	m.batch = newBatcher(m, o.rows)
 	if o.prefix > 0 {
 		m.prefix = newPrefixCache(o.prefix)

@@ -268,32 +268,45 @@ func (p *Prompt) checkOptions() error {
 	return nil
 }
 
-// compile compiles the grammar the options ask for.
+// compile compiles the grammar the options ask for, or finds it in the model's
+// cache of grammars (see WithGrammarCache).
 func (p *Prompt) compile() error {
 	opt := &p.opt
-	var err error
-	option := ""
+	var (
+		option string
+		key    grammarKey
+		build  func() (*grammar.Grammar, error)
+	)
 	switch rf := opt.ResponseFormat; {
 	case p.enforced:
 		return p.compileTools()
 	case opt.Grammar != "":
-		option = "Grammar"
-		p.grammar, err = grammar.ParseGBNF(opt.Grammar)
+		option, key = "Grammar", gbnfKey(opt.Grammar)
+		build = func() (*grammar.Grammar, error) { return grammar.ParseGBNF(opt.Grammar) }
 	case rf != nil && rf.Type == ResponseFormatJSONObject:
-		option = "ResponseFormat"
-		p.grammar, err = grammar.CompileJSONSchema([]byte(`{"type":"object"}`), grammar.SchemaOptions{})
+		// Any JSON object is the schema {"type":"object"}, and shares its grammar.
+		option, key = "ResponseFormat", schemaKey(jsonObjectSchema, false)
+		build = func() (*grammar.Grammar, error) {
+			return grammar.CompileJSONSchema(jsonObjectSchema, grammar.SchemaOptions{})
+		}
 	case rf != nil && rf.Type == ResponseFormatJSONSchema:
-		option = "ResponseFormat"
-		p.grammar, err = grammar.CompileJSONSchema(rf.Schema, grammar.SchemaOptions{Strict: rf.Strict})
+		option, key = "ResponseFormat", schemaKey(rf.Schema, rf.Strict)
+		build = func() (*grammar.Grammar, error) {
+			return grammar.CompileJSONSchema(rf.Schema, grammar.SchemaOptions{Strict: rf.Strict})
+		}
 	default:
 		return nil
 	}
-	prepcount.Compilations.Add(1)
+	g, err := p.m.grammarOf(key, build)
 	if err != nil {
 		return &OptionError{Option: option, Tool: -1, Err: err}
 	}
+	p.grammar = g
 	return nil
 }
+
+// jsonObjectSchema is the schema of ResponseFormatJSONObject.
+var jsonObjectSchema = []byte(`{"type":"object"}`)
 
 // compileTools compiles the grammar of a required or named tool choice: one or more
 // calls in Qwen3.5's markup, each function's parameters constrained by its schema. A
@@ -310,8 +323,9 @@ func (p *Prompt) compileTools() error {
 		index = append(index, i)
 	}
 	parallel := opt.ParallelToolCalls == nil || *opt.ParallelToolCalls
-	prepcount.Compilations.Add(1)
-	g, err := grammar.ToolCalls(fns, parallel)
+	g, err := p.m.grammarOf(toolsKey(fns, parallel), func() (*grammar.Grammar, error) {
+		return grammar.ToolCalls(fns, parallel)
+	})
 	if err == nil {
 		p.grammar = g
 		return nil

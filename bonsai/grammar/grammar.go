@@ -23,6 +23,7 @@ import (
 	"fmt"
 	"math/bits"
 	"sync"
+	"sync/atomic"
 )
 
 // ErrDeadEnd is returned when no token can continue the output: the grammar cannot be
@@ -78,6 +79,9 @@ type repSpec struct {
 type Grammar struct {
 	mu     sync.Mutex
 	shared *automaton // where new matchers start; see (*Grammar).automaton
+	// masks counts the masks its matchers made, coldMasks those walked rather
+	// than remembered: see MaskStats.
+	masks, coldMasks atomic.Int64
 
 	prog  []elem    // alternatives, each ended by kEnd
 	rules [][]int32 // rule → the program positions where its alternatives start
@@ -94,6 +98,13 @@ type Grammar struct {
 
 // Rules is the number of rules, for diagnostics and limits.
 func (g *Grammar) Rules() int { return len(g.rules) }
+
+// MaskStats returns how many token masks the grammar's matchers have made
+// (Matcher.Mask) and how many of them were cold: computed by a walk of the vocabulary,
+// tens of microseconds to a millisecond, rather than copied from a mask the automaton
+// the matchers share remembers, a few microseconds. For diagnostics: a grammar that
+// serves many outputs should find most masks warm.
+func (g *Grammar) MaskStats() (masks, cold int64) { return g.masks.Load(), g.coldMasks.Load() }
 
 // builder assembles a Grammar.
 type builder struct {

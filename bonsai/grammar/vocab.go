@@ -213,9 +213,11 @@ func (m *Matcher) Mask(v *Vocab, dst []uint64) int {
 	if a.maskVocab == nil {
 		a.maskVocab = v
 	}
+	a.g.masks.Add(1)
 	if st := &a.states[m.cur]; st.mask != nil && a.maskVocab == v {
 		return v.writeMask(dst, *st.mask)
 	}
+	a.g.coldMasks.Add(1)
 	n := m.walk(v, dst)
 	if size := 4*len(m.form.ranges) + 64; a.maskVocab == v && a.maskBytes+size <= maxMaskBytes {
 		f := m.form

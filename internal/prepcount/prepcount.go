@@ -19,18 +19,26 @@ var (
 	// Compilations counts the grammars bonsai compiles: a GBNF grammar, a JSON schema,
 	// a tool-call grammar.
 	Compilations atomic.Int64
+	// GrammarCacheHits counts the grammars Prepare takes from the model's cache of
+	// compiled grammars (or from another Prepare compiling the same one at the same
+	// time) rather than compiling them: each grammar a request needs is one compilation
+	// or one hit.
+	GrammarCacheHits atomic.Int64
 )
 
 // Counts is a reading of the counters.
-type Counts struct{ Renders, BoundaryRenders, Tokenizations, Compilations int64 }
+type Counts struct {
+	Renders, BoundaryRenders, Tokenizations, Compilations, GrammarCacheHits int64
+}
 
 // Read returns the counters' values now.
 func Read() Counts {
-	return Counts{Renders.Load(), BoundaryRenders.Load(), Tokenizations.Load(), Compilations.Load()}
+	return Counts{Renders.Load(), BoundaryRenders.Load(), Tokenizations.Load(), Compilations.Load(), GrammarCacheHits.Load()}
 }
 
 // Sub returns the work done between an earlier reading and c.
 func (c Counts) Sub(earlier Counts) Counts {
 	return Counts{c.Renders - earlier.Renders, c.BoundaryRenders - earlier.BoundaryRenders,
-		c.Tokenizations - earlier.Tokenizations, c.Compilations - earlier.Compilations}
+		c.Tokenizations - earlier.Tokenizations, c.Compilations - earlier.Compilations,
+		c.GrammarCacheHits - earlier.GrammarCacheHits}
 }

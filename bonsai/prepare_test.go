@@ -13,7 +13,8 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// Prepare renders, tokenizes and compiles a request once; Generate does none of it.
+// Prepare renders, tokenizes and compiles a request once (a second Prepare of it finds
+// the grammar compiled); Generate does none of it.
 func TestPrepareCountsItsWork(t *testing.T) {
 	msgs := []bonsai.Message{{Role: bonsai.RoleSystem, Content: "Be brief."}, {Role: bonsai.RoleUser, Content: "Hi"},
 		{Role: bonsai.RoleAssistant, Content: "Hello."}, {Role: bonsai.RoleUser, Content: "The weather?"}}
@@ -34,6 +35,11 @@ func TestPrepareCountsItsWork(t *testing.T) {
 			require.NoError(t, err)
 			got := prepcount.Read().Sub(before)
 			assert.Equal(t, prepcount.Counts{Renders: 1, BoundaryRenders: c.boundaryRenders, Tokenizations: 1, Compilations: 1}, got)
+			// Prepared again, the request finds its grammar in the model's cache.
+			before = prepcount.Read()
+			_, err = c.m.Prepare(bonsai.Chat(msgs...), opt)
+			require.NoError(t, err)
+			assert.Equal(t, prepcount.Counts{Renders: 1, BoundaryRenders: c.boundaryRenders, Tokenizations: 1, GrammarCacheHits: 1}, prepcount.Read().Sub(before))
 
 			// The boundaries found without tokenizing again are those the tokens of each
 			// rendering give.

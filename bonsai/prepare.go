@@ -16,7 +16,8 @@ import (
 
 // Prompt is a generation prepared by Model.Prepare, as database/sql prepares a
 // statement: its input checked, rendered with the chat template and tokenized, its
-// options checked, and its grammar compiled, once. A Prompt is immutable and safe for
+// options checked, and its grammar compiled, once (or found in the model's cache of
+// grammars, shared with the other Prompts that ask for it: see WithGrammarCache). A Prompt is immutable and safe for
 // concurrent use; it may be generated any number of times, on any session of the model
 // that prepared it (Session.Generate).
 type Prompt struct {

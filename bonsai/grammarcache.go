@@ -24,8 +24,9 @@ const DefaultGrammarCache = 64
 // the automaton and token masks its generations build: a server's second request with
 // a schema finds most masks already computed (a few microseconds each, where a new one
 // costs tens of microseconds to a millisecond). The least recently used grammar goes
-// first. Each grammar kept may hold up to 16 MiB of remembered masks besides its
-// automaton, so n bounds that memory to n × 16 MiB and some. A grammar that fails to
+// first. Each grammar kept may hold up to 8 MiB of remembered masks (the grammar
+// package's bound; a few MB at most in practice, kept as ranges of tokens) besides its
+// automaton, so n bounds that memory to n × 8 MiB and some. A grammar that fails to
 // compile is not kept.
 func WithGrammarCache(n int) Option { return func(o *options) { o.grammars = n } }
 

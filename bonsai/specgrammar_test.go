@@ -1,0 +1,198 @@
+package bonsai_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/bonsai-go/sdk/bonsai"
+)
+
+// counting wraps a Drafter and counts the tokens it proposed, so that a test knows
+// how many the generation cut from its drafts.
+type counting struct {
+	d        bonsai.Drafter
+	proposed *int
+}
+
+func (c counting) Draft(ctx []int32, k int, dst []int32) []int32 {
+	n := len(dst)
+	dst = c.d.Draft(ctx, k, dst)
+	*c.proposed += min(len(dst)-n, k)
+	return dst
+}
+
+func (c counting) Accepted(drafted, accepted int) { c.d.Accepted(drafted, accepted) }
+
+// forbidding drafts what a plain run generated, want, with a token the grammar never
+// allows at every fifth position (a control token, an end-of-generation token, a
+// think marker), so that drafts are cut there; every is set, it drafts only those.
+type forbidding struct {
+	want      []int32
+	prompt    int
+	forbidden []int32
+	every     bool
+}
+
+func (f *forbidding) Draft(ctx []int32, k int, dst []int32) []int32 {
+	for i := len(ctx) - f.prompt; i < len(f.want) && k > 0; i, k = i+1, k-1 {
+		x := f.want[i]
+		if f.every || i%5 == 2 {
+			x = f.forbidden[i%len(f.forbidden)]
+		}
+		dst = append(dst, x)
+	}
+	return dst
+}
+
+func (f *forbidding) Accepted(drafted, accepted int) {}
+
+// Greedy speculative generation under a grammar (a JSON schema, a JSON object, a
+// required or named tool call, a GBNF grammar; after a think block with the default
+// budget, too) is the plain generation, token for token and report for report, and
+// leaves the session as plain steps do: with the lookup drafter, with an oracle whose
+// every seventh token is another one (which the grammar may or may not allow), with a
+// drafter that puts tokens the grammar forbids into its drafts, and with one that
+// proposes nothing else. The output is valid under the schema, checked by an
+// independent validator.
+func TestGenerateSpeculativeGrammarGreedy(t *testing.T) {
+	plainModel := specTiny(t)
+	thinkModel := specTiny(t, bonsai.WithChatTemplate(thinkTemplate))
+	no := false
+	required := bonsai.ToolChoice{Mode: bonsai.ToolChoiceRequired}
+	schemaOf := func(i int) *bonsai.ResponseFormat {
+		return &bonsai.ResponseFormat{Type: bonsai.ResponseFormatJSONSchema, Schema: json.RawMessage(structuredSchemas[i])}
+	}
+	cases := []struct {
+		name   string
+		m      *bonsai.Model
+		in     bonsai.Input
+		opt    bonsai.GenerateOptions
+		schema string // the answer's schema, or the called tools' ("" for none)
+	}{
+		{"schema 0", plainModel, bonsai.Text("Answer in JSON:"), bonsai.GenerateOptions{MaxTokens: 300, ResponseFormat: schemaOf(0)}, structuredSchemas[0]},
+		{"schema 2", plainModel, bonsai.Text("Answer in JSON:"), bonsai.GenerateOptions{MaxTokens: 300, ResponseFormat: schemaOf(2), LogProbs: true, TopLogProbs: 2}, structuredSchemas[2]},
+		{"schema 4, penalty", plainModel, bonsai.Text("Answer in JSON:"), bonsai.GenerateOptions{MaxTokens: 300, ResponseFormat: schemaOf(4), SamplerOptions: bonsai.SamplerOptions{RepeatPenalty: 1.3, RepeatLastN: 32}}, structuredSchemas[4]},
+		{"json object", plainModel, bonsai.Text("{"), bonsai.GenerateOptions{MaxTokens: 120, ResponseFormat: &bonsai.ResponseFormat{Type: bonsai.ResponseFormatJSONObject}}, ""},
+		{"tools required", plainModel, bonsai.Text("Call a tool:"), bonsai.GenerateOptions{MaxTokens: 300, Tools: weatherTools, ToolChoice: required, ParallelToolCalls: &no}, "tools"},
+		{"tool named", plainModel, bonsai.Text("Call a tool:"), bonsai.GenerateOptions{MaxTokens: 300, Tools: weatherTools, ToolChoice: bonsai.ToolChoice{Mode: bonsai.ToolChoiceFunction, Name: "add"}}, "tools"},
+		{"gbnf", plainModel, bonsai.Text("a"), bonsai.GenerateOptions{MaxTokens: 60, Grammar: `root ::= ("ab" | "ba" | " ")*`}, ""},
+		{"thinking, tool", thinkModel, why, bonsai.GenerateOptions{MaxTokens: 400, Tools: []bonsai.Tool{pickTool}, ToolChoice: required, ParallelToolCalls: &no}, "tools"},
+		{"thinking, schema", thinkModel, why, bonsai.GenerateOptions{MaxTokens: 400, ResponseFormat: &bonsai.ResponseFormat{Type: bonsai.ResponseFormatJSONSchema, Schema: json.RawMessage(pickSchema)}}, pickSchema},
+		// A budget without a grammar: the think block's drafts stop short of the
+		// forced </think>, and the answer is free.
+		{"thinking budget, free answer", thinkModel, why, bonsai.GenerateOptions{MaxTokens: 120, ThinkingBudget: 30}, ""},
+		// The answer ends at a stop token (an invalid JSON then: nothing is validated).
+		{"thinking, schema, stop token", thinkModel, why, bonsai.GenerateOptions{MaxTokens: 400, ResponseFormat: &bonsai.ResponseFormat{Type: bonsai.ResponseFormatJSONSchema, Schema: json.RawMessage(pickSchema)}, StopTokens: []int32{301}}, ""},
+	}
+	tools := map[string]string{pickTool.Name: string(pickTool.Parameters)}
+	for _, tool := range weatherTools {
+		tools[tool.Name] = string(tool.Parameters)
+	}
+	var drafted, accepted, proposed, forbiddenDrafted int
+	for _, c := range cases {
+		s := session(t, c.m)
+		tok := c.m.Tokenizer()
+		imStart, ok := tok.Lookup("<|im_start|>")
+		require.True(t, ok)
+		thinkOpen, _ := tok.Lookup("<think>")
+		thinkClose, _ := tok.Lookup("</think>")
+		eos := int32(-1)
+		for id := range int32(tok.Len()) {
+			if tok.IsEndOfGeneration(id) {
+				eos = id
+				break
+			}
+		}
+		require.GreaterOrEqual(t, eos, int32(0))
+		forbidden := []int32{imStart, eos, thinkOpen, thinkClose}
+
+		plain := noCallIDs(runGen(t, s, c.in, c.opt))
+		switch c.schema {
+		case "":
+		case "tools":
+			require.NotEmpty(t, plain.res.ToolCalls, "%s: %q", c.name, plain.res.Text)
+			for _, call := range plain.res.ToolCalls {
+				assert.NoError(t, validate(t, validator(t, tools[call.Name]), string(call.Arguments)), "%s: %s(%s)", c.name, call.Name, call.Arguments)
+			}
+		default:
+			require.Equal(t, bonsai.FinishStop, plain.res.FinishReason, "%s: %q", c.name, plain.res.Text)
+			assert.NoError(t, validate(t, validator(t, c.schema), plain.res.Text), "%s: %q", c.name, plain.res.Text)
+		}
+		n := promptLen(plain)
+		o := oracleOf(plain, n)
+		always := &bonsai.SpeculativeOptions{Always: true, NewDrafter: o.NewDrafter}
+		forb := func(every bool) *bonsai.SpeculativeOptions {
+			return &bonsai.SpeculativeOptions{Always: true, NewDrafter: func() bonsai.Drafter {
+				return &forbidding{want: plain.res.Tokens, prompt: n, forbidden: forbidden, every: every}
+			}}
+		}
+		drafters := []*bonsai.SpeculativeOptions{spec, o, always, {MaxDraft: 3, Always: true, NewDrafter: o.NewDrafter}, forb(false), forb(true)}
+		if c.m == thinkModel {
+			// An oracle of the run whose think block has no cap in reach drafts, at the
+			// position where the budget forces </think>, the token the model would
+			// write there: no draft may reach that position.
+			free := c.opt
+			free.ThinkingBudget = free.MaxTokens
+			unforced := runGen(t, s, c.in, free)
+			block, closed := thinkBlock(t, c.m, plain.res.Tokens)
+			require.True(t, closed, c.name)
+			require.Greater(t, len(unforced.res.Tokens), len(block)+1)
+			require.NotEqual(t, plain.res.Tokens[len(block)], unforced.res.Tokens[len(block)], "%s: the budget forced </think>", c.name)
+			uo := oracleOf(unforced, promptLen(unforced))
+			drafters = append(drafters, &bonsai.SpeculativeOptions{Always: true, NewDrafter: uo.NewDrafter})
+		}
+		for j, so := range drafters {
+			count := 0
+			wrapped := *so
+			if so.NewDrafter != nil {
+				wrapped.NewDrafter = func() bonsai.Drafter { return counting{so.NewDrafter(), &count} }
+			}
+			msg := fmt.Sprintf("%s, drafter %d", c.name, j)
+			d, a := sameRun(t, plain, noCallIDs(runGen(t, s, c.in, withSpec(c.opt, &wrapped))), msg)
+			if j == 5 {
+				// A think block is not constrained: its drafts are cut at the markers
+				// only, and an end-of-generation token is verified and rejected.
+				if c.m == thinkModel {
+					assert.Less(t, d, count, "%s: drafts are cut", msg)
+				} else {
+					assert.Zero(t, d, "%s: a draft of forbidden tokens is cut to nothing", msg)
+				}
+				assert.Positive(t, count, msg)
+			}
+			if j == 4 {
+				forbiddenDrafted += d
+			}
+			if so.Always {
+				proposed += count
+			}
+			drafted += d
+			accepted += a
+		}
+	}
+	t.Logf("proposed %d (by the Always drafters), drafted %d, accepted %d", proposed, drafted, accepted)
+	assert.Positive(t, accepted, "drafts were accepted")
+	assert.Less(t, accepted, drafted, "drafts were rejected")
+	assert.Positive(t, forbiddenDrafted, "the drafts around forbidden tokens were verified")
+}
+
+// noCallIDs clears the tool calls' IDs, which are random, from a run's result and
+// reports.
+func noCallIDs(r specRun) specRun {
+	for i := range r.res.ToolCalls {
+		r.res.ToolCalls[i].ID = ""
+	}
+	for i := range r.reports {
+		tk := &r.reports[i]
+		for j := range tk.ToolCalls {
+			tk.ToolCalls[j].ID = ""
+		}
+		for j := range tk.ToolCallFragments {
+			tk.ToolCallFragments[j].ID = ""
+		}
+	}
+	return r
+}

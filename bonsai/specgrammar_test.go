@@ -1,14 +1,18 @@
 package bonsai_test
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
+	"math"
+	"slices"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/bonsai-go/sdk/bonsai"
+	"github.com/bonsai-go/sdk/bonsai/tokenizer"
 )
 
 // counting wraps a Drafter and counts the tokens it proposed, so that a test knows
@@ -195,4 +199,154 @@ func noCallIDs(r specRun) specRun {
 		}
 	}
 	return r
+}
+
+// wordsGrammar is the language of lowercase letters and spaces, at least one, then a
+// full stop; wordsPrefix is its reference: whether s is a prefix of one of its strings
+// (whole: one of them).
+const wordsGrammar = `root ::= [a-z ]+ "."`
+
+func wordsPrefix(s string, whole bool) bool {
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; {
+		case c == '.':
+			return i > 0 && i == len(s)-1
+		case c != ' ' && (c < 'a' || c > 'z'):
+			return false
+		}
+	}
+	return !whole
+}
+
+// Speculative sampling under a grammar draws each sequence with the probability of
+// plain constrained sampling. As TestGenerateSpeculativeSamplingDistribution, with the
+// exact distribution of the first three tokens computed with Step and Distribution
+// over the logits masked by the reference language wordsPrefix (not the grammar
+// package), and a drafter that proposes after the first token the most likely allowed
+// token and then the least likely allowed one, or a token the grammar forbids (cut
+// from the draft). Both runs are held to the chi-square bound at p = 1e-4.
+func TestGenerateSpeculativeGrammarSamplingDistribution(t *testing.T) {
+	m := specTiny(t)
+	ctx := context.Background()
+	prompt := tokens(8, 512, 41)
+	so := bonsai.SamplerOptions{Temperature: 1, TopK: 3}
+	smp, err := bonsai.NewSampler(512, so)
+	require.NoError(t, err)
+	tok := m.Tokenizer()
+	imStart, ok := tok.Lookup("<|im_start|>")
+	require.True(t, ok)
+	// masked returns the logits after the text of seq with the tokens the language
+	// does not allow next at −Inf; end-of-generation ones are allowed where the text is
+	// whole.
+	masked := func(logits []float32, seq []int32) []float32 {
+		text := tok.Decode(seq)
+		out := slices.Clone(logits)
+		for id := range int32(len(out)) {
+			var ok bool
+			switch {
+			case tok.IsEndOfGeneration(id):
+				ok = wordsPrefix(text, true)
+			case tok.IsSpecial(id) && tok.Type(id) != tokenizer.UserDefined:
+			default:
+				p := tok.Piece(id)
+				ok = p != "" && wordsPrefix(text+p, false)
+			}
+			if !ok {
+				out[id] = float32(math.Inf(-1))
+			}
+		}
+		return out
+	}
+	exact := map[string]float64{}
+	best := map[string]int32{}
+	worst := map[string]int32{}
+	dist := make([]float64, 512)
+	var walk func(s *bonsai.Session, seq []int32, p float64)
+	walk = func(s *bonsai.Session, seq []int32, p float64) {
+		if len(seq) == 3 || len(seq) > 0 && tok.IsEndOfGeneration(seq[len(seq)-1]) {
+			exact[fmt.Sprint(seq)] += p
+			return
+		}
+		d := slices.Clone(smp.Distribution(dist, masked(s.Logits(), seq)))
+		key := fmt.Sprint(seq)
+		best[key], worst[key] = -1, -1
+		for x, px := range d {
+			if px == 0 {
+				continue
+			}
+			if best[key] < 0 || px > d[best[key]] {
+				best[key] = int32(x)
+			}
+			if worst[key] < 0 || px < d[worst[key]] {
+				worst[key] = int32(x)
+			}
+			c, err := s.Clone()
+			require.NoError(t, err)
+			require.NoError(t, c.Step(ctx, int32(x)))
+			walk(c, append(slices.Clone(seq), int32(x)), p*px)
+			c.Close()
+		}
+	}
+	root := session(t, m)
+	require.NoError(t, root.Prefill(ctx, prompt))
+	walk(root, nil, 1)
+	require.Greater(t, len(exact), 4, "the grammar leaves a choice")
+
+	drafter := func() bonsai.Drafter {
+		return &tableDrafter{prompt: len(prompt), next: func(gen []int32) []int32 {
+			if len(gen) != 1 || tok.IsEndOfGeneration(gen[0]) {
+				return nil
+			}
+			second := best[fmt.Sprint(gen)]
+			if gen[0]%2 == 0 || tok.IsEndOfGeneration(second) {
+				return []int32{second, imStart}
+			}
+			return []int32{second, worst[fmt.Sprint([]int32{gen[0], second})]}
+		}}
+	}
+	const n = 2000
+	s := session(t, m)
+	for _, c := range []struct {
+		name string
+		sp   *bonsai.SpeculativeOptions
+	}{{"plain", nil}, {"speculative", &bonsai.SpeculativeOptions{NewDrafter: drafter}}} {
+		counts := map[string]int{}
+		var drafted, accepted int
+		for seed := range n {
+			opt := bonsai.GenerateOptions{MaxTokens: 4, SamplerOptions: so, Speculative: c.sp, Grammar: wordsGrammar}
+			opt.Seed = uint64(seed) + 1
+			r := runGen(t, s, bonsai.TokenIDs(prompt...), opt)
+			require.True(t, wordsPrefix(r.res.Text, false), "%s: %q", c.name, r.res.Text)
+			counts[fmt.Sprint(r.res.Tokens[:min(3, len(r.res.Tokens))])]++
+			drafted += r.res.Usage.DraftedTokens
+			accepted += r.res.Usage.AcceptedTokens
+		}
+		var chi, restE float64
+		cells, restN := 0, 0
+		for k, p := range exact {
+			e := n * p
+			if e < 5 {
+				restE += e
+				restN += counts[k]
+			} else {
+				d := float64(counts[k]) - e
+				chi += d * d / e
+				cells++
+			}
+			delete(counts, k)
+		}
+		assert.Empty(t, counts, "%s: sequences of probability 0", c.name)
+		if restE > 0 {
+			d := float64(restN) - restE
+			chi += d * d / restE
+			cells++
+		}
+		crit := chiSquareCritical(cells-1, 3.719)
+		t.Logf("%s: chi-square %.1f (critical %.1f, %d cells); drafted %d, accepted %d", c.name, chi, crit, cells, drafted, accepted)
+		assert.Less(t, chi, crit, c.name)
+		if c.sp != nil {
+			assert.Greater(t, accepted, n/10, "drafts were accepted")
+			assert.Less(t, accepted, drafted-n/10, "drafts were rejected")
+		}
+	}
 }

@@ -136,17 +136,18 @@ type GenerateOptions struct {
 // been timed yet has nothing to decide from. Servers opt in (serve -speculative auto).
 //
 // Speculation works under a constrained answer (a Grammar, a JSON ResponseFormat, a
-// required or named ToolChoice) as well: a draft is cut at the first token the
-// grammar does not allow, walked on a clone of the generation's matcher, and each
-// drafted position is verified against the masked logits a plain step would draw
-// from there, so the output is still exactly the model's under the grammar; the
-// masks are computed as the pass is verified, and their time counts in the measured
-// pass times. A draft is also cut before a <think> or </think> token, which switches
-// the grammar off or on (the model's own token, drawn after the draft, may be one),
-// and inside a think block with a budget (an explicit ThinkingBudget, or the default
-// one of a constrained answer) it stops short of the position where </think> is
-// forced. It stops drafting, silently, when the session's backend cannot rewind its
-// states (Session.Verify returns errors.ErrUnsupported).
+// required or named ToolChoice) as well: a draft is cut at the first token the grammar
+// does not allow, walked on a clone of the generation's matcher, and each drafted
+// position is verified against the masked logits a plain step would draw from there,
+// so the output is still exactly the model's under the grammar. A position's mask is
+// computed only once the tokens before it are accepted, so a pass computes the masks
+// that plain steps would for the tokens it gives, one each, and the cost model weighs
+// the passes as without a grammar. A draft is also cut before a <think> or </think>
+// token, which switches the grammar off or on (the model's own token, drawn after the
+// draft, may be one), and inside a think block with a budget (an explicit
+// ThinkingBudget, or the default one of a constrained answer) it stops short of the
+// position where </think> is forced. It stops drafting, silently, when the session's
+// backend cannot rewind its states (Session.Verify returns errors.ErrUnsupported).
 type SpeculativeOptions struct {
 	// NewDrafter makes the drafter of one generation (nil: a LookupDrafter with the
 	// default LookupOptions). Each generation calls it once, so that generations

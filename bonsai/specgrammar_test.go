@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -349,4 +350,38 @@ func TestGenerateSpeculativeGrammarSamplingDistribution(t *testing.T) {
 			assert.Less(t, accepted, drafted-n/10, "drafts were rejected")
 		}
 	}
+}
+
+// Sessions generating at once from one prepared prompt under a grammar, whose
+// matchers and their clones share one automaton, speculate as one alone does, each
+// drafting with the oracle of the plain run at every pass.
+func TestGenerateSpeculativeGrammarConcurrent(t *testing.T) {
+	m := specTiny(t)
+	const n = 4
+	opt := bonsai.GenerateOptions{MaxTokens: 200, ResponseFormat: &bonsai.ResponseFormat{Type: bonsai.ResponseFormatJSONSchema, Schema: json.RawMessage(structuredSchemas[1])}}
+	in := bonsai.TokenIDs(tokens(10, 512, 20)...)
+	want := runGen(t, session(t, m), in, opt)
+	o := oracleOf(want, promptLen(want))
+	p := prepare(t, m, in, withSpec(opt, &bonsai.SpeculativeOptions{Always: true, NewDrafter: o.NewDrafter}))
+	sessions := make([]*bonsai.Session, n)
+	for i := range sessions {
+		sessions[i] = session(t, m)
+	}
+	got := make([]specRun, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() {
+			reports, res := collect(t, sessions[i].Generate(context.Background(), p))
+			u := &res.Usage
+			u.PrefillTokensPerSecond, u.DecodeTokensPerSecond, u.TimeToFirstToken = 0, 0, 0
+			got[i] = specRun{reports, res, sessions[i].Tokens()}
+		})
+	}
+	wg.Wait()
+	accepted := 0
+	for i := range n {
+		_, a := sameRun(t, want, got[i], fmt.Sprintf("session %d", i))
+		accepted += a
+	}
+	assert.Positive(t, accepted)
 }

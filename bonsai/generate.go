@@ -657,7 +657,8 @@ func (g *Generation) run(yield func(Token, error) bool) {
 					row := func(i int) []float32 { return spec.rows[i*vocab : (i+1)*vocab : (i+1)*vocab] }
 					// target(i) is what a plain step at drafted position i would draw
 					// from: the row masked by the grammar at that position, or with the
-					// stop tokens out of a think block that an enforced answer follows.
+					// end-of-generation and stop tokens out of a think block that an
+					// enforced answer follows (sampleThinking).
 					// The draft holds no think markers (fit), so one rule holds for all.
 					target := row
 					dead := -1 // the first position where the grammar allows nothing

@@ -59,14 +59,28 @@ func newConstraint(p *Prompt) *constraint {
 // sampler's settings. The end-of-generation tokens are allowed only where the grammar
 // is complete. A mask with no token allowed is an error, not a hang.
 func (c *constraint) sample(smp *Sampler, logits []float32) (int32, error) {
-	allowed := c.m.Mask(c.v, c.mask)
+	masked, err := c.maskLogits(c.m, logits)
+	if err != nil {
+		return 0, err
+	}
+	return smp.Sample(masked), nil
+}
+
+// maskLogits returns the logits that a step at matcher m's position draws from: those
+// the grammar allows there, the blocked tokens left out, the end-of-generation tokens
+// let in where it is complete, and −Inf elsewhere. The slice is c's, valid until the
+// next call. A mask with no token allowed is ErrDeadEnd. Speculation masks each
+// drafted position with a clone of c.m, so that the model's tokens are checked
+// against the distribution a plain step would draw from.
+func (c *constraint) maskLogits(m *grammar.Matcher, logits []float32) ([]float32, error) {
+	allowed := m.Mask(c.v, c.mask)
 	for _, id := range c.blocked {
 		if int(id) < len(logits) && c.mask[id>>6]&(1<<(id&63)) != 0 {
 			c.mask[id>>6] &^= 1 << (id & 63)
 			allowed--
 		}
 	}
-	if c.m.Accepting() {
+	if m.Accepting() {
 		for _, id := range c.eos {
 			if int(id) < len(logits) {
 				c.mask[id>>6] |= 1 << (id & 63)
@@ -75,7 +89,7 @@ func (c *constraint) sample(smp *Sampler, logits []float32) (int32, error) {
 		}
 	}
 	if allowed == 0 {
-		return 0, fmt.Errorf("bonsai: generate: %w", grammar.ErrDeadEnd)
+		return nil, fmt.Errorf("bonsai: generate: %w", grammar.ErrDeadEnd)
 	}
 	ninf := float32(math.Inf(-1))
 	for i, l := range logits {
@@ -85,13 +99,19 @@ func (c *constraint) sample(smp *Sampler, logits []float32) (int32, error) {
 			c.masked[i] = ninf
 		}
 	}
-	return smp.Sample(c.masked), nil
+	return c.masked, nil
 }
 
 // sampleThinking draws a token of a think block that an enforced answer follows: as the
 // sampler draws it, but never an end-of-generation token or one of stops, which would
 // end the reply before the answer.
 func (c *constraint) sampleThinking(smp *Sampler, logits []float32, stops []int32) int32 {
+	return smp.Sample(c.thinkingLogits(logits, stops))
+}
+
+// thinkingLogits returns the logits sampleThinking draws from: the end-of-generation
+// tokens and stops at −Inf. The slice is c's, valid until the next call.
+func (c *constraint) thinkingLogits(logits []float32, stops []int32) []float32 {
 	copy(c.masked, logits)
 	ninf := float32(math.Inf(-1))
 	for _, ids := range [][]int32{c.eos, stops} {
@@ -101,7 +121,7 @@ func (c *constraint) sampleThinking(smp *Sampler, logits []float32, stops []int3
 			}
 		}
 	}
-	return smp.Sample(c.masked)
+	return c.masked
 }
 
 // accept advances the grammar over the token drawn, when it constrained the step.

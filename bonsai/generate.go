@@ -10,6 +10,7 @@ import (
 	"unicode"
 
 	"github.com/bonsai-go/sdk/bonsai/backend"
+	"github.com/bonsai-go/sdk/bonsai/grammar"
 	"github.com/bonsai-go/sdk/bonsai/tokenizer"
 )
 
@@ -134,12 +135,19 @@ type GenerateOptions struct {
 // library must not do to callers that did not ask, and a model whose passes have not
 // been timed yet has nothing to decide from. Servers opt in (serve -speculative auto).
 //
-// A generation drafts nothing, and runs as without the option, when the answer is
-// constrained (a Grammar, a JSON ResponseFormat, a required or named ToolChoice: the
-// grammar would have to follow each draft) or a think block has a budget (an explicit
-// ThinkingBudget, or the default one of a constrained answer: </think> may have to be
-// forced at any position). It stops drafting, silently, when the session's backend
-// cannot rewind its states (Session.Verify returns errors.ErrUnsupported).
+// Speculation works under a constrained answer (a Grammar, a JSON ResponseFormat, a
+// required or named ToolChoice) as well: a draft is cut at the first token the grammar
+// does not allow, walked on a clone of the generation's matcher, and each drafted
+// position is verified against the masked logits a plain step would draw from there,
+// so the output is still exactly the model's under the grammar. A position's mask is
+// computed only once the tokens before it are accepted, so a pass computes the masks
+// that plain steps would for the tokens it gives, one each, and the cost model weighs
+// the passes as without a grammar. A draft is also cut before a <think> or </think>
+// token, which switches the grammar off or on (the model's own token, drawn after the
+// draft, may be one), and inside a think block with a budget (an explicit
+// ThinkingBudget, or the default one of a constrained answer) it stops short of the
+// position where </think> is forced. It stops drafting, silently, when the session's
+// backend cannot rewind its states (Session.Verify returns errors.ErrUnsupported).
 type SpeculativeOptions struct {
 	// NewDrafter makes the drafter of one generation (nil: a LookupDrafter with the
 	// default LookupOptions). Each generation calls it once, so that generations
@@ -548,7 +556,7 @@ func (g *Generation) run(yield func(Token, error) bool) {
 			g.err = err
 		}
 	}
-	spec := g.speculation(budget)
+	spec := g.speculation()
 	vocab := s.m.weights.Vocab()
 	next := int32(-1) // the next token, when the engine or a verified draft chose it
 	var nextLogits []float32
@@ -603,6 +611,11 @@ func (g *Generation) run(yield func(Token, error) bool) {
 				kmax = min(kmax, opt.MaxTokens-len(g.res.Tokens)-1)
 			}
 			kmax = min(kmax, ctxSize-start-1)
+			if f.thinking && budget >= 0 {
+				// No drafted position may be one where </think> is forced: the last
+				// one drafted is at most the budget's last token.
+				kmax = min(kmax, budget-thinkLen)
+			}
 			k := kmax
 			if !spec.always {
 				k = spec.choose(&s.m.costs, kmax)
@@ -614,6 +627,9 @@ func (g *Generation) run(yield func(Token, error) bool) {
 				draft = spec.d.Draft(spec.hist, k, spec.draft[:0])
 				spec.draft = draft
 				draft = spec.valid(draft, k, vocab)
+				if cons.g != nil || budget >= 0 {
+					draft = spec.fit(draft, cons, f.thinking, thinkOpen, thinkClose)
+				}
 			case kmax > 0 && !spec.always:
 				spec.probe(kmax, vocab)
 			}
@@ -639,7 +655,41 @@ func (g *Generation) run(yield func(Token, error) bool) {
 					// Row i is the logits after id and draft[:i]. They live until the
 					// next pass, after the next token (drawn from row accepted) is taken.
 					row := func(i int) []float32 { return spec.rows[i*vocab : (i+1)*vocab : (i+1)*vocab] }
-					accepted, after := smp.VerifyDraft(draft, nil, row)
+					// target(i) is what a plain step at drafted position i would draw
+					// from: the row masked by the grammar at that position, or with the
+					// end-of-generation and stop tokens out of a think block that an
+					// enforced answer follows (sampleThinking).
+					// The draft holds no think markers (fit), so one rule holds for all.
+					target := row
+					dead := -1 // the first position where the grammar allows nothing
+					var deadEnd error
+					switch {
+					case cons.active(f.thinking):
+						spec.walk.Set(cons.m)
+						target = func(i int) []float32 {
+							if i > 0 {
+								// fit walked the draft: the grammar allows the token.
+								_ = spec.walk.AcceptToken(cons.v, draft[i-1])
+							}
+							l, err := cons.maskLogits(spec.walk, row(i))
+							if err != nil {
+								if dead < 0 {
+									dead, deadEnd = i, err
+								}
+								return row(i) // the verdict is overruled below
+							}
+							return l
+						}
+					case f.thinking && guard:
+						target = func(i int) []float32 { return cons.thinkingLogits(row(i), stops) }
+					}
+					accepted, after := smp.VerifyDraft(draft, nil, target)
+					// VerifyDraft asked for position dead's row, so it had accepted the
+					// tokens before it. A plain run takes them and then fails on the
+					// dead end: so does this one.
+					if dead >= 0 {
+						accepted = dead
+					}
 					spec.d.Accepted(len(draft), accepted)
 					spec.acc.add(len(draft), accepted)
 					g.res.Usage.DraftedTokens += len(draft)
@@ -672,6 +722,10 @@ func (g *Generation) run(yield func(Token, error) bool) {
 					// what it spends beyond the tokens it gives.
 					s.m.costs.record(len(spec.pass), passTime+time.Since(rewindStart))
 					if ended {
+						return
+					}
+					if deadEnd != nil {
+						g.err = deadEnd
 						return
 					}
 					// The model's token after the accepted ones is drawn already.
@@ -716,6 +770,8 @@ type speculator struct {
 	// matched so far.
 	shadow   []int32
 	shadowAt int
+	// walk follows a draft through the grammar, under a constrained answer.
+	walk *grammar.Matcher
 }
 
 // choose returns the draft length the cost model chooses for the next pass, at most
@@ -734,6 +790,33 @@ func (sp *speculator) valid(draft []int32, k, vocab int) []int32 {
 	draft = draft[:min(len(draft), k)]
 	if i := slices.IndexFunc(draft, func(x int32) bool { return x < 0 || int(x) >= vocab }); i >= 0 {
 		draft = draft[:i]
+	}
+	return draft
+}
+
+// fit returns the part of draft that the generation's rules let a pass verify as
+// drafted: the tokens before a <think> or </think> (markers), which switch the
+// grammar off or on and start or end a think block's count, so that one rule holds
+// for every drafted position (a marker comes from the model's own token, after the
+// draft, or the next pass); and, where the grammar constrains the answer, the tokens
+// before the first one it does not allow, walked on a clone of the generation's
+// matcher (Accept of the token's bytes is enough: no mask).
+func (sp *speculator) fit(draft []int32, c *constraint, thinking bool, markers ...int32) []int32 {
+	if i := slices.IndexFunc(draft, func(x int32) bool { return slices.Contains(markers, x) }); i >= 0 {
+		draft = draft[:i]
+	}
+	if !c.active(thinking) || len(draft) == 0 {
+		return draft
+	}
+	if sp.walk == nil {
+		sp.walk = c.m.Clone()
+	} else {
+		sp.walk.Set(c.m)
+	}
+	for i, x := range draft {
+		if sp.walk.AcceptToken(c.v, x) != nil {
+			return draft[:i]
+		}
 	}
 	return draft
 }
@@ -783,12 +866,11 @@ func (sp *speculator) settle(drafted, accepted int) {
 }
 
 // speculation returns the generation's speculator, or nil when it drafts nothing:
-// the option is off, or excluded (SpeculativeOptions says when). budget is the think
-// block's (−1: no cap).
-func (g *Generation) speculation(budget int) *speculator {
+// the option is off.
+func (g *Generation) speculation() *speculator {
 	p := g.p
 	o := p.opt.Speculative
-	if o == nil || p.grammar != nil || budget >= 0 {
+	if o == nil {
 		return nil
 	}
 	sp := &speculator{maxDraft: o.MaxDraft, always: o.Always, acc: newSpecAcceptance()}

@@ -271,6 +271,20 @@ func NewMatcher(g *Grammar) *Matcher {
 	return &Matcher{a: a, cur: s, err: err}
 }
 
+// Clone returns a matcher at m's position: on the same shared automaton, in the same
+// state, with scratch of its own. It is cheap (no state is copied but the position),
+// so a caller can look ahead along a guess — a speculative draft — and discard the
+// clone, leaving m where it was. The clone and m may be used by different goroutines.
+func (m *Matcher) Clone() *Matcher {
+	return &Matcher{a: m.a, cur: m.cur, err: m.err}
+}
+
+// Set moves m to src's position, as Clone would, keeping m's scratch: a matcher reused
+// for look-ahead allocates nothing.
+func (m *Matcher) Set(src *Matcher) {
+	m.a, m.cur, m.err = src.a, src.cur, src.err
+}
+
 // Err reports a matcher that cannot go on.
 func (m *Matcher) Err() error { return m.err }
 

@@ -345,6 +345,7 @@ func (m *Matcher) walk(v *Vocab, dst []uint64) int {
 		// text tokens again: setting them twice is harmless, and the count is read
 		// off the mask).
 		m.form.text = min(r0, cap-1)
+		m.form.count = -1 // read off the mask once it is written
 	case count > len(v.order)/2:
 		m.form.complement = true
 	}
@@ -352,7 +353,8 @@ func (m *Matcher) walk(v *Vocab, dst []uint64) int {
 	return m.form.count
 }
 
-// maskForm is a mask as the walk finds it, ranges of the depth-first token order:
+// maskForm is a mask as the walk finds it, ranges of the depth-first token order
+// (count: how many tokens it allows, -1 until its first writing counts them):
 // set on textUpTo(text)'s mask (text ≥ 0), or set on an empty mask, or (complement)
 // the only ones not cleared from the mask of every token. A mask remembered so takes
 // a few hundred bytes where the bitset of a 248k vocabulary takes 31 KB, and is
@@ -384,7 +386,10 @@ func (v *Vocab) writeMask(dst []uint64, f maskForm) int {
 		for k := 0; k < len(ranges); k += 2 {
 			set(v.order[ranges[k]:ranges[k+1]])
 		}
-		return popcountWords(dst)
+		if f.count < 0 {
+			return popcountWords(dst)
+		}
+		return f.count
 	case !f.complement:
 		for k := 0; k < len(ranges); k += 2 {
 			set(v.order[ranges[k]:ranges[k+1]])

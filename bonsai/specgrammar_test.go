@@ -228,7 +228,6 @@ func wordsPrefix(s string, whole bool) bool {
 // from the draft). Both runs are held to the chi-square bound at p = 1e-4.
 func TestGenerateSpeculativeGrammarSamplingDistribution(t *testing.T) {
 	m := specTiny(t)
-	ctx := context.Background()
 	prompt := tokens(8, 512, 41)
 	so := bonsai.SamplerOptions{Temperature: 1, TopK: 3}
 	smp, err := bonsai.NewSampler(512, so)
@@ -258,39 +257,7 @@ func TestGenerateSpeculativeGrammarSamplingDistribution(t *testing.T) {
 		}
 		return out
 	}
-	exact := map[string]float64{}
-	best := map[string]int32{}
-	worst := map[string]int32{}
-	dist := make([]float64, 512)
-	var walk func(s *bonsai.Session, seq []int32, p float64)
-	walk = func(s *bonsai.Session, seq []int32, p float64) {
-		if len(seq) == 3 || len(seq) > 0 && tok.IsEndOfGeneration(seq[len(seq)-1]) {
-			exact[fmt.Sprint(seq)] += p
-			return
-		}
-		d := slices.Clone(smp.Distribution(dist, masked(s.Logits(), seq)))
-		key := fmt.Sprint(seq)
-		best[key], worst[key] = -1, -1
-		for x, px := range d {
-			if px == 0 {
-				continue
-			}
-			if best[key] < 0 || px > d[best[key]] {
-				best[key] = int32(x)
-			}
-			if worst[key] < 0 || px < d[worst[key]] {
-				worst[key] = int32(x)
-			}
-			c, err := s.Clone()
-			require.NoError(t, err)
-			require.NoError(t, c.Step(ctx, int32(x)))
-			walk(c, append(slices.Clone(seq), int32(x)), p*px)
-			c.Close()
-		}
-	}
-	root := session(t, m)
-	require.NoError(t, root.Prefill(ctx, prompt))
-	walk(root, nil, 1)
+	exact, best, worst := exactFirstTokens(t, m, prompt, smp, func(s *bonsai.Session, seq []int32) []float32 { return masked(s.Logits(), seq) })
 	require.Greater(t, len(exact), 4, "the grammar leaves a choice")
 
 	drafter := func() bonsai.Drafter {
@@ -322,26 +289,7 @@ func TestGenerateSpeculativeGrammarSamplingDistribution(t *testing.T) {
 			drafted += r.res.Usage.DraftedTokens
 			accepted += r.res.Usage.AcceptedTokens
 		}
-		var chi, restE float64
-		cells, restN := 0, 0
-		for k, p := range exact {
-			e := n * p
-			if e < 5 {
-				restE += e
-				restN += counts[k]
-			} else {
-				d := float64(counts[k]) - e
-				chi += d * d / e
-				cells++
-			}
-			delete(counts, k)
-		}
-		assert.Empty(t, counts, "%s: sequences of probability 0", c.name)
-		if restE > 0 {
-			d := float64(restN) - restE
-			chi += d * d / restE
-			cells++
-		}
+		chi, cells := chiSquareAgainst(t, c.name, exact, counts, n)
 		crit := chiSquareCritical(cells-1, 3.719)
 		t.Logf("%s: chi-square %.1f (critical %.1f, %d cells); drafted %d, accepted %d", c.name, chi, crit, cells, drafted, accepted)
 		assert.Less(t, chi, crit, c.name)

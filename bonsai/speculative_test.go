@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"slices"
 	"strings"
@@ -368,48 +369,13 @@ func (e noRewindEngine) Forward(ctx context.Context, batch []backend.Sequence) e
 // residual after a rejection, shifts the drafted token's probability further.
 func TestGenerateSpeculativeSamplingDistribution(t *testing.T) {
 	m := specTiny(t)
-	ctx := context.Background()
 	prompt := tokens(8, 512, 41)
 	so := bonsai.SamplerOptions{Temperature: 1, TopK: 3}
 	smp, err := bonsai.NewSampler(512, so)
 	require.NoError(t, err)
-	tok := m.Tokenizer()
 	// The exact distribution of the first three tokens (shorter when one ends the
 	// generation), with Step and Distribution.
-	exact := map[string]float64{}
-	best := map[string]int32{}  // the most likely next token after a prefix
-	worst := map[string]int32{} // the least likely one with a chance
-	dist := make([]float64, 512)
-	var walk func(s *bonsai.Session, seq []int32, p float64)
-	walk = func(s *bonsai.Session, seq []int32, p float64) {
-		if len(seq) == 3 || len(seq) > 0 && tok.IsEndOfGeneration(seq[len(seq)-1]) {
-			exact[fmt.Sprint(seq)] += p
-			return
-		}
-		d := slices.Clone(smp.Distribution(dist, s.Logits()))
-		key := fmt.Sprint(seq)
-		best[key], worst[key] = -1, -1
-		for x, px := range d {
-			if px == 0 {
-				continue
-			}
-			if best[key] < 0 || px > d[best[key]] {
-				best[key] = int32(x)
-			}
-			if worst[key] < 0 || px < d[worst[key]] {
-				worst[key] = int32(x)
-			}
-			c, err := s.Clone()
-			require.NoError(t, err)
-			require.NoError(t, c.Step(ctx, int32(x)))
-			walk(c, append(slices.Clone(seq), int32(x)), p*px)
-			c.Close()
-		}
-	}
-	root := session(t, m)
-	require.NoError(t, root.Prefill(ctx, prompt))
-	walk(root, nil, 1)
-
+	exact, best, worst := exactFirstTokens(t, m, prompt, smp, func(s *bonsai.Session, _ []int32) []float32 { return s.Logits() })
 	drafter := func() bonsai.Drafter {
 		return &tableDrafter{prompt: len(prompt), next: func(gen []int32) []int32 {
 			if len(gen) != 1 {
@@ -440,28 +406,7 @@ func TestGenerateSpeculativeSamplingDistribution(t *testing.T) {
 		sp   *bonsai.SpeculativeOptions
 	}{{"plain", nil}, {"speculative", &bonsai.SpeculativeOptions{NewDrafter: drafter}}} {
 		counts, drafted, accepted := count(c.sp)
-		// Sequences expected fewer than 5 times are pooled into one cell, as the
-		// chi-square approximation needs.
-		var chi, restE float64
-		cells, restN := 0, 0
-		for k, p := range exact {
-			e := n * p
-			if e < 5 {
-				restE += e
-				restN += counts[k]
-			} else {
-				d := float64(counts[k]) - e
-				chi += d * d / e
-				cells++
-			}
-			delete(counts, k)
-		}
-		assert.Empty(t, counts, "%s: sequences of probability 0", c.name)
-		if restE > 0 {
-			d := float64(restN) - restE
-			chi += d * d / restE
-			cells++
-		}
+		chi, cells := chiSquareAgainst(t, c.name, exact, counts, n)
 		crit := chiSquareCritical(cells-1, 3.719) // z of p = 1e-4
 		t.Logf("%s: chi-square %.1f (critical %.1f, %d cells); drafted %d, accepted %d", c.name, chi, crit, cells, drafted, accepted)
 		assert.Less(t, chi, crit, c.name)
@@ -470,6 +415,80 @@ func TestGenerateSpeculativeSamplingDistribution(t *testing.T) {
 			assert.Less(t, accepted, drafted-n/10, "drafts were rejected")
 		}
 	}
+}
+
+// exactFirstTokens enumerates, with Step and the Sampler's Distribution over the
+// logits that logits gives after the prompt and seq, the exact probability of every
+// sequence of the first three generated tokens (shorter when one ends the generation),
+// keyed by fmt.Sprint of the tokens; best and worst give, after each prefix, its most
+// likely next token and its least likely one with a chance.
+func exactFirstTokens(t *testing.T, m *bonsai.Model, prompt []int32, smp *bonsai.Sampler,
+	logits func(s *bonsai.Session, seq []int32) []float32) (exact map[string]float64, best, worst map[string]int32) {
+	t.Helper()
+	ctx := context.Background()
+	tok := m.Tokenizer()
+	exact, best, worst = map[string]float64{}, map[string]int32{}, map[string]int32{}
+	dist := make([]float64, m.Vocab())
+	var walk func(s *bonsai.Session, seq []int32, p float64)
+	walk = func(s *bonsai.Session, seq []int32, p float64) {
+		if len(seq) == 3 || len(seq) > 0 && tok.IsEndOfGeneration(seq[len(seq)-1]) {
+			exact[fmt.Sprint(seq)] += p
+			return
+		}
+		d := slices.Clone(smp.Distribution(dist, logits(s, seq)))
+		key := fmt.Sprint(seq)
+		best[key], worst[key] = -1, -1
+		for x, px := range d {
+			if px == 0 {
+				continue
+			}
+			if best[key] < 0 || px > d[best[key]] {
+				best[key] = int32(x)
+			}
+			if worst[key] < 0 || px < d[worst[key]] {
+				worst[key] = int32(x)
+			}
+			c, err := s.Clone()
+			require.NoError(t, err)
+			require.NoError(t, c.Step(ctx, int32(x)))
+			walk(c, append(slices.Clone(seq), int32(x)), p*px)
+			c.Close()
+		}
+	}
+	root := session(t, m)
+	require.NoError(t, root.Prefill(ctx, prompt))
+	walk(root, nil, 1)
+	return exact, best, worst
+}
+
+// chiSquareAgainst returns the chi-square statistic of counts (n draws) against the
+// exact probabilities, and its number of cells: sequences expected fewer than 5 times
+// are pooled into one cell, as the approximation needs. A counted sequence of
+// probability 0 fails the test.
+func chiSquareAgainst(t *testing.T, name string, exact map[string]float64, counts map[string]int, n int) (chi float64, cells int) {
+	t.Helper()
+	counts = maps.Clone(counts)
+	var restE float64
+	restN := 0
+	for k, p := range exact {
+		e := float64(n) * p
+		if e < 5 {
+			restE += e
+			restN += counts[k]
+		} else {
+			d := float64(counts[k]) - e
+			chi += d * d / e
+			cells++
+		}
+		delete(counts, k)
+	}
+	assert.Empty(t, counts, "%s: sequences of probability 0", name)
+	if restE > 0 {
+		d := float64(restN) - restE
+		chi += d * d / restE
+		cells++
+	}
+	return chi, cells
 }
 
 // chiSquareCritical approximates the chi-square quantile of df degrees of freedom at

@@ -122,6 +122,19 @@ func popcount(w uint64) int {
 // maskOutputs is how many random outputs each schema's figures are drawn from.
 const maskOutputs = 8
 
+// namedVocab is a vocabulary the mask benchmarks run over.
+type namedVocab struct {
+	name string
+	v    *Vocab
+}
+
+// maskVocabs are the mask benchmarks' vocabularies: Qwen3's real one and the 27B's
+// 248,320 tokens.
+func maskVocabs(b *testing.B) []namedVocab {
+	synthetic, _ := benchVocabs(b)
+	return []namedVocab{{"qwen3-151669", qwen3Vocab(b)}, {"synth-248320", synthetic}}
+}
+
 // BenchmarkMaskSchemas walks random valid outputs of maskSchemas over Qwen3's real
 // vocabulary and the 27B's 248,320-token one, a fresh Matcher per output as in
 // production, and reports the per-mask median, p99 and max (µs), the share of masks
@@ -129,12 +142,7 @@ const maskOutputs = 8
 // maskOutputs outputs (its shared automaton and remembered masks). Each b.N round
 // compiles the schema afresh, so every round's first output starts cold.
 func BenchmarkMaskSchemas(b *testing.B) {
-	synthetic, _ := benchVocabs(b)
-	vocabs := []struct {
-		name string
-		v    *Vocab
-	}{{"qwen3-151669", qwen3Vocab(b)}, {"synth-248320", synthetic}}
-	for _, vc := range vocabs {
+	for _, vc := range maskVocabs(b) {
 		for _, sc := range maskSchemas {
 			if _, err := CompileJSONSchema([]byte(sc.src), SchemaOptions{}); err != nil {
 				b.Fatal(err)
@@ -212,12 +220,7 @@ func BenchmarkMaskCompile(b *testing.B) {
 // walk of a state (building transitions, text budgets and loop sets on the way),
 // µs-warm the walk again once they are built.
 func BenchmarkMaskWalkNodes(b *testing.B) {
-	synthetic, _ := benchVocabs(b)
-	vocabs := []struct {
-		name string
-		v    *Vocab
-	}{{"qwen3-151669", qwen3Vocab(b)}, {"synth-248320", synthetic}}
-	for _, vc := range vocabs {
+	for _, vc := range maskVocabs(b) {
 		for _, sc := range maskSchemas {
 			g, err := CompileJSONSchema([]byte(sc.src), SchemaOptions{})
 			if err != nil {

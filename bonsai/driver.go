@@ -22,6 +22,11 @@ func (d Driver) File() *gguf.File { return d.m.file }
 // Config holds the hyperparameters; its String describes the model in a line).
 func (d Driver) Weights() backend.Model { return d.m.weights }
 
+// Engine returns the engine the model runs on, for the optional capabilities a tool
+// tests for (backend.WeightReader). Its Forward bypasses the model's checks and
+// sessions: call it only on states of its own.
+func (d Driver) Engine() backend.Engine { return d.m.engine }
+
 // Fill empties s, a session of the model, and has write fill its backend state and set
 // its length (as backendtest.FillSynthetic does) without running the model: s then holds
 // that many tokens, all 0, and the next Step runs there. A failed write leaves s empty.

@@ -25,6 +25,17 @@ type Plan struct {
 	Head           Site
 }
 
+// Sites returns the plan's sites: the head's, then each layer's In, Out, FFNIn and
+// FFNOut, in order.
+func (p *Plan) Sites() []*Site {
+	sites := []*Site{&p.Head}
+	for i := range p.Layers {
+		l := &p.Layers[i]
+		sites = append(sites, &l.In, &l.Out, &l.FFNIn, &l.FFNOut)
+	}
+	return sites
+}
+
 // Mixer is a layer's token mixer.
 type Mixer uint8
 

@@ -1112,3 +1112,24 @@ func TestTranscodePTQ1EveryKernel(t *testing.T) {
 		}
 	})
 }
+
+// ReadMemory is the xor of the whole little-endian words, whatever the length and the
+// reader's width, computed here one word at a time.
+func TestReadMemory(t *testing.T) {
+	r := rand.New(rand.NewPCG(17, 18))
+	buf := make([]byte, 5000)
+	for i := range buf {
+		buf[i] = byte(r.Uint32())
+	}
+	for _, n := range []int{0, 7, 8, 63, 64, 255, 256, 257, 1000, 4096, 5000} {
+		var want uint64
+		for i := 0; i+8 <= n; i += 8 {
+			for j := range 8 {
+				want ^= uint64(buf[i+j]) << (8 * j)
+			}
+		}
+		if got := ReadMemory(buf[:n]); got != want {
+			t.Errorf("n=%d: %x, want %x", n, got, want)
+		}
+	}
+}

@@ -19,7 +19,8 @@
 //  4. Optionally, the capabilities below, each an interface the caller tests for:
 //     StateCopier (copy a state in place, reusing its memory), Greedy (choose the greedy
 //     token on the device), Profiler (account time per kind of operation), Rewinder
-//     (take a state back to any position of a kept pass, for speculative decoding).
+//     (take a state back to any position of a kept pass, for speculative decoding),
+//     WeightReader (stream the weights a decode step reads, for benchmarks).
 //  5. A run of backendtest.Run in its tests: the conformance suite checks batches against
 //     sequences run alone, snapshots through the shared codec, cancellation and closing.
 //
@@ -264,6 +265,19 @@ type Profiler interface {
 	// ResetProfile zeroes it.
 	Profile() OpProfile
 	ResetProfile()
+}
+
+// WeightReader is an Engine that can read, without computing, the weight bytes a decode
+// step of one token reads: the same memory (copies made at load included, in their
+// pages) on the same workers. A benchmark pairs each decode step with such a read right
+// after it, so that the step is rated against the ceiling of the memory it actually
+// streams at that moment, not against a buffer of its own.
+type WeightReader interface {
+	Engine
+	// ReadWeights reads those bytes once and returns how many it read. It runs on the
+	// engine's workers like a forward pass and returns ctx's error, having read nothing,
+	// if ctx is done.
+	ReadWeights(ctx context.Context) (int64, error)
 }
 
 // OpProfile is the time a state's forward passes spent in each kind of operation.

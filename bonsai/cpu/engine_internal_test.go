@@ -7,6 +7,7 @@ import (
 
 	"github.com/bonsai-go/sdk/bonsai/backend"
 	"github.com/bonsai-go/sdk/internal/synth/synthtest"
+	"github.com/bonsai-go/sdk/qwen35"
 	"github.com/bonsai-go/sdk/ternary"
 	"github.com/stretchr/testify/require"
 )
@@ -39,4 +40,46 @@ func TestChunkedGDNPrefill(t *testing.T) {
 	}
 	t.Logf("tiny, 150 tokens: chunked GDN prefill vs step walk: max |Δlogit| %.3g", worst)
 	require.Less(t, worst, 1e-3)
+}
+
+// The memory ReadWeights streams is the decode kernels' own: the pieces tile each
+// interleaved copy where the layout made one, and the file's rows of the others, in
+// order and without gaps.
+func TestDecodeMemoryIsTheKernels(t *testing.T) {
+	w := synthtest.Weights(t, "tiny", 3, ternary.PQ2_0)
+	for _, layout := range []Layout{LayoutFile, LayoutInterleaved} {
+		eng, err := New(WithLayout(layout)).Load(context.Background(), w, backend.LoadOptions{Threads: 2, Activations: backend.ActivationsInt8})
+		require.NoError(t, err)
+		e := eng.(*cpuEngine)
+		var whole [][]byte // what the pieces must tile, in order
+		seen := map[*qwen35.Matrix]bool{}
+		for _, s := range e.plan.Sites() {
+			for _, m := range s.Products {
+				if seen[m] {
+					continue
+				}
+				seen[m] = true
+				if pk := e.packed[m]; pk != nil {
+					whole = append(whole, pk.mem)
+				} else {
+					whole = append(whole, m.Data)
+				}
+			}
+		}
+		if layout.Resolve(ternary.PQ2_0) == LayoutInterleaved {
+			require.NotEmpty(t, e.packed, "the interleaved layout made copies")
+		}
+		pieces := e.decodeMem
+		for i, mem := range whole {
+			for len(mem) > 0 {
+				require.NotEmpty(t, pieces, "matrix %d: pieces end early", i)
+				p := pieces[0]
+				require.LessOrEqual(t, len(p), readPiece)
+				require.Same(t, &mem[0], &p[0], "matrix %d: a piece starts elsewhere", i)
+				mem, pieces = mem[len(p):], pieces[1:]
+			}
+		}
+		require.Empty(t, pieces, "pieces beyond the matrices")
+		require.NoError(t, eng.Close())
+	}
 }

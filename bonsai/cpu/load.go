@@ -98,11 +98,7 @@ func (b cpuBackend) Load(ctx context.Context, m backend.Model, opt backend.LoadO
 		profile: opt.Profile,
 		rot:     map[int]*hadamard.Rotation{},
 	}
-	sites := []*qwen35.Site{&e.plan.Head}
-	for i := range e.plan.Layers {
-		lp := &e.plan.Layers[i]
-		sites = append(sites, &lp.In, &lp.Out, &lp.FFNIn, &lp.FFNOut)
-	}
+	sites := e.plan.Sites()
 	for _, width := range append([]int{e.plan.EmbeddingWidth}, siteWidths(sites)...) {
 		r := w.Rotation(width)
 		if r == nil {
@@ -137,6 +133,7 @@ func (b cpuBackend) Load(ctx context.Context, m backend.Model, opt backend.LoadO
 		}
 		e.tiles = tiles
 	}
+	e.decodeMem = e.decodeMemory(sites)
 	return e, nil
 }
 
@@ -170,6 +167,10 @@ type cpuEngine struct {
 	// freePacked gives back the memory of the interleaved copies (nil without them).
 	freePacked func() error
 
+	// decodeMem is the memory of the products a decode step reads, in pieces of at most
+	// readPiece bytes (ReadWeights).
+	decodeMem [][]byte
+
 	// chunkedGDN selects the chunked GDN form for prefill. The chunked form agrees with
 	// the step form but does more scalar arithmetic per token, so on the CPU prefill
 	// walks the steps unless a test asks otherwise.
@@ -184,15 +185,16 @@ type cpuEngine struct {
 	// free holds the chunk scratches no Forward is using: one is taken per call, so
 	// there are as many as calls have ever run at once, and a steady stream of calls
 	// allocates none.
-	mu   sync.Mutex
-	free []*scratch
+	mu     sync.Mutex
+	free   []*scratch
+	closed bool // ReadWeights's check; bonsai closes no engine a call still uses
 }
 
 func (e *cpuEngine) Close() error {
 	e.pool.Close()
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	e.free = nil
+	e.free, e.decodeMem, e.closed = nil, nil, true
 	if e.freePacked != nil {
 		free := e.freePacked
 		e.freePacked, e.packed = nil, nil

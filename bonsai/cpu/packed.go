@@ -62,6 +62,7 @@ func (l Layout) Resolve(f ternary.Format) Layout {
 type packed struct {
 	pq2  *ternary.Interleaved
 	ptq1 *ternary.Interleaved3
+	mem  []byte // the layout's memory, which the kernels stream
 }
 
 // packNative reports whether format f's interleaved kernels run natively here: decode
@@ -99,10 +100,10 @@ func packSize(f ternary.Format, k, n int) (int, error) {
 func newPacked(f ternary.Format, mem []byte, k, n int) (*packed, error) {
 	if f == ternary.PTQ1_0 {
 		v, err := ternary.NewInterleaved3In(mem, k, n)
-		return &packed{ptq1: v}, err
+		return &packed{ptq1: v, mem: mem}, err
 	}
 	v, err := ternary.NewInterleavedIn(mem, k, n)
-	return &packed{pq2: v}, err
+	return &packed{pq2: v, mem: mem}, err
 }
 
 func (p *packed) tile() int {

@@ -31,14 +31,9 @@ func TestPackReleases(t *testing.T) {
 		{ternary.PTQ1_0, LayoutInterleaved, true, false},
 	} {
 		w := synthtest.Weights(t, "tiny", 2, c.f)
-		p := w.Plan()
-		sites := []*qwen35.Site{&p.Head}
+		sites := w.Plan().Sites()
 		var products int64
 		seen := map[*qwen35.Matrix]bool{}
-		for i := range p.Layers {
-			lp := &p.Layers[i]
-			sites = append(sites, &lp.In, &lp.Out, &lp.FFNIn, &lp.FFNOut)
-		}
 		for _, s := range sites {
 			for _, m := range s.Products {
 				if !seen[m] {

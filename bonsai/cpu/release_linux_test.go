@@ -23,7 +23,7 @@ func residentAfterLoad(t *testing.T, b backend.Backend, w *qwen35.Weights) (befo
 	data := w.Output.Data
 	var sum byte
 	p := w.Plan()
-	for _, site := range append([]*qwen35.Site{&p.Head}, layerSites(p)...) {
+	for _, site := range p.Sites() {
 		for _, m := range site.Products {
 			for i := 0; i < len(m.Data); i += os.Getpagesize() {
 				sum += m.Data[i]
@@ -68,7 +68,7 @@ func TestLayoutReleasesFilePages(t *testing.T) {
 func productCount(w *qwen35.Weights) int {
 	p := w.Plan()
 	seen := map[*qwen35.Matrix]bool{}
-	for _, site := range append([]*qwen35.Site{&p.Head}, layerSites(p)...) {
+	for _, site := range p.Sites() {
 		for _, m := range site.Products {
 			seen[m] = true
 		}

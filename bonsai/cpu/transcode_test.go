@@ -48,7 +48,7 @@ func productBytesWhere(m backend.Model, keep func(*qwen35.Matrix) bool) int64 {
 	p := m.(*qwen35.Weights).Plan()
 	seen := map[*qwen35.Matrix]bool{}
 	var n int64
-	for _, s := range append([]*qwen35.Site{&p.Head}, layerSites(p)...) {
+	for _, s := range p.Sites() {
 		for _, mat := range s.Products {
 			if !seen[mat] && keep(mat) {
 				seen[mat] = true
@@ -57,15 +57,6 @@ func productBytesWhere(m backend.Model, keep func(*qwen35.Matrix) bool) int64 {
 		}
 	}
 	return n
-}
-
-func layerSites(p *qwen35.Plan) []*qwen35.Site {
-	var ss []*qwen35.Site
-	for i := range p.Layers {
-		l := &p.Layers[i]
-		ss = append(ss, &l.In, &l.Out, &l.FFNIn, &l.FFNOut)
-	}
-	return ss
 }
 
 // A PTQ1_0 model transcoded to PQ2_0 at load gives bit for bit the logits of the same

@@ -310,6 +310,11 @@ func run(ctx context.Context, out, stderr io.Writer, cfg config) error {
 	if err != nil {
 		return err
 	}
+	if r, ok := m.Driver().Engine().(backend.WeightReader); ok {
+		if err := pairedDecode(ctx, out, m, s, r, min(cfg.gen, 12)); err != nil {
+			return err
+		}
+	}
 	if cfg.speculative {
 		in := bonsai.TokenIDs(prompt...)
 		if len(prompt) == 0 {
@@ -357,6 +362,40 @@ func run(ctx context.Context, out, stderr io.Writer, cfg config) error {
 	}
 	fmt.Fprintf(out, "paired      %d steps, each against a bandwidth pass right after it: attention median %.2f ms, bandwidth median %.2f GB/s, attention ÷ KV read median %.2f× (range %.2f–%.2f)\n",
 		len(ratios), 1000*medianF(attns), medianF(bws)/1e9, medianF(ratios), slices.Min(ratios), slices.Max(ratios))
+	return nil
+}
+
+// pairedDecode runs n decode steps of s, each followed by a read of the weights a step
+// reads, from the memory the step read them from, on the engine's workers
+// (backend.WeightReader), and prints the step's time against the read's: the decode
+// rate as a share of the ceiling of its own pages at that moment, which on a VM whose
+// bandwidth swings within seconds means more than a ceiling measured once on a buffer
+// of bench's own.
+func pairedDecode(ctx context.Context, out io.Writer, m *bonsai.Model, s *bonsai.Session, r backend.WeightReader, n int) error {
+	var steps, reads, ratios []float64
+	var bytes int64
+	tok := argmax(s.Logits())
+	for range n {
+		t0 := time.Now()
+		if err := s.Step(ctx, tok); err != nil {
+			return err
+		}
+		t1 := time.Now()
+		b, err := r.ReadWeights(ctx)
+		if err != nil {
+			return err
+		}
+		step, read := t1.Sub(t0).Seconds(), time.Since(t1).Seconds()
+		steps, reads, ratios = append(steps, step), append(reads, read), append(ratios, read/step)
+		bytes = b
+		tok = argmax(s.Logits())
+	}
+	if n == 0 {
+		return nil
+	}
+	fmt.Fprintf(out, "paired      %d steps, each against a read of its %.3f GB of weights right after it (the same pages, %d workers): step median %.1f ms, read median %.1f ms (%.2f GB/s); decode ÷ that ceiling median %.1f%% (range %.1f–%.1f%%)\n",
+		n, float64(bytes)/1e9, m.Threads(), 1000*medianF(steps), 1000*medianF(reads), float64(bytes)/medianF(reads)/1e9,
+		100*medianF(ratios), 100*slices.Min(ratios), 100*slices.Max(ratios))
 	return nil
 }
 

@@ -28,6 +28,8 @@ func TestContextFlag(t *testing.T) {
 			assert.Contains(t, s, "KV cache "+kv)
 			assert.Contains(t, s, "3 tokens at position 8 ")
 			assert.Contains(t, s, "3 tokens at position 300 ")
+			// The CPU engine streams its weights after each of 3 steps (min(gen, 12)).
+			assert.Regexp(t, `paired      3 steps, each against a read of its 0\.[0-9]{3} GB of weights right after it .* decode ÷ that ceiling median [0-9.]+%`, s)
 			m := regexp.MustCompile(`KV cache ([0-9.]+) MB`).FindStringSubmatch(s)
 			require.NotNil(t, m, s)
 			mb, err := strconv.ParseFloat(m[1], 64)

@@ -384,12 +384,8 @@ func planWidths(p *qwen35.Plan) []int {
 			w = append(w, s.Width)
 		}
 	}
-	add(&p.Head)
-	for i := range p.Layers {
-		l := &p.Layers[i]
-		for _, s := range []*qwen35.Site{&l.In, &l.Out, &l.FFNIn, &l.FFNOut} {
-			add(s)
-		}
+	for _, s := range p.Sites() {
+		add(s)
 	}
 	return w
 }

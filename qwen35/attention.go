@@ -179,6 +179,39 @@ func (a *Attention) Forward(out, qg, k, v []float32, T, pos0 int, l *Layer, cach
 	if T < 1 {
 		return nil
 	}
+	if err := a.prepare(out, qg, k, v, T, pos0, l, cache, sc); err != nil {
+		return err
+	}
+	if T <= attnSplitT {
+		a.attendSplit(out, qg, 0, T, T, pos0, attnSplitOf(pos0+T), cache, sc)
+	} else {
+		sc.body = attnBody{a: a, sc: sc, out: out, qg: qg, T: T, pos0: pos0, cache: cache}
+		sc.body.qblocks = (T + attnQBlock - 1) / attnQBlock
+		run(sc.Runner, a.kvHeads*sc.body.qblocks, 1, &sc.body)
+	}
+	sc.body = attnBody{} // drop the references to the caller's buffers
+	return nil
+}
+
+// attnSplit is how a decode call cuts its positions: into spans of span positions (the
+// last shorter).
+type attnSplit struct{ spans, span int }
+
+// attnSplitOf returns the split of a call whose last token sits at position end−1:
+// about one span per attnSplitLen positions, at most attnMaxSplits, each a whole number
+// of tiles. It depends on end alone, so that a token's sum runs in the same order
+// whichever call computes it.
+func attnSplitOf(end int) attnSplit {
+	n := min(attnMaxSplits, max(1, end/attnSplitLen))
+	span := (end + n - 1) / n
+	span = (span + attnBlock - 1) / attnBlock * attnBlock
+	return attnSplit{(end + span - 1) / span, span}
+}
+
+// prepare checks a call's buffers and cache, then forms the T tokens' queries (normed,
+// roped, scaled; quantised for an integer cache) in the scratch and appends their keys
+// and values to the cache.
+func (a *Attention) prepare(out, qg, k, v []float32, T, pos0 int, l *Layer, cache *KVCache, sc *AttentionScratch) error {
 	H, KV, D := a.heads, a.kvHeads, a.dim
 	if len(out) < T*H*D || len(qg) < T*H*2*D || len(k) < T*KV*D || len(v) < T*KV*D {
 		return fmt.Errorf("qwen35: attention: buffers too short for %d tokens", T)
@@ -220,23 +253,19 @@ func (a *Attention) Forward(out, qg, k, v []float32, T, pos0 int, l *Layer, cach
 			return err // unreachable: the length was checked above
 		}
 	}
-	end := pos0 + T
-	sc.body = attnBody{a: a, sc: sc, out: out, qg: qg, T: T, pos0: pos0, cache: cache}
-	if T <= attnSplitT {
-		n := min(attnMaxSplits, max(1, end/attnSplitLen))
-		span := (end + n - 1) / n
-		span = (span + attnBlock - 1) / attnBlock * attnBlock
-		sc.body.spans, sc.body.span = (end+span-1)/span, span
-		run(sc.Runner, KV*sc.body.spans, 1, &sc.body)
-		sc.merge = attnMerge{a: a, sc: sc, out: out, qg: qg, T: T, spans: sc.body.spans}
-		run(sc.Runner, T*H, 1, &sc.merge)
-		sc.merge = attnMerge{}
-	} else {
-		sc.body.qblocks = (T + attnQBlock - 1) / attnQBlock
-		run(sc.Runner, KV*sc.body.qblocks, 1, &sc.body)
-	}
-	sc.body = attnBody{} // drop the references to the caller's buffers
 	return nil
+}
+
+// attendSplit runs the decode form for tokens t0 ≤ t < t1 (at most attnSplitT) of a
+// call of T tokens from pos0, whose queries prepare formed: per KV group and span of
+// sp a partial softmax, then their merge into out. Each token attends to the positions
+// up to its own.
+func (a *Attention) attendSplit(out, qg []float32, t0, t1, T, pos0 int, sp attnSplit, cache *KVCache, sc *AttentionScratch) {
+	sc.body = attnBody{a: a, sc: sc, out: out, qg: qg, T: T, pos0: pos0, cache: cache, spans: sp.spans, span: sp.span, t0: t0, t1: t1}
+	run(sc.Runner, a.kvHeads*sp.spans, 1, &sc.body)
+	sc.merge = attnMerge{a: a, sc: sc, out: out, qg: qg, spans: sp.spans, t0: t0, t1: t1}
+	run(sc.Runner, (t1-t0)*a.heads, 1, &sc.merge)
+	sc.merge = attnMerge{}
 }
 
 // attnBody runs work items [lo, hi): in decode (spans > 0) item i is span i mod spans of
@@ -251,6 +280,7 @@ type attnBody struct {
 	cache   *KVCache
 	spans   int // decode: spans per KV group, of span positions (the last shorter)
 	span    int
+	t0, t1  int // decode: the tokens attended
 	qblocks int // prefill: token blocks per KV group
 }
 
@@ -259,12 +289,12 @@ func (b *attnBody) Run(lo, hi int) {
 	H, D, rep, KV := a.heads, a.dim, a.rep, a.kvHeads
 	w := sc.work(a)
 	defer sc.release(w)
-	end := b.pos0 + b.T
 	for i := lo; i < hi; i++ {
 		if b.spans > 0 {
-			g, s := i/b.spans, i%b.spans
-			base := (g*b.spans + s) * b.T * rep
-			a.attendRange(w, sc, g, 0, b.T, b.pos0, s*b.span, min((s+1)*b.span, end), b.cache,
+			// The partials of token t at (g·spans + s)·nt·rep + (t − t0)·rep.
+			g, s, nt := i/b.spans, i%b.spans, b.t1-b.t0
+			base := ((g*b.spans+s)*nt - b.t0) * rep
+			a.attendRange(w, sc, g, b.t0, b.t1, b.pos0, s*b.span, min((s+1)*b.span, b.pos0+b.t1), b.cache,
 				sc.pm, sc.psum, sc.pacc, base, rep, true)
 			continue
 		}
@@ -295,18 +325,19 @@ type attnMerge struct {
 	a       *Attention
 	sc      *AttentionScratch
 	out, qg []float32
-	T       int
 	spans   int
+	t0, t1  int // the tokens merged: pair i is token t0 + i/Heads
 }
 
 func (b *attnMerge) Run(lo, hi int) {
 	a, sc := b.a, b.sc
 	H, D, rep := a.heads, a.dim, a.rep
+	nt := b.t1 - b.t0
 	for i := lo; i < hi; i++ {
-		t, h := i/H, i%H
+		t, h := b.t0+i/H, i%H
 		g, r := h/rep, h%rep
-		first := (g*b.spans*b.T+t)*rep + r // span s at first + s·T·rep
-		stride := b.T * rep
+		first := (g*b.spans*nt+t-b.t0)*rep + r // span s at first + s·nt·rep
+		stride := nt * rep
 		mx := negInf
 		for s := 0; s < b.spans; s++ {
 			mx = max(mx, sc.pm[first+s*stride])

@@ -383,3 +383,67 @@ func TestAxpyCodes(t *testing.T) {
 		}
 	})
 }
+
+// BenchmarkAttentionKeptPass times a speculative verification's attention, 5 tokens
+// (the last accepted one and 4 drafts) at 8k and 32k positions, computed as steps by
+// ForwardAsSteps, against the 5 steps it stands for, alternated in one loop: the
+// pass reads the cache once or twice (tokens whose steps split alike share each tile)
+// where the steps read it 5 times. Single-threaded, 27B attention widths.
+func BenchmarkAttentionKeptPass(b *testing.B) {
+	const T = 5
+	c := &Config{Heads: 24, KVHeads: 4, HeadDim: 256, RopeDims: 64, RopeBase: 1e7, RMSEpsilon: 1e-6}
+	rng := rand.New(rand.NewPCG(64, 1))
+	a := NewAttention(c)
+	l := &Layer{Attention: true, QNorm: make([]float32, c.HeadDim), KNorm: make([]float32, c.HeadDim)}
+	for i := range l.QNorm {
+		l.QNorm[i], l.KNorm[i] = 1, 1
+	}
+	vec := func(n int) []float32 {
+		x := make([]float32, n)
+		for i := range x {
+			x[i] = float32(rng.NormFloat64())
+		}
+		return x
+	}
+	row := c.KVHeads * c.HeadDim
+	qg, k, v := vec(T*c.Heads*2*c.HeadDim), vec(T*row), vec(T*row)
+	out := make([]float32, T*c.Heads*c.HeadDim)
+	for _, p := range []backend.KVPrecision{backend.KVFloat16, backend.KVInt8} {
+		for _, ctx := range []int{8192, 32768} {
+			b.Run(fmt.Sprintf("%v/ctx=%d", p, ctx), func(b *testing.B) {
+				cache := a.NewKVCache(p, ctx+T)
+				rows := make([][]float32, 64)
+				for i := range rows {
+					rows[i] = vec(row)
+				}
+				for cache.Len() < ctx {
+					if err := cache.Append(rows[cache.Len()%64], rows[(cache.Len()+7)%64]); err != nil {
+						b.Fatal(err)
+					}
+				}
+				sc := a.NewScratch(T)
+				var wSteps, wPass time.Duration
+				for b.Loop() {
+					t0 := time.Now()
+					for t := range T {
+						H, D := c.Heads, c.HeadDim
+						if err := a.Forward(out[t*H*D:], qg[t*H*2*D:], k[t*row:], v[t*row:], 1, ctx+t, l, cache, sc); err != nil {
+							b.Fatal(err)
+						}
+					}
+					cache.Truncate(ctx)
+					t1 := time.Now()
+					if err := a.ForwardAsSteps(out, qg, k, v, T, ctx, l, cache, sc); err != nil {
+						b.Fatal(err)
+					}
+					cache.Truncate(ctx)
+					wSteps, wPass = wSteps+t1.Sub(t0), wPass+time.Since(t1)
+				}
+				us := func(d time.Duration) float64 { return float64(d.Microseconds()) / float64(b.N) }
+				b.ReportMetric(us(wSteps), "µs-steps")
+				b.ReportMetric(us(wPass), "µs-pass")
+				b.ReportMetric(float64(wSteps)/float64(wPass), "steps/pass")
+			})
+		}
+	}
+}

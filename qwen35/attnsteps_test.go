@@ -24,7 +24,7 @@ func TestAttentionForwardAsSteps(t *testing.T) {
 	in := newAttnInputs(rng, c, N)
 	row := c.KVHeads * c.HeadDim
 	for _, p := range kvPrecisions {
-		for _, pos0 := range []int{0, 100, 500, 509, 600, 1090} {
+		for _, pos0 := range []int{0, 100, 500, 509, 572, 600, 765, 1090} {
 			// One prefix for both, fed in one call, and kept for every T (truncated
 			// back to it): feeding it again for each T made the test three times as
 			// long, nearly two minutes under qemu.

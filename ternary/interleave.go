@@ -106,9 +106,12 @@ func (v *Interleaved) Fill(w []byte, lo, hi int) {
 		panic(fmt.Sprintf("ternary: Interleaved.Fill: %d bytes, want %d rows of %d", len(w), v.n, rb))
 	}
 	tb := v.tileBytes()
+	var touched byte
+	defer func() { touchSink.Add(uint32(touched)) }()
 	for r0 := lo; r0 < hi; r0 += IlvRows {
 		tile := v.buf[r0/IlvRows*tb : (r0/IlvRows+1)*tb]
 		rows := min(IlvRows, v.n-r0)
+		touched ^= touchLines(w[r0*rb : (r0+rows)*rb])
 		for b := range v.nb {
 			ilvPackBlock((*[ilvBlockBytes]byte)(tile[b*ilvBlockBytes:]), w[r0*rb+b*pq2BlockBytes:], rb, rows)
 		}

@@ -176,9 +176,12 @@ func (v *Interleaved3) Fill(w []byte, lo, hi int) {
 //
 // For each L and each of the 26 trit bytes m, Horner's rule over the five rows of the
 // byte group gives the five output q values (one per trit n of byte m) in the bytes of
-// one word; each goes through the encoder to its column's place, which for a given m
-// is a fixed pattern of offsets (ilv3CodePos): qs[4j+p] at 512p+j+64n, qs[16+4j+p] at
-// 512p+320+j + 0, 2, 64, 66, 128, and qh[h] at 512h+450 + 0, 1024, 1, 1025.
+// one word; each goes through the encoder to its column's place (ilv3CodePos), and
+// the four bytes of one dword are assembled in a register and stored at once: qs[m]
+// with m = p, p+4, p+8, p+12 make the dword at 512p+64n+4L (byte j from m = p+4j);
+// qs[16+p] and qs[20+p] trits n = 0, 1 the dword at 512p+320+4L, trits 2, 3 the one
+// 64 bytes on, trit 4 the low half of the one 128 bytes on, whose high half is qh[h]'s
+// trits 0 and 2 (p = h) or 1 and 3 (p = h+2).
 func ilv3PackBlock(dst *[ilv3BlockBytes]byte, blk *[Ilv3Rows]*[ptq1BlockBytes]byte) {
 	for r, b := range blk {
 		dst[2*r], dst[2*r+1] = b[26], b[27]
@@ -186,36 +189,37 @@ func ilv3PackBlock(dst *[ilv3BlockBytes]byte, blk *[Ilv3Rows]*[ptq1BlockBytes]by
 	clear(dst[2*Ilv3Rows : ilv3CodeOff])
 	codes := (*[ilv3BlockBytes - ilv3CodeOff]byte)(dst[ilv3CodeOff:])
 	enc := &ilv3Enc
+	// e32 is the encoded byte n of q, as a uint32.
+	e32 := func(q uint64, n uint) uint32 { return uint32(enc[uint8(q>>(8*n))]) }
+	put := func(o int, x uint32) { binary.LittleEndian.PutUint32(codes[o:o+4], x) }
 	for L := range 16 {
 		b0, b1, b2, b3, b4 := blk[L], blk[16+L], blk[32+L], blk[48+L], blk[64+L]
-		for m := range 16 {
-			q := ilv3Horner(b0, b1, b2, b3, b4, m)
-			o := 512*(m%4) + m/4 + 4*L
-			c := codes[o : o+257]
-			c[256] = enc[uint8(q>>32)]
-			c[0] = enc[uint8(q)]
-			c[64] = enc[uint8(q>>8)]
-			c[128] = enc[uint8(q>>16)]
-			c[192] = enc[uint8(q>>24)]
-		}
-		for m := range 8 {
-			q := ilv3Horner(b0, b1, b2, b3, b4, 16+m)
-			o := 512*(m%4) + 320 + m/4 + 4*L
-			c := codes[o : o+129]
-			c[128] = enc[uint8(q>>32)]
-			c[0] = enc[uint8(q)]
-			c[2] = enc[uint8(q>>8)]
-			c[64] = enc[uint8(q>>16)]
-			c[66] = enc[uint8(q>>24)]
-		}
-		for h := range 2 {
-			q := ilv3Horner(b0, b1, b2, b3, b4, 24+h)
-			o := 512*h + 450 + 4*L
-			c := codes[o : o+1026]
-			c[0] = enc[uint8(q)]
-			c[1024] = enc[uint8(q>>8)]
-			c[1] = enc[uint8(q>>16)]
-			c[1025] = enc[uint8(q>>24)]
+		h0, h1 := ilv3Horner(b0, b1, b2, b3, b4, 24), ilv3Horner(b0, b1, b2, b3, b4, 25)
+		for p := range 4 {
+			q0 := ilv3Horner(b0, b1, b2, b3, b4, p)
+			q1 := ilv3Horner(b0, b1, b2, b3, b4, p+4)
+			q2 := ilv3Horner(b0, b1, b2, b3, b4, p+8)
+			q3 := ilv3Horner(b0, b1, b2, b3, b4, p+12)
+			o := 512*p + 4*L
+			put(o, e32(q0, 0)|e32(q1, 0)<<8|e32(q2, 0)<<16|e32(q3, 0)<<24)
+			put(o+64, e32(q0, 1)|e32(q1, 1)<<8|e32(q2, 1)<<16|e32(q3, 1)<<24)
+			put(o+128, e32(q0, 2)|e32(q1, 2)<<8|e32(q2, 2)<<16|e32(q3, 2)<<24)
+			put(o+192, e32(q0, 3)|e32(q1, 3)<<8|e32(q2, 3)<<16|e32(q3, 3)<<24)
+			put(o+256, e32(q0, 4)|e32(q1, 4)<<8|e32(q2, 4)<<16|e32(q3, 4)<<24)
+			r0 := ilv3Horner(b0, b1, b2, b3, b4, 16+p)
+			r1 := ilv3Horner(b0, b1, b2, b3, b4, 20+p)
+			put(o+320, e32(r0, 0)|e32(r1, 0)<<8|e32(r0, 1)<<16|e32(r1, 1)<<24)
+			put(o+384, e32(r0, 2)|e32(r1, 2)<<8|e32(r0, 3)<<16|e32(r1, 3)<<24)
+			h, lo := h0, uint(0) // qh[p]'s trits 0 and 2, or qh[p−2]'s 1 and 3
+			switch p {
+			case 1:
+				h = h1
+			case 2:
+				lo = 1
+			case 3:
+				h, lo = h1, 1
+			}
+			put(o+448, e32(r0, 4)|e32(r1, 4)<<8|e32(h, lo)<<16|e32(h, lo+2)<<24)
 		}
 	}
 }

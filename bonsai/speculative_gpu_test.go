@@ -125,3 +125,59 @@ func TestGenerateSpeculativeConcurrentGPU(t *testing.T) {
 	assert.Positive(t, accepted)
 	assert.Less(t, accepted, drafted, "drafts were rejected")
 }
+
+// Sampled speculative generation on a GPU backend draws the first three tokens from
+// the model's exact distribution, as TestGenerateSpeculativeSamplingDistribution
+// checks on the CPU (the drafter, the exact distribution and the chi-square are its),
+// with fewer seeds and only the speculative arm: the emulator runs a generation in
+// about a second (the plain arm, which checks the enumeration, runs there on the CPU,
+// and the GPU's logits are held to the CPU's by the engine's parity tests).
+//
+// The bound: the critical value is the chi-square's at p = 1e-4, as there. The seeds
+// are fewer, so the test's power is less: a chi-square's excess over its degrees of
+// freedom grows in proportion to the number of draws, so the wrong rule that gave 407
+// over ~10 cells at 2,000 seeds gives about (407 − 10)·n/2000 + 10 at n: 70 at
+// n = 300, against a critical value of at most 40 for the ≤ 15 cells that 300 draws
+// can have of expectation ≥ 5.
+func TestGenerateSpeculativeSamplingDistributionGPU(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: 300 generations on the MSL emulator (minutes); TestGenerateSpeculativeGreedyGPU covers the GPU's rewind")
+	}
+	m := gpuTiny(t)
+	prompt := tokens(8, 512, 41)
+	so := bonsai.SamplerOptions{Temperature: 1, TopK: 3}
+	smp, err := bonsai.NewSampler(512, so)
+	require.NoError(t, err)
+	exact, best, worst := exactFirstTokens(t, m, prompt, smp, func(s *bonsai.Session, _ []int32) []float32 { return s.Logits() })
+	drafter := func() bonsai.Drafter {
+		return &tableDrafter{prompt: len(prompt), next: func(gen []int32) []int32 {
+			if len(gen) != 1 {
+				return nil
+			}
+			second := best[fmt.Sprint(gen)]
+			return []int32{second, worst[fmt.Sprint([]int32{gen[0], second})]}
+		}}
+	}
+	n := gpuDistributionSeeds
+	s := session(t, m)
+	sp := &bonsai.SpeculativeOptions{NewDrafter: drafter, Always: true}
+	counts := map[string]int{}
+	var drafted, accepted int
+	for seed := range n {
+		opt := bonsai.GenerateOptions{MaxTokens: 4, SamplerOptions: so, Speculative: sp}
+		opt.Seed = uint64(seed) + 1
+		r := runGen(t, s, bonsai.TokenIDs(prompt...), opt)
+		counts[fmt.Sprint(r.res.Tokens[:min(3, len(r.res.Tokens))])]++
+		drafted += r.res.Usage.DraftedTokens
+		accepted += r.res.Usage.AcceptedTokens
+	}
+	chi, cells := chiSquareAgainst(t, "speculative", exact, counts, n)
+	crit := chiSquareCritical(cells-1, 3.719) // z of p = 1e-4
+	t.Logf("chi-square %.1f (critical %.1f, %d cells); drafted %d, accepted %d", chi, crit, cells, drafted, accepted)
+	assert.Less(t, chi, crit)
+	assert.Greater(t, accepted, n/10, "drafts were accepted")
+	assert.Less(t, accepted, drafted-n/10, "drafts were rejected")
+}
+
+// gpuDistributionSeeds is the seeds of TestGenerateSpeculativeSamplingDistributionGPU.
+var gpuDistributionSeeds = 300

@@ -336,12 +336,14 @@ func TestGenerateSpeculativeConcurrentGPU(t *testing.T) {
 // correct rule passes whatever the (fixed) seeds. Fewer seeds make the test weaker: a
 // chi-square's expected excess over its degrees of freedom grows in proportion to the
 // draws, so the wrong rule that gave 407 over ~10 cells at 2,000 seeds (accepting a
-// draft with probability p(x) + 0.15) would give about (407 − 10)·200/2000 + 10 ≈ 50
-// at 200 seeds, against a critical value of 34 at 10 cells — the most that 200 draws
-// can have of expectation ≥ 5 at this prompt's spread (fewer cells, lower bound).
+// draft with probability p(x) + 0.15) would give about (407 − 10)·100/2000 + 5 ≈ 25
+// at 100 seeds, near the critical value (26 at 6 cells): this catches gross errors —
+// accepting every draft, or drawing the next token from p instead of the residual after
+// a rejection — not that one. The 100 seeds keep the package within go test's ten
+// minutes on two cores.
 func TestGenerateSpeculativeSamplingDistributionGPU(t *testing.T) {
 	if testing.Short() {
-		t.Skip("-short: 200 generations on the MSL emulator (minutes); TestGenerateSpeculativeGreedyGPU covers the GPU's rewind")
+		t.Skip("-short: 100 generations on the MSL emulator (minutes); TestGenerateSpeculativeGreedyGPU covers the GPU's rewind")
 	}
 	m := gpuTiny(t)
 	prompt := tokens(8, 512, 41)
@@ -380,4 +382,4 @@ func TestGenerateSpeculativeSamplingDistributionGPU(t *testing.T) {
 }
 
 // gpuDistributionSeeds is the seeds of TestGenerateSpeculativeSamplingDistributionGPU.
-var gpuDistributionSeeds = 200
+var gpuDistributionSeeds = 100

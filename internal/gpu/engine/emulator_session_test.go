@@ -42,7 +42,6 @@ func TestParity(t *testing.T)           { emulator(t); enginetest.Parity(t, emul
 func TestParityPTQ1(t *testing.T)       { emulator(t); enginetest.ParityPTQ1(t, emulatorBackend) }
 func TestGreedyGeneration(t *testing.T) { emulator(t); enginetest.GreedyGeneration(t, emulatorBackend) }
 func TestStates(t *testing.T)           { emulator(t); enginetest.States(t, emulatorBackend) }
-func TestRewindExact(t *testing.T)      { emulator(t); enginetest.RewindExact(t, emulatorBackend) }
 func TestLongContext(t *testing.T)      { emulator(t); enginetest.LongContext(t, emulatorBackend) }
 func TestLongStepWalk(t *testing.T)     { emulator(t); enginetest.LongStepWalk(t, emulatorBackend) }
 func TestSnapshotsAcrossBackends(t *testing.T) {

@@ -332,17 +332,22 @@ func TestGenerateSpeculativeConcurrentGPU(t *testing.T) {
 // to the CPU's by the engine's parity tests).
 //
 // The bound: the critical value is the chi-square's at p = 1e-4, as there, so that a
-// correct rule passes whatever the (fixed) seeds. Fewer seeds make the test weaker: a
-// chi-square's expected excess over its degrees of freedom grows in proportion to the
-// draws, so the wrong rule that gave 407 over ~10 cells at 2,000 seeds (accepting a
-// draft with probability p(x) + 0.15) would give about (407 − 10)·100/2000 + 5 ≈ 25
-// at 100 seeds, near the critical value (26 at 6 cells): this catches gross errors —
-// accepting every draft, or drawing the next token from p instead of the residual after
-// a rejection — not that one. The 100 seeds keep the package within go test's ten
-// minutes on two cores.
+// correct rule passes whatever the (fixed) seeds. 50 seeds (a generation takes one to
+// four seconds on the emulator, on two loaded cores) make the test weak against a
+// subtle error and strong against a gross one. A chi-square's expected excess over its
+// degrees of freedom grows with the draws, so the subtle wrong rule that gave 407 over
+// ~10 cells at 2,000 seeds (accepting a draft with probability p(x) + 0.15) would give
+// about 397·50/2000 + 3 ≈ 13 here, under the critical value (24 at 5 cells, 100 seeds
+// logged 5 cells): not caught. Accepting every draft is: the second draft, the least
+// likely third token w after the likeliest second, would end every generation whose
+// first two tokens are (a, best) — n·P(a, best) of them, about 50 × 0.3 = 15 — where
+// n·P(a, best, w) ≤ 15 × 1/3 = 5 are expected (w is the least of at most TopK = 3), a
+// chi-square term of at least (15 − 5)²/5 = 20 from that cell alone, and the cells
+// of (a, best, x ≠ w) drained to zero add their expectations (≥ 5 each, or pooled),
+// over the critical value.
 func TestGenerateSpeculativeSamplingDistributionGPU(t *testing.T) {
 	if testing.Short() {
-		t.Skip("-short: 100 generations on the MSL emulator (minutes); TestGenerateSpeculativeGreedyGPU covers the GPU's rewind")
+		t.Skip("-short: 50 generations on the MSL emulator (minutes); TestGenerateSpeculativeGreedyGPU covers the GPU's rewind")
 	}
 	m := gpuTiny(t)
 	prompt := tokens(8, 512, 41)
@@ -381,4 +386,4 @@ func TestGenerateSpeculativeSamplingDistributionGPU(t *testing.T) {
 }
 
 // gpuDistributionSeeds is the seeds of TestGenerateSpeculativeSamplingDistributionGPU.
-var gpuDistributionSeeds = 100
+var gpuDistributionSeeds = 50

@@ -26,5 +26,6 @@ func TestParityPTQ1(t *testing.T)              { enginetest.ParityPTQ1(t, vulkan
 func TestGreedyGeneration(t *testing.T)        { enginetest.GreedyGeneration(t, vulkanBackend) }
 func TestSnapshotsAcrossBackends(t *testing.T) { enginetest.SnapshotsAcrossBackends(t, vulkanBackend) }
 func TestStates(t *testing.T)                  { enginetest.States(t, vulkanBackend) }
+func TestRewindExact(t *testing.T)             { enginetest.RewindExact(t, vulkanBackend) }
 func TestLongContext(t *testing.T)             { enginetest.LongContext(t, vulkanBackend) }
 func TestUnfusedDecode(t *testing.T)           { enginetest.UnfusedDecode(t, vulkanBackend) }

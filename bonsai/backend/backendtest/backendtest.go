@@ -37,6 +37,10 @@ type Options struct {
 	Precisions []backend.KVPrecision
 	// Activations for the engine (default int8).
 	Activations backend.Activations
+	// RewindPrecisions are the KV precisions of a Rewinder's Rewind checks (default
+	// Precisions): a slow backend (an emulator) whose engine another backend runs
+	// through them all may take fewer.
+	RewindPrecisions []backend.KVPrecision
 	// RewindAt is the length of the prompt before a Rewinder's kept passes (default 6);
 	// ContextSize must leave room for it and 10 tokens more.
 	RewindAt int
@@ -57,6 +61,9 @@ func (o *Options) defaults() {
 	}
 	if len(o.Precisions) == 0 {
 		o.Precisions = []backend.KVPrecision{backend.KVFloat16, backend.KVFloat32, backend.KVInt8, backend.KVQ4}
+	}
+	if len(o.RewindPrecisions) == 0 {
+		o.RewindPrecisions = o.Precisions
 	}
 }
 

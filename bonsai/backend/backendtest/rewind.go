@@ -28,7 +28,7 @@ const rewindBeside = 62
 // and T−1, and one pass rewound to each position in turn from T down to 0.
 func (s *suite) rewind(t *testing.T) {
 	v, at := s.m.Vocab(), s.opt.RewindAt
-	for _, p := range s.opt.Precisions {
+	for _, p := range s.opt.RewindPrecisions {
 		// Every state starts as a copy of one fed the prompt.
 		base := s.newState(t, p)
 		s.run(t, base, s.tokens(at))

@@ -1,5 +1,5 @@
-// The row-wise kernels of site.comp: the embedding, the prefill sites, argmax and the
-// streaming read.
+// The row-wise kernels of site.comp: the embedding, the prefill sites, argmax, the
+// streaming read and the copy.
 
 package shaders
 
@@ -9,3 +9,4 @@ package shaders
 //go:generate glslc --target-env=vulkan1.2 -O -DKERNEL_SITE_SWIGLU site.comp -o site_swiglu.spv
 //go:generate glslc --target-env=vulkan1.2 -O -DKERNEL_ARGMAX site.comp -o argmax.spv
 //go:generate glslc --target-env=vulkan1.2 -O -DKERNEL_STREAM_READ site.comp -o stream_read.spv
+//go:generate glslc --target-env=vulkan1.2 -O -DKERNEL_COPY_F32 site.comp -o copy_f32.spv

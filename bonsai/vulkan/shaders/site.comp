@@ -3,7 +3,7 @@
 // chunk (norm, SwiGLU and plain transforms, each with the signed FWHT), the greedy
 // argmax and the streaming read. One source, one kernel per define:
 //   KERNEL_EMBED, KERNEL_SITE_NORM, KERNEL_SITE_FWHT, KERNEL_SITE_SWIGLU,
-//   KERNEL_ARGMAX, KERNEL_STREAM_READ.
+//   KERNEL_ARGMAX, KERNEL_STREAM_READ, KERNEL_COPY_F32.
 //
 // A site kernel runs one workgroup per (Hadamard block, token) — or per token where a
 // whole row is needed (the RMSNorm) — its threads looping over the block.
@@ -240,6 +240,21 @@ void main() {
             r += part[k];
         }
         F32(ADDR(2)).v[tg] = r;
+    }
+}
+#endif
+
+#ifdef KERNEL_COPY_F32
+// copy_f32: dst[i] = src[i] for the N floats, each workgroup striding over the whole
+// range. CopyArgs words 0 N, 1 groups; buffers: 1 src, 2 dst.
+void main() {
+    const uint N = ARGU(0);
+    const uint groups = ARGU(1);
+    F32 src = F32(ADDR(1));
+    F32 dst = F32(ADDR(2));
+    const uint stride = groups * NT;
+    for (uint i = gl_WorkGroupID.x * NT + TID; i < N; i += stride) {
+        dst.v[i] = src.v[i];
     }
 }
 #endif

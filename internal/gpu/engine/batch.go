@@ -40,8 +40,16 @@ type part struct {
 func (e *engine) run(ctx context.Context, batch []backend.Sequence, next []int32) error {
 	live := 0
 	for i := range batch {
-		if len(batch[i].Tokens) > 0 {
-			live++
+		if len(batch[i].Tokens) == 0 {
+			continue
+		}
+		live++
+		st, err := e.stateOf(batch[i].State)
+		if err != nil {
+			return inSequence(batch, i, err)
+		}
+		if err := e.startKeep(st, batch[i].Keep, len(batch[i].Tokens)); err != nil {
+			return inSequence(batch, i, err)
 		}
 	}
 	if live < 2 {

@@ -132,7 +132,9 @@ func (e *engine) runChunk(st *state, tokens []int32, mode outMode) error {
 // kernels otherwise.
 func (e *engine) encodeChunk(cb gpu.CommandBuffer, st *state, tokens []int32, mode outMode) {
 	e.putRows(&st.acts, 0, st.pos, tokens)
-	if len(tokens) == 1 && e.fused {
+	if len(tokens) == 1 && e.fused && !st.kp.on {
+		// (A kept token runs the prefill kernels: its GDN layers keep the raw qkv rows
+		// that gdn_seq reads, where the fused step convolves them as it writes them.)
 		e.encodeDecode(cb, st, mode)
 		return
 	}
@@ -447,14 +449,21 @@ func (e *engine) gdnChunk(cb gpu.CommandBuffer, s seg, li int) {
 // gdnCore records one of the GDN core kernels over grid threadgroups (gdn_seq and
 // gdn_chunk: one per q/k head group; gdn_decode: one per V head), all bound alike.
 func (e *engine) gdnCore(cb gpu.CommandBuffer, kernel string, s seg, li, grid int) {
-	c, l, a, st := e.cfg, &e.layers[li], s.a, s.st
-	p := e.p[kernel]
+	c, a := e.cfg, s.a
 	// The row widths are gdnArgs's: QKV, inner and E.
+	e.gdnCoreAt(cb, kernel, s.st, li, grid, s.n, rowAt(a.qkv, s.row, c.QKVWidth()), rowAt(a.z, s.row, c.InnerSize),
+		rowAt(a.h, s.row, c.Embedding), rowAt(a.mix, s.row, c.InnerSize))
+}
+
+// gdnCoreAt is gdnCore over T rows bound at references: their qkv, z and h rows, and
+// where the output rows go.
+func (e *engine) gdnCoreAt(cb gpu.CommandBuffer, kernel string, st *state, li, grid, T int, qkv, z, h, out ref) {
+	l := &e.layers[li]
+	p := e.p[kernel]
 	cb.Dispatch(p, gpu.Size{grid, 1, 1}, gpu.Size{threads(p, 1024), 1, 1},
-		bytesArg(e.gdnArgs(s.n, 0)), rowAt(a.qkv, s.row, c.QKVWidth()).arg(1), rowAt(a.z, s.row, c.InnerSize).arg(2),
-		rowAt(a.h, s.row, c.Embedding).arg(3),
+		bytesArg(e.gdnArgs(T, 0)), qkv.arg(1), z.arg(2), h.arg(3),
 		l.in.unrotated[0].arg(4), l.in.unrotated[1].arg(5), l.conv.arg(6), l.dt.arg(7), l.a.arg(8), l.ssmNorm.arg(9),
-		st.conv[li].arg(10), st.ssm[li].arg(11), rowAt(a.mix, s.row, c.InnerSize).arg(12))
+		st.conv[li].arg(10), st.ssm[li].arg(11), out.arg(12))
 }
 
 // attention records the attention of s's rows at their positions (attn.go): for a
@@ -608,6 +617,9 @@ func (e *engine) encodePrefill(cb gpu.CommandBuffer, st *state, T int, mode outM
 // attn. The stream ends in xa + delta, which the head's norm adds.
 func (e *engine) encodeLayers(cb gpu.CommandBuffer, a *acts, R int, segs []seg) {
 	p := e.plan
+	for _, s := range segs {
+		e.keepSave(cb, s.st)
+	}
 	e.embed(cb, a, R)
 	hasDelta := false
 	for li := range p.Layers {
@@ -624,7 +636,12 @@ func (e *engine) encodeLayers(cb gpu.CommandBuffer, a *acts, R int, segs []seg) 
 			e.gemmSite(cb, &lp.In, &l.in, R, a.hr, a.qkv, a.z)
 			for _, s := range segs {
 				charge(cb, e.gdnCost(s.n).add(unrotatedCost(&lp.In, s.n)))
-				if s.n > 1 && !e.b.cfg.StepGDN {
+				if s.st.kp.on {
+					// A kept pass: its rows' recurrence inputs kept, and the step form,
+					// which a Rewind's replay repeats bit for bit.
+					e.keepRows(cb, s, li)
+					e.gdnSeq(cb, s, li)
+				} else if s.n > 1 && !e.b.cfg.StepGDN {
 					e.gdnChunk(cb, s, li)
 				} else {
 					e.gdnSeq(cb, s, li)

@@ -29,6 +29,7 @@ const (
 	kSiteSwiGLU   = "site_swiglu"
 	kArgmax       = "argmax"
 	kStreamRead   = "stream_read"
+	kCopy         = "copy_f32"
 	kMVPlain      = "mv_plain"
 	kMVFWHT       = "mv_fwht"
 	kMVNorm       = "mv_norm"
@@ -52,7 +53,7 @@ const (
 
 // kernelNames lists every kernel of the library.
 var kernelNames = []string{
-	kEmbed, kSiteNorm, kSiteFWHT, kSiteSwiGLU, kArgmax, kStreamRead,
+	kEmbed, kSiteNorm, kSiteFWHT, kSiteSwiGLU, kArgmax, kStreamRead, kCopy,
 	kMVPlain, kMVFWHT, kMVNorm, kMVSwiGLU, kGemm,
 	kGDNDecode, kGDNSeq, kGDNChunk,
 	kAttnF16, kAttnF32, kAttnI8, kAttnAppend16, kAttnAppend32, kAttnAppendI8, kAttnMerge,

@@ -361,6 +361,7 @@ func (k *checker) smallChecks() error {
 		func() error { return e.checkAttentionCut(backend.KVFloat16, 40, 3000, true) },
 		func() error { return e.checkArgmax(1000) },
 		func() error { return e.checkStreamRead(1000) },
+		func() error { return e.checkCopy(1000, 37, 3) },
 	}
 	for _, f := range steps {
 		if err := f(); err != nil {
@@ -1188,6 +1189,37 @@ func (e *ckEngine) checkGemmCut(K, N, T int) error {
 		for t := 0; t < T; t++ {
 			want, l1 := refMatVec(w, K, N, x[t*K:(t+1)*K])
 			ck.Err = math.Max(ck.Err, errL1(got[t*N:(t+1)*N], want, l1))
+		}
+	}
+	k.add(ck)
+	return nil
+}
+
+// checkCopy copies n floats of src from float `from` on into dst from float `to` on,
+// over 2 threadgroups (so that each strides), and counts the floats that differ from
+// what a copy makes: the n copied, and dst's floats around them left as they were.
+func (e *ckEngine) checkCopy(n, from, to int) error {
+	k := e.k
+	v := k.floats(from+n, 1)
+	old := k.floats(to+n+5, 1)
+	src, err := k.newBuf(4*len(v), f32Bytes(v))
+	if err != nil {
+		return err
+	}
+	dst, err := k.newBuf(4*len(old), f32Bytes(old))
+	if err != nil {
+		return err
+	}
+	dt, err := k.run(func(cb gpu.CommandBuffer) {
+		e.copyFloatsGroups(cb, ref{src, 4 * from}, ref{dst, 4 * to}, n, 2)
+	})
+	ck := Check{Kernel: kCopy, Case: fmt.Sprintf("%d floats at offsets %d → %d, 2 threadgroups", n, from, to), Tol: 0, Metric: "floats wrong", Time: dt, Failure: err}
+	if err == nil {
+		want := append(append(append([]float32(nil), old[:to]...), v[from:]...), old[to+n:]...)
+		for i, x := range readF(dst, 0, len(want)) {
+			if math.Float32bits(x) != math.Float32bits(want[i]) {
+				ck.Err++
+			}
 		}
 	}
 	k.add(ck)

@@ -27,6 +27,8 @@ type state struct {
 	acts            // the activations of one chunk of this sequence alone
 	ssmBuf, convBuf gpu.Buffer
 
+	kp keeper // the last kept pass (rewind.go)
+
 	all      []gpu.Buffer // every buffer, for Bytes and Close
 	reserved int64        // bytes of the device's working set counted for this state
 	closed   bool
@@ -182,6 +184,7 @@ func (e *engine) layoutState(st *state, alloc func(n int) (gpu.Buffer, error)) e
 }
 
 func (st *state) release() {
+	st.releaseKeep()
 	for _, b := range st.all {
 		b.Release()
 	}
@@ -226,6 +229,7 @@ func (st *state) Len() int { return st.pos }
 // Reset empties the sequence: the GDN states are zeroed (the KV caches need not be).
 func (st *state) Reset() {
 	st.setLen(0)
+	st.kp.on = false
 	if st.closed || st.ssmBuf == nil {
 		return
 	}
@@ -259,7 +263,7 @@ func (st *state) SetLen(n int) error {
 			return fmt.Errorf("layer %d holds %d positions, not %d", i, kv.n, n)
 		}
 	}
-	st.pos = n
+	st.pos, st.kp.on = n, false
 	return nil
 }
 
@@ -297,12 +301,13 @@ func (st *state) CopyFrom(o backend.State) error {
 		}
 	}
 	st.setLen(src.pos)
+	st.kp.on = false
 	return nil
 }
 
-// Bytes returns the device memory the state holds.
+// Bytes returns the device memory the state holds, a kept pass's included.
 func (st *state) Bytes() int64 {
-	var n int64
+	n := st.kp.bytes()
 	for _, b := range st.all {
 		n += int64(b.Len())
 	}

@@ -477,7 +477,11 @@ func UnfusedDecode(t *testing.T, nb NewBackend) [][]float32 {
 // chunks) against each run alone, within BatchTolerance — at the KV precisions the engine
 // holds, on the tiny model mapped from a file (the weights wrapped in place where the
 // device can).
-func Conformance(t *testing.T, nb NewBackend) {
+//
+// rewind, when given, are the KV precisions of the Rewind checks (default all three):
+// the emulator, whose kept passes take minutes, runs fewer where Vulkan on lavapipe
+// runs the engine's same host logic through them all.
+func Conformance(t *testing.T, nb NewBackend, rewind ...backend.KVPrecision) {
 	b := nb(t, Variant{})
 	f, err := gguf.Open(synthtest.Path(t, "tiny", 1, ternary.PQ2_0))
 	if err != nil {
@@ -489,8 +493,9 @@ func Conformance(t *testing.T, nb NewBackend) {
 		t.Fatal(err)
 	}
 	backendtest.Run(t, b, w, backendtest.Options{
-		Precisions: []backend.KVPrecision{backend.KVFloat16, backend.KVFloat32, backend.KVInt8},
-		Tolerance:  BatchTolerance,
+		Precisions:       []backend.KVPrecision{backend.KVFloat16, backend.KVFloat32, backend.KVInt8},
+		RewindPrecisions: rewind,
+		Tolerance:        BatchTolerance,
 	})
 }
 

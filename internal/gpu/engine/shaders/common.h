@@ -131,6 +131,12 @@ struct StreamArgs {
     uint pad0, pad1;
 };
 
+struct CopyArgs {
+    uint N;      // floats to copy
+    uint groups; // threadgroups of the grid
+    uint pad0, pad1;
+};
+
 // ---- helpers ----
 
 // A finite stand-in for −∞, so that a running maximum's rescale exp(m − m′) never meets −∞ − (−∞) = NaN

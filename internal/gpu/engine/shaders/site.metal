@@ -196,3 +196,20 @@ kernel void stream_read(constant StreamArgs& a [[buffer(0)]],
         out[tg] = r;
     }
 }
+
+// copy_f32: dst[i] = src[i] for the N floats, each threadgroup striding over the whole
+// range (a grid of `groups` threadgroups, so that a copy of any size keeps within every
+// device's grid limits). The engine's kept passes (rewind.go) use it to save a GDN
+// state and a kept row's recurrence inputs inside the command buffer that computes
+// them, where the next layer would overwrite the rows.
+kernel void copy_f32(constant CopyArgs& a [[buffer(0)]],
+                     device const float* src [[buffer(1)]],
+                     device float* dst [[buffer(2)]],
+                     uint tid [[thread_index_in_threadgroup]],
+                     uint nt [[threads_per_threadgroup]],
+                     uint tg [[threadgroup_position_in_grid]]) {
+    const uint stride = a.groups * nt;
+    for (uint i = tg * nt + tid; i < a.N; i += stride) {
+        dst[i] = src[i];
+    }
+}

@@ -7,6 +7,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/bonsai-go/sdk/bonsai"
+	"github.com/bonsai-go/sdk/internal/spectest"
 )
 
 // wrongDrafter drafts, at each position, a token that the plain run did not generate
@@ -51,12 +52,12 @@ func TestGenerateSpeculativeCostModelStops(t *testing.T) {
 		bonsai.SetPassCosts(m, c.cost)
 		s := session(t, m)
 		plain := runGen(t, s, in, opt)
-		require.Len(t, plain.res.Tokens, 60, "the generation is long enough to see the bound")
-		d := &wrongDrafter{want: plain.res.Tokens, prompt: promptLen(plain)}
-		got := runGen(t, s, in, withSpec(opt, &bonsai.SpeculativeOptions{NewDrafter: func() bonsai.Drafter { return d }}))
-		assert.Equal(t, c.passes, got.res.Usage.DraftPasses, c.name)
-		assert.Zero(t, got.res.Usage.AcceptedTokens, c.name)
-		sameRun(t, plain, got, c.name)
+		require.Len(t, plain.Res.Tokens, 60, "the generation is long enough to see the bound")
+		d := &wrongDrafter{want: plain.Res.Tokens, prompt: plain.PromptLen()}
+		got := runGen(t, s, in, spectest.With(opt, &bonsai.SpeculativeOptions{NewDrafter: func() bonsai.Drafter { return d }}))
+		assert.Equal(t, c.passes, got.Res.Usage.DraftPasses, c.name)
+		assert.Zero(t, got.Res.Usage.AcceptedTokens, c.name)
+		spectest.Same(t, plain, got, c.name)
 	}
 }
 
@@ -80,11 +81,11 @@ func TestGenerateSpeculativeCostModelWidth(t *testing.T) {
 		bonsai.SetPassCosts(m, c.cost)
 		s := session(t, m)
 		plain := runGen(t, s, in, opt)
-		got := runGen(t, s, in, withSpec(opt, oracleOf(plain, promptLen(plain))))
-		d, a := sameRun(t, plain, got, c.name)
+		got := runGen(t, s, in, spectest.With(opt, oracleOf(plain, plain.PromptLen())))
+		d, a := spectest.Same(t, plain, got, c.name)
 		require.Positive(t, a, c.name)
-		mean[c.name] = float64(d) / float64(got.res.Usage.DraftPasses)
-		t.Logf("%s: drafted %d, accepted %d in %d passes", c.name, d, a, got.res.Usage.DraftPasses)
+		mean[c.name] = float64(d) / float64(got.Res.Usage.DraftPasses)
+		t.Logf("%s: drafted %d, accepted %d in %d passes", c.name, d, a, got.Res.Usage.DraftPasses)
 	}
 	assert.Less(t, mean["cpu"], mean["gpu"])
 	assert.Less(t, mean["cpu"], 8.0, "the CPU's costs cap the drafts below MaxDraft")
@@ -103,6 +104,6 @@ func TestGenerateSpeculativePassTimes(t *testing.T) {
 	for i, d := range pt {
 		assert.Positive(t, d, "width %d", i+1)
 	}
-	got := runGen(t, s, in, withSpec(opt, oracleOf(plain, promptLen(plain))))
-	sameRun(t, plain, got, "measured costs")
+	got := runGen(t, s, in, spectest.With(opt, oracleOf(plain, plain.PromptLen())))
+	spectest.Same(t, plain, got, "measured costs")
 }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/bonsai-go/sdk/bonsai"
 	"github.com/bonsai-go/sdk/bonsai/tokenizer"
+	"github.com/bonsai-go/sdk/internal/spectest"
 )
 
 // counting wraps a Drafter and counts the tokens it proposed, so that a test knows
@@ -119,20 +120,20 @@ func TestGenerateSpeculativeGrammarGreedy(t *testing.T) {
 		switch c.schema {
 		case "":
 		case "tools":
-			require.NotEmpty(t, plain.res.ToolCalls, "%s: %q", c.name, plain.res.Text)
-			for _, call := range plain.res.ToolCalls {
+			require.NotEmpty(t, plain.Res.ToolCalls, "%s: %q", c.name, plain.Res.Text)
+			for _, call := range plain.Res.ToolCalls {
 				assert.NoError(t, validate(t, validator(t, tools[call.Name]), string(call.Arguments)), "%s: %s(%s)", c.name, call.Name, call.Arguments)
 			}
 		default:
-			require.Equal(t, bonsai.FinishStop, plain.res.FinishReason, "%s: %q", c.name, plain.res.Text)
-			assert.NoError(t, validate(t, validator(t, c.schema), plain.res.Text), "%s: %q", c.name, plain.res.Text)
+			require.Equal(t, bonsai.FinishStop, plain.Res.FinishReason, "%s: %q", c.name, plain.Res.Text)
+			assert.NoError(t, validate(t, validator(t, c.schema), plain.Res.Text), "%s: %q", c.name, plain.Res.Text)
 		}
-		n := promptLen(plain)
+		n := plain.PromptLen()
 		o := oracleOf(plain, n)
 		always := &bonsai.SpeculativeOptions{Always: true, NewDrafter: o.NewDrafter}
 		forb := func(every bool) *bonsai.SpeculativeOptions {
 			return &bonsai.SpeculativeOptions{Always: true, NewDrafter: func() bonsai.Drafter {
-				return &forbidding{want: plain.res.Tokens, prompt: n, forbidden: forbidden, every: every}
+				return &forbidding{want: plain.Res.Tokens, prompt: n, forbidden: forbidden, every: every}
 			}}
 		}
 		drafters := []*bonsai.SpeculativeOptions{spec, o, always, {MaxDraft: 3, Always: true, NewDrafter: o.NewDrafter}, forb(false), forb(true)}
@@ -143,11 +144,11 @@ func TestGenerateSpeculativeGrammarGreedy(t *testing.T) {
 			free := c.opt
 			free.ThinkingBudget = free.MaxTokens
 			unforced := runGen(t, s, c.in, free)
-			block, closed := thinkBlock(t, c.m, plain.res.Tokens)
+			block, closed := thinkBlock(t, c.m, plain.Res.Tokens)
 			require.True(t, closed, c.name)
-			require.Greater(t, len(unforced.res.Tokens), len(block)+1)
-			require.NotEqual(t, plain.res.Tokens[len(block)], unforced.res.Tokens[len(block)], "%s: the budget forced </think>", c.name)
-			uo := oracleOf(unforced, promptLen(unforced))
+			require.Greater(t, len(unforced.Res.Tokens), len(block)+1)
+			require.NotEqual(t, plain.Res.Tokens[len(block)], unforced.Res.Tokens[len(block)], "%s: the budget forced </think>", c.name)
+			uo := oracleOf(unforced, unforced.PromptLen())
 			drafters = append(drafters, &bonsai.SpeculativeOptions{Always: true, NewDrafter: uo.NewDrafter})
 		}
 		for j, so := range drafters {
@@ -157,7 +158,7 @@ func TestGenerateSpeculativeGrammarGreedy(t *testing.T) {
 				wrapped.NewDrafter = func() bonsai.Drafter { return counting{so.NewDrafter(), &count} }
 			}
 			msg := fmt.Sprintf("%s, drafter %d", c.name, j)
-			d, a := sameRun(t, plain, noCallIDs(runGen(t, s, c.in, withSpec(c.opt, &wrapped))), msg)
+			d, a := spectest.Same(t, plain, noCallIDs(runGen(t, s, c.in, spectest.With(c.opt, &wrapped))), msg)
 			if j == 5 {
 				// A think block is not constrained: its drafts are cut at the markers
 				// only, and an end-of-generation token is verified and rejected.
@@ -186,12 +187,12 @@ func TestGenerateSpeculativeGrammarGreedy(t *testing.T) {
 
 // noCallIDs clears the tool calls' IDs, which are random, from a run's result and
 // reports.
-func noCallIDs(r specRun) specRun {
-	for i := range r.res.ToolCalls {
-		r.res.ToolCalls[i].ID = ""
+func noCallIDs(r spectest.Run) spectest.Run {
+	for i := range r.Res.ToolCalls {
+		r.Res.ToolCalls[i].ID = ""
 	}
-	for i := range r.reports {
-		tk := &r.reports[i]
+	for i := range r.Reports {
+		tk := &r.Reports[i]
 		for j := range tk.ToolCalls {
 			tk.ToolCalls[j].ID = ""
 		}
@@ -257,11 +258,11 @@ func TestGenerateSpeculativeGrammarSamplingDistribution(t *testing.T) {
 		}
 		return out
 	}
-	exact, best, worst := exactFirstTokens(t, m, prompt, smp, func(s *bonsai.Session, seq []int32) []float32 { return masked(s.Logits(), seq) })
+	exact, best, worst := spectest.ExactFirstTokens(t, m, prompt, smp, func(s *bonsai.Session, seq []int32) []float32 { return masked(s.Logits(), seq) })
 	require.Greater(t, len(exact), 4, "the grammar leaves a choice")
 
 	drafter := func() bonsai.Drafter {
-		return &tableDrafter{prompt: len(prompt), next: func(gen []int32) []int32 {
+		return &spectest.Table{Prompt: len(prompt), Next: func(gen []int32) []int32 {
 			if len(gen) != 1 || tok.IsEndOfGeneration(gen[0]) {
 				return nil
 			}
@@ -284,13 +285,13 @@ func TestGenerateSpeculativeGrammarSamplingDistribution(t *testing.T) {
 			opt := bonsai.GenerateOptions{MaxTokens: 4, SamplerOptions: so, Speculative: c.sp, Grammar: wordsGrammar}
 			opt.Seed = uint64(seed) + 1
 			r := runGen(t, s, bonsai.TokenIDs(prompt...), opt)
-			require.True(t, wordsPrefix(r.res.Text, false), "%s: %q", c.name, r.res.Text)
-			counts[fmt.Sprint(r.res.Tokens[:min(3, len(r.res.Tokens))])]++
-			drafted += r.res.Usage.DraftedTokens
-			accepted += r.res.Usage.AcceptedTokens
+			require.True(t, wordsPrefix(r.Res.Text, false), "%s: %q", c.name, r.Res.Text)
+			counts[fmt.Sprint(r.Res.Tokens[:min(3, len(r.Res.Tokens))])]++
+			drafted += r.Res.Usage.DraftedTokens
+			accepted += r.Res.Usage.AcceptedTokens
 		}
-		chi, cells := chiSquareAgainst(t, c.name, exact, counts, n)
-		crit := chiSquareCritical(cells-1, 3.719)
+		chi, cells := spectest.ChiSquare(t, c.name, exact, counts, n)
+		crit := spectest.ChiSquareCritical(cells-1, 3.719)
 		t.Logf("%s: chi-square %.1f (critical %.1f, %d cells); drafted %d, accepted %d", c.name, chi, crit, cells, drafted, accepted)
 		assert.Less(t, chi, crit, c.name)
 		if c.sp != nil {
@@ -309,26 +310,26 @@ func TestGenerateSpeculativeGrammarConcurrent(t *testing.T) {
 	opt := bonsai.GenerateOptions{MaxTokens: 200, ResponseFormat: &bonsai.ResponseFormat{Type: bonsai.ResponseFormatJSONSchema, Schema: json.RawMessage(structuredSchemas[1])}}
 	in := bonsai.TokenIDs(tokens(10, 512, 20)...)
 	want := runGen(t, session(t, m), in, opt)
-	o := oracleOf(want, promptLen(want))
-	p := prepare(t, m, in, withSpec(opt, &bonsai.SpeculativeOptions{Always: true, NewDrafter: o.NewDrafter}))
+	o := oracleOf(want, want.PromptLen())
+	p := prepare(t, m, in, spectest.With(opt, &bonsai.SpeculativeOptions{Always: true, NewDrafter: o.NewDrafter}))
 	sessions := make([]*bonsai.Session, n)
 	for i := range sessions {
 		sessions[i] = session(t, m)
 	}
-	got := make([]specRun, n)
+	got := make([]spectest.Run, n)
 	var wg sync.WaitGroup
 	for i := range n {
 		wg.Go(func() {
 			reports, res := collect(t, sessions[i].Generate(context.Background(), p))
 			u := &res.Usage
 			u.PrefillTokensPerSecond, u.DecodeTokensPerSecond, u.TimeToFirstToken = 0, 0, 0
-			got[i] = specRun{reports, res, sessions[i].Tokens()}
+			got[i] = spectest.Run{Reports: reports, Res: res, Held: sessions[i].Tokens()}
 		})
 	}
 	wg.Wait()
 	accepted := 0
 	for i := range n {
-		_, a := sameRun(t, want, got[i], fmt.Sprintf("session %d", i))
+		_, a := spectest.Same(t, want, got[i], fmt.Sprintf("session %d", i))
 		accepted += a
 	}
 	assert.Positive(t, accepted)

@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"maps"
-	"math"
 	"slices"
 	"strings"
 	"sync"
@@ -16,6 +14,7 @@ import (
 
 	"github.com/bonsai-go/sdk/bonsai"
 	"github.com/bonsai-go/sdk/bonsai/backend"
+	"github.com/bonsai-go/sdk/internal/spectest"
 	"github.com/bonsai-go/sdk/internal/synth/synthtest"
 	"github.com/bonsai-go/sdk/ternary"
 )
@@ -32,71 +31,15 @@ func specTiny(t testing.TB, opts ...bonsai.Option) *bonsai.Model {
 	return m
 }
 
-// specRun is what a generation says: its reports, its result with the timings
-// cleared (they differ from run to run), and the tokens the session holds after it.
-type specRun struct {
-	reports []bonsai.Token
-	res     bonsai.Result
-	held    []int32
-}
-
-func runGen(t testing.TB, s *bonsai.Session, in bonsai.Input, opt bonsai.GenerateOptions) specRun {
+// runGen runs a generation on s, a session of the tiny models (spectest.Generate).
+func runGen(t testing.TB, s *bonsai.Session, in bonsai.Input, opt bonsai.GenerateOptions) spectest.Run {
 	t.Helper()
-	s.Reset()
-	reports, res := collect(t, start(t, context.Background(), s, in, opt))
-	u := &res.Usage
-	u.PrefillTokensPerSecond, u.DecodeTokensPerSecond, u.TimeToFirstToken = 0, 0, 0
-	return specRun{reports, res, s.Tokens()}
+	return spectest.Generate(t, bonsai.ModelOf(s), s, in, opt)
 }
-
-// promptLen returns the length of a run's prompt: the session holds it and every
-// generated token but the last.
-func promptLen(r specRun) int { return len(r.held) - len(r.res.Tokens) + 1 }
-
-// withSpec returns opt with speculation on.
-func withSpec(opt bonsai.GenerateOptions, so *bonsai.SpeculativeOptions) bonsai.GenerateOptions {
-	opt.Speculative = so
-	return opt
-}
-
-// sameRun asserts that a speculative run said what the plain one did, and returns its
-// draft counts.
-func sameRun(t *testing.T, plain, sp specRun, msg string) (drafted, accepted int) {
-	t.Helper()
-	drafted, accepted = sp.res.Usage.DraftedTokens, sp.res.Usage.AcceptedTokens
-	require.Zero(t, plain.res.Usage.DraftedTokens, msg)
-	require.Equal(t, sp.res.Usage.DraftPasses > 0, drafted > 0, msg)
-	sp.res.Usage.DraftedTokens, sp.res.Usage.AcceptedTokens, sp.res.Usage.DraftPasses = 0, 0, 0
-	require.Equal(t, plain.res, sp.res, msg)
-	require.Equal(t, plain.reports, sp.reports, msg)
-	require.Equal(t, plain.held, sp.held, "%s: the session holds what plain steps leave", msg)
-	assert.LessOrEqual(t, accepted, drafted, msg)
-	return drafted, accepted
-}
-
-// oracle drafts what a plain run generated, want, with every seventh generated token
-// replaced by another, so that drafts are accepted in long runs and rejected.
-type oracle struct {
-	want   []int32
-	prompt int
-}
-
-func (o *oracle) Draft(ctx []int32, k int, dst []int32) []int32 {
-	for i := len(ctx) - o.prompt; i < len(o.want) && k > 0; i, k = i+1, k-1 {
-		x := o.want[i]
-		if i%7 == 3 {
-			x = (x + 1) % 512
-		}
-		dst = append(dst, x)
-	}
-	return dst
-}
-
-func (o *oracle) Accepted(drafted, accepted int) {}
 
 // oracleOf returns speculative options drafting with an oracle of run.
-func oracleOf(run specRun, prompt int) *bonsai.SpeculativeOptions {
-	return &bonsai.SpeculativeOptions{NewDrafter: func() bonsai.Drafter { return &oracle{want: run.res.Tokens, prompt: prompt} }}
+func oracleOf(run spectest.Run, prompt int) *bonsai.SpeculativeOptions {
+	return &bonsai.SpeculativeOptions{NewDrafter: func() bonsai.Drafter { return &spectest.Oracle{Want: run.Res.Tokens, Prompt: prompt, Vocab: 512} }}
 }
 
 // recorder wraps a Drafter and records where each verified draft stood and how
@@ -154,11 +97,11 @@ func TestGenerateSpeculativeGreedy(t *testing.T) {
 	} {
 		msg := fmt.Sprintf("case %d", i)
 		plain := runGen(t, s, c.in, c.opt)
-		o := oracleOf(plain, promptLen(plain))
+		o := oracleOf(plain, plain.PromptLen())
 		o3 := *o
 		o3.MaxDraft = 3
 		for _, so := range []*bonsai.SpeculativeOptions{spec, {MaxDraft: 3}, o, &o3} {
-			d, a := sameRun(t, plain, runGen(t, s, c.in, withSpec(c.opt, so)), msg)
+			d, a := spectest.Same(t, plain, runGen(t, s, c.in, spectest.With(c.opt, so)), msg)
 			drafted += d
 			accepted += a
 			if a < d {
@@ -182,14 +125,14 @@ func TestGenerateSpeculativeEndsInsideDraft(t *testing.T) {
 	base := bonsai.GenerateOptions{MaxTokens: 300}
 	// Which tokens come from drafts.
 	plainFull := runGen(t, s, in, base)
-	n := promptLen(plainFull)
+	n := plainFull.PromptLen()
 	orc := oracleOf(plainFull, n)
 	rec := &recorder{d: orc.NewDrafter(), prompt: n}
 	// Always: the recorder takes each outcome reported for a verified draft, and the
 	// cost model's shadow drafts, checked against the tokens generated, are not.
-	full := runGen(t, s, in, withSpec(base, &bonsai.SpeculativeOptions{Always: true, NewDrafter: func() bonsai.Drafter { return rec }}))
-	sameRun(t, plainFull, full, "the whole run")
-	gen := full.res.Tokens
+	full := runGen(t, s, in, spectest.With(base, &bonsai.SpeculativeOptions{Always: true, NewDrafter: func() bonsai.Drafter { return rec }}))
+	spectest.Same(t, plainFull, full, "the whole run")
+	gen := full.Res.Tokens
 	require.Len(t, gen, 300)
 	var stopTokens, stopStrings int
 	seen := map[int32]bool{}
@@ -204,8 +147,8 @@ func TestGenerateSpeculativeEndsInsideDraft(t *testing.T) {
 			opt := base
 			opt.StopTokens = []int32{x}
 			plain := runGen(t, s, in, opt)
-			require.Len(t, plain.res.Tokens, i+1)
-			sameRun(t, plain, runGen(t, s, in, withSpec(opt, orc)), fmt.Sprintf("stop token %d at %d", x, i))
+			require.Len(t, plain.Res.Tokens, i+1)
+			spectest.Same(t, plain, runGen(t, s, in, spectest.With(opt, orc)), fmt.Sprintf("stop token %d at %d", x, i))
 			stopTokens++
 		}
 		// A stop string that ends within token i's text, at its first occurrence.
@@ -217,8 +160,8 @@ func TestGenerateSpeculativeEndsInsideDraft(t *testing.T) {
 				opt := base
 				opt.Stop = []string{stop}
 				plain := runGen(t, s, in, opt)
-				if plain.res.StopSequence == stop && len(plain.res.Tokens) == i+1 {
-					sameRun(t, plain, runGen(t, s, in, withSpec(opt, orc)), fmt.Sprintf("stop %q at %d", stop, i))
+				if plain.Res.StopSequence == stop && len(plain.Res.Tokens) == i+1 {
+					spectest.Same(t, plain, runGen(t, s, in, spectest.With(opt, orc)), fmt.Sprintf("stop %q at %d", stop, i))
 					stopStrings++
 				}
 			}
@@ -233,13 +176,13 @@ func TestGenerateSpeculativeEndsInsideDraft(t *testing.T) {
 	for _, mt := range []int{1, 2, 3, 9, 50, 123} {
 		opt := base
 		opt.MaxTokens = mt
-		sameRun(t, runGen(t, s, in, opt), runGen(t, s, in, withSpec(opt, orc)), fmt.Sprintf("MaxTokens %d", mt))
+		spectest.Same(t, runGen(t, s, in, opt), runGen(t, s, in, spectest.With(opt, orc)), fmt.Sprintf("MaxTokens %d", mt))
 	}
 	short := specTiny(t, bonsai.WithContextSize(n+40))
 	ss := session(t, short)
 	plain := runGen(t, ss, in, base)
-	require.Equal(t, bonsai.FinishContextFull, plain.res.FinishReason)
-	sameRun(t, plain, runGen(t, ss, in, withSpec(base, orc)), "context full")
+	require.Equal(t, bonsai.FinishContextFull, plain.Res.FinishReason)
+	spectest.Same(t, plain, runGen(t, ss, in, spectest.With(base, orc)), "context full")
 
 	// The caller leaves the loop at a drafted token.
 	i := -1
@@ -269,7 +212,7 @@ func TestGenerateSpeculativeEndsInsideDraft(t *testing.T) {
 		return res.Tokens, s.Tokens()
 	}
 	wantGen, wantHeld := leave(base)
-	gotGen, gotHeld := leave(withSpec(base, orc))
+	gotGen, gotHeld := leave(spectest.With(base, orc))
 	assert.Equal(t, wantGen, gotGen)
 	assert.Equal(t, wantHeld, gotHeld)
 }
@@ -278,7 +221,7 @@ func TestGenerateSpeculativeEndsInsideDraft(t *testing.T) {
 func TestGenerateSpeculativeConcurrent(t *testing.T) {
 	m := specTiny(t)
 	const n = 4
-	want := make([]specRun, n)
+	want := make([]spectest.Run, n)
 	in := func(i int) bonsai.Input { return bonsai.TokenIDs(tokens(10+i, 512, 20+i)...) }
 	opt := bonsai.GenerateOptions{MaxTokens: 200}
 	for i := range n {
@@ -288,16 +231,16 @@ func TestGenerateSpeculativeConcurrent(t *testing.T) {
 	for i := range sessions {
 		sessions[i] = session(t, m)
 	}
-	got := make([]specRun, n)
+	got := make([]spectest.Run, n)
 	var wg sync.WaitGroup
 	for i := range n {
-		o := oracleOf(want[i], promptLen(want[i]))
-		wg.Go(func() { got[i] = runGen(t, sessions[i], in(i), withSpec(opt, o)) })
+		o := oracleOf(want[i], want[i].PromptLen())
+		wg.Go(func() { got[i] = runGen(t, sessions[i], in(i), spectest.With(opt, o)) })
 	}
 	wg.Wait()
 	accepted := 0
 	for i := range n {
-		_, a := sameRun(t, want[i], got[i], fmt.Sprintf("session %d", i))
+		_, a := spectest.Same(t, want[i], got[i], fmt.Sprintf("session %d", i))
 		accepted += a
 	}
 	assert.Positive(t, accepted)
@@ -317,7 +260,7 @@ func TestGenerateSpeculativeExcluded(t *testing.T) {
 	ns := session(t, nr)
 	_, err := ns.Verify(context.Background(), []int32{1})
 	require.ErrorIs(t, err, errors.ErrUnsupported)
-	d, _ := sameRun(t, plain, runGen(t, ns, in, withSpec(opt, spec)), "no rewind")
+	d, _ := spectest.Same(t, plain, runGen(t, ns, in, spectest.With(opt, spec)), "no rewind")
 	assert.Zero(t, d)
 }
 
@@ -375,9 +318,9 @@ func TestGenerateSpeculativeSamplingDistribution(t *testing.T) {
 	require.NoError(t, err)
 	// The exact distribution of the first three tokens (shorter when one ends the
 	// generation), with Step and Distribution.
-	exact, best, worst := exactFirstTokens(t, m, prompt, smp, func(s *bonsai.Session, _ []int32) []float32 { return s.Logits() })
+	exact, best, worst := spectest.ExactFirstTokens(t, m, prompt, smp, func(s *bonsai.Session, _ []int32) []float32 { return s.Logits() })
 	drafter := func() bonsai.Drafter {
-		return &tableDrafter{prompt: len(prompt), next: func(gen []int32) []int32 {
+		return &spectest.Table{Prompt: len(prompt), Next: func(gen []int32) []int32 {
 			if len(gen) != 1 {
 				return nil
 			}
@@ -395,9 +338,9 @@ func TestGenerateSpeculativeSamplingDistribution(t *testing.T) {
 			opt := bonsai.GenerateOptions{MaxTokens: 4, SamplerOptions: so, Speculative: sp}
 			opt.Seed = uint64(seed) + 1
 			r := runGen(t, s, bonsai.TokenIDs(prompt...), opt)
-			counts[fmt.Sprint(r.res.Tokens[:min(3, len(r.res.Tokens))])]++
-			drafted += r.res.Usage.DraftedTokens
-			accepted += r.res.Usage.AcceptedTokens
+			counts[fmt.Sprint(r.Res.Tokens[:min(3, len(r.Res.Tokens))])]++
+			drafted += r.Res.Usage.DraftedTokens
+			accepted += r.Res.Usage.AcceptedTokens
 		}
 		return counts, drafted, accepted
 	}
@@ -406,8 +349,8 @@ func TestGenerateSpeculativeSamplingDistribution(t *testing.T) {
 		sp   *bonsai.SpeculativeOptions
 	}{{"plain", nil}, {"speculative", &bonsai.SpeculativeOptions{NewDrafter: drafter}}} {
 		counts, drafted, accepted := count(c.sp)
-		chi, cells := chiSquareAgainst(t, c.name, exact, counts, n)
-		crit := chiSquareCritical(cells-1, 3.719) // z of p = 1e-4
+		chi, cells := spectest.ChiSquare(t, c.name, exact, counts, n)
+		crit := spectest.ChiSquareCritical(cells-1, 3.719) // z of p = 1e-4
 		t.Logf("%s: chi-square %.1f (critical %.1f, %d cells); drafted %d, accepted %d", c.name, chi, crit, cells, drafted, accepted)
 		assert.Less(t, chi, crit, c.name)
 		if c.sp != nil {
@@ -416,101 +359,6 @@ func TestGenerateSpeculativeSamplingDistribution(t *testing.T) {
 		}
 	}
 }
-
-// exactFirstTokens enumerates, with Step and the Sampler's Distribution over the
-// logits that logits gives after the prompt and seq, the exact probability of every
-// sequence of the first three generated tokens (shorter when one ends the generation),
-// keyed by fmt.Sprint of the tokens; best and worst give, after each prefix, its most
-// likely next token and its least likely one with a chance.
-func exactFirstTokens(t *testing.T, m *bonsai.Model, prompt []int32, smp *bonsai.Sampler,
-	logits func(s *bonsai.Session, seq []int32) []float32) (exact map[string]float64, best, worst map[string]int32) {
-	t.Helper()
-	ctx := context.Background()
-	tok := m.Tokenizer()
-	exact, best, worst = map[string]float64{}, map[string]int32{}, map[string]int32{}
-	dist := make([]float64, m.Vocab())
-	var walk func(s *bonsai.Session, seq []int32, p float64)
-	walk = func(s *bonsai.Session, seq []int32, p float64) {
-		if len(seq) == 3 || len(seq) > 0 && tok.IsEndOfGeneration(seq[len(seq)-1]) {
-			exact[fmt.Sprint(seq)] += p
-			return
-		}
-		d := slices.Clone(smp.Distribution(dist, logits(s, seq)))
-		key := fmt.Sprint(seq)
-		best[key], worst[key] = -1, -1
-		for x, px := range d {
-			if px == 0 {
-				continue
-			}
-			if best[key] < 0 || px > d[best[key]] {
-				best[key] = int32(x)
-			}
-			if worst[key] < 0 || px < d[worst[key]] {
-				worst[key] = int32(x)
-			}
-			c, err := s.Clone()
-			require.NoError(t, err)
-			require.NoError(t, c.Step(ctx, int32(x)))
-			walk(c, append(slices.Clone(seq), int32(x)), p*px)
-			c.Close()
-		}
-	}
-	root := session(t, m)
-	require.NoError(t, root.Prefill(ctx, prompt))
-	walk(root, nil, 1)
-	return exact, best, worst
-}
-
-// chiSquareAgainst returns the chi-square statistic of counts (n draws) against the
-// exact probabilities, and its number of cells: sequences expected fewer than 5 times
-// are pooled into one cell, as the approximation needs. A counted sequence of
-// probability 0 fails the test.
-func chiSquareAgainst(t *testing.T, name string, exact map[string]float64, counts map[string]int, n int) (chi float64, cells int) {
-	t.Helper()
-	counts = maps.Clone(counts)
-	var restE float64
-	restN := 0
-	for k, p := range exact {
-		e := float64(n) * p
-		if e < 5 {
-			restE += e
-			restN += counts[k]
-		} else {
-			d := float64(counts[k]) - e
-			chi += d * d / e
-			cells++
-		}
-		delete(counts, k)
-	}
-	assert.Empty(t, counts, "%s: sequences of probability 0", name)
-	if restE > 0 {
-		d := float64(restN) - restE
-		chi += d * d / restE
-		cells++
-	}
-	return chi, cells
-}
-
-// chiSquareCritical approximates the chi-square quantile of df degrees of freedom at
-// the normal quantile z (Wilson–Hilferty).
-func chiSquareCritical(df int, z float64) float64 {
-	k := float64(df)
-	a := 2 / (9 * k)
-	return k * math.Pow(1-a+z*math.Sqrt(a), 3)
-}
-
-// tableDrafter proposes what next says for the tokens generated so far.
-type tableDrafter struct {
-	prompt int
-	next   func(gen []int32) []int32
-}
-
-func (d *tableDrafter) Draft(ctx []int32, k int, dst []int32) []int32 {
-	p := d.next(ctx[d.prompt:])
-	return append(dst, p[:min(k, len(p))]...)
-}
-
-func (d *tableDrafter) Accepted(drafted, accepted int) {}
 
 // wildDrafter proposes more tokens than asked, some outside the vocabulary.
 type wildDrafter struct{ n int }
@@ -538,9 +386,9 @@ func TestGenerateSpeculativeWildDrafter(t *testing.T) {
 	opt := bonsai.GenerateOptions{MaxTokens: 40}
 	sp := &bonsai.SpeculativeOptions{MaxDraft: 4, NewDrafter: func() bonsai.Drafter { return &wildDrafter{} }}
 	plain := runGen(t, s, in, opt)
-	d, _ := sameRun(t, plain, runGen(t, s, in, withSpec(opt, sp)), "wild drafter")
+	d, _ := spectest.Same(t, plain, runGen(t, s, in, spectest.With(opt, sp)), "wild drafter")
 	assert.Positive(t, d)
-	assert.LessOrEqual(t, d, 4*len(plain.res.Tokens))
+	assert.LessOrEqual(t, d, 4*len(plain.Res.Tokens))
 }
 
 // On an engine that takes the argmax itself, the plain steps between drafts use it and
@@ -556,10 +404,10 @@ func TestGenerateSpeculativeGreedyEngine(t *testing.T) {
 	plain := runGen(t, s, in, opt)
 	// The oracle drafts nothing after token 60, so that the engine's steps come last.
 	head := plain
-	head.res.Tokens = plain.res.Tokens[:60]
-	o2 := oracleOf(head, promptLen(plain))
-	got := runGen(t, session(t, dev), in, withSpec(opt, o2))
-	_, a := sameRun(t, plain, got, "greedy engine")
+	head.Res.Tokens = plain.Res.Tokens[:60]
+	o2 := oracleOf(head, plain.PromptLen())
+	got := runGen(t, session(t, dev), in, spectest.With(opt, o2))
+	_, a := spectest.Same(t, plain, got, "greedy engine")
 	assert.Positive(t, a)
 	assert.Positive(t, calls, "the steps without a draft went through ForwardGreedy")
 }

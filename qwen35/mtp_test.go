@@ -1,10 +1,14 @@
 package qwen35_test
 
 import (
+	"bytes"
+	"context"
 	"errors"
 	"fmt"
+	"math"
 	"testing"
 
+	"github.com/bonsai-go/sdk/bonsai/backend"
 	"github.com/bonsai-go/sdk/gguf"
 	"github.com/bonsai-go/sdk/internal/synth"
 	"github.com/bonsai-go/sdk/internal/synth/synthtest"
@@ -214,4 +218,133 @@ func TestBindMTPRefuses(t *testing.T) {
 
 func isBindError(err error) bool {
 	return errors.Is(err, qwen35.ErrWeights) || errors.Is(err, qwen35.ErrConfig)
+}
+
+// mtpTol bounds |Δlogit| between the float32 head and the float64 reference on the
+// tiny model: the tolerance the CPU engine's float32 paths are held to (logits span
+// about ±20, and float32 sums over a few hundred terms agree to about 1e-5 of that).
+const mtpTol = 1e-3
+
+func maxDiff(t *testing.T, got []float32, want []float64) float64 {
+	t.Helper()
+	require.Len(t, got, len(want))
+	worst := 0.0
+	for i := range got {
+		d := math.Abs(float64(got[i]) - want[i])
+		require.False(t, math.IsNaN(d), "value %d is %v", i, got[i])
+		worst = max(worst, d)
+	}
+	return worst
+}
+
+func narrow(x []float64) []float32 {
+	y := make([]float32, len(x))
+	for i, v := range x {
+		y[i] = float32(v)
+	}
+	return y
+}
+
+// TestMTPStepMatchesReference runs the float32 head step by step, with its own KV
+// cache, along the main model's hidden states of a sequence, and compares every
+// position's logits and output with the float64 reference's MTP over the whole
+// sequence; then it chains two steps (the second fed the first's output and a token of
+// its choosing) and compares with the reference over those rows.
+func TestMTPStepMatchesReference(t *testing.T) {
+	for _, format := range []ternary.Format{ternary.PQ2_0, ternary.PTQ1_0} {
+		f := synthtest.FileOf(t, mtpOptions(t, format))
+		ref, err := qwen35.NewReference(f)
+		require.NoError(t, err)
+		w, err := qwen35.Bind(f)
+		require.NoError(t, err)
+		c := w.Config
+		const T = 24
+		tokens := make([]int, T)
+		for i := range tokens {
+			tokens[i] = (i*131 + 17) % c.Vocab
+		}
+		hidden, err := ref.Hidden(tokens)
+		require.NoError(t, err)
+		wantLogits, wantOut, err := ref.MTP(hidden[:T-1], tokens[1:])
+		require.NoError(t, err)
+		// The reference's Forward is Hidden then the output head: the split is exact.
+		logits, err := ref.Forward(tokens)
+		require.NoError(t, err)
+		require.Len(t, logits, T)
+
+		run, err := qwen35.NewMTPRunner(w)
+		require.NoError(t, err)
+		cache := run.NewKVCache(backend.KVFloat32, 64)
+		got := make([]float32, c.Vocab)
+		out := make([]float32, c.Embedding)
+		worst, worstOut, scale := 0.0, 0.0, 0.0
+		for pos := 0; pos < T-1; pos++ {
+			require.NoError(t, run.Step(got, out, narrow(hidden[pos]), tokens[pos+1], pos, cache))
+			worst = max(worst, maxDiff(t, got, wantLogits[pos]))
+			worstOut = max(worstOut, maxDiff(t, out, wantOut[pos]))
+			for _, v := range wantOut[pos] {
+				scale = max(scale, math.Abs(v))
+			}
+		}
+		assert.Less(t, worst, mtpTol, "%s: float32 head vs float64 reference", format)
+		assert.Less(t, worstOut, mtpTol*scale, "%s: the output hidden state, relative to its largest value %g", format, scale)
+		assert.Equal(t, T-1, cache.Len())
+		t.Logf("%s: %d positions: max |Δlogit| %.3g, max |Δout| %.3g of max |out| %.3g", format, T-1, worst, worstOut, scale)
+
+		// A chain of two from position 0: step 1 reads step 0's output.
+		cache.Reset()
+		const draft = 5
+		out0 := make([]float32, c.Embedding)
+		require.NoError(t, run.Step(got, out0, narrow(hidden[0]), tokens[1], 0, cache))
+		require.NoError(t, run.Step(got, out, out0, draft, 1, cache))
+		wantChain, _, err := ref.MTP([][]float64{hidden[0], widen64(out0)}, []int{tokens[1], draft})
+		require.NoError(t, err)
+		assert.Less(t, maxDiff(t, got, wantChain[1]), mtpTol, "%s: chained step", format)
+	}
+}
+
+func widen64(x []float32) []float64 {
+	y := make([]float64, len(x))
+	for i, v := range x {
+		y[i] = float64(v)
+	}
+	return y
+}
+
+func TestMTPWithoutHead(t *testing.T) {
+	f := synthtest.File(t, "tiny", 1, ternary.PQ2_0)
+	w, err := qwen35.Bind(f)
+	require.NoError(t, err)
+	_, err = qwen35.NewMTPRunner(w)
+	assert.ErrorIs(t, err, qwen35.ErrNoMTP)
+	ref, err := qwen35.NewReference(f)
+	require.NoError(t, err)
+	_, _, err = ref.MTP([][]float64{make([]float64, w.Config.Embedding)}, []int{1})
+	assert.ErrorIs(t, err, qwen35.ErrNoMTP)
+}
+
+// TestMTPTwin checks that the unfolded F32 twin of a model with a head (the file
+// upstream llama.cpp runs) gives the reference the same head, bit for bit: eh_proj is
+// unfolded with the rotation of width 2·E like any folded linear.
+func TestMTPTwin(t *testing.T) {
+	opt := mtpOptions(t, ternary.PQ2_0)
+	var buf bytes.Buffer
+	require.NoError(t, synth.WriteTwin(context.Background(), &buf, opt, nil))
+	twin, err := gguf.Parse(buf.Bytes())
+	require.NoError(t, err)
+	tref, err := qwen35.NewReference(twin)
+	require.NoError(t, err)
+	ref, err := qwen35.NewReference(synthtest.FileOf(t, opt))
+	require.NoError(t, err)
+	tokens := []int{3, 200, 41, 7, 500, 12}
+	for _, r := range []*qwen35.Reference{ref, tref} {
+		assert.Equal(t, 1, r.Config().NextN)
+	}
+	h, err := ref.Hidden(tokens)
+	require.NoError(t, err)
+	want, _, err := ref.MTP(h[:5], tokens[1:])
+	require.NoError(t, err)
+	got, _, err := tref.MTP(h[:5], tokens[1:])
+	require.NoError(t, err)
+	assert.Equal(t, want, got)
 }

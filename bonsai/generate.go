@@ -883,6 +883,9 @@ func (g *Generation) speculation() *speculator {
 	if sp.d == nil {
 		sp.d = NewLookupDrafter(LookupOptions{})
 	}
+	if b, ok := sp.d.(sessionBinder); ok {
+		b.bindSession(g.s)
+	}
 	sp.hist = append(make([]int32, 0, len(p.ids)+256), p.ids...)
 	sp.draft = make([]int32, 0, sp.maxDraft)
 	sp.pass = make([]int32, 0, sp.maxDraft+1)

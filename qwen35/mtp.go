@@ -61,8 +61,9 @@ func (m *MTPRunner) NewKVCache(p backend.KVPrecision, maxLen int) *KVCache {
 // gains one: hidden is the main model's hidden state at pos (the residual stream before
 // output_norm, Embedding values) or, deeper in a chain, the out of the previous step;
 // token is the token at pos+1. It writes the logits of the token at pos+2 (Vocab
-// values) and, when out is not nil, the layer's output before shared_head_norm
-// (Embedding values), the next step's hidden. hidden is not modified.
+// values; nil skips the output head, for a step that only fills the cache) and, when
+// out is not nil, the layer's output before shared_head_norm (Embedding values), the
+// next step's hidden. hidden is not modified.
 func (m *MTPRunner) Step(logits, out, hidden []float32, token, pos int, cache *KVCache) error {
 	c, w, h := &m.w.Config, m.w, m.head
 	E := c.Embedding
@@ -70,7 +71,7 @@ func (m *MTPRunner) Step(logits, out, hidden []float32, token, pos int, cache *K
 	if token < 0 || token >= c.Vocab {
 		return fmt.Errorf("qwen35: MTP step: token %d outside the vocabulary [0, %d)", token, c.Vocab)
 	}
-	if len(hidden) != E || len(logits) < c.Vocab || (out != nil && len(out) < E) {
+	if len(hidden) != E || (logits != nil && len(logits) < c.Vocab) || (out != nil && len(out) < E) {
 		return fmt.Errorf("qwen35: MTP step: hidden of %d values (want %d), logits of %d (want %d)", len(hidden), E, len(logits), c.Vocab)
 	}
 	// [enorm(embed(token)); hnorm(hidden)] into eh_proj.
@@ -117,6 +118,9 @@ func (m *MTPRunner) Step(logits, out, hidden []float32, token, pos int, cache *K
 	addInto32(m.x, m.delta)
 	if out != nil {
 		copy(out, m.x)
+	}
+	if logits == nil {
+		return nil
 	}
 	RMSNorm(hn, m.x, h.SharedHeadNorm, eps)
 	return m.linear(logits[:c.Vocab], &w.Output, hn)

@@ -883,8 +883,8 @@ func (g *Generation) speculation() *speculator {
 	if sp.d == nil {
 		sp.d = NewLookupDrafter(LookupOptions{})
 	}
-	if b, ok := sp.d.(sessionBinder); ok {
-		b.bindSession(g.s)
+	if b, ok := sp.d.(SessionDrafter); ok {
+		b.BindSession(g.s)
 	}
 	sp.hist = append(make([]int32, 0, len(p.ids)+256), p.ids...)
 	sp.draft = make([]int32, 0, sp.maxDraft)

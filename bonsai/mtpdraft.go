@@ -33,9 +33,10 @@ func (m *Model) HasMTP() bool {
 // states of the prompt's positions are not kept, so the head does not see the prompt,
 // and the first draft comes one token later).
 //
-// An MTPDrafter serves one generation (Drafter). It drafts only within a generation with
-// SpeculativeOptions, which binds it to the generation's session, and drafts nothing on
-// a backend whose states do not keep hidden states (only the CPU backend does).
+// An MTPDrafter serves one generation (Drafter). It drafts only within a generation
+// with SpeculativeOptions, which binds it to the generation's session (SessionDrafter),
+// and drafts nothing on a backend whose states do not keep hidden states (only the CPU
+// backend does).
 type MTPDrafter struct {
 	m    *Model
 	run  *qwen35.MTPRunner
@@ -50,6 +51,8 @@ type MTPDrafter struct {
 	out   []float32
 	logit []float32
 }
+
+var _ SessionDrafter = (*MTPDrafter)(nil)
 
 // NewMTPDrafter returns a drafter over the model's MTP head, or an error wrapping
 // ErrNoMTP when the file has none. Pass it to a generation through
@@ -68,9 +71,10 @@ func (m *Model) NewMTPDrafter() (*MTPDrafter, error) {
 		h: make([]float32, E), out: make([]float32, E), logit: make([]float32, w.Config.Vocab)}, nil
 }
 
-// bindSession ties the drafter to the session a generation runs on, and has the
-// session's state keep the hidden states of the positions fed from now on.
-func (d *MTPDrafter) bindSession(s *Session) {
+// BindSession ties the drafter to the session a generation runs on, and has the
+// session's state keep the hidden states of the positions fed from now on
+// (SessionDrafter).
+func (d *MTPDrafter) BindSession(s *Session) {
 	d.s = s
 	d.st = nil
 	s.mu.Lock()
@@ -159,8 +163,13 @@ func (d *MTPDrafter) Draft(ctx []int32, k int, dst []int32) []int32 {
 // drafts the same way whatever the outcome.
 func (d *MTPDrafter) Accepted(drafted, accepted int) {}
 
-// sessionBinder is a Drafter that reads the state of the generation's session: the
-// generation binds it before its first Draft.
-type sessionBinder interface {
-	bindSession(s *Session)
+// A SessionDrafter is a Drafter that drafts from the model's state at the session's
+// positions rather than from the tokens alone, as MTPDrafter does: a generation with
+// speculation binds it to its session before its first Draft. A wrapper of such a
+// drafter passes BindSession on.
+type SessionDrafter interface {
+	Drafter
+	// BindSession ties the drafter to the session whose generation it serves; the
+	// generation calls it once, after the prompt is fed and before the first Draft.
+	BindSession(s *Session)
 }

@@ -8,8 +8,10 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/bonsai-go/sdk/bonsai"
+	"github.com/bonsai-go/sdk/bonsai/backend"
 	"github.com/bonsai-go/sdk/internal/synth"
 	"github.com/bonsai-go/sdk/internal/synth/synthtest"
+	"github.com/bonsai-go/sdk/qwen35"
 	"github.com/bonsai-go/sdk/ternary"
 )
 
@@ -66,4 +68,82 @@ func TestMTPDrafterWithoutHead(t *testing.T) {
 	assert.False(t, m.HasMTP())
 	_, err := m.NewMTPDrafter()
 	require.ErrorIs(t, err, bonsai.ErrNoMTP)
+}
+
+// draftLog records the drafts of a Drafter with the context each was asked for.
+type draftLog struct {
+	d      bonsai.Drafter
+	ctx    [][]int32
+	drafts [][]int32
+}
+
+func (l *draftLog) Draft(ctx []int32, k int, dst []int32) []int32 {
+	n := len(dst)
+	dst = l.d.Draft(ctx, k, dst)
+	l.ctx = append(l.ctx, append([]int32(nil), ctx...))
+	l.drafts = append(l.drafts, append([]int32(nil), dst[n:]...))
+	return dst
+}
+
+func (l *draftLog) Accepted(drafted, accepted int) { l.d.Accepted(drafted, accepted) }
+
+func (l *draftLog) BindSession(s *bonsai.Session) { l.d.(bonsai.SessionDrafter).BindSession(s) }
+
+// The MTP drafter drafts what the float64 reference's head predicts: at each draft,
+// the head run over the positions since the first generated token (the model's hidden
+// states there, the next tokens), greedy, and chained on its own output for the second
+// token. A draft token may differ only where the reference's top two are within
+// 1e-2 (the engine's hidden states are float32, the reference's float64).
+func TestMTPDrafterMatchesReference(t *testing.T) {
+	c := synthtest.Config(t, "tiny")
+	c.NextN = 1
+	opt := synth.Options{Config: c, Seed: 3, Format: ternary.PQ2_0}
+	m := open(t, synthtest.PathOf(t, opt), bonsai.WithActivations(backend.ActivationsFloat32))
+	ref, err := qwen35.NewReference(synthtest.FileOf(t, opt))
+	require.NoError(t, err)
+	s := session(t, m)
+	var log *draftLog
+	so := &bonsai.SpeculativeOptions{Always: true, MaxDraft: 2, NewDrafter: func() bonsai.Drafter {
+		d, err := m.NewMTPDrafter()
+		require.NoError(t, err)
+		log = &draftLog{d: d}
+		return log
+	}}
+	prompt := tokens(12, 512, 9)
+	runGen(t, s, bonsai.TokenIDs(prompt...), bonsai.GenerateOptions{MaxTokens: 40, Speculative: so})
+	require.NotNil(t, log)
+	require.Empty(t, log.drafts[0], "the first draft has no hidden state of the prompt's last position")
+	P := len(prompt)
+	checked := 0
+	for i, ctx := range log.ctx {
+		draft := log.drafts[i]
+		if len(draft) == 0 {
+			continue
+		}
+		n := len(ctx) - 1
+		ids := make([]int, len(ctx))
+		for j, v := range ctx {
+			ids[j] = int(v)
+		}
+		hidden, err := ref.Hidden(ids[:n])
+		require.NoError(t, err)
+		rows, next := hidden[P:n], ids[P+1:n+1]
+		logits, out, err := ref.MTP(rows, next)
+		require.NoError(t, err)
+		want := [][]float64{logits[len(logits)-1]}
+		if len(draft) > 1 {
+			chain, _, err := ref.MTP(append(rows[:len(rows):len(rows)], out[len(out)-1]), append(next[:len(next):len(next)], int(draft[0])))
+			require.NoError(t, err)
+			want = append(want, chain[len(chain)-1])
+		}
+		for j, w := range want {
+			best := argmax(w)
+			if int(draft[j]) != best {
+				assert.Less(t, w[best]-w[draft[j]], 1e-2, "draft %d token %d: %d, reference %d", i, j, draft[j], best)
+			}
+			checked++
+		}
+	}
+	t.Logf("%d draft calls, %d drafted tokens checked", len(log.ctx), checked)
+	assert.Greater(t, checked, 20)
 }

@@ -157,6 +157,10 @@ type SpeculativeOptions struct {
 	// fewer, the cost model may ask for fewer, and the generation asks for no more than
 	// MaxTokens and the context leave room for. Negative is an error.
 	MaxDraft int
+	// MTP drafts with the model file's multi-token-prediction head (an MTPDrafter,
+	// Model.NewMTPDrafter) instead of NewDrafter's drafter. A model without a head
+	// refuses the options with an OptionError wrapping ErrNoMTP (Model.HasMTP).
+	MTP bool
 	// Always drafts MaxDraft tokens (as many as the drafter proposes) at every pass,
 	// without the cost model: for measuring a drafter, or forcing speculation where the
 	// cost model would not draft.
@@ -877,7 +881,12 @@ func (g *Generation) speculation() *speculator {
 	if sp.maxDraft == 0 {
 		sp.maxDraft = defaultMaxDraft
 	}
-	if o.NewDrafter != nil {
+	switch {
+	case o.MTP:
+		if d, err := g.s.m.NewMTPDrafter(); err == nil { // checkOptions saw the head
+			sp.d = d
+		}
+	case o.NewDrafter != nil:
 		sp.d = o.NewDrafter()
 	}
 	if sp.d == nil {

@@ -147,3 +147,24 @@ func TestMTPDrafterMatchesReference(t *testing.T) {
 	t.Logf("%d draft calls, %d drafted tokens checked", len(log.ctx), checked)
 	assert.Greater(t, checked, 20)
 }
+
+// SpeculativeOptions.MTP drafts with the head under the cost model: the same greedy
+// output; on a model without a head the options are refused, naming ErrNoMTP.
+func TestSpeculativeOptionsMTP(t *testing.T) {
+	m := tinyMTP(t)
+	s := session(t, m)
+	opt := bonsai.GenerateOptions{MaxTokens: 200}
+	plain := runGen(t, s, bonsai.Text("Once upon a time"), opt)
+	for _, so := range []*bonsai.SpeculativeOptions{{MTP: true}, {MTP: true, Always: true, MaxDraft: 2}} {
+		d, _ := sameRun(t, plain, runGen(t, s, bonsai.Text("Once upon a time"), withSpec(opt, so)), fmt.Sprintf("%+v", *so))
+		if so.Always {
+			assert.Positive(t, d)
+		}
+	}
+
+	_, err := tiny(t).Prepare(bonsai.Text("Hi"), withSpec(opt, &bonsai.SpeculativeOptions{MTP: true}))
+	require.ErrorIs(t, err, bonsai.ErrNoMTP)
+	var oe *bonsai.OptionError
+	require.ErrorAs(t, err, &oe)
+	assert.Equal(t, "Speculative", oe.Option)
+}

@@ -278,6 +278,11 @@ func (s *Session) prefillPrompt(ctx context.Context, p *Prompt) (int, error) {
 	if s.st == nil {
 		return 0, errClosed
 	}
+	if hs, ok := s.st.(backend.HiddenStates); ok {
+		// A generation's MTPDrafter keeps hidden states from its own start: stop
+		// keeping those a previous generation asked for.
+		hs.KeepHidden(-1)
+	}
 	// A prefix is usable if it leaves tokens to feed, or if the logits of its last token
 	// are at hand.
 	usable := func(held []int32, hasLogits bool) int {

@@ -41,8 +41,9 @@ func NewMTPRunner(w *Weights) (*MTPRunner, error) {
 		}
 	}
 	kv := c.KVHeads * c.HeadDim
+	attn := NewAttention(c)
 	return &MTPRunner{
-		w: w, head: w.MTP, attn: NewAttention(c), sc: NewAttention(c).NewScratch(1),
+		w: w, head: w.MTP, attn: attn, sc: attn.NewScratch(1),
 		cat: make([]float32, 2*E), x: make([]float32, E), hn: make([]float32, E),
 		xr: make([]float32, max(2*E, c.FeedForward, c.AttentionWidth())),
 		qg: make([]float32, 2*c.Heads*c.HeadDim), k: make([]float32, kv), v: make([]float32, kv),

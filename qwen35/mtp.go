@@ -3,9 +3,9 @@ package qwen35
 import (
 	"errors"
 	"fmt"
-	"sync/atomic"
 
 	"github.com/bonsai-go/sdk/bonsai/backend"
+	"github.com/bonsai-go/sdk/ternary"
 )
 
 // ErrNoMTP is returned for a model file that carries no MTP head (nextn_predict_layers
@@ -13,7 +13,7 @@ import (
 var ErrNoMTP = errors.New("qwen35: the model has no MTP (nextn) head")
 
 // MTPRunner runs the MTP head (see [MTPHead]) one position at a time in float32 on the
-// CPU: the ternary rows are decoded and multiplied in float32 against the rotated
+// CPU: the ternary rows are multiplied in float32 against the rotated
 // activation (W·x = W′·(R·x) for a folded W′ = W·Rᵀ), and the attention is the main
 // model's [Attention] over a [KVCache] of the head's own. It is a drafter's engine: its
 // cost per step is one decoder layer and the output head.
@@ -128,7 +128,9 @@ func (m *MTPRunner) Step(logits, out, hidden []float32, token, pos int, cache *K
 }
 
 // linear computes y = W·x for a folded ternary W′ = W·Rᵀ as W′·(R·x): x is rotated in
-// a copy, which each stored row, decoded, multiplies in float32. x is not modified.
+// a copy, which the stored rows multiply in float32 (ternary.MatVecRange, the portable
+// kernel: the head is a drafter, not yet on the engine's int8 kernels). x is not
+// modified.
 // Rows are split over goroutines when there are enough of them (the output head).
 func (m *MTPRunner) linear(y []float32, w *Matrix, x []float32) error {
 	r := m.w.Rotation(w.K)
@@ -138,21 +140,9 @@ func (m *MTPRunner) linear(y []float32, w *Matrix, x []float32) error {
 	xr := m.xr[:w.K]
 	copy(xr, x)
 	r.Forward(xr)
-	var failed atomic.Pointer[error]
 	parallelRows(w.N, w.K, func(lo, hi int) {
-		dec := make([]float32, w.K)
-		for i := lo; i < hi; i++ {
-			if err := w.Format.Decode(dec, w.Row(i)); err != nil {
-				err = fmt.Errorf("qwen35: MTP step: %s row %d: %w", w.Name, i, err)
-				failed.CompareAndSwap(nil, &err)
-				return
-			}
-			y[i] = dot(dec, xr)
-		}
+		ternary.MatVecRange(w.Format, w.Data, w.K, xr, y, lo, hi)
 	})
-	if err := failed.Load(); err != nil {
-		return *err
-	}
 	return nil
 }
 

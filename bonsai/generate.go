@@ -894,6 +894,12 @@ func (g *Generation) speculation() *speculator {
 	}
 	if b, ok := sp.d.(SessionDrafter); ok {
 		b.BindSession(g.s)
+	} else {
+		g.s.mu.Lock()
+		if hs, ok := g.s.st.(backend.HiddenStates); ok {
+			hs.KeepHidden(-1) // what the prefill kept is for a SessionDrafter
+		}
+		g.s.mu.Unlock()
 	}
 	sp.hist = append(make([]int32, 0, len(p.ids)+256), p.ids...)
 	sp.draft = make([]int32, 0, sp.maxDraft)

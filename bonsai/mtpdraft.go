@@ -29,9 +29,9 @@ func (m *Model) HasMTP() bool {
 // Draft it first runs the head over the positions accepted since the last one, with
 // the main model's hidden states there (which the session's state keeps for it,
 // backend.HiddenStates), and the drafted positions' entries are dropped once drafted.
-// The cache starts with the first token generated with speculation on (the hidden
-// states of the prompt's positions are not kept, so the head does not see the prompt,
-// and the first draft comes one token later).
+// The cache starts at the prompt's last position, whose hidden state the prefill of a
+// speculative generation keeps, so the first draft comes with the first generated
+// token; the head does not see the rest of the prompt (its hidden states are not kept).
 //
 // An MTPDrafter serves one generation (Drafter). It drafts only within a generation
 // with SpeculativeOptions, which binds it to the generation's session (SessionDrafter),
@@ -82,7 +82,8 @@ func (d *MTPDrafter) BindSession(s *Session) {
 	s.mu.Unlock()
 	if hs, ok := st.(backend.HiddenStates); ok {
 		d.st = hs
-		hs.KeepHidden(hs.Len())
+		// The last position fed is the first draft's (kept when the prefill was told).
+		hs.KeepHidden(max(hs.Len()-1, 0))
 	}
 	d.cache = nil
 }

@@ -90,7 +90,7 @@ func (l *draftLog) Accepted(drafted, accepted int) { l.d.Accepted(drafted, accep
 func (l *draftLog) BindSession(s *bonsai.Session) { l.d.(bonsai.SessionDrafter).BindSession(s) }
 
 // The MTP drafter drafts what the float64 reference's head predicts: at each draft,
-// the head run over the positions since the first generated token (the model's hidden
+// the head run over the positions since the prompt's last one (the model's hidden
 // states there, the next tokens), greedy, and chained on its own output for the second
 // token. A draft token may differ only where the reference's top two are within
 // 1e-2 (the engine's hidden states are float32, the reference's float64).
@@ -112,8 +112,8 @@ func TestMTPDrafterMatchesReference(t *testing.T) {
 	prompt := tokens(12, 512, 9)
 	runGen(t, s, bonsai.TokenIDs(prompt...), bonsai.GenerateOptions{MaxTokens: 40, Speculative: so})
 	require.NotNil(t, log)
-	require.Empty(t, log.drafts[0], "the first draft has no hidden state of the prompt's last position")
-	P := len(prompt)
+	require.NotEmpty(t, log.drafts[0], "the prefill kept the hidden state of the prompt's last position")
+	P := len(prompt) - 1 // the head's cache starts at the prompt's last position
 	checked := 0
 	for i, ctx := range log.ctx {
 		draft := log.drafts[i]

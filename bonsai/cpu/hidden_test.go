@@ -63,4 +63,14 @@ func TestHiddenStates(t *testing.T) {
 	assert.True(t, hs.Hidden(5, h))
 	hs.KeepHidden(-1)
 	assert.False(t, hs.Hidden(5, h))
+
+	// Keeping from the middle of a pass keeps the rows from there on.
+	st.Reset()
+	hs.KeepHidden(6)
+	feed(ids, false)
+	for pos := 0; pos < len(ids); pos++ {
+		assert.Equal(t, pos >= 6, hs.Hidden(pos, h), "position %d", pos)
+	}
+	require.True(t, hs.Hidden(7, h))
+	assert.InDelta(t, want[7][0], h[0], 1e-4)
 }

@@ -72,17 +72,23 @@ func (st *cpuState) Hidden(pos int, dst []float32) bool {
 }
 
 // keepHidden appends the hidden states x (rows of Embedding values) of the positions
-// from st.pos on, when keeping; rows that would not follow the kept ones start afresh.
+// from st.pos on, when keeping: those from st.hidFrom on, when the rows start before it;
+// rows that would not follow the kept ones start afresh.
 func (st *cpuState) keepHidden(x []float32) {
 	if !st.hidOn {
 		return
 	}
 	E := st.e.cfg.Embedding
 	if st.hidFrom+len(st.hid)/E != st.pos {
-		if st.pos < st.hidFrom {
-			return // before the positions asked for
+		switch {
+		case st.pos+len(x)/E <= st.hidFrom:
+			return // all before the positions asked for
+		case st.pos < st.hidFrom:
+			x = x[(st.hidFrom-st.pos)*E:]
+			st.hid = st.hid[:0]
+		default:
+			st.hid, st.hidFrom = st.hid[:0], st.pos
 		}
-		st.hid, st.hidFrom = st.hid[:0], st.pos
 	}
 	st.hid = append(st.hid, x...)
 }

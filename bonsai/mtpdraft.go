@@ -23,7 +23,9 @@ func (m *Model) HasMTP() bool {
 // from the main model's hidden state at the last position fed and the token about to be
 // fed, the head predicts the token after it, and a chain feeds the head its own output
 // for the tokens beyond. Each drafted token is the head's greedy choice. It costs one
-// decoder layer and the output head per drafted token, on the CPU, in float32.
+// decoder layer and the output head per drafted token, on the CPU, with the engine's
+// int8 products (float32 ones for a model opened with ActivationsFloat32) on the CPU
+// engine's workers.
 //
 // The head keeps a KV cache of its own, which follows the accepted tokens: at each
 // Draft it first runs the head over the positions accepted since the last one, with
@@ -62,7 +64,13 @@ func (m *Model) NewMTPDrafter() (*MTPDrafter, error) {
 	if !ok || w.MTP == nil {
 		return nil, fmt.Errorf("bonsai: MTP drafter: %w", ErrNoMTP)
 	}
-	run, err := qwen35.NewMTPRunner(w)
+	// The head multiplies as the model's engine does (int8 activations unless the model
+	// was opened with float32 ones), on the engine's workers, idle between passes.
+	o := qwen35.MTPOptions{Float32: m.opts.acts == ActivationsFloat32}
+	if wk, ok := m.engine.(backend.Workers); ok {
+		o.Runner = wk
+	}
+	run, err := qwen35.NewMTPRunner(w, o)
 	if err != nil {
 		return nil, fmt.Errorf("bonsai: MTP drafter: %w", err)
 	}

@@ -12,11 +12,26 @@ import (
 // absent or 0), as the published Ternary Bonsai 2 file does not.
 var ErrNoMTP = errors.New("qwen35: the model has no MTP (nextn) head")
 
-// MTPRunner runs the MTP head (see [MTPHead]) one position at a time in float32 on the
-// CPU: the ternary rows are multiplied in float32 against the rotated
-// activation (W·x = W′·(R·x) for a folded W′ = W·Rᵀ), and the attention is the main
-// model's [Attention] over a [KVCache] of the head's own. It is a drafter's engine: its
-// cost per step is one decoder layer and the output head.
+// MTPOptions configures an [MTPRunner].
+type MTPOptions struct {
+	// Float32 multiplies the ternary rows with float32 activations
+	// (ternary.MatVecRange), as the CPU engine does with float32 activations; by default
+	// each product site's activation is quantised once to int8 (ternary.Q8) and the rows
+	// run on ternary.MatVecQ8Range, as the engine's default int8 path does — several
+	// times faster, within the int8 rounding of the float32 products.
+	Float32 bool
+	// Runner, when set, splits each site's products (and the attention's heads) across
+	// its workers; without one a step runs on the calling goroutine.
+	Runner Runner
+}
+
+// MTPRunner runs the MTP head (see [MTPHead]) one position at a time on the CPU, the
+// way the CPU engine runs a decoder layer: each product site's input is normalised,
+// rotated (W·x = W′·(R·x) for a folded W′ = W·Rᵀ) and quantised once, and every matrix
+// that reads it multiplies that one quantised vector, the rows of the site's matrices
+// split across the runner's workers as one loop. The attention is the main model's
+// [Attention] over a [KVCache] of the head's own. It is a drafter's engine: its cost
+// per step is one decoder layer and the output head.
 //
 // A runner holds scratch buffers: one runner serves one Step at a time.
 type MTPRunner struct {
@@ -24,32 +39,44 @@ type MTPRunner struct {
 	head *MTPHead
 	attn *Attention
 	sc   *AttentionScratch
+	opt  MTPOptions
 
-	cat, x, hn, xr, qg, k, v, mix, act, up, delta, row []float32
+	cat, x, hn, qg, k, v, mix, act, up, delta, row []float32
+	// xr and q8 hold a site's rotated input and its quantised copy, by width (E, 2E,
+	// the attention's and the FFN's).
+	xr  map[int][]float32
+	q8  map[int]*ternary.Q8
+	job mtpJob
 }
 
 // NewMTPRunner returns a runner for w's MTP head, or ErrNoMTP.
-func NewMTPRunner(w *Weights) (*MTPRunner, error) {
+func NewMTPRunner(w *Weights, o MTPOptions) (*MTPRunner, error) {
 	if w.MTP == nil {
 		return nil, ErrNoMTP
 	}
 	c := &w.Config
 	E := c.Embedding
+	m := &MTPRunner{w: w, head: w.MTP, opt: o, xr: map[int][]float32{}, q8: map[int]*ternary.Q8{}}
 	for _, width := range []int{E, 2 * E, c.AttentionWidth(), c.FeedForward} {
 		if w.Rotation(width) == nil {
 			return nil, fmt.Errorf("%w: no rotation of width %d for the MTP head", ErrWeights, width)
 		}
+		if m.xr[width] == nil {
+			m.xr[width] = make([]float32, width)
+			if !o.Float32 {
+				m.q8[width] = ternary.NewQ8(width)
+			}
+		}
 	}
 	kv := c.KVHeads * c.HeadDim
-	attn := NewAttention(c)
-	return &MTPRunner{
-		w: w, head: w.MTP, attn: attn, sc: attn.NewScratch(1),
-		cat: make([]float32, 2*E), x: make([]float32, E), hn: make([]float32, E),
-		xr: make([]float32, max(2*E, c.FeedForward, c.AttentionWidth())),
-		qg: make([]float32, 2*c.Heads*c.HeadDim), k: make([]float32, kv), v: make([]float32, kv),
-		mix: make([]float32, c.AttentionWidth()), act: make([]float32, c.FeedForward), up: make([]float32, c.FeedForward),
-		delta: make([]float32, E), row: make([]float32, E),
-	}, nil
+	m.attn = NewAttention(c)
+	m.sc = m.attn.NewScratch(1)
+	m.sc.Runner = o.Runner
+	m.cat, m.x, m.hn = make([]float32, 2*E), make([]float32, E), make([]float32, E)
+	m.qg, m.k, m.v = make([]float32, 2*c.Heads*c.HeadDim), make([]float32, kv), make([]float32, kv)
+	m.mix, m.act, m.up = make([]float32, c.AttentionWidth()), make([]float32, c.FeedForward), make([]float32, c.FeedForward)
+	m.delta, m.row = make([]float32, E), make([]float32, E)
+	return m, nil
 }
 
 // NewKVCache returns an empty KV cache for the head's attention layer, of maxLen
@@ -83,37 +110,29 @@ func (m *MTPRunner) Step(logits, out, hidden []float32, token, pos int, cache *K
 	w.Rotation(E).Inverse(m.row[:E])
 	RMSNorm(m.cat[:E], m.row[:E], h.ENorm, eps)
 	RMSNorm(m.cat[E:], hidden, h.HNorm, eps)
-	if err := m.linear(m.x, &h.EHProj, m.cat); err != nil {
+	if err := m.site(m.cat, mtpProduct{&h.EHProj, m.x}); err != nil {
 		return err
 	}
 	// The decoder layer: gated attention, then the SwiGLU MLP, each added to x.
 	l := &h.Layer
 	hn := m.hn[:E]
 	RMSNorm(hn, m.x, l.AttnNorm, eps)
-	for _, p := range []struct {
-		y []float32
-		w *Matrix
-	}{{m.qg, &l.Q}, {m.k, &l.K}, {m.v, &l.V}} {
-		if err := m.linear(p.y, p.w, hn); err != nil {
-			return err
-		}
+	if err := m.site(hn, mtpProduct{&l.Q, m.qg}, mtpProduct{&l.K, m.k}, mtpProduct{&l.V, m.v}); err != nil {
+		return err
 	}
 	if err := m.attn.Forward(m.mix, m.qg, m.k, m.v, 1, pos, l, cache, m.sc); err != nil {
 		return fmt.Errorf("qwen35: MTP step: %w", err)
 	}
-	if err := m.linear(m.delta, &l.O, m.mix); err != nil {
+	if err := m.site(m.mix, mtpProduct{&l.O, m.delta}); err != nil {
 		return err
 	}
 	addInto32(m.x, m.delta)
 	RMSNorm(hn, m.x, l.PostAttnNorm, eps)
-	if err := m.linear(m.act, &l.FFNGate, hn); err != nil {
-		return err
-	}
-	if err := m.linear(m.up, &l.FFNUp, hn); err != nil {
+	if err := m.site(hn, mtpProduct{&l.FFNGate, m.act}, mtpProduct{&l.FFNUp, m.up}); err != nil {
 		return err
 	}
 	SwiGLU(m.act, m.act, m.up)
-	if err := m.linear(m.delta, &l.FFNDown, m.act); err != nil {
+	if err := m.site(m.act, mtpProduct{&l.FFNDown, m.delta}); err != nil {
 		return err
 	}
 	addInto32(m.x, m.delta)
@@ -124,26 +143,76 @@ func (m *MTPRunner) Step(logits, out, hidden []float32, token, pos int, cache *K
 		return nil
 	}
 	RMSNorm(hn, m.x, h.SharedHeadNorm, eps)
-	return m.linear(logits[:c.Vocab], &w.Output, hn)
+	return m.site(hn, mtpProduct{&w.Output, logits[:c.Vocab]})
 }
 
-// linear computes y = W·x for a folded ternary W′ = W·Rᵀ as W′·(R·x): x is rotated in
-// a copy, which the stored rows multiply in float32 (ternary.MatVecRange, the portable
-// kernel: the head is a drafter, not yet on the engine's int8 kernels). x is not
-// modified.
-// Rows are split over goroutines when there are enough of them (the output head).
-func (m *MTPRunner) linear(y []float32, w *Matrix, x []float32) error {
-	r := m.w.Rotation(w.K)
-	if r == nil || len(x) != w.K || len(y) < w.N {
-		return fmt.Errorf("qwen35: MTP step: %s: input of %d values and output of %d, want %d and %d", w.Name, len(x), len(y), w.K, w.N)
+// mtpProduct is one matrix of a site and where its output goes.
+type mtpProduct struct {
+	w *Matrix
+	y []float32
+}
+
+// site computes y = W·x for every product of a product site, each W a folded ternary
+// W′ = W·Rᵀ, as W′·(R·x): x is rotated once into a copy and, on the int8 path,
+// quantised once, and the rows of all the products run as one loop over the runner.
+// x is not modified.
+func (m *MTPRunner) site(x []float32, ps ...mtpProduct) error {
+	K := len(x)
+	r, xr := m.w.Rotation(K), m.xr[K]
+	if r == nil || xr == nil {
+		return fmt.Errorf("qwen35: MTP step: no site of width %d", K)
 	}
-	xr := m.xr[:w.K]
+	j := &m.job
+	j.n, j.total, j.q8 = 0, 0, nil
+	for _, p := range ps {
+		if p.w.K != K || len(p.y) < p.w.N {
+			return fmt.Errorf("qwen35: MTP step: %s: input of %d values and output of %d, want %d and %d", p.w.Name, K, len(p.y), p.w.K, p.w.N)
+		}
+		j.ps[j.n] = p
+		j.first[j.n] = j.total
+		j.n++
+		j.total += p.w.N
+	}
 	copy(xr, x)
 	r.Forward(xr)
-	parallelRows(w.N, w.K, func(lo, hi int) {
-		ternary.MatVecRange(w.Format, w.Data, w.K, xr, y, lo, hi)
-	})
+	j.x = xr
+	if q := m.q8[K]; q != nil {
+		q.Quantize(xr)
+		j.q8 = q
+	}
+	if m.opt.Runner == nil {
+		j.Run(0, j.total)
+		return nil
+	}
+	// A grain of 16 rows, as the engine's product loops: a chunk's weights (≥ 16 rows of
+	// 1.3 KB) are worth a claim.
+	m.opt.Runner.For(j.total, 16, j)
 	return nil
+}
+
+// mtpJob is one site's products as a loop over their concatenated rows (Body).
+type mtpJob struct {
+	n, total int
+	ps       [3]mtpProduct
+	first    [3]int // the loop index of each product's first row
+	x        []float32
+	q8       *ternary.Q8 // nil on the float32 path
+}
+
+// Run computes the rows [lo, hi) of the concatenation.
+func (j *mtpJob) Run(lo, hi int) {
+	for i := 0; i < j.n; i++ {
+		p := &j.ps[i]
+		a, b := max(lo, j.first[i])-j.first[i], min(hi, j.first[i]+p.w.N)-j.first[i]
+		if a >= b {
+			continue
+		}
+		if j.q8 != nil {
+			ternary.MatVecQ8Range(p.w.Format, p.w.Data, p.w.K, j.q8, p.y, a, b)
+		} else {
+			ternary.MatVecRange(p.w.Format, p.w.Data, p.w.K, j.x, p.y, a, b)
+		}
+	}
 }
 
 func addInto32(x, d []float32) {

@@ -272,6 +272,17 @@ type HiddenStates interface {
 	Hidden(pos int, dst []float32) bool
 }
 
+// Workers is an Engine that lends its worker pool to loops outside its forward passes:
+// a drafter that runs between passes (bonsai's MTPDrafter) splits its products over the
+// same workers, which are idle then, rather than over a pool of its own that would
+// compete with them for the cores.
+type Workers interface {
+	Engine
+	// For calls body.Run over ranges that cover [0, n) once, each of about grain
+	// indices or more, and returns when every call has; calls run concurrently.
+	For(n, grain int, body interface{ Run(lo, hi int) })
+}
+
 // Profiler is a State that accounts the time its forward passes spend in each kind of
 // operation, when the model was loaded with LoadOptions.Profile. bonsai reads and resets
 // it after every pass, into the model's total.

@@ -39,6 +39,8 @@ type cpuState struct {
 
 var _ backend.HiddenStates = (*cpuState)(nil)
 
+var _ backend.Workers = (*cpuEngine)(nil)
+
 // KeepHidden starts or stops keeping hidden states (backend.HiddenStates).
 func (st *cpuState) KeepHidden(from int) {
 	if from < 0 {

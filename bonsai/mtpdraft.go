@@ -34,6 +34,8 @@ func (m *Model) HasMTP() bool {
 // The cache starts at the prompt's last position, whose hidden state the prefill of a
 // speculative generation keeps, so the first draft comes with the first generated
 // token; the head does not see the rest of the prompt (its hidden states are not kept).
+// After more than mtpCatchUp positions without a draft (beyond what the last draft's
+// pass accepted) it restarts over the last ones.
 //
 // An MTPDrafter serves one generation (Drafter). It drafts only within a generation
 // with SpeculativeOptions, which binds it to the generation's session (SessionDrafter),
@@ -49,12 +51,20 @@ type MTPDrafter struct {
 
 	cache *qwen35.KVCache
 	base  int // the main position of the cache's position 0
+	lastK int // the tokens the last draft was asked for
 	h     []float32
 	out   []float32
 	logit []float32
 }
 
 var _ SessionDrafter = (*MTPDrafter)(nil)
+
+// mtpCatchUp is the most positions a draft runs the head over before drafting: after a
+// stretch of plain steps (the cost model drafting nothing, its shadow drafts spaced
+// out) the head's cache restarts over the last mtpCatchUp positions, so that a draft
+// costs at most that many head steps beyond its tokens. The head's attention then sees
+// only those positions of the stretch; its drafts may be worse, never the output.
+const mtpCatchUp = 8
 
 // NewMTPDrafter returns a drafter over the model's MTP head, or an error wrapping
 // ErrNoMTP when the file has none. Pass it to a generation through
@@ -126,6 +136,14 @@ func (d *MTPDrafter) Draft(ctx []int32, k int, dst []int32) []int32 {
 	case from > n-1:
 		d.cache.Truncate(n - 1 - d.base)
 		from = n - 1
+	case n-from > max(mtpCatchUp, d.lastK+1):
+		// Plain steps ran since the last draft (the cost model drafted nothing): the
+		// head restarts over the last mtpCatchUp positions rather than pay a step for
+		// each position it missed. (A pass verifying the last draft of lastK tokens
+		// accepts lastK at most: that gap is always caught up.)
+		d.cache.Reset()
+		d.base = n - mtpCatchUp
+		from = d.base
 	}
 	ready := false
 	for t := from; t < n; t++ {
@@ -146,9 +164,11 @@ func (d *MTPDrafter) Draft(ctx []int32, k int, dst []int32) []int32 {
 		ready = t == n-1
 	}
 	if !ready {
+		d.st.KeepHidden(n) // for the next draft
 		return dst
 	}
 	keep := d.cache.Len()
+	d.lastK = k
 	for j := 0; j < k; j++ {
 		tok := argmax(d.logit)
 		dst = append(dst, int32(tok))

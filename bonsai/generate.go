@@ -850,11 +850,13 @@ func (sp *speculator) fit(draft []int32, c *constraint, thinking bool, markers .
 // probe asks the drafter for a shadow draft of up to k tokens, unless one is being
 // checked: what the generated tokens then say of it keeps the acceptance estimate
 // current while nothing is drafted, at the cost of the drafter's time only. That time
-// is kept below probeShare of the steps' (c's cost(1), as estimated by the choose
+// is kept near probeShare of the steps' (c's cost(1), as estimated by the choose
 // before it): a drafter whose token costs more than that probes one token at a time,
-// and the next probe waits as many steps as the last one's cost takes to
-// fall to that share. A drafter too slow to pay even if every token it drafted were
-// accepted is not asked at all.
+// and the next probe waits as many steps as this one's time takes to fall to that
+// share. A drafter too slow to pay even if every token it drafted were accepted is not
+// asked at all. (A probe's time is its own: the MTP head catches up on the positions
+// since its last draft first, a cost that drafting at every pass does not have, so it
+// does not enter the drafter's cost per token, unless nothing else has measured it.)
 func (sp *speculator) probe(c *passCosts, k, vocab int) {
 	if len(sp.shadow) > 0 {
 		return
@@ -865,10 +867,10 @@ func (sp *speculator) probe(c *passCosts, k, vocab int) {
 	}
 	d := c.draftCost(sp.draftCost)
 	var one float64
-	if d > 0 && len(sp.cost) > 1 {
+	if len(sp.cost) > 1 {
 		one = sp.cost[1]
 	}
-	if one > 0 {
+	if d > 0 && one > 0 {
 		if chooseDraft(sp.cost, d, 1, k) == 0 {
 			return
 		}
@@ -878,10 +880,19 @@ func (sp *speculator) probe(c *passCosts, k, vocab int) {
 	}
 	start := time.Now()
 	sp.shadow = sp.valid(sp.d.Draft(sp.hist, k, sp.shadow[:0]), k, vocab)
-	sp.timeDraft(len(sp.shadow), time.Since(start))
+	took := time.Since(start)
 	sp.shadowAt = 0
-	if d = c.draftCost(sp.draftCost); d > 0 && one > 0 {
-		sp.probeWait = int(math.Ceil(float64(max(len(sp.shadow), 1))*d/(probeShare*one))) - 1
+	if sp.draftCost == 0 {
+		sp.timeDraft(len(sp.shadow), took)
+	}
+	// The time to space by: the drafter's cost when a test fixes it (c.fixed), else
+	// this probe's own.
+	cost := took.Seconds()
+	if fd, ok := c.fixedDraftCost(); ok {
+		cost = fd * float64(max(len(sp.shadow), 1))
+	}
+	if one > 0 && cost > 0 {
+		sp.probeWait = int(math.Ceil(cost/(probeShare*one))) - 1
 	}
 }
 

@@ -65,6 +65,13 @@ func (c *passCosts) draftCost(measured float64) float64 {
 	return measured
 }
 
+// fixedDraftCost returns fixedDraft and true while the pass costs are fixed (tests).
+func (c *passCosts) fixedDraftCost() (float64, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.fixedDraft, c.fixed != nil
+}
+
 // record adds a pass of t tokens that took d.
 func (c *passCosts) record(t int, d time.Duration) {
 	if t <= 0 || d <= 0 {

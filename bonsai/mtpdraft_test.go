@@ -168,3 +168,55 @@ func TestSpeculativeOptionsMTP(t *testing.T) {
 	require.ErrorAs(t, err, &oe)
 	assert.Equal(t, "Speculative", oe.Option)
 }
+
+// After a stretch of plain steps longer than the drafter's catch-up (8 positions, and
+// more than its last draft asked for), a draft restarts the head's cache over the last
+// 8 positions only: its tokens are the float64 reference's head run over those 8
+// positions' hidden states alone, then chained on its own output (a draft token may
+// differ only where the reference's top two are within 1e-2, as above).
+func TestMTPDrafterCatchUpWindow(t *testing.T) {
+	c := synthtest.Config(t, "tiny")
+	c.NextN = 1
+	opt := synth.Options{Config: c, Seed: 3, Format: ternary.PQ2_0}
+	m := open(t, synthtest.PathOf(t, opt), bonsai.WithActivations(backend.ActivationsFloat32))
+	ref, err := qwen35.NewReference(synthtest.FileOf(t, opt))
+	require.NoError(t, err)
+	s := session(t, m)
+	ids := tokens(31, 512, 11)
+	ctx := t.Context()
+	require.NoError(t, s.Prefill(ctx, ids[:10]))
+	d, err := m.NewMTPDrafter()
+	require.NoError(t, err)
+	d.BindSession(s)
+	// Position 9's hidden state was not kept (this prefill was no speculative
+	// generation's): no draft, and the state keeps them from position 10 on.
+	require.Empty(t, d.Draft(ids[:11], 1, nil))
+	require.NoError(t, s.Prefill(ctx, ids[10:30]))
+	draft := d.Draft(ids, 2, nil) // 30 positions fed, ids[30] about to be
+	require.Len(t, draft, 2)
+
+	all := make([]int, len(ids))
+	for i, v := range ids {
+		all[i] = int(v)
+	}
+	hidden, err := ref.Hidden(all[:30])
+	require.NoError(t, err)
+	rows, next := hidden[22:30], all[23:31] // positions 22 … 29 and the tokens after them
+	logits, out, err := ref.MTP(rows, next)
+	require.NoError(t, err)
+	chain, _, err := ref.MTP(append(rows[:8:8], out[7]), append(next[:8:8], int(draft[0])))
+	require.NoError(t, err)
+	for j, w := range [][]float64{logits[7], chain[8]} {
+		if best := argmax(w); int(draft[j]) != best {
+			assert.Less(t, w[best]-w[draft[j]], 1e-2, "token %d: %d, reference %d", j, draft[j], best)
+		}
+	}
+	// The whole stretch kept (positions 10 … 29) would have given the chained token
+	// another attention history, and here another token: the check above tells the
+	// window.
+	_, fullOut, err := ref.MTP(hidden[10:30], all[11:31])
+	require.NoError(t, err)
+	fullChain, _, err := ref.MTP(append(hidden[10:30:30], fullOut[19]), append(all[11:31:31], int(draft[0])))
+	require.NoError(t, err)
+	assert.NotEqual(t, argmax(chain[8]), argmax(fullChain[20]), "the chained token depends on the history")
+}

@@ -19,3 +19,12 @@ func SetPassCosts(m *Model, cost func(t int) float64) {
 	defer m.costs.mu.Unlock()
 	m.costs.fixed = cost
 }
+
+// SetDraftCost makes m's speculative generations count cost as their drafter's time per
+// drafted token, in the unit of SetPassCosts's costs (which it needs: with measured
+// pass times the drafter's time is measured too).
+func SetDraftCost(m *Model, cost float64) {
+	m.costs.mu.Lock()
+	defer m.costs.mu.Unlock()
+	m.costs.fixedDraft = cost
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"iter"
+	"math"
 	"slices"
 	"strings"
 	"time"
@@ -157,6 +158,10 @@ type SpeculativeOptions struct {
 	// fewer, the cost model may ask for fewer, and the generation asks for no more than
 	// MaxTokens and the context leave room for. Negative is an error.
 	MaxDraft int
+	// MTP drafts with the model file's multi-token-prediction head (an MTPDrafter,
+	// Model.NewMTPDrafter) instead of NewDrafter's drafter. A model without a head
+	// refuses the options with an OptionError wrapping ErrNoMTP (Model.HasMTP).
+	MTP bool
 	// Always drafts MaxDraft tokens (as many as the drafter proposes) at every pass,
 	// without the cost model: for measuring a drafter, or forcing speculation where the
 	// cost model would not draft.
@@ -624,14 +629,16 @@ func (g *Generation) run(yield func(Token, error) bool) {
 			switch {
 			case k > 0:
 				spec.endShadow()
+				draftStart := time.Now()
 				draft = spec.d.Draft(spec.hist, k, spec.draft[:0])
+				spec.timeDraft(len(draft), time.Since(draftStart))
 				spec.draft = draft
 				draft = spec.valid(draft, k, vocab)
 				if cons.g != nil || budget >= 0 {
 					draft = spec.fit(draft, cons, f.thinking, thinkOpen, thinkClose)
 				}
 			case kmax > 0 && !spec.always:
-				spec.probe(kmax, vocab)
+				spec.probe(&s.m.costs, kmax, vocab)
 			}
 			if len(draft) > 0 {
 				spec.pass = append(append(spec.pass[:0], id), draft...)
@@ -765,6 +772,11 @@ type speculator struct {
 	rows []float32
 	// cost holds the cost model's estimates of the pass costs by width.
 	cost []float64
+	// draftCost is the running mean of the drafter's wall time per drafted token, in
+	// seconds (0 before any draft), which the cost model counts (chooseDraft).
+	draftCost float64
+	// probeWait is the number of steps the next shadow draft waits for (probe).
+	probeWait int
 	// shadow is a draft that no pass verifies, asked for while the cost model drafts
 	// nothing and checked against the tokens generated: its first shadowAt tokens
 	// matched so far.
@@ -781,7 +793,21 @@ func (sp *speculator) choose(c *passCosts, kmax int) int {
 		return 0
 	}
 	sp.cost = c.estimate(sp.cost, kmax+1)
-	return chooseDraft(sp.cost, sp.acc.alpha(), kmax)
+	return chooseDraft(sp.cost, c.draftCost(sp.draftCost), sp.acc.alpha(), kmax)
+}
+
+// timeDraft adds a drafter call that drafted n tokens in d to the running mean of the
+// drafter's time per drafted token. A call that drafted nothing tells nothing of it.
+func (sp *speculator) timeDraft(n int, d time.Duration) {
+	if n <= 0 || d <= 0 {
+		return
+	}
+	per := d.Seconds() / float64(n)
+	if sp.draftCost > 0 {
+		sp.draftCost += (per - sp.draftCost) * draftCostWeight
+	} else {
+		sp.draftCost = per
+	}
 }
 
 // valid returns the part of draft that may reach the model: a drafter's mistakes must
@@ -823,13 +849,51 @@ func (sp *speculator) fit(draft []int32, c *constraint, thinking bool, markers .
 
 // probe asks the drafter for a shadow draft of up to k tokens, unless one is being
 // checked: what the generated tokens then say of it keeps the acceptance estimate
-// current while nothing is drafted, at the cost of the drafter's time only.
-func (sp *speculator) probe(k, vocab int) {
+// current while nothing is drafted, at the cost of the drafter's time only. That time
+// is kept near probeShare of the steps' (c's cost(1), as estimated by the choose
+// before it): a drafter whose token costs more than that probes one token at a time,
+// and the next probe waits as many steps as this one's time takes to fall to that
+// share. A drafter too slow to pay even if every token it drafted were accepted is not
+// asked at all. (A probe's time is its own: the MTP head catches up on the positions
+// since its last draft first, a cost that drafting at every pass does not have, so it
+// does not enter the drafter's cost per token, unless nothing else has measured it.)
+func (sp *speculator) probe(c *passCosts, k, vocab int) {
 	if len(sp.shadow) > 0 {
 		return
 	}
+	if sp.probeWait > 0 {
+		sp.probeWait--
+		return
+	}
+	d := c.draftCost(sp.draftCost)
+	var one float64
+	if len(sp.cost) > 1 {
+		one = sp.cost[1]
+	}
+	if d > 0 && one > 0 {
+		if chooseDraft(sp.cost, d, 1, k) == 0 {
+			return
+		}
+		if d > probeShare*one {
+			k = 1
+		}
+	}
+	start := time.Now()
 	sp.shadow = sp.valid(sp.d.Draft(sp.hist, k, sp.shadow[:0]), k, vocab)
+	took := time.Since(start)
 	sp.shadowAt = 0
+	if sp.draftCost == 0 {
+		sp.timeDraft(len(sp.shadow), took)
+	}
+	// The time to space by: the drafter's cost when a test fixes it (c.fixed), else
+	// this probe's own.
+	cost := took.Seconds()
+	if fd, ok := c.fixedDraftCost(); ok {
+		cost = fd * float64(max(len(sp.shadow), 1))
+	}
+	if one > 0 && cost > 0 {
+		sp.probeWait = int(math.Ceil(cost/(probeShare*one))) - 1
+	}
 }
 
 // observe checks the generated token id against the shadow draft: a token that
@@ -877,11 +941,25 @@ func (g *Generation) speculation() *speculator {
 	if sp.maxDraft == 0 {
 		sp.maxDraft = defaultMaxDraft
 	}
-	if o.NewDrafter != nil {
+	switch {
+	case o.MTP:
+		if d, err := g.s.m.NewMTPDrafter(); err == nil { // checkOptions saw the head
+			sp.d = d
+		}
+	case o.NewDrafter != nil:
 		sp.d = o.NewDrafter()
 	}
 	if sp.d == nil {
 		sp.d = NewLookupDrafter(LookupOptions{})
+	}
+	if b, ok := sp.d.(SessionDrafter); ok {
+		b.BindSession(g.s)
+	} else {
+		g.s.mu.Lock()
+		if hs, ok := g.s.st.(backend.HiddenStates); ok {
+			hs.KeepHidden(-1) // what the prefill kept is for a SessionDrafter
+		}
+		g.s.mu.Unlock()
 	}
 	sp.hist = append(make([]int32, 0, len(p.ids)+256), p.ids...)
 	sp.draft = make([]int32, 0, sp.maxDraft)

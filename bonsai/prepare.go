@@ -205,6 +205,8 @@ func (p *Prompt) checkOptions() error {
 		return optionError("ThinkingBudget", -1, "%d is negative", opt.ThinkingBudget)
 	case opt.Speculative != nil && opt.Speculative.MaxDraft < 0:
 		return optionError("Speculative", -1, "MaxDraft %d is negative", opt.Speculative.MaxDraft)
+	case opt.Speculative != nil && opt.Speculative.MTP && !p.m.HasMTP():
+		return optionError("Speculative", -1, "MTP: %w", ErrNoMTP)
 	}
 	if err := checkSamplerOptions(opt.SamplerOptions); err != nil {
 		return err

@@ -278,6 +278,16 @@ func (s *Session) prefillPrompt(ctx context.Context, p *Prompt) (int, error) {
 	if s.st == nil {
 		return 0, errClosed
 	}
+	if hs, ok := s.st.(backend.HiddenStates); ok {
+		// Stop keeping the hidden states a previous generation's MTPDrafter asked for.
+		// A speculative one keeps the prompt's last position's, so that a drafter that
+		// reads them (SessionDrafter) drafts from the first token on; the generation
+		// stops keeping it for any other drafter.
+		hs.KeepHidden(-1)
+		if p.opt.Speculative != nil {
+			hs.KeepHidden(len(p.ids) - 1)
+		}
+	}
 	// A prefix is usable if it leaves tokens to feed, or if the logits of its last token
 	// are at hand.
 	usable := func(held []int32, hasLogits bool) int {

@@ -13,7 +13,9 @@ import (
 //	E(k) = 1 + α + α² + … + α^k = (1 − α^(k+1)) / (1 − α)
 //
 // tokens per pass (the accepted prefix plus the model's own token), so drafting k pays
-// when E(k)/cost(k+1) beats 1/cost(1). The ratio cost(t)/cost(1) is what differs between
+// when E(k)/(cost(k+1) + k·d) beats 1/cost(1), where d is the drafter's own time per
+// drafted token: negligible for the lookup drafter, one run of the MTP head for
+// MTPDrafter. Each generation measures d as a running mean of its drafter's calls. The ratio cost(t)/cost(1) is what differs between
 // machines: a pass of 5 tokens costs about 2.5 steps on a 2-core CPU, whose step is
 // compute-bound already, and about 1 on a GPU, whose step reads the weights with cores
 // to spare. So neither is assumed: each Model measures the wall time of the passes its
@@ -44,8 +46,30 @@ type passCosts struct {
 	// measured); mean[0] is unused.
 	mean []float64
 	// fixed, when set (by tests), gives every width's cost instead of the
-	// measurements, so that the choice of k is deterministic.
-	fixed func(t int) float64
+	// measurements, so that the choice of k is deterministic; fixedDraft then gives
+	// the drafter's cost per drafted token (in the same unit) instead of its
+	// measurements, 0 unless a test sets it.
+	fixed      func(t int) float64
+	fixedDraft float64
+}
+
+// draftCost returns the drafter's cost per drafted token that the choice of k counts:
+// measured (a generation's running mean, in seconds), or fixedDraft while the pass
+// costs are fixed, so that a test's choice does not depend on the drafter's timing.
+func (c *passCosts) draftCost(measured float64) float64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.fixed != nil {
+		return c.fixedDraft
+	}
+	return measured
+}
+
+// fixedDraftCost returns fixedDraft and true while the pass costs are fixed (tests).
+func (c *passCosts) fixedDraftCost() (float64, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.fixedDraft, c.fixed != nil
 }
 
 // record adds a pass of t tokens that took d.
@@ -148,10 +172,11 @@ func expectedTokens(alpha float64, k int) float64 {
 }
 
 // chooseDraft returns the draft length k in 0 … maxK that maximises the expected
-// tokens per second, E(k)/cost[k+1], given the pass costs cost[1 … maxK+1] and the
-// acceptance alpha: 0 unless some k > 0 beats plain steps (1/cost[1]) by minSpecGain.
-// Among equal rates the shorter draft wins.
-func chooseDraft(cost []float64, alpha float64, maxK int) int {
+// tokens per second, E(k)/(cost[k+1] + k·draft), given the pass costs cost[1 … maxK+1],
+// the drafter's cost per drafted token draft (in the unit of cost) and the acceptance
+// alpha: 0 unless some k > 0 beats plain steps (1/cost[1]) by minSpecGain. Among equal
+// rates the shorter draft wins.
+func chooseDraft(cost []float64, draft, alpha float64, maxK int) int {
 	if len(cost) < 2 || !(cost[1] > 0) {
 		return 0
 	}
@@ -161,12 +186,22 @@ func chooseDraft(cost []float64, alpha float64, maxK int) int {
 		if !(cost[k+1] > 0) {
 			break
 		}
-		if r := expectedTokens(alpha, k) / cost[k+1]; r > bestRate {
+		if r := expectedTokens(alpha, k) / (cost[k+1] + float64(k)*max(draft, 0)); r > bestRate {
 			best, bestRate = k, r
 		}
 	}
 	return best
 }
+
+// draftCostWeight is the weight of a new measurement in a generation's running mean
+// of its drafter's time per drafted token, as passCostWeight is for the passes.
+const draftCostWeight = 1.0 / 8
+
+// probeShare is the largest share of the decode time that the shadow drafts (probe)
+// may cost while the cost model drafts nothing: a drafter whose time counts (the MTP
+// head) probes one token at a time and waits enough steps between probes, so that a
+// generation that settled to plain steps runs within about this much of their speed.
+const probeShare = 1.0 / 50
 
 // specAcceptanceDecay is the weight that a generation's acceptance estimate keeps of
 // its past at each draft's outcome.

@@ -61,12 +61,53 @@ func TestChooseDraft(t *testing.T) {
 		{"gpu α 0.5", gpu, 0.5, 4},
 		{"cpu α 1", cpu, 1, 8}, // (k+1)/(1 + 0.375k) grows with k
 	} {
-		assert.Equal(t, c.want, chooseDraft(c.cost, c.alpha, 8), c.name)
+		assert.Equal(t, c.want, chooseDraft(c.cost, 0, c.alpha, 8), c.name)
 	}
 	// maxK caps the choice; no costs, no draft.
-	assert.Equal(t, 3, chooseDraft(flat, 0.5, 3))
-	assert.Equal(t, 0, chooseDraft(nil, 0.9, 8))
-	assert.Equal(t, 0, chooseDraft(flat, 0.9, 0))
+	assert.Equal(t, 3, chooseDraft(flat, 0, 0.5, 3))
+	assert.Equal(t, 0, chooseDraft(nil, 0, 0.9, 8))
+	assert.Equal(t, 0, chooseDraft(flat, 0, 0.9, 0))
+}
+
+// A drafter's own time per drafted token d counts: the chosen k maximises
+// E(k)/(cost(k+1) + k·d), worked out by hand below (costs and d in steps).
+func TestChooseDraftDrafterCost(t *testing.T) {
+	cpu := costsOf(0.375, 9)
+	flat := costsOf(0, 9)
+	for _, c := range []struct {
+		name         string
+		cost         []float64
+		draft, alpha float64
+		want         int
+	}{
+		// Flat costs, d = 0.5, α = 0.8: E = 1.8, 2.44, 2.952, 3.3616 over 1.5, 2, 2.5,
+		// 3 gives 1.2, 1.22, 1.181, 1.121: k = 2 (with d = 0 it would be 8).
+		{"flat d 0.5 α 0.8", flat, 0.5, 0.8, 2},
+		// Flat, d = 0.1, α = 0.8: E(k)/(1 + 0.1k) = 1.636, 2.033, 2.271, 2.401, 2.460
+		// (E(5) = 3.68928 / 1.5), 2.470 (E(6) = 3.951424 / 1.6), 2.448 (4.1611392 /
+		// 1.7): k = 6.
+		{"flat d 0.1 α 0.8", flat, 0.1, 0.8, 6},
+		// CPU-like, d = 0.5, α = 0.8: 1.8/1.875 = 0.96 and falling (2.44/2.75 =
+		// 0.887): plain steps, where d = 0 chose 2.
+		{"cpu d 0.5 α 0.8", cpu, 0.5, 0.8, 0},
+		// Flat, d = 2: even a perfect drafter loses, (k+1)/(1 + 2k) < 1.
+		{"flat d 2 α 1", flat, 2, 1, 0},
+		// A negligible d changes nothing: CPU-like, α = 0.8 is k = 2 as with d = 0.
+		{"cpu d 1e-6 α 0.8", cpu, 1e-6, 0.8, 2},
+	} {
+		assert.Equal(t, c.want, chooseDraft(c.cost, c.draft, c.alpha, 8), c.name)
+	}
+}
+
+// The drafter's time per drafted token is a running mean (weight 1/8) of its calls.
+func TestSpeculatorTimeDraft(t *testing.T) {
+	var sp speculator
+	sp.timeDraft(0, time.Second) // nothing drafted: no measurement
+	assert.Zero(t, sp.draftCost)
+	sp.timeDraft(4, 2*time.Second)
+	assert.InDelta(t, 0.5, sp.draftCost, 1e-12)
+	sp.timeDraft(1, 4500*time.Millisecond) // 0.5 + (4.5 − 0.5)/8 = 1
+	assert.InDelta(t, 1.0, sp.draftCost, 1e-12)
 }
 
 // The acceptance estimate counts a draft's accepted tokens as successes and its

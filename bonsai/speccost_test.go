@@ -61,6 +61,60 @@ func TestGenerateSpeculativeCostModelStops(t *testing.T) {
 	}
 }
 
+// countDrafter counts its drafter's calls and the tokens they drafted.
+type countDrafter struct {
+	bonsai.Drafter
+	calls, tokens int
+}
+
+func (d *countDrafter) Draft(ctx []int32, k int, dst []int32) []int32 {
+	n := len(dst)
+	dst = d.Drafter.Draft(ctx, k, dst)
+	d.calls++
+	d.tokens += len(dst) - n
+	return dst
+}
+
+// An always-wrong drafter whose own time counts stops drafting sooner, and is then
+// asked for one-token shadow drafts spaced so that they cost at most 2% of the steps.
+// With every pass costing one step and the drafter 0.1 step a token, drafting k pays
+// while max_k E(k)/(1 + 0.1k) > 1.02; that maximum is at k = 1 for small α, so while
+// (1 + α)/1.1 > 1.02, α > 0.122. After n rejections α = (7/8)^n / (2·(7/8)^n +
+// 8·(1 − (7/8)^n)): 0.131 after 4, 0.104 after 5, so 5 passes draft (the drafter
+// without a cost drafted for 15, TestGenerateSpeculativeCostModelStops). A probe of one
+// token costs 0.1 step, so each waits ⌈0.1/0.02⌉ − 1 = 4 steps after the last settled:
+// over the 55 tokens left at most 55/5 + 1 probes of one token each.
+// A drafter at 2 steps a token, which could not pay even if every token were accepted
+// ((k+1)/(1 + 2k) < 1), is never asked.
+func TestGenerateSpeculativeDrafterCostStops(t *testing.T) {
+	in := bonsai.Text("The quick brown fox")
+	opt := bonsai.GenerateOptions{MaxTokens: 60}
+	for _, c := range []struct {
+		name            string
+		draft           float64
+		passes, maxCall int
+	}{
+		{"0.1 step a token", 0.1, 5, 5 + 55/5 + 1},
+		{"2 steps a token", 2, 0, 0},
+	} {
+		m := tiny(t)
+		bonsai.SetPassCosts(m, func(int) float64 { return 1 })
+		bonsai.SetDraftCost(m, c.draft)
+		s := session(t, m)
+		plain := runGen(t, s, in, opt)
+		require.Len(t, plain.res.Tokens, 60, "the generation is long enough to see the bound")
+		d := &countDrafter{Drafter: &wrongDrafter{want: plain.res.Tokens, prompt: promptLen(plain)}}
+		got := runGen(t, s, in, withSpec(opt, &bonsai.SpeculativeOptions{NewDrafter: func() bonsai.Drafter { return d }}))
+		assert.Equal(t, c.passes, got.res.Usage.DraftPasses, c.name)
+		assert.Zero(t, got.res.Usage.AcceptedTokens, c.name)
+		assert.LessOrEqual(t, d.calls, c.maxCall, c.name)
+		probes := d.calls - got.res.Usage.DraftPasses
+		assert.Equal(t, got.res.Usage.DraftedTokens+probes, d.tokens, "%s: every probe drafts one token", c.name)
+		t.Logf("%s: %d draft passes, %d calls, %d tokens drafted", c.name, got.res.Usage.DraftPasses, d.calls, d.tokens)
+		sameRun(t, plain, got, c.name)
+	}
+}
+
 // With an oracle whose drafts are accepted in runs of up to six tokens, the cost model
 // drafts shorter on the CPU-like costs than on the GPU-like ones, where every pass
 // costs a step and the longest draft pays (at α = 0.86 on the CPU: 1.86/1.375 = 1.35 for one

@@ -45,6 +45,12 @@ type Config struct {
 	FullAttentionInterval int     // full_attention_interval: 4
 	ContextLength         int     // context_length: 262144
 	Vocab                 int     // rows of token_embd.weight: 248320
+
+	// NextN is the number of multi-token-prediction ("nextn") layers the file carries
+	// after the decoder layers: nextn_predict_layers, 0 in the published Bonsai 2
+	// file, 1 in a file that re-bundles Qwen3.5's MTP head. block_count counts them,
+	// so Layers is block_count − NextN; see [MTPHead].
+	NextN int
 }
 
 // Key returns the architecture-qualified GGUF key for suffix, e.g. Key("block_count").
@@ -71,6 +77,11 @@ var (
 	KeyGroupCount            = Key("ssm.group_count")
 	KeyFullAttentionInterval = Key("full_attention_interval")
 	KeyVocabSize             = Key("vocab_size")
+
+	// KeyNextNPredictLayers is the number of MTP layers, which block_count includes
+	// (llama.cpp's convert_hf_to_gguf.py, _Qwen35MtpMixin: block_count =
+	// num_hidden_layers + mtp_num_hidden_layers). Absent means none.
+	KeyNextNPredictLayers = Key("nextn_predict_layers")
 )
 
 // maxDim bounds every size read from a file, so that products of a few of them cannot
@@ -93,8 +104,9 @@ func ReadConfig(md Metadata, vocab int) (*Config, error) {
 		}
 	}
 	r := reader{md: md}
+	blocks := r.int(KeyBlockCount, -1)
 	c := &Config{
-		Layers:      r.int(KeyBlockCount, -1),
+		NextN:       r.int(KeyNextNPredictLayers, 0),
 		Embedding:   r.int(KeyEmbeddingLength, -1),
 		FeedForward: r.int(KeyFeedForwardLength, -1),
 		Heads:       r.int(KeyHeadCount, -1),
@@ -105,6 +117,11 @@ func ReadConfig(md Metadata, vocab int) (*Config, error) {
 		KHeads:      r.int(KeyGroupCount, -1),
 		RMSEpsilon:  r.float(KeyRMSEpsilon, math.NaN()),
 	}
+	// block_count counts the MTP layers: the decoder proper is what precedes them.
+	if r.err == nil && c.NextN >= blocks {
+		r.err = fmt.Errorf("key %q: %d MTP layers leave none of %q %d to the decoder", KeyNextNPredictLayers, c.NextN, KeyBlockCount, blocks)
+	}
+	c.Layers = blocks - c.NextN
 	c.KVHeads = r.int(KeyHeadCountKV, c.Heads)
 	defHead := 0
 	if c.Heads > 0 {
@@ -219,6 +236,9 @@ func (c *Config) Validate() error {
 			return bad(p.key, "value %d out of range [1, %d]", p.v, maxDim)
 		}
 	}
+	if c.NextN < 0 || c.NextN > MaxNextN {
+		return bad(KeyNextNPredictLayers, "%d MTP layers; this package runs 0 or %d (Qwen3.5 has one)", c.NextN, MaxNextN)
+	}
 	if !(c.RMSEpsilon > 0 && c.RMSEpsilon < 1) {
 		return bad(KeyRMSEpsilon, "value %g not in (0, 1)", c.RMSEpsilon)
 	}
@@ -264,6 +284,17 @@ func (c *Config) Validate() error {
 // linear's input width must be a multiple of.
 const TernaryBlock = 128
 
+// MaxNextN is the most MTP layers a configuration may declare: Qwen3.5 trains one, and
+// a deeper chain is drafted by feeding that one its own output.
+const MaxNextN = 1
+
+// BlockCount is the value of block_count: the decoder layers and the MTP layers.
+func (c *Config) BlockCount() int { return c.Layers + c.NextN }
+
+// NextNLayer returns the block number of MTP layer i (i < NextN): the MTP layers
+// follow the decoder's, so the one MTP layer of Qwen3.5 27B is blk.64.
+func (c *Config) NextNLayer(i int) int { return c.Layers + i }
+
 // IsAttention reports whether layer i is a full-attention layer; the others are Gated
 // DeltaNet layers.
 func (c *Config) IsAttention(i int) bool { return (i+1)%c.FullAttentionInterval == 0 }
@@ -285,7 +316,11 @@ func (c *Config) HeadRepeat() int { return c.VHeads / c.KHeads }
 // sign vector in the Hadamard contract, without duplicates and in ascending order.
 func (c *Config) RotationWidths() []int {
 	ws := []int{c.Embedding}
-	for _, w := range []int{c.InnerSize, c.AttentionWidth(), c.FeedForward} {
+	more := []int{c.InnerSize, c.AttentionWidth(), c.FeedForward}
+	if c.NextN > 0 {
+		more = append(more, 2*c.Embedding) // the MTP head's eh_proj reads [e; h]
+	}
+	for _, w := range more {
 		dup := false
 		for _, x := range ws {
 			dup = dup || x == w

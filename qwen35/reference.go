@@ -50,7 +50,15 @@ type Reference struct {
 	output  *refMatrix
 	outNorm *refMatrix
 	layers  []refLayer
+	mtp     *refMTP // nil without an MTP head
 	rounded int64
+}
+
+// refMTP is the MTP head: its decoder layer and the three norms around eh_proj.
+type refMTP struct {
+	layer               refLayer
+	ehProj              *refMatrix // 2·E inputs: [embedding; hidden]
+	eNorm, hNorm, hdNrm *refMatrix
 }
 
 // refMatrix is a dense tensor: rows of cols values, row-major. cols is the GGUF Shape[0]
@@ -120,10 +128,10 @@ func NewReference(f *gguf.File) (*Reference, error) {
 	r.rounded = l.rounded.Load()
 	r.embed, r.output, r.outNorm = r.dense[NameTokenEmbedding], r.dense[NameOutput], r.dense[NameOutputNorm]
 	r.layers = make([]refLayer, cfg.Layers)
-	for i := range r.layers {
+	layer := func(i int, attention bool) refLayer {
 		t := func(suffix string) *refMatrix { return r.dense[LayerTensor(i, suffix)] }
-		r.layers[i] = refLayer{
-			attention: cfg.IsAttention(i),
+		return refLayer{
+			attention: attention,
 			attnNorm:  t(SuffixAttnNorm), postNorm: t(SuffixPostAttnNorm),
 			qkv: t(SuffixQKV), gate: t(SuffixGate), ssmOut: t(SuffixSSMOut),
 			alpha: t(SuffixSSMAlpha), beta: t(SuffixSSMBeta), conv: t(SuffixSSMConv),
@@ -132,6 +140,15 @@ func NewReference(f *gguf.File) (*Reference, error) {
 			qNorm: t(SuffixAttnQNorm), kNorm: t(SuffixAttnKNorm),
 			ffnGate: t(SuffixFFNGate), ffnUp: t(SuffixFFNUp), ffnDown: t(SuffixFFNDown),
 		}
+	}
+	for i := range r.layers {
+		r.layers[i] = layer(i, cfg.IsAttention(i))
+	}
+	if cfg.NextN > 0 {
+		n := cfg.NextNLayer(0)
+		t := func(suffix string) *refMatrix { return r.dense[LayerTensor(n, suffix)] }
+		r.mtp = &refMTP{layer: layer(n, true), ehProj: t(SuffixNextNEHProj),
+			eNorm: t(SuffixNextNENorm), hNorm: t(SuffixNextNHNorm), hdNrm: t(SuffixNextNSharedHeadNorm)}
 	}
 	return r, nil
 }
@@ -294,7 +311,7 @@ func firstOf(first, err error) error {
 // Only the V-ordered tensors move; ssm_out's input columns move only when stored tiled
 // (a twin).
 func (r *Reference) untile(s TensorSpec, m *refMatrix, outTiled bool) {
-	if s.Layer < 0 || r.cfg.IsAttention(s.Layer) {
+	if s.Layer < 0 || r.cfg.IsAttention(s.Layer) || s.Layer >= r.cfg.Layers {
 		return
 	}
 	c := &r.cfg
@@ -361,6 +378,16 @@ func parallelRows(n, cost int, fn func(lo, hi int)) {
 // position inside each mixer — so each weight matrix is read once per layer rather than
 // once per token. Causality holds by construction: position i only reads positions ≤ i.
 func (r *Reference) Forward(tokens []int) ([][]float64, error) {
+	x, err := r.Hidden(tokens)
+	if err != nil {
+		return nil, err
+	}
+	return matmul(r.output, r.norms(x, r.outNorm)), nil
+}
+
+// Hidden returns the residual stream after the last decoder layer at every position,
+// before output_norm: the hidden state the MTP head reads (see [MTPHead]).
+func (r *Reference) Hidden(tokens []int) ([][]float64, error) {
 	c := &r.cfg
 	if len(tokens) == 0 {
 		return nil, errors.New("qwen35: Reference.Forward: no tokens")
@@ -373,25 +400,68 @@ func (r *Reference) Forward(tokens []int) ([][]float64, error) {
 		x[t] = widen(r.embed.row(tok))
 	}
 	for i := range r.layers {
-		l := &r.layers[i]
-		h := r.norms(x, l.attnNorm)
-		var mix [][]float64
-		if l.attention {
-			mix = r.attention(l, h)
-		} else {
-			mix = r.gdn(l, h)
-		}
-		addTo(x, mix)
-		h2 := r.norms(x, l.postNorm)
-		g, u := matmul(l.ffnGate, h2), matmul(l.ffnUp, h2)
-		for t := range g {
-			for j := range g[t] {
-				g[t][j] = silu(g[t][j]) * u[t][j]
-			}
-		}
-		addTo(x, matmul(l.ffnDown, g))
+		r.layer(&r.layers[i], x)
 	}
-	return matmul(r.output, r.norms(x, r.outNorm)), nil
+	return x, nil
+}
+
+// layer runs one decoder layer over every position of the residual stream x, in place.
+func (r *Reference) layer(l *refLayer, x [][]float64) {
+	h := r.norms(x, l.attnNorm)
+	var mix [][]float64
+	if l.attention {
+		mix = r.attention(l, h)
+	} else {
+		mix = r.gdn(l, h)
+	}
+	addTo(x, mix)
+	h2 := r.norms(x, l.postNorm)
+	g, u := matmul(l.ffnGate, h2), matmul(l.ffnUp, h2)
+	for t := range g {
+		for j := range g[t] {
+			g[t][j] = silu(g[t][j]) * u[t][j]
+		}
+	}
+	addTo(x, matmul(l.ffnDown, g))
+}
+
+// MTP runs the MTP head (see [MTPHead]) over a sequence of positions 0..T−1: row t
+// pairs hidden[t], the main model's hidden state at position t (from Hidden), with
+// next[t], the token at position t+1, and predicts the token at t+2. The head's
+// attention layer attends causally over the rows, as its own KV cache would hold them
+// in a decode that ran the head at every position. It returns the logits and the
+// layer's output (before shared_head_norm), which a chain feeds back as the hidden
+// state of its next step. The rows' positions are 0..T−1 (vLLM's: a row sits at its
+// hidden state's position); llama.cpp places them one later, which RoPE's relative
+// phases make the same attention.
+func (r *Reference) MTP(hidden [][]float64, next []int) (logits, out [][]float64, err error) {
+	c := &r.cfg
+	m := r.mtp
+	if m == nil {
+		return nil, nil, ErrNoMTP
+	}
+	if len(hidden) != len(next) || len(next) == 0 {
+		return nil, nil, fmt.Errorf("qwen35: Reference.MTP: %d hidden states for %d tokens", len(hidden), len(next))
+	}
+	E := c.Embedding
+	x := make([][]float64, len(next))
+	for t, tok := range next {
+		if tok < 0 || tok >= c.Vocab {
+			return nil, nil, fmt.Errorf("qwen35: Reference.MTP: token %d at row %d is outside the vocabulary [0, %d)", tok, t, c.Vocab)
+		}
+		if len(hidden[t]) != E {
+			return nil, nil, fmt.Errorf("qwen35: Reference.MTP: hidden state %d has %d values, want %d", t, len(hidden[t]), E)
+		}
+		cat := make([]float64, 2*E)
+		copy(cat, widen(r.embed.row(tok)))
+		rmsNormInPlace(cat[:E], m.eNorm.w, c.RMSEpsilon)
+		copy(cat[E:], hidden[t])
+		rmsNormInPlace(cat[E:], m.hNorm.w, c.RMSEpsilon)
+		x[t] = cat
+	}
+	x = matmul(m.ehProj, x)
+	r.layer(&m.layer, x)
+	return matmul(r.output, r.norms(x, m.hdNrm)), x, nil
 }
 
 // gdn is the Gated DeltaNet mixer over all positions, V heads grouped: grouped head g

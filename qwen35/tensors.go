@@ -71,6 +71,29 @@ const (
 	SuffixAttnKNorm = "attn_k_norm.weight"
 )
 
+// The MTP ("nextn") head of Qwen3.5, without the "blk.N." prefix of its block, N =
+// Config.NextNLayer(0) = block_count − 1. The names are llama.cpp's (gguf-py
+// MODEL_TENSOR.NEXTN_*; convert_hf_to_gguf.py, _Qwen35MtpMixin, maps the checkpoint's
+// mtp.fc, mtp.pre_fc_norm_embedding, mtp.pre_fc_norm_hidden and mtp.norm onto them). The
+// same block holds one full-attention decoder layer under the usual suffixes (the
+// checkpoint's mtp.layers.0): attn_norm, attn_q/k/v/output, attn_q_norm, attn_k_norm,
+// post_attention_norm and the SwiGLU MLP. Qwen3.5 shares the embedding and the output
+// head with the main model (mtp_use_dedicated_embeddings is false), so the block has no
+// nextn.embed_tokens or nextn.shared_head_head.
+//
+// The norms are stored +1 like every other gain but ssm_norm: the converter adds one to
+// each tensor whose name ends in "norm.weight", which the remapped enorm, hnorm and
+// shared_head.norm do. eh_proj is the checkpoint's fc, Linear(2·E → E) over the
+// concatenation [enorm(embedding); hnorm(hidden)], embedding first: GGUF ne [2·E, E].
+// Its linears are ternary and folded like the decoder's (W′ = W·Rᵀ, R of width 2·E for
+// eh_proj), and listed in the prism.hadamard contract like them.
+const (
+	SuffixNextNEHProj         = "nextn.eh_proj.weight"
+	SuffixNextNENorm          = "nextn.enorm.weight"
+	SuffixNextNHNorm          = "nextn.hnorm.weight"
+	SuffixNextNSharedHeadNorm = "nextn.shared_head_norm.weight"
+)
+
 // LayerTensor returns the GGUF name of a per-layer tensor, e.g. "blk.3.attn_q.weight".
 func LayerTensor(layer int, suffix string) string { return fmt.Sprintf("blk.%d.%s", layer, suffix) }
 
@@ -105,6 +128,7 @@ const (
 	dimConv                  // ConvKernel
 	dimVHeads                // VHeads
 	dimState                 // StateSize
+	dimEmbd2                 // 2·Embedding: the MTP head's [e; h]
 )
 
 func (d dim) size(c *Config) int64 {
@@ -133,6 +157,8 @@ func (d dim) size(c *Config) int64 {
 		return int64(c.VHeads)
 	case dimState:
 		return int64(c.StateSize)
+	case dimEmbd2:
+		return 2 * int64(c.Embedding)
 	}
 	panic(fmt.Sprintf("qwen35: dim %d has no size", d))
 }
@@ -145,14 +171,20 @@ const (
 	everyLayer              // a field of Layer, in every layer
 	gdnLayers               // a field of Layer, in the Gated DeltaNet layers
 	attnLayers              // a field of Layer, in the full-attention layers
+	mtpHead                 // a field of MTPHead, in each MTP block
 )
 
+// has reports whether the tensor is in block layer. An MTP block (layer ≥ c.Layers) is a
+// full-attention layer whatever full_attention_interval says.
 func (s scope) has(c *Config, layer int) bool {
+	attention := c.IsAttention(layer) || layer >= c.Layers
 	switch s {
 	case gdnLayers:
-		return !c.IsAttention(layer)
+		return !attention
 	case attnLayers:
-		return c.IsAttention(layer)
+		return attention
+	case mtpHead:
+		return layer >= c.Layers
 	}
 	return true
 }
@@ -198,6 +230,12 @@ var (
 		{"FFNUp", SuffixFFNUp, everyLayer, []dim{dimEmbd, dimFFN}, RoleFolded},
 		{"FFNDown", SuffixFFNDown, everyLayer, []dim{dimFFN, dimEmbd}, RoleFolded},
 	})
+	mtpTensors = declare[MTPHead]([]tensorDecl{
+		{"EHProj", SuffixNextNEHProj, mtpHead, []dim{dimEmbd2, dimEmbd}, RoleFolded},
+		{"ENorm", SuffixNextNENorm, mtpHead, []dim{dimEmbd}, RoleNone},
+		{"HNorm", SuffixNextNHNorm, mtpHead, []dim{dimEmbd}, RoleNone},
+		{"SharedHeadNorm", SuffixNextNSharedHeadNorm, mtpHead, []dim{dimEmbd}, RoleNone},
+	})
 	headTensors = declare[Weights]([]tensorDecl{
 		{"OutputNorm", NameOutputNorm, global, []dim{dimEmbd}, RoleNone},
 		{"Output", NameOutput, global, []dim{dimEmbd, dimVocab}, RoleFolded},
@@ -232,7 +270,8 @@ func declare[T any](decls []tensorDecl) []declared {
 			panic(fmt.Sprintf("qwen35: tensor %s: %s has no field %s", d.name, t, d.field))
 		case !isTensor:
 			panic(fmt.Sprintf("qwen35: tensor %s: field %s.%s of type %s holds no tensor", d.name, t, d.field, f.Type))
-		case (d.in == global) != (t == reflect.TypeFor[Weights]()):
+		case (d.in == global) != (t == reflect.TypeFor[Weights]()),
+			(d.in == mtpHead) != (t == reflect.TypeFor[MTPHead]()):
 			panic(fmt.Sprintf("qwen35: tensor %s: scope %d does not fit a field of %s", d.name, d.in, t))
 		case matrix && len(d.shape) != 2, len(d.shape) == 0:
 			panic(fmt.Sprintf("qwen35: tensor %s: %d dims for a field of type %s", d.name, len(d.shape), f.Type))
@@ -274,6 +313,19 @@ func (c *Config) specs() []specOf {
 			}
 		}
 	}
+	// Each MTP block: its decoder layer's tensors (the attention rows apply, see has),
+	// then the head's own.
+	for i := 0; i < c.NextN; i++ {
+		layer := c.NextNLayer(i)
+		for j := range layerTensors {
+			if layerTensors[j].in.has(c, layer) {
+				add(&layerTensors[j], layer)
+			}
+		}
+		for j := range mtpTensors {
+			add(&mtpTensors[j], layer)
+		}
+	}
 	for i := range headTensors {
 		add(&headTensors[i], -1)
 	}
@@ -282,6 +334,9 @@ func (c *Config) specs() []specOf {
 
 // Tensors lists every tensor of a Bonsai model of this configuration, in the order the
 // vendor's converter writes them: the embedding, the layers, the output norm and head.
+// A configuration with an MTP head (NextN > 0) lists its block after the decoder layers
+// and before the output norm; the order is a convention of this list, not a rule of the
+// file, which binds by name.
 // Norm gains are stored +1 (except ssm_norm), ssm_a as −exp(A_log), the GDN V heads
 // tiled; those are conventions of the values, not of the list.
 func (c *Config) Tensors() []TensorSpec {

@@ -37,6 +37,7 @@ func TestDeclarationCoversFields(t *testing.T) {
 		assert.Len(t, decls, len(fields), "%s: %d declarations for fields %v", typ, len(decls), fields)
 	}
 	check(Layer{}, layerTensors)
+	check(MTPHead{}, mtpTensors)
 	check(Weights{}, append(append([]declared(nil), embedTensors...), headTensors...))
 }
 

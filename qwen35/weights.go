@@ -65,6 +65,26 @@ type Layer struct {
 	FFNGate, FFNUp, FFNDown Matrix
 }
 
+// MTPHead is Qwen3.5's multi-token-prediction ("nextn") head: from the main model's
+// hidden state h_t at position t (the residual stream after the last decoder layer,
+// before output_norm) and the embedding of the token at t+1, it predicts the token at
+// t+2:
+//
+//	x = EHProj · [rmsnorm(embed(tok_{t+1}))·ENorm ; rmsnorm(h_t)·HNorm]
+//	x = Layer(x)          one full-attention decoder layer with its own KV cache
+//	logits = Output · rmsnorm(x)·SharedHeadNorm
+//
+// The embedding and Output are the main model's. A chain drafts further by feeding
+// the layer's output x (before SharedHeadNorm) back as the next step's h. The tensor
+// names and conventions are declared in tensors.go (SuffixNextN*).
+type MTPHead struct {
+	Layer          Layer     // the decoder layer of the block: Attention is true
+	EHProj         Matrix    // 2·Embedding → Embedding, folded with the rotation of width 2·Embedding
+	ENorm          []float32 // the embedding's norm, stored +1
+	HNorm          []float32 // the hidden state's norm, stored +1
+	SharedHeadNorm []float32 // the norm before the shared output head, stored +1
+}
+
 // Weights are every tensor of a Bonsai model, bound to fields by GGUF name (from the
 // declaration in tensors.go) and checked for type and shape. Nothing is copied but the
 // small F32 tensors of a file whose data are not 4-byte aligned in memory.
@@ -76,6 +96,7 @@ type Weights struct {
 	Output         Matrix    // the LM head: Vocab rows
 	OutputNorm     []float32 // the final norm before the head, stored +1
 	Layers         []Layer   // the decoder layers, in order
+	MTP            *MTPHead  // the multi-token-prediction head; nil when the file has none
 
 	rotations map[int]*hadamard.Rotation
 	mapped    bool
@@ -169,6 +190,9 @@ func BindProgress(f *gguf.File, progress func(done, total int)) (*Weights, error
 		w.Layers[i].Index = i
 		w.Layers[i].Attention = cfg.IsAttention(i)
 	}
+	if cfg.NextN > 0 {
+		w.MTP = &MTPHead{Layer: Layer{Index: cfg.NextNLayer(0), Attention: true}}
+	}
 	if progress != nil {
 		progress(0, len(specs))
 	}
@@ -179,7 +203,12 @@ func BindProgress(f *gguf.File, progress func(done, total int)) (*Weights, error
 			return nil, b.err
 		}
 		dst := model
-		if s.Layer >= 0 {
+		switch {
+		case s.decl.in == mtpHead:
+			dst = reflect.ValueOf(w.MTP).Elem()
+		case s.Layer >= cfg.Layers:
+			dst = reflect.ValueOf(&w.MTP.Layer).Elem()
+		case s.Layer >= 0:
 			dst = reflect.ValueOf(&w.Layers[s.Layer]).Elem()
 		}
 		dst.Field(s.decl.index).Set(reflect.ValueOf(v))

@@ -256,6 +256,34 @@ type Greedy interface {
 	ForwardGreedy(ctx context.Context, batch []Sequence, next []int32) error
 }
 
+// HiddenStates is a State that can keep the main model's hidden state at each position
+// it feeds: the residual stream after the last decoder layer, before the output norm
+// (Embedding values), which a multi-token-prediction head drafts from (bonsai's
+// MTPDrafter). Keeping is off until KeepHidden turns it on; it costs a copy of a row per
+// position fed.
+type HiddenStates interface {
+	State
+	// KeepHidden keeps, from now on, the hidden state of every position fed from
+	// position from on, and drops those kept for positions before it. A negative from
+	// stops keeping and drops them all. Rewind, Reset, SetLen and CopyFrom drop the
+	// rows of positions the state no longer holds.
+	KeepHidden(from int)
+	// Hidden copies the hidden state of position pos into dst (Embedding values) and
+	// reports whether it was kept.
+	Hidden(pos int, dst []float32) bool
+}
+
+// Workers is an Engine that lends its worker pool to loops outside its forward passes:
+// a drafter that runs between passes (bonsai's MTPDrafter) splits its products over the
+// same workers, which are idle then, rather than over a pool of its own that would
+// compete with them for the cores.
+type Workers interface {
+	Engine
+	// For calls body.Run over ranges that cover [0, n) once, each of about grain
+	// indices or more, and returns when every call has; calls run concurrently.
+	For(n, grain int, body interface{ Run(lo, hi int) })
+}
+
 // Profiler is a State that accounts the time its forward passes spend in each kind of
 // operation, when the model was loaded with LoadOptions.Profile. bonsai reads and resets
 // it after every pass, into the model's total.

@@ -107,7 +107,9 @@ func (e *cpuEngine) forwardChunk(s *scratch, T int) error {
 		e.residualSite(s, &lp.FFNOut, act, T)
 	}
 	for i := range s.segs {
-		s.segs[i].st.pos += s.segs[i].N
+		g := &s.segs[i]
+		g.st.keepHidden(s.x[g.Row*E : (g.Row+g.N)*E])
+		g.st.pos += g.N
 	}
 	e.head(s)
 	e.shareProfile(s, T)

@@ -202,3 +202,8 @@ func (e *cpuEngine) Close() error {
 	}
 	return nil
 }
+
+// For runs body over [0, n) on the engine's worker pool (backend.Workers).
+func (e *cpuEngine) For(n, grain int, body interface{ Run(lo, hi int) }) {
+	e.pool.For(n, grain, body)
+}

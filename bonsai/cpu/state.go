@@ -29,6 +29,80 @@ type cpuState struct {
 	keepFrom int
 
 	prof backend.OpProfile
+
+	// hid holds the hidden states of positions hidFrom, hidFrom+1, … (Embedding
+	// values each) while hidOn (backend.HiddenStates).
+	hidOn   bool
+	hidFrom int
+	hid     []float32
+}
+
+var _ backend.HiddenStates = (*cpuState)(nil)
+
+var _ backend.Workers = (*cpuEngine)(nil)
+
+// KeepHidden starts or stops keeping hidden states (backend.HiddenStates).
+func (st *cpuState) KeepHidden(from int) {
+	if from < 0 {
+		st.hidOn, st.hid, st.hidFrom = false, st.hid[:0], 0
+		return
+	}
+	E := st.e.cfg.Embedding
+	if !st.hidOn || len(st.hid) == 0 {
+		st.hidOn, st.hid, st.hidFrom = true, st.hid[:0], from
+		return
+	}
+	if drop := from - st.hidFrom; drop > 0 {
+		if drop*E >= len(st.hid) {
+			st.hid = st.hid[:0]
+		} else {
+			st.hid = st.hid[:copy(st.hid, st.hid[drop*E:])]
+		}
+		st.hidFrom = from
+	}
+}
+
+// Hidden copies a kept hidden state (backend.HiddenStates).
+func (st *cpuState) Hidden(pos int, dst []float32) bool {
+	E := st.e.cfg.Embedding
+	i := pos - st.hidFrom
+	if !st.hidOn || pos >= st.pos || i < 0 || (i+1)*E > len(st.hid) || len(dst) < E {
+		return false
+	}
+	copy(dst, st.hid[i*E:(i+1)*E])
+	return true
+}
+
+// keepHidden appends the hidden states x (rows of Embedding values) of the positions
+// from st.pos on, when keeping: those from st.hidFrom on, when the rows start before it;
+// rows that would not follow the kept ones start afresh.
+func (st *cpuState) keepHidden(x []float32) {
+	if !st.hidOn {
+		return
+	}
+	E := st.e.cfg.Embedding
+	if st.hidFrom+len(st.hid)/E != st.pos {
+		switch {
+		case st.pos+len(x)/E <= st.hidFrom:
+			return // all before the positions asked for
+		case st.pos < st.hidFrom:
+			x = x[(st.hidFrom-st.pos)*E:]
+			st.hid = st.hid[:0]
+		default:
+			st.hid, st.hidFrom = st.hid[:0], st.pos
+		}
+	}
+	st.hid = append(st.hid, x...)
+}
+
+// truncHidden drops the kept hidden states of positions n and later.
+func (st *cpuState) truncHidden(n int) {
+	E := st.e.cfg.Embedding
+	if keep := n - st.hidFrom; keep <= 0 {
+		st.hid = st.hid[:0]
+	} else if keep*E < len(st.hid) {
+		st.hid = st.hid[:keep*E]
+	}
 }
 
 func (e *cpuEngine) NewState(opt backend.StateOptions) (backend.State, error) {
@@ -54,6 +128,7 @@ func (st *cpuState) Len() int { return st.pos }
 
 func (st *cpuState) Reset() {
 	st.pos, st.kept = 0, false
+	st.truncHidden(0)
 	for i := range st.gdn {
 		if st.gdn[i] != nil {
 			st.gdn[i].Reset()
@@ -82,6 +157,7 @@ func (st *cpuState) SetLen(n int) error {
 		return fmt.Errorf("%w: %d tokens, the context holds %d", backend.ErrContextFull, n, st.opt.ContextSize)
 	}
 	st.pos, st.kept = n, false
+	st.truncHidden(0) // a loaded state's positions were never fed here
 	return nil
 }
 
@@ -144,6 +220,7 @@ func (st *cpuState) Rewind(n int) error {
 	}
 	e.lap(s, &st.prof.GDN)
 	st.pos = n
+	st.truncHidden(n)
 	return nil
 }
 
@@ -160,6 +237,7 @@ func (st *cpuState) CopyFrom(o backend.State) error {
 		return errors.New("states of different sizes")
 	}
 	st.pos, st.kept = src.pos, false
+	st.truncHidden(0)
 	for i := range src.gdn {
 		if src.gdn[i] != nil {
 			st.gdn[i].CopyFrom(src.gdn[i])

@@ -7,7 +7,7 @@
 //
 //	bench [-model FILE | -preset NAME] [-threads N] [-prompt-tokens P] [-gen-tokens G] [-warmup]
 //	      [-context N] [-kv f16|f32|int8|q8|q4]
-//	      [-speculative [-spec-prompt FILE] [-temperature T] [-spec-max-draft K] [-spec-replay N]]
+//	      [-speculative [-spec-prompt FILE] [-temperature T] [-spec-max-draft K] [-spec-replay N] [-spec-mtp]]
 //
 // With -speculative it then generates -gen-tokens after the prompt three times, in
 // fresh sessions: with plain steps, with the automatic speculative decoding (lookup
@@ -18,6 +18,9 @@
 // With -spec-replay N (greedy) a fourth run drafts the plain run's own continuation,
 // every Nth drafted token wrong: the speed-up where the output repeats what the drafter
 // sees, at a known acceptance — a random-weight model's output seldom repeats itself.
+// With -spec-mtp two more runs draft with the model file's multi-token-prediction head
+// (at every pass, "mtp", and under the cost model, "mtp-auto"); a file without a head
+// is refused, and with -preset the synthetic model is written with one.
 //
 // With -context N it then decodes at position N: the KV caches and GDN states are filled
 // with synthetic values (backendtest.FillSynthetic; their content does not change the speed),
@@ -95,6 +98,7 @@ func parseFlags(fs *flag.FlagSet, args []string) (config, error) {
 	fs.StringVar(&cfg.specPrompt, "spec-prompt", "", "with -speculative: a text `file` whose contents are the prompt (tokenized as a plain text), instead of the synthetic -prompt-tokens")
 	fs.Float64Var(&cfg.specTemp, "temperature", 0, "with -speculative: the sampling temperature of the generations, seeded (0: greedy, and the tokens are compared)")
 	fs.IntVar(&cfg.specReplay, "spec-replay", 0, "with -speculative, greedy: also a run whose drafter proposes the plain run's own continuation with every `N`th drafted token wrong, the cost model choosing k (0: no such run)")
+	fs.BoolVar(&cfg.specMTP, "spec-mtp", false, "with -speculative: also draft with the model file's multi-token-prediction head, at every pass and under the cost model (a model without a head is refused); with -preset: write the synthetic model with a head")
 	fs.IntVar(&cfg.specMaxDraft, "spec-max-draft", 0, "with -speculative: SpeculativeOptions.MaxDraft, the most tokens drafted a pass (0: the default, 8)")
 	fs.BoolVar(&cfg.warmup, "warmup", false, "read every weight page at load, so that the first measurements do not wait for the disk")
 	fs.Usage = func() {
@@ -122,6 +126,7 @@ type config struct {
 	specTemp                  float64 // -temperature
 	specMaxDraft              int     // -spec-max-draft
 	specReplay                int     // -spec-replay
+	specMTP                   bool    // -spec-mtp
 	layout                    string
 	threads, prompt, gen      int
 	bwTime                    time.Duration
@@ -184,6 +189,9 @@ func run(ctx context.Context, out, stderr io.Writer, cfg config) error {
 		if err != nil {
 			return err
 		}
+		if cfg.specMTP {
+			c.NextN = 1
+		}
 		path = cfg.keep
 		if path == "" {
 			dir, err := os.MkdirTemp("", "bonsai-bench-")
@@ -223,6 +231,9 @@ func run(ctx context.Context, out, stderr io.Writer, cfg config) error {
 	w, ok := m.Driver().Weights().(*qwen35.Weights)
 	if !ok {
 		return fmt.Errorf("%s: bench measures qwen35 models, not %s", path, m.Architecture())
+	}
+	if err := checkMTP(cfg, m); err != nil {
+		return err
 	}
 	c := w.Config
 	perToken := weightBytesPerToken(w, transcodeTo)
@@ -431,6 +442,30 @@ func decode(ctx context.Context, out io.Writer, m *bonsai.Model, s *bonsai.Sessi
 	return tps, p, nil
 }
 
+// checkMTP refuses -spec-mtp for a model file without a multi-token-prediction head,
+// before any measuring.
+func checkMTP(cfg config, m *bonsai.Model) error {
+	if cfg.specMTP && !m.HasMTP() {
+		return fmt.Errorf("-spec-mtp: %w: the file's qwen35.nextn_predict_layers is 0 (the published Bonsai 2 file has no head; synth -mtp or bench -preset … -spec-mtp writes one)", bonsai.ErrNoMTP)
+	}
+	return nil
+}
+
+// mtpRuns are the speculative runs of -spec-mtp: the MTP head drafting at every pass,
+// and under the cost model.
+func mtpRuns(maxDraft int) []struct {
+	name string
+	sp   *bonsai.SpeculativeOptions
+} {
+	return []struct {
+		name string
+		sp   *bonsai.SpeculativeOptions
+	}{
+		{"mtp", &bonsai.SpeculativeOptions{MaxDraft: maxDraft, MTP: true, Always: true}},
+		{"mtp-auto", &bonsai.SpeculativeOptions{MaxDraft: maxDraft, MTP: true}},
+	}
+}
+
 // speculate generates cfg.gen tokens after in, in fresh sessions: with plain steps,
 // with the automatic policy (the lookup drafter, the cost model choosing each pass's
 // draft length) and with lookup drafts at every pass, in that order, so that the
@@ -469,6 +504,9 @@ func speculate(ctx context.Context, out io.Writer, m *bonsai.Model, in bonsai.In
 		}{"replay", &bonsai.SpeculativeOptions{MaxDraft: maxDraft, NewDrafter: func() bonsai.Drafter {
 			return &replayDrafter{tokens: plain, prompt: promptLen, miss: cfg.specReplay, vocab: int32(m.Vocab())}
 		}}})
+	}
+	if cfg.specMTP {
+		runs = append(runs, mtpRuns(maxDraft)...)
 	}
 	for _, run := range runs {
 		p, err := m.Prepare(in, bonsai.GenerateOptions{MaxTokens: cfg.gen, SamplerOptions: sampler, Speculative: run.sp})

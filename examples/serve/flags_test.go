@@ -34,7 +34,7 @@ func TestFlagRanges(t *testing.T) {
 		{[]string{"-batch-tokens", "0"}, "serve: -batch-tokens 0: must be ≥ 1"},
 		{[]string{"-drain-timeout", "-1s"}, "serve: -drain-timeout -1s: must be ≥ 0s"},
 		{[]string{"-responses-store", "-1"}, "serve: -responses-store -1: must be ≥ 0"},
-		{[]string{"-speculative", "on"}, `serve: -speculative "on": must be one of auto, off, lookup`},
+		{[]string{"-speculative", "on"}, `serve: -speculative "on": must be one of auto, off, lookup, mtp`},
 		{[]string{"-parallel", "8", "-batch-tokens", "4"}, "serve: -batch-tokens 4 is less than -parallel 8: a new prompt needs a row beside the running streams"},
 	} {
 		_, out, err := parse(t, append([]string{"-model", missing}, tc.args...)...)

@@ -8,7 +8,7 @@
 //	      [-prefix-cache SIZE] [-threads N] [-context N] [-model-name NAME] [-model-alias NAME]...
 //	      [-max-body BYTES] [-api-key KEY]... [-api-key-file FILE] [-metrics-auth]
 //	      [-drain-timeout D] [-responses-store N] [-responses-store-memory SIZE]
-//	      [-max-tokens N] [-thinking-budget N] [-speculative auto|off|lookup] [-temperature T] ...
+//	      [-max-tokens N] [-thinking-budget N] [-speculative auto|off|lookup|mtp] [-temperature T] ...
 //
 // Endpoints:
 //
@@ -198,7 +198,7 @@ func parseFlags(fs *flag.FlagSet, args []string) (config, error) {
 	minP := fs.Float64("min-p", 0, "min_p of requests that give none (0: off)")
 	fs.IntVar(&cfg.defaults.ThinkingBudget, "thinking-budget", 0, "most tokens a think block holds in a request that sets no budget (reasoning_effort, reasoning.effort, thinking.budget_tokens), then </think> is forced (0: no cap, but half the max tokens under a forced tool call or JSON answer)")
 	fs.StringVar(&cfg.defaults.Speculative, "speculative", serve.SpeculativeAuto, "speculative decoding of requests that do not choose (\"speculative\" in the body): "+
-		"auto (lookup drafts when the measured pass times and the drafts' acceptance say they pay), off, or lookup (lookup drafts at every pass)")
+		"auto (lookup drafts when the measured pass times and the drafts' acceptance say they pay), off, lookup (lookup drafts at every pass), or mtp (the model file's multi-token-prediction head drafts, when it pays; a file without a head is refused)")
 	fs.IntVar(&cfg.defaults.MaxTokens, "max-tokens", defaultMaxTokens, "most tokens a request without max_tokens generates, then finish_reason \"length\" (0: no cap, until the context is full); a request's own max_tokens wins, up to the context")
 	fs.Usage = func() {
 		fmt.Fprint(fs.Output(), "usage: serve [-model FILE] [-addr HOST:PORT] [-parallel N] [flags]\n\n"+

@@ -6,7 +6,11 @@
 //
 // Usage:
 //
-//	synth -preset NAME -seed N -format pq2_0|ptq1_0 -out FILE [-f32-twin FILE] [-q]
+//	synth -preset NAME -seed N -format pq2_0|ptq1_0 -out FILE [-f32-twin FILE] [-mtp] [-q]
+//
+// With -mtp the model carries Qwen3.5's multi-token-prediction head (one "nextn" block
+// after the decoder layers, qwen35.nextn_predict_layers = 1), as community files
+// re-bundle it, with random weights in the same ternary formats.
 //
 // Presets: tiny (a few hundred kilobytes), small, real-widths (the 27B model's widths in
 // four layers) and 27b (the full shape, about 7.2 GB as PQ2_0; its twin would be about
@@ -62,8 +66,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	out := fs.String("out", "", "the model file to write (required)")
 	twin := fs.String("f32-twin", "", "also write the unfolded float32 twin of the model to this file")
 	quiet := fs.Bool("q", false, "no progress bar")
+	mtp := fs.Bool("mtp", false, "also write a multi-token-prediction (nextn) head: one MTP block after the decoder layers")
 	fs.Usage = func() {
-		fmt.Fprintf(stderr, "usage: synth -preset NAME -seed N -format pq2_0|ptq1_0 -out FILE [-f32-twin FILE] [-q]\n\n"+
+		fmt.Fprintf(stderr, "usage: synth -preset NAME -seed N -format pq2_0|ptq1_0 -out FILE [-f32-twin FILE] [-mtp] [-q]\n\n"+
 			"Writes a synthetic Ternary Bonsai 2 model (GGUF, qwen35). The twin is the same model\n"+
 			"with the Hadamard rotation unfolded, every tensor F32 and ssm_out's columns tiled: the\n"+
 			"file upstream llama.cpp runs as it is.\n\nflags:\n")
@@ -93,6 +98,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	cfg, err := synth.Preset(*preset)
 	if err != nil {
 		return err
+	}
+	if *mtp {
+		cfg.NextN = 1
 	}
 	opt := synth.Options{Config: cfg, Seed: *seed, Format: f}
 

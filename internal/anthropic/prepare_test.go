@@ -1,8 +1,10 @@
 package anthropic
 
 import (
+	"strings"
 	"testing"
 
+	"github.com/bonsai-go/sdk/bonsai"
 	"github.com/bonsai-go/sdk/internal/prepcount"
 	"github.com/bonsai-go/sdk/internal/serve"
 	"github.com/stretchr/testify/assert"
@@ -30,4 +32,26 @@ func TestOnePreparation(t *testing.T) {
 		}
 		assert.Equal(t, want, got, "%s%s", c.path, c.extra)
 	}
+}
+
+// TestSpeculativeMTPWithoutHead: this API has no per-request speculative mode (the
+// server's applies, and serve.New refuses "mtp" on a model without an MTP head), so a
+// request carrying "speculative": "mtp" is answered as any other — never a 500; and
+// should Prepare refuse the MTP drafter all the same, the refusal is a 400 naming the
+// field.
+func TestSpeculativeMTPWithoutHead(t *testing.T) {
+	srv, ts := newTestServer(t, serve.Config{})
+	require.False(t, srv.Model().HasMTP(), "the test model has no MTP head")
+	code, _, out := post(t, ts.URL+"/v1/messages", `{"model": "m", "max_tokens": 4, "speculative": "mtp",
+		"messages": [{"role": "user", "content": "Hi"}]}`)
+	assert.Equal(t, 200, code, "%s", out)
+
+	opt := bonsai.GenerateOptions{Speculative: &bonsai.SpeculativeOptions{MTP: true}}
+	_, err := srv.Model().Prepare(bonsai.Text("Hi"), opt)
+	require.ErrorIs(t, err, bonsai.ErrNoMTP)
+	e := prepareError(err, opt)
+	require.NotNil(t, e)
+	assert.Equal(t, 400, e.status)
+	assert.Equal(t, typeInvalidRequest, e.Type)
+	assert.True(t, strings.HasPrefix(e.Message, "speculative: "), "%s", e.Message)
 }

@@ -112,6 +112,9 @@ func (h *handler) prepare(req *messagesRequest) (*bonsai.Prompt, *apiError) {
 var optionFields = map[string]string{
 	"MaxTokens": "max_tokens", "Temperature": "temperature", "TopK": "top_k", "TopP": "top_p",
 	"ToolChoice": "tool_choice", "Tools": "tools",
+	// This API has no per-request speculative field: the mode is the server's, which
+	// serve.New refuses as "mtp" on a model without an MTP head; named all the same.
+	"Speculative": "speculative",
 }
 
 // prepareError maps Prepare's errors for options opt.

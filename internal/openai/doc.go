@@ -26,9 +26,9 @@
 // "enable_thinking"; the thinking comes back apart from the answer, in
 // reasoning_content, as DeepSeek's API and llama.cpp return it.
 //
-// A request may choose its speculative decoding with "speculative": "auto", "off" or
-// "lookup" (serve.SpeculativeModes; the server's serve.Defaults.Speculative when
-// absent). The output is the model's either way; the usage reports the drafted tokens
+// A request may choose its speculative decoding with "speculative": "auto", "off",
+// "lookup" or "mtp" (serve.SpeculativeModes; the server's serve.Defaults.Speculative
+// when absent; "mtp" needs a model file with a multi-token-prediction head). The output is the model's either way; the usage reports the drafted tokens
 // in OpenAI's fields for a predicted output's, completion_tokens_details's
 // accepted_prediction_tokens and rejected_prediction_tokens.
 //

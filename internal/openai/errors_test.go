@@ -39,6 +39,10 @@ func TestErrors(t *testing.T) {
 		{"speculative type", "/v1/chat/completions", `{"speculative": true, ` + user + `}`, 400, "speculative", ""},
 		{"completion speculative", "/v1/completions", `{"prompt": "a", "speculative": "on"}`, 400, "speculative", ""},
 		{"responses speculative", "/v1/responses", `{"input": "a", "speculative": "on"}`, 400, "speculative", ""},
+		// The tiny model has no MTP head: Prepare's refusal names the field, not a 500.
+		{"speculative mtp without a head", "/v1/chat/completions", `{"speculative": "mtp", ` + user + `}`, 400, "speculative", ""},
+		{"completion speculative mtp without a head", "/v1/completions", `{"prompt": "a", "speculative": "mtp"}`, 400, "speculative", ""},
+		{"responses speculative mtp without a head", "/v1/responses", `{"input": "a", "speculative": "mtp"}`, 400, "speculative", ""},
 		{"presence_penalty", "/v1/chat/completions", `{"presence_penalty": 2.5, ` + user + `}`, 400, "presence_penalty", ""},
 		{"frequency_penalty", "/v1/chat/completions", `{"frequency_penalty": -3, ` + user + `}`, 400, "frequency_penalty", ""},
 		{"max_tokens", "/v1/chat/completions", `{"max_tokens": 0, ` + user + `}`, 400, "max_tokens", ""},

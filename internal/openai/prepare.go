@@ -13,6 +13,7 @@ var optionParams = map[string]string{
 	"MaxTokens": "max_tokens", "TopLogProbs": "top_logprobs", "Temperature": "temperature", "TopK": "top_k",
 	"TopP": "top_p", "MinP": "min_p", "RepeatPenalty": "repetition_penalty", "PresencePenalty": "presence_penalty",
 	"FrequencyPenalty": "frequency_penalty", "ResponseFormat": "response_format", "ToolChoice": "tool_choice", "Tools": "tools",
+	"Speculative": "speculative", // "mtp" on a model without an MTP head
 }
 
 // prepare prepares a job's generation, mapping Prepare's refusals to the parameter at

@@ -35,7 +35,7 @@ type commonRequest struct {
 	N                   *int               `json:"n"`
 	LogitBias           map[string]float64 `json:"logit_bias"`
 	// Speculative is an extension: the speculative decoding mode of this request
-	// (serve.SpeculativeModes: "auto", "off", "lookup"), instead of the server's.
+	// (serve.SpeculativeModes: "auto", "off", "lookup", "mtp"), instead of the server's.
 	Speculative *string `json:"speculative"`
 }
 

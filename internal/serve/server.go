@@ -153,6 +153,9 @@ func New(m *bonsai.Model, cfg Config) (*Server, error) {
 	if _, err := SpeculativeOptions(cfg.Defaults.Speculative); err != nil {
 		return nil, fmt.Errorf("serve: Config.Defaults.Speculative: %w", err)
 	}
+	if cfg.Defaults.Speculative == SpeculativeMTP && !m.HasMTP() {
+		return nil, fmt.Errorf("serve: Config.Defaults.Speculative %q: %w (nextn_predict_layers is 0); choose lookup or auto", SpeculativeMTP, bonsai.ErrNoMTP)
+	}
 	if cfg.MaxBodyBytes <= 0 {
 		cfg.MaxBodyBytes = 4 << 20
 	}

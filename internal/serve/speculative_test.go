@@ -21,6 +21,7 @@ func TestSpeculativeOptions(t *testing.T) {
 	}{
 		{"auto", &bonsai.SpeculativeOptions{}},
 		{"lookup", &bonsai.SpeculativeOptions{Always: true}},
+		{"mtp", &bonsai.SpeculativeOptions{MTP: true}},
 		{"off", nil},
 		{"", nil},
 	} {
@@ -29,9 +30,13 @@ func TestSpeculativeOptions(t *testing.T) {
 		assert.Equal(t, c.want, got, c.mode)
 	}
 	_, err := serve.SpeculativeOptions("on")
-	assert.EqualError(t, err, `"on" is not a speculative decoding mode: want one of auto, off, lookup`)
+	assert.EqualError(t, err, `"on" is not a speculative decoding mode: want one of auto, off, lookup, mtp`)
 	_, err = serve.New(tinyModel, serve.Config{ModelName: modelName, Defaults: serve.Defaults{Speculative: "fast"}})
 	assert.ErrorContains(t, err, "Config.Defaults.Speculative")
+	// The tiny model has no MTP head: mtp is refused, naming why.
+	_, err = serve.New(tinyModel, serve.Config{ModelName: modelName, Defaults: serve.Defaults{Speculative: "mtp"}})
+	assert.ErrorIs(t, err, bonsai.ErrNoMTP)
+	assert.ErrorContains(t, err, `Config.Defaults.Speculative "mtp"`)
 }
 
 // A request chooses its speculative decoding ("speculative"), or gets the server's;

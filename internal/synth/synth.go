@@ -112,6 +112,9 @@ func (o *Options) normalize() error {
 	}
 	if o.Name == "" {
 		o.Name = fmt.Sprintf("synthetic qwen35 %dL %d %s seed %d", o.Config.Layers, o.Config.Embedding, o.Format, o.Seed)
+		if o.Config.NextN > 0 {
+			o.Name += " with MTP head"
+		}
 	}
 	return nil
 }
@@ -168,7 +171,10 @@ func Metadata(opt Options) ([]gguf.KV, error) {
 		kv = append(kv, gguf.KV{Key: "general.file_type", Value: gguf.MustValue(uint32(FileTypePQ2_0))})
 	}
 	add := func(key string, v any) { kv = append(kv, gguf.KV{Key: key, Value: gguf.MustValue(v)}) }
-	add(qwen35.KeyBlockCount, uint32(c.Layers))
+	add(qwen35.KeyBlockCount, uint32(c.BlockCount()))
+	if c.NextN > 0 {
+		add(qwen35.KeyNextNPredictLayers, uint32(c.NextN))
+	}
 	add(qwen35.KeyContextLength, uint32(c.ContextLength))
 	add(qwen35.KeyEmbeddingLength, uint32(c.Embedding))
 	add(qwen35.KeyFeedForwardLength, uint32(c.FeedForward))

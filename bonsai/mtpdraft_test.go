@@ -9,6 +9,7 @@ import (
 
 	"github.com/bonsai-go/sdk/bonsai"
 	"github.com/bonsai-go/sdk/bonsai/backend"
+	"github.com/bonsai-go/sdk/internal/spectest"
 	"github.com/bonsai-go/sdk/internal/synth"
 	"github.com/bonsai-go/sdk/internal/synth/synthtest"
 	"github.com/bonsai-go/sdk/qwen35"
@@ -54,7 +55,7 @@ func TestMTPDrafterGreedy(t *testing.T) {
 		plain := runGen(t, s, c.in, c.opt)
 		for _, k := range []int{1, 3, 8} {
 			msg := fmt.Sprintf("case %d, MaxDraft %d", i, k)
-			d, a := sameRun(t, plain, runGen(t, s, c.in, withSpec(c.opt, mtpSpec(t, m, k, nil))), msg)
+			d, a := spectest.Same(t, plain, runGen(t, s, c.in, spectest.With(c.opt, mtpSpec(t, m, k, nil))), msg)
 			assert.Positive(t, d, "%s: the head drafts", msg)
 			drafted += d
 			accepted += a
@@ -156,13 +157,13 @@ func TestSpeculativeOptionsMTP(t *testing.T) {
 	opt := bonsai.GenerateOptions{MaxTokens: 200}
 	plain := runGen(t, s, bonsai.Text("Once upon a time"), opt)
 	for _, so := range []*bonsai.SpeculativeOptions{{MTP: true}, {MTP: true, Always: true, MaxDraft: 2}} {
-		d, _ := sameRun(t, plain, runGen(t, s, bonsai.Text("Once upon a time"), withSpec(opt, so)), fmt.Sprintf("%+v", *so))
+		d, _ := spectest.Same(t, plain, runGen(t, s, bonsai.Text("Once upon a time"), spectest.With(opt, so)), fmt.Sprintf("%+v", *so))
 		if so.Always {
 			assert.Positive(t, d)
 		}
 	}
 
-	_, err := tiny(t).Prepare(bonsai.Text("Hi"), withSpec(opt, &bonsai.SpeculativeOptions{MTP: true}))
+	_, err := tiny(t).Prepare(bonsai.Text("Hi"), spectest.With(opt, &bonsai.SpeculativeOptions{MTP: true}))
 	require.ErrorIs(t, err, bonsai.ErrNoMTP)
 	var oe *bonsai.OptionError
 	require.ErrorAs(t, err, &oe)

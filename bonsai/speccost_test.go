@@ -102,16 +102,16 @@ func TestGenerateSpeculativeDrafterCostStops(t *testing.T) {
 		bonsai.SetDraftCost(m, c.draft)
 		s := session(t, m)
 		plain := runGen(t, s, in, opt)
-		require.Len(t, plain.res.Tokens, 60, "the generation is long enough to see the bound")
-		d := &countDrafter{Drafter: &wrongDrafter{want: plain.res.Tokens, prompt: promptLen(plain)}}
-		got := runGen(t, s, in, withSpec(opt, &bonsai.SpeculativeOptions{NewDrafter: func() bonsai.Drafter { return d }}))
-		assert.Equal(t, c.passes, got.res.Usage.DraftPasses, c.name)
-		assert.Zero(t, got.res.Usage.AcceptedTokens, c.name)
+		require.Len(t, plain.Res.Tokens, 60, "the generation is long enough to see the bound")
+		d := &countDrafter{Drafter: &wrongDrafter{want: plain.Res.Tokens, prompt: plain.PromptLen()}}
+		got := runGen(t, s, in, spectest.With(opt, &bonsai.SpeculativeOptions{NewDrafter: func() bonsai.Drafter { return d }}))
+		assert.Equal(t, c.passes, got.Res.Usage.DraftPasses, c.name)
+		assert.Zero(t, got.Res.Usage.AcceptedTokens, c.name)
 		assert.LessOrEqual(t, d.calls, c.maxCall, c.name)
-		probes := d.calls - got.res.Usage.DraftPasses
-		assert.Equal(t, got.res.Usage.DraftedTokens+probes, d.tokens, "%s: every probe drafts one token", c.name)
-		t.Logf("%s: %d draft passes, %d calls, %d tokens drafted", c.name, got.res.Usage.DraftPasses, d.calls, d.tokens)
-		sameRun(t, plain, got, c.name)
+		probes := d.calls - got.Res.Usage.DraftPasses
+		assert.Equal(t, got.Res.Usage.DraftedTokens+probes, d.tokens, "%s: every probe drafts one token", c.name)
+		t.Logf("%s: %d draft passes, %d calls, %d tokens drafted", c.name, got.Res.Usage.DraftPasses, d.calls, d.tokens)
+		spectest.Same(t, plain, got, c.name)
 	}
 }
 

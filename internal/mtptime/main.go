@@ -1,3 +1,5 @@
+//go:build unix
+
 // Command mtptime times qwen35.MTPRunner.Step, the MTP head's step, on a model file with a
 // head (synth -mtp): float32 and int8 products on a 2-worker pool, alternately, wall and
 // CPU time per step. It is the measurement behind NOTES-mtp.md's figures:

@@ -20,7 +20,9 @@
 //     StateCopier (copy a state in place, reusing its memory), Greedy (choose the greedy
 //     token on the device), Profiler (account time per kind of operation), Rewinder
 //     (take a state back to any position of a kept pass, for speculative decoding),
-//     WeightReader (stream the weights a decode step reads, for benchmarks).
+//     HiddenStates (keep each position's last hidden state, for an MTP head), Workers
+//     (lend the engine's worker pool to work between passes), WeightReader (stream the
+//     weights a decode step reads, for benchmarks).
 //  5. A run of backendtest.Run in its tests: the conformance suite checks batches against
 //     sequences run alone, snapshots through the shared codec, cancellation and closing.
 //

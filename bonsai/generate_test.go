@@ -17,6 +17,7 @@ import (
 	"github.com/bonsai-go/sdk/bonsai"
 	"github.com/bonsai-go/sdk/bonsai/backend"
 	"github.com/bonsai-go/sdk/gguf"
+	"github.com/bonsai-go/sdk/internal/spectest"
 	"github.com/bonsai-go/sdk/internal/synth/synthtest"
 	"github.com/bonsai-go/sdk/ternary"
 	"github.com/stretchr/testify/assert"
@@ -30,10 +31,7 @@ func tiny(t testing.TB, opts ...bonsai.Option) *bonsai.Model {
 
 func session(t testing.TB, m *bonsai.Model) *bonsai.Session {
 	t.Helper()
-	s, err := m.NewSession()
-	require.NoError(t, err)
-	t.Cleanup(func() { s.Close() })
-	return s
+	return spectest.Session(t, m)
 }
 
 // collect runs a generation through its token iterator.

@@ -3,11 +3,13 @@ package bonsai_test
 import (
 	"context"
 	"errors"
-	"github.com/bonsai-go/sdk/internal/alloctest"
 	"math"
 	"path/filepath"
 	"sync"
 	"testing"
+
+	"github.com/bonsai-go/sdk/internal/alloctest"
+	"github.com/bonsai-go/sdk/internal/spectest"
 
 	"github.com/bonsai-go/sdk/bonsai"
 	"github.com/bonsai-go/sdk/bonsai/backend"
@@ -74,15 +76,7 @@ func compare(t *testing.T, what string, got [][]float32, want [][]float64, margi
 	return worst
 }
 
-func tokens(n, vocab int, seed int) []int32 {
-	ids := make([]int32, n)
-	x := uint32(seed*2654435761 + 1)
-	for i := range ids {
-		x = x*1664525 + 1013904223
-		ids[i] = int32(x>>8) % int32(vocab)
-	}
-	return ids
-}
+func tokens(n, vocab int, seed int) []int32 { return spectest.Tokens(n, vocab, seed) }
 
 func stepAll(t testing.TB, s *bonsai.Session, ids []int32) [][]float32 {
 	t.Helper()

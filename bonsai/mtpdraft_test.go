@@ -18,11 +18,26 @@ import (
 
 // tinyMTP is the tiny model with an MTP head and the pass costs of specTiny.
 func tinyMTP(t testing.TB) *bonsai.Model {
-	c := synthtest.Config(t, "tiny")
-	c.NextN = 1
-	m := open(t, synthtest.PathOf(t, synth.Options{Config: c, Seed: 3, Format: ternary.PQ2_0}))
+	m := open(t, synthtest.PathOf(t, tinyMTPOptions(t)))
 	bonsai.SetPassCosts(m, func(int) float64 { return 1 })
 	return m
+}
+
+// tinyMTPOptions are the tiny synthetic model's with an MTP head.
+func tinyMTPOptions(t testing.TB) synth.Options {
+	c := synthtest.Config(t, "tiny")
+	c.NextN = 1
+	return synth.Options{Config: c, Seed: 3, Format: ternary.PQ2_0}
+}
+
+// tinyMTPReference is the tiny model with a head in float32 activations, beside its
+// float64 reference.
+func tinyMTPReference(t *testing.T) (*bonsai.Model, *qwen35.Reference) {
+	opt := tinyMTPOptions(t)
+	m := open(t, synthtest.PathOf(t, opt), bonsai.WithActivations(backend.ActivationsFloat32))
+	ref, err := qwen35.NewReference(synthtest.FileOf(t, opt))
+	require.NoError(t, err)
+	return m, ref
 }
 
 // mtpSpec drafts with the model's MTP head at every pass.
@@ -96,12 +111,7 @@ func (l *draftLog) BindSession(s *bonsai.Session) { l.d.(bonsai.SessionDrafter).
 // token. A draft token may differ only where the reference's top two are within
 // 1e-2 (the engine's hidden states are float32, the reference's float64).
 func TestMTPDrafterMatchesReference(t *testing.T) {
-	c := synthtest.Config(t, "tiny")
-	c.NextN = 1
-	opt := synth.Options{Config: c, Seed: 3, Format: ternary.PQ2_0}
-	m := open(t, synthtest.PathOf(t, opt), bonsai.WithActivations(backend.ActivationsFloat32))
-	ref, err := qwen35.NewReference(synthtest.FileOf(t, opt))
-	require.NoError(t, err)
+	m, ref := tinyMTPReference(t)
 	s := session(t, m)
 	var log *draftLog
 	so := &bonsai.SpeculativeOptions{Always: true, MaxDraft: 2, NewDrafter: func() bonsai.Drafter {
@@ -176,12 +186,7 @@ func TestSpeculativeOptionsMTP(t *testing.T) {
 // positions' hidden states alone, then chained on its own output (a draft token may
 // differ only where the reference's top two are within 1e-2, as above).
 func TestMTPDrafterCatchUpWindow(t *testing.T) {
-	c := synthtest.Config(t, "tiny")
-	c.NextN = 1
-	opt := synth.Options{Config: c, Seed: 3, Format: ternary.PQ2_0}
-	m := open(t, synthtest.PathOf(t, opt), bonsai.WithActivations(backend.ActivationsFloat32))
-	ref, err := qwen35.NewReference(synthtest.FileOf(t, opt))
-	require.NoError(t, err)
+	m, ref := tinyMTPReference(t)
 	s := session(t, m)
 	ids := tokens(31, 512, 11)
 	ctx := t.Context()

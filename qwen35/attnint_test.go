@@ -217,9 +217,22 @@ func TestScoreCacheLayout(t *testing.T) {
 // scales), each iteration timing both so that a load on the machine falls on both alike.
 // ratio is attention's time over the read's.
 func BenchmarkAttentionLong(b *testing.B) {
+	c, a, l, vec := attn27B(63)
+	row := c.KVHeads * c.HeadDim
+	qg, k, v := vec(c.Heads*2*c.HeadDim), vec(row), vec(row)
+	out := make([]float32, c.Heads*c.HeadDim)
+	for _, p := range []backend.KVPrecision{backend.KVInt8, backend.KVQ4} {
+		for _, ctx := range []int{8192, 32768} {
+			b.Run(fmt.Sprintf("%v/ctx=%d", p, ctx), func(b *testing.B) { benchAttentionLong(b, a, l, qg, k, v, out, vec, p, ctx) })
+		}
+	}
+}
+
+// attn27B returns the 27B's attention widths, the core, a layer with random q/k norm
+// gains, and a source of normal random vectors, seeded.
+func attn27B(seed uint64) (*Config, *Attention, *Layer, func(int) []float32) {
 	c := &Config{Heads: 24, KVHeads: 4, HeadDim: 256, RopeDims: 64, RopeBase: 1e7, RMSEpsilon: 1e-6}
-	rng := rand.New(rand.NewPCG(63, 1))
-	a := NewAttention(c)
+	rng := rand.New(rand.NewPCG(seed, 1))
 	l := &Layer{Attention: true, QNorm: make([]float32, c.HeadDim), KNorm: make([]float32, c.HeadDim)}
 	for i := range l.QNorm {
 		l.QNorm[i], l.KNorm[i] = 1+0.2*float32(rng.NormFloat64()), 1+0.2*float32(rng.NormFloat64())
@@ -231,14 +244,7 @@ func BenchmarkAttentionLong(b *testing.B) {
 		}
 		return x
 	}
-	row := c.KVHeads * c.HeadDim
-	qg, k, v := vec(c.Heads*2*c.HeadDim), vec(row), vec(row)
-	out := make([]float32, c.Heads*c.HeadDim)
-	for _, p := range []backend.KVPrecision{backend.KVInt8, backend.KVQ4} {
-		for _, ctx := range []int{8192, 32768} {
-			b.Run(fmt.Sprintf("%v/ctx=%d", p, ctx), func(b *testing.B) { benchAttentionLong(b, a, l, qg, k, v, out, vec, p, ctx) })
-		}
-	}
+	return c, NewAttention(c), l, vec
 }
 
 func benchAttentionLong(b *testing.B, a *Attention, l *Layer, qg, k, v, out []float32, vec func(int) []float32, p backend.KVPrecision, ctx int) {
@@ -391,20 +397,7 @@ func TestAxpyCodes(t *testing.T) {
 // where the steps read it 5 times. Single-threaded, 27B attention widths.
 func BenchmarkAttentionKeptPass(b *testing.B) {
 	const T = 5
-	c := &Config{Heads: 24, KVHeads: 4, HeadDim: 256, RopeDims: 64, RopeBase: 1e7, RMSEpsilon: 1e-6}
-	rng := rand.New(rand.NewPCG(64, 1))
-	a := NewAttention(c)
-	l := &Layer{Attention: true, QNorm: make([]float32, c.HeadDim), KNorm: make([]float32, c.HeadDim)}
-	for i := range l.QNorm {
-		l.QNorm[i], l.KNorm[i] = 1, 1
-	}
-	vec := func(n int) []float32 {
-		x := make([]float32, n)
-		for i := range x {
-			x[i] = float32(rng.NormFloat64())
-		}
-		return x
-	}
+	c, a, l, vec := attn27B(64)
 	row := c.KVHeads * c.HeadDim
 	qg, k, v := vec(T*c.Heads*2*c.HeadDim), vec(T*row), vec(T*row)
 	out := make([]float32, T*c.Heads*c.HeadDim)

@@ -20,6 +20,26 @@ import (
 	"github.com/bonsai-go/sdk/bonsai"
 )
 
+// Session returns a new session of m, closed when the test ends.
+func Session(t testing.TB, m *bonsai.Model) *bonsai.Session {
+	t.Helper()
+	s, err := m.NewSession()
+	require.NoError(t, err)
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
+// Tokens returns n pseudo-random token ids below vocab, the same for the same seed.
+func Tokens(n, vocab int, seed int) []int32 {
+	ids := make([]int32, n)
+	x := uint32(seed*2654435761 + 1)
+	for i := range ids {
+		x = x*1664525 + 1013904223
+		ids[i] = int32(x>>8) % int32(vocab)
+	}
+	return ids
+}
+
 // Run is what a generation says: its reports, its result with the timings cleared
 // (they differ from run to run), and the tokens the session holds after it.
 type Run struct {

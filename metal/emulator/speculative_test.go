@@ -38,25 +38,6 @@ func gpuTiny(t *testing.T) *bonsai.Model {
 	return m
 }
 
-func session(t testing.TB, m *bonsai.Model) *bonsai.Session {
-	t.Helper()
-	s, err := m.NewSession()
-	require.NoError(t, err)
-	t.Cleanup(func() { s.Close() })
-	return s
-}
-
-// tokens returns n pseudo-random token ids below vocab (bonsai's tests' tokens).
-func tokens(n, vocab int, seed int) []int32 {
-	ids := make([]int32, n)
-	x := uint32(seed*2654435761 + 1)
-	for i := range ids {
-		x = x*1664525 + 1013904223
-		ids[i] = int32(x>>8) % int32(vocab)
-	}
-	return ids
-}
-
 // shiftOracle drafts what a plain run generated, want, with the token at one position
 // of each draft replaced by another, the position moving on by one at every draft
 // (and one draft in every k+1 left right), so that the verifications reject at every
@@ -89,14 +70,14 @@ func (o *shiftOracle) Accepted(drafted, accepted int) {}
 // draft in turn), all forced to draft at every pass (Always).
 func TestGenerateSpeculativeGreedyGPU(t *testing.T) {
 	m := gpuTiny(t)
-	s := session(t, m)
+	s := spectest.Session(t, m)
 	opt := bonsai.GenerateOptions{MaxTokens: 40}
-	in := bonsai.TokenIDs(tokens(12, 512, 5)...)
+	in := bonsai.TokenIDs(spectest.Tokens(12, 512, 5)...)
 	plain := spectest.Generate(t, m, s, in, opt)
 	p := plain.PromptLen()
 	// The lookup drafter on a prompt that repeats itself. (It drafted nothing on this
 	// model in these runs, so only the identity is asserted; the oracles draft.)
-	rep := tokens(6, 512, 9)
+	rep := spectest.Tokens(6, 512, 9)
 	lin := bonsai.TokenIDs(append(append(append([]int32(nil), rep...), rep...), rep...)...)
 	lplain := spectest.Generate(t, m, s, lin, opt)
 	ld, la := spectest.Same(t, lplain, spectest.Generate(t, m, s, lin, spectest.With(opt, &bonsai.SpeculativeOptions{Always: true})), "the lookup drafter")
@@ -128,14 +109,14 @@ func TestGenerateSpeculativeConcurrentGPU(t *testing.T) {
 	m := gpuTiny(t)
 	const n = 3
 	want := make([]spectest.Run, n)
-	in := func(i int) bonsai.Input { return bonsai.TokenIDs(tokens(10+i, 512, 20+i)...) }
+	in := func(i int) bonsai.Input { return bonsai.TokenIDs(spectest.Tokens(10+i, 512, 20+i)...) }
 	opt := bonsai.GenerateOptions{MaxTokens: 30}
 	for i := range n {
-		want[i] = spectest.Generate(t, m, session(t, m), in(i), opt)
+		want[i] = spectest.Generate(t, m, spectest.Session(t, m), in(i), opt)
 	}
 	sessions := make([]*bonsai.Session, n)
 	for i := range sessions {
-		sessions[i] = session(t, m)
+		sessions[i] = spectest.Session(t, m)
 	}
 	got := make([]spectest.Run, n)
 	var wg sync.WaitGroup
@@ -187,7 +168,7 @@ func TestGenerateSpeculativeSamplingDistributionGPU(t *testing.T) {
 		t.Skip("-short: 50 generations on the MSL emulator (minutes); TestGenerateSpeculativeGreedyGPU covers the GPU's rewind")
 	}
 	m := gpuTiny(t)
-	prompt := tokens(8, 512, 41)
+	prompt := spectest.Tokens(8, 512, 41)
 	so := bonsai.SamplerOptions{Temperature: 1, TopK: 3}
 	smp, err := bonsai.NewSampler(512, so)
 	require.NoError(t, err)
@@ -202,7 +183,7 @@ func TestGenerateSpeculativeSamplingDistributionGPU(t *testing.T) {
 		}}
 	}
 	n := gpuDistributionSeeds
-	s := session(t, m)
+	s := spectest.Session(t, m)
 	sp := &bonsai.SpeculativeOptions{NewDrafter: drafter, Always: true}
 	counts := map[string]int{}
 	var drafted, accepted int

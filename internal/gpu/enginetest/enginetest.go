@@ -21,9 +21,7 @@ import (
 	"github.com/bonsai-go/sdk/bonsai"
 	"github.com/bonsai-go/sdk/bonsai/backend"
 	"github.com/bonsai-go/sdk/bonsai/backend/backendtest"
-	"github.com/bonsai-go/sdk/gguf"
 	"github.com/bonsai-go/sdk/internal/synth/synthtest"
-	"github.com/bonsai-go/sdk/qwen35"
 	"github.com/bonsai-go/sdk/ternary"
 )
 
@@ -483,15 +481,7 @@ func UnfusedDecode(t *testing.T, nb NewBackend) [][]float32 {
 // runs the engine's same host logic through them all.
 func Conformance(t *testing.T, nb NewBackend, rewind ...backend.KVPrecision) {
 	b := nb(t, Variant{})
-	f, err := gguf.Open(synthtest.Path(t, "tiny", 1, ternary.PQ2_0))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { f.Close() })
-	w, err := qwen35.Bind(f)
-	if err != nil {
-		t.Fatal(err)
-	}
+	w := synthtest.Weights(t, "tiny", 1, ternary.PQ2_0)
 	backendtest.Run(t, b, w, backendtest.Options{
 		Precisions:       []backend.KVPrecision{backend.KVFloat16, backend.KVFloat32, backend.KVInt8},
 		RewindPrecisions: rewind,

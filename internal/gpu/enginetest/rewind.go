@@ -7,9 +7,7 @@ import (
 	"testing"
 
 	"github.com/bonsai-go/sdk/bonsai/backend"
-	"github.com/bonsai-go/sdk/gguf"
 	"github.com/bonsai-go/sdk/internal/synth/synthtest"
-	"github.com/bonsai-go/sdk/qwen35"
 	"github.com/bonsai-go/sdk/ternary"
 )
 
@@ -25,15 +23,7 @@ import (
 // (two chunks of its own).
 func RewindExact(t *testing.T, nb NewBackend) {
 	b := nb(t, Variant{})
-	f, err := gguf.Open(synthtest.Path(t, "tiny", 1, ternary.PQ2_0))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { f.Close() })
-	w, err := qwen35.Bind(f)
-	if err != nil {
-		t.Fatal(err)
-	}
+	w := synthtest.Weights(t, "tiny", 1, ternary.PQ2_0)
 	e, err := b.Load(context.Background(), w, backend.LoadOptions{Threads: 1, Activations: backend.ActivationsFloat32})
 	if err != nil {
 		t.Fatal(err)

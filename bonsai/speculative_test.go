@@ -312,52 +312,13 @@ func (e noRewindEngine) Forward(ctx context.Context, batch []backend.Sequence) e
 // residual after a rejection, shifts the drafted token's probability further.
 func TestGenerateSpeculativeSamplingDistribution(t *testing.T) {
 	m := specTiny(t)
-	prompt := tokens(8, 512, 41)
-	so := bonsai.SamplerOptions{Temperature: 1, TopK: 3}
-	smp, err := bonsai.NewSampler(512, so)
-	require.NoError(t, err)
-	// The exact distribution of the first three tokens (shorter when one ends the
-	// generation), with Step and Distribution.
-	exact, best, worst := spectest.ExactFirstTokens(t, m, prompt, smp, func(s *bonsai.Session, _ []int32) []float32 { return s.Logits() })
-	drafter := func() bonsai.Drafter {
-		return &spectest.Table{Prompt: len(prompt), Next: func(gen []int32) []int32 {
-			if len(gen) != 1 {
-				return nil
-			}
-			second := best[fmt.Sprint(gen)]
-			return []int32{second, worst[fmt.Sprint([]int32{gen[0], second})]}
-		}}
-	}
+	f := spectest.NewFirstTokens(t, m)
 	const n = 2000
 	s := session(t, m)
-	count := func(sp *bonsai.SpeculativeOptions) (map[string]int, int, int) {
-		counts := map[string]int{}
-		var drafted, accepted int
-		for seed := range n {
-			// MaxTokens 4 leaves room for a draft of two after the first token.
-			opt := bonsai.GenerateOptions{MaxTokens: 4, SamplerOptions: so, Speculative: sp}
-			opt.Seed = uint64(seed) + 1
-			r := runGen(t, s, bonsai.TokenIDs(prompt...), opt)
-			counts[fmt.Sprint(r.Res.Tokens[:min(3, len(r.Res.Tokens))])]++
-			drafted += r.Res.Usage.DraftedTokens
-			accepted += r.Res.Usage.AcceptedTokens
-		}
-		return counts, drafted, accepted
-	}
-	for _, c := range []struct {
-		name string
-		sp   *bonsai.SpeculativeOptions
-	}{{"plain", nil}, {"speculative", &bonsai.SpeculativeOptions{NewDrafter: drafter}}} {
-		counts, drafted, accepted := count(c.sp)
-		chi, cells := spectest.ChiSquare(t, c.name, exact, counts, n)
-		crit := spectest.ChiSquareCritical(cells-1, 3.719) // z of p = 1e-4
-		t.Logf("%s: chi-square %.1f (critical %.1f, %d cells); drafted %d, accepted %d", c.name, chi, crit, cells, drafted, accepted)
-		assert.Less(t, chi, crit, c.name)
-		if c.sp != nil {
-			assert.Greater(t, accepted, n/10, "drafts were accepted")
-			assert.Less(t, accepted, drafted-n/10, "drafts were rejected")
-		}
-	}
+	f.Check(t, "plain", s, nil, n)
+	f.Check(t, "speculative", s, &bonsai.SpeculativeOptions{NewDrafter: f.Drafter}, n)
+	assert.Greater(t, f.Accepted, n/10, "drafts were accepted")
+	assert.Less(t, f.Accepted, f.Drafted-n/10, "drafts were rejected")
 }
 
 // wildDrafter proposes more tokens than asked, some outside the vocabulary.

@@ -209,3 +209,62 @@ func ChiSquareCritical(df int, z float64) float64 {
 	a := 2 / (9 * k)
 	return k * math.Pow(1-a+z*math.Sqrt(a), 3)
 }
+
+// FirstTokens is a sampling check of speculative decoding: generations of up to four
+// tokens, top-k 3 at temperature 1, after a fixed prompt, whose first three tokens'
+// frequencies over many seeds are held against their exact probabilities (a
+// chi-square test at p = 1e-4, so that a correct rule passes whatever the fixed
+// seeds). Drafter proposes, after the first token, the most likely second token and
+// the least likely third, so that drafts are accepted and rejected at both depths.
+type FirstTokens struct {
+	m                 *bonsai.Model
+	prompt            []int32
+	opt               bonsai.SamplerOptions
+	exact             map[string]float64
+	best, worst       map[string]int32
+	Drafted, Accepted int // the last Check's drafts
+}
+
+// NewFirstTokens computes m's exact distribution of the first three tokens after the
+// check's prompt (m's vocabulary at least 512).
+func NewFirstTokens(t *testing.T, m *bonsai.Model) *FirstTokens {
+	t.Helper()
+	f := &FirstTokens{m: m, prompt: Tokens(8, 512, 41), opt: bonsai.SamplerOptions{Temperature: 1, TopK: 3}}
+	smp, err := bonsai.NewSampler(m.Vocab(), f.opt)
+	require.NoError(t, err)
+	f.exact, f.best, f.worst = ExactFirstTokens(t, m, f.prompt, smp, func(s *bonsai.Session, _ []int32) []float32 { return s.Logits() })
+	return f
+}
+
+// Drafter returns a new drafter of the check's drafts.
+func (f *FirstTokens) Drafter() bonsai.Drafter {
+	return &Table{Prompt: len(f.prompt), Next: func(gen []int32) []int32 {
+		if len(gen) != 1 {
+			return nil
+		}
+		second := f.best[fmt.Sprint(gen)]
+		return []int32{second, f.worst[fmt.Sprint([]int32{gen[0], second})]}
+	}}
+}
+
+// Check runs n seeds with speculation sp (nil: plain steps) on s, a session of the
+// model, and asserts that the first tokens' chi-square is below the critical value; it
+// leaves the drafts' counts in Drafted and Accepted.
+func (f *FirstTokens) Check(t *testing.T, name string, s *bonsai.Session, sp *bonsai.SpeculativeOptions, n int) {
+	t.Helper()
+	counts := map[string]int{}
+	f.Drafted, f.Accepted = 0, 0
+	for seed := range n {
+		// MaxTokens 4 leaves room for a draft of two after the first token.
+		opt := bonsai.GenerateOptions{MaxTokens: 4, SamplerOptions: f.opt, Speculative: sp}
+		opt.Seed = uint64(seed) + 1
+		r := Generate(t, f.m, s, bonsai.TokenIDs(f.prompt...), opt)
+		counts[fmt.Sprint(r.Res.Tokens[:min(3, len(r.Res.Tokens))])]++
+		f.Drafted += r.Res.Usage.DraftedTokens
+		f.Accepted += r.Res.Usage.AcceptedTokens
+	}
+	chi, cells := ChiSquare(t, name, f.exact, counts, n)
+	crit := ChiSquareCritical(cells-1, 3.719) // z of p = 1e-4
+	t.Logf("%s: chi-square %.1f (critical %.1f, %d cells); drafted %d, accepted %d", name, chi, crit, cells, f.Drafted, f.Accepted)
+	assert.Less(t, chi, crit, name)
+}

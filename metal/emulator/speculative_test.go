@@ -168,39 +168,11 @@ func TestGenerateSpeculativeSamplingDistributionGPU(t *testing.T) {
 		t.Skip("-short: 50 generations on the MSL emulator (minutes); TestGenerateSpeculativeGreedyGPU covers the GPU's rewind")
 	}
 	m := gpuTiny(t)
-	prompt := spectest.Tokens(8, 512, 41)
-	so := bonsai.SamplerOptions{Temperature: 1, TopK: 3}
-	smp, err := bonsai.NewSampler(512, so)
-	require.NoError(t, err)
-	exact, best, worst := spectest.ExactFirstTokens(t, m, prompt, smp, func(s *bonsai.Session, _ []int32) []float32 { return s.Logits() })
-	drafter := func() bonsai.Drafter {
-		return &spectest.Table{Prompt: len(prompt), Next: func(gen []int32) []int32 {
-			if len(gen) != 1 {
-				return nil
-			}
-			second := best[fmt.Sprint(gen)]
-			return []int32{second, worst[fmt.Sprint([]int32{gen[0], second})]}
-		}}
-	}
+	f := spectest.NewFirstTokens(t, m)
 	n := gpuDistributionSeeds
-	s := spectest.Session(t, m)
-	sp := &bonsai.SpeculativeOptions{NewDrafter: drafter, Always: true}
-	counts := map[string]int{}
-	var drafted, accepted int
-	for seed := range n {
-		opt := bonsai.GenerateOptions{MaxTokens: 4, SamplerOptions: so, Speculative: sp}
-		opt.Seed = uint64(seed) + 1
-		r := spectest.Generate(t, m, s, bonsai.TokenIDs(prompt...), opt)
-		counts[fmt.Sprint(r.Res.Tokens[:min(3, len(r.Res.Tokens))])]++
-		drafted += r.Res.Usage.DraftedTokens
-		accepted += r.Res.Usage.AcceptedTokens
-	}
-	chi, cells := spectest.ChiSquare(t, "speculative", exact, counts, n)
-	crit := spectest.ChiSquareCritical(cells-1, 3.719) // z of p = 1e-4
-	t.Logf("chi-square %.1f (critical %.1f, %d cells); drafted %d, accepted %d", chi, crit, cells, drafted, accepted)
-	assert.Less(t, chi, crit)
-	assert.Greater(t, accepted, n/10, "drafts were accepted")
-	assert.Less(t, accepted, drafted-n/10, "drafts were rejected")
+	f.Check(t, "speculative", spectest.Session(t, m), &bonsai.SpeculativeOptions{NewDrafter: f.Drafter, Always: true}, n)
+	assert.Greater(t, f.Accepted, n/10, "drafts were accepted")
+	assert.Less(t, f.Accepted, f.Drafted-n/10, "drafts were rejected")
 }
 
 // gpuDistributionSeeds is the seeds of TestGenerateSpeculativeSamplingDistributionGPU.

@@ -37,14 +37,7 @@ func session(t testing.TB, m *bonsai.Model) *bonsai.Session {
 // collect runs a generation through its token iterator.
 func collect(t testing.TB, g *bonsai.Generation) ([]bonsai.Token, bonsai.Result) {
 	t.Helper()
-	var toks []bonsai.Token
-	for tok, err := range g.Tokens() {
-		require.NoError(t, err)
-		toks = append(toks, tok)
-	}
-	res, err := g.Result()
-	require.NoError(t, err)
-	return toks, res
+	return spectest.Collect(t, g)
 }
 
 // prepare prepares a generation on m.

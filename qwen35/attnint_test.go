@@ -247,18 +247,25 @@ func attn27B(seed uint64) (*Config, *Attention, *Layer, func(int) []float32) {
 	return c, NewAttention(c), l, vec
 }
 
-func benchAttentionLong(b *testing.B, a *Attention, l *Layer, qg, k, v, out []float32, vec func(int) []float32, p backend.KVPrecision, ctx int) {
+// filledCache returns a cache of room positions at precision p holding n positions of
+// 64 random key and value rows in turn.
+func filledCache(b *testing.B, a *Attention, p backend.KVPrecision, n, room int, vec func(int) []float32) *KVCache {
 	row := a.kvHeads * a.dim
-	cache := a.NewKVCache(p, ctx+1)
+	cache := a.NewKVCache(p, room)
 	rows := make([][]float32, 64)
 	for i := range rows {
 		rows[i] = vec(row)
 	}
-	for cache.Len() < ctx {
+	for cache.Len() < n {
 		if err := cache.Append(rows[cache.Len()%64], rows[(cache.Len()+7)%64]); err != nil {
 			b.Fatal(err)
 		}
 	}
+	return cache
+}
+
+func benchAttentionLong(b *testing.B, a *Attention, l *Layer, qg, k, v, out []float32, vec func(int) []float32, p backend.KVPrecision, ctx int) {
+	cache := filledCache(b, a, p, ctx, ctx+1, vec)
 	cache.Reserve(ctx + 1)
 	sc := a.NewScratch(1)
 	for _, integer := range []bool{false, true} {
@@ -404,16 +411,7 @@ func BenchmarkAttentionKeptPass(b *testing.B) {
 	for _, p := range []backend.KVPrecision{backend.KVFloat16, backend.KVInt8} {
 		for _, ctx := range []int{8192, 32768} {
 			b.Run(fmt.Sprintf("%v/ctx=%d", p, ctx), func(b *testing.B) {
-				cache := a.NewKVCache(p, ctx+T)
-				rows := make([][]float32, 64)
-				for i := range rows {
-					rows[i] = vec(row)
-				}
-				for cache.Len() < ctx {
-					if err := cache.Append(rows[cache.Len()%64], rows[(cache.Len()+7)%64]); err != nil {
-						b.Fatal(err)
-					}
-				}
+				cache := filledCache(b, a, p, ctx, ctx+T, vec)
 				sc := a.NewScratch(T)
 				var wSteps, wPass time.Duration
 				for b.Loop() {

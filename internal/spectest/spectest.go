@@ -54,17 +54,24 @@ func Generate(t testing.TB, m *bonsai.Model, s *bonsai.Session, in bonsai.Input,
 	s.Reset()
 	p, err := m.Prepare(in, opt)
 	require.NoError(t, err)
-	g := s.Generate(context.Background(), p)
-	var reports []bonsai.Token
-	for tok, err := range g.Tokens() {
-		require.NoError(t, err)
-		reports = append(reports, tok)
-	}
-	res, err := g.Result()
-	require.NoError(t, err)
+	reports, res := Collect(t, s.Generate(context.Background(), p))
 	u := &res.Usage
 	u.PrefillTokensPerSecond, u.DecodeTokensPerSecond, u.TimeToFirstToken = 0, 0, 0
 	return Run{reports, res, s.Tokens()}
+}
+
+// Collect runs a generation through its token iterator, and returns its reports and
+// result.
+func Collect(t testing.TB, g *bonsai.Generation) ([]bonsai.Token, bonsai.Result) {
+	t.Helper()
+	var toks []bonsai.Token
+	for tok, err := range g.Tokens() {
+		require.NoError(t, err)
+		toks = append(toks, tok)
+	}
+	res, err := g.Result()
+	require.NoError(t, err)
+	return toks, res
 }
 
 // PromptLen returns the length of a run's prompt: the session holds it and every

@@ -139,15 +139,6 @@ func TestBindWithoutMTP(t *testing.T) {
 
 func TestBindMTPRefuses(t *testing.T) {
 	f := synthtest.FileOf(t, mtpOptions(t, ternary.PQ2_0))
-	find := func(infos []gguf.TensorInfo, name string) int {
-		for i := range infos {
-			if infos[i].Name == name {
-				return i
-			}
-		}
-		require.FailNow(t, "no tensor "+name)
-		return -1
-	}
 	setKey := func(kv []gguf.KV, key string, v uint32) []gguf.KV {
 		for i := range kv {
 			if kv[i].Key == key {
@@ -157,35 +148,35 @@ func TestBindMTPRefuses(t *testing.T) {
 		}
 		return append(kv, gguf.KV{Key: key, Value: gguf.MustValue(v)})
 	}
-	type edit = func(kv []gguf.KV, infos []gguf.TensorInfo, data map[string][]byte) ([]gguf.KV, []gguf.TensorInfo)
+	type edit = fileEdit
 	cases := []struct {
 		name string
 		edit edit
 		want string
 	}{
 		{"missing hnorm", func(kv []gguf.KV, infos []gguf.TensorInfo, data map[string][]byte) ([]gguf.KV, []gguf.TensorInfo) {
-			i := find(infos, "blk.4.nextn.hnorm.weight")
+			i := findTensor(t, infos, "blk.4.nextn.hnorm.weight")
 			return kv, append(infos[:i:i], infos[i+1:]...)
 		}, `tensor "blk.4.nextn.hnorm.weight": missing`},
 		{"missing layer tensor", func(kv []gguf.KV, infos []gguf.TensorInfo, data map[string][]byte) ([]gguf.KV, []gguf.TensorInfo) {
-			i := find(infos, "blk.4.attn_k_norm.weight")
+			i := findTensor(t, infos, "blk.4.attn_k_norm.weight")
 			return kv, append(infos[:i:i], infos[i+1:]...)
 		}, `tensor "blk.4.attn_k_norm.weight": missing`},
 		{"eh_proj shape", func(kv []gguf.KV, infos []gguf.TensorInfo, data map[string][]byte) ([]gguf.KV, []gguf.TensorInfo) {
 			// E inputs instead of 2·E: half the rows' bytes.
-			i := find(infos, "blk.4.nextn.eh_proj.weight")
+			i := findTensor(t, infos, "blk.4.nextn.eh_proj.weight")
 			infos[i].Shape = []int64{256, 256}
 			data[infos[i].Name] = data[infos[i].Name][:len(data[infos[i].Name])/2]
 			return kv, infos
 		}, `tensor "blk.4.nextn.eh_proj.weight": shape [256 256], want [512 256]`},
 		{"eh_proj type", func(kv []gguf.KV, infos []gguf.TensorInfo, data map[string][]byte) ([]gguf.KV, []gguf.TensorInfo) {
-			i := find(infos, "blk.4.nextn.eh_proj.weight")
+			i := findTensor(t, infos, "blk.4.nextn.eh_proj.weight")
 			infos[i].Type = gguf.TypeF32
 			data[infos[i].Name] = make([]byte, 4*512*256)
 			return kv, infos
 		}, `tensor "blk.4.nextn.eh_proj.weight": type F32, want PQ2_0 or PTQ1_0`},
 		{"norm type", func(kv []gguf.KV, infos []gguf.TensorInfo, data map[string][]byte) ([]gguf.KV, []gguf.TensorInfo) {
-			i := find(infos, "blk.4.nextn.shared_head_norm.weight")
+			i := findTensor(t, infos, "blk.4.nextn.shared_head_norm.weight")
 			infos[i].Type = gguf.TypeF16
 			data[infos[i].Name] = data[infos[i].Name][:2*256]
 			return kv, infos

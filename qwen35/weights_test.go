@@ -56,7 +56,22 @@ func TestBindTiny(t *testing.T) {
 }
 
 // rewrite re-writes a file after edit changes its tensor table (and data) or metadata.
-func rewrite(t *testing.T, f *gguf.File, edit func(kv []gguf.KV, infos []gguf.TensorInfo, data map[string][]byte) ([]gguf.KV, []gguf.TensorInfo)) *gguf.File {
+// fileEdit changes a file's keys, tensor table and tensor bytes (by name) for rewrite.
+type fileEdit = func(kv []gguf.KV, infos []gguf.TensorInfo, data map[string][]byte) ([]gguf.KV, []gguf.TensorInfo)
+
+// findTensor returns the index of the tensor called name in infos.
+func findTensor(t *testing.T, infos []gguf.TensorInfo, name string) int {
+	t.Helper()
+	for i := range infos {
+		if infos[i].Name == name {
+			return i
+		}
+	}
+	require.FailNow(t, "no tensor "+name)
+	return -1
+}
+
+func rewrite(t *testing.T, f *gguf.File, edit fileEdit) *gguf.File {
 	t.Helper()
 	infos := make([]gguf.TensorInfo, len(f.Tensors))
 	data := map[string][]byte{}
@@ -83,37 +98,28 @@ func rewrite(t *testing.T, f *gguf.File, edit func(kv []gguf.KV, infos []gguf.Te
 
 func TestBindRefuses(t *testing.T) {
 	f := synthtest.File(t, "tiny", 1, ternary.PQ2_0)
-	find := func(infos []gguf.TensorInfo, name string) int {
-		for i := range infos {
-			if infos[i].Name == name {
-				return i
-			}
-		}
-		require.FailNow(t, "no tensor "+name)
-		return -1
-	}
 	cases := []struct {
 		name string
-		edit func(kv []gguf.KV, infos []gguf.TensorInfo, data map[string][]byte) ([]gguf.KV, []gguf.TensorInfo)
+		edit fileEdit
 		want string
 	}{
 		{"missing", func(kv []gguf.KV, infos []gguf.TensorInfo, data map[string][]byte) ([]gguf.KV, []gguf.TensorInfo) {
-			i := find(infos, "blk.1.ssm_a")
+			i := findTensor(t, infos, "blk.1.ssm_a")
 			return kv, append(infos[:i:i], infos[i+1:]...)
 		}, `tensor "blk.1.ssm_a": missing`},
 		{"shape", func(kv []gguf.KV, infos []gguf.TensorInfo, data map[string][]byte) ([]gguf.KV, []gguf.TensorInfo) {
-			i := find(infos, "blk.0.ssm_norm.weight")
+			i := findTensor(t, infos, "blk.0.ssm_norm.weight")
 			infos[i].Shape = []int64{16}
 			data[infos[i].Name] = data[infos[i].Name][:64]
 			return kv, infos
 		}, `tensor "blk.0.ssm_norm.weight": shape [16], want [32]`},
 		{"type", func(kv []gguf.KV, infos []gguf.TensorInfo, data map[string][]byte) ([]gguf.KV, []gguf.TensorInfo) {
-			i := find(infos, "blk.2.ssm_beta.weight")
+			i := findTensor(t, infos, "blk.2.ssm_beta.weight")
 			infos[i].Type = gguf.TypeF16
 			return kv, infos
 		}, `tensor "blk.2.ssm_beta.weight": type F16, want BF16`},
 		{"ternary type", func(kv []gguf.KV, infos []gguf.TensorInfo, data map[string][]byte) ([]gguf.KV, []gguf.TensorInfo) {
-			i := find(infos, "blk.3.attn_k.weight")
+			i := findTensor(t, infos, "blk.3.attn_k.weight")
 			infos[i].Type = gguf.TypeF32
 			data[infos[i].Name] = make([]byte, 4*256*128)
 			return kv, infos

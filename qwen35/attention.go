@@ -155,9 +155,7 @@ func (a *Attention) grow(sc *AttentionScratch, T int) {
 	}
 	sc.maxT = T
 	sc.q = make([]float32, T*a.heads*a.dim)
-	// Room for either layout: the q4 one is the longer where they differ.
-	qb := max(qHead(a.dim, false), qHead(a.dim, true))
-	ql := qLanes * max(qVectors(a.dim, false), qVectors(a.dim, true))
+	qb, ql := qHead(a.dim), qLanes*qVectors(a.dim)
 	sc.qc = make([]int8, T*a.heads*qb)
 	sc.qs = make([]float32, T*a.heads*ql)
 	sc.qcorr = make([]int32, T*a.heads*ql)
@@ -231,7 +229,7 @@ func (a *Attention) prepare(out, qg, k, v []float32, T, pos0 int, l *Layer, cach
 	a.grow(sc, T)
 	cache.Reserve(pos0 + T)
 	q4 := cache.prec == backend.KVQ4
-	sc.qb, sc.ql = qHead(D, q4), qLanes*qVectors(D, q4)
+	sc.qb, sc.ql = qHead(D), qLanes*qVectors(D)
 	for t := 0; t < T; t++ {
 		a.ropeTable(sc, pos0+t)
 		for h := 0; h < H; h++ {

@@ -12,15 +12,17 @@ import "math"
 // integers (VPDPBUSD, VPMADDUBSW), exact.
 //
 // The float part of a score is fixed, so that every kernel gives the same bits: a head's
-// values are cut into lanes of four (int8: values 4l…4l+3 of each 64; q4: see
-// quantQuery), each lane holding the integer J of its four products (eight for q4), and
-// sixteen lanes make one accumulator vector:
+// values are cut into lanes of eight, sixteen lanes to an accumulator vector of 128
+// values (four blocks), lane l of vector v holding block b = 4v + l/4's values
+// 32b + o + j and 32b + 16 + o + j, o = 4·(l mod 4), j < 4 — the bytes a 128-bit chunk of
+// an int8 row's first and second halves of its blocks, or of a q4 row's low and high
+// nibbles, put in one int32 lane — and the integer J of its eight products:
 //
 //	acc[l] += (float32(J)·sq_l)·sk_l   (each product rounded, no fused multiply-add)
 //
 // over the vectors in order, sq_l and sk_l the scales of the lane's block, then the
 // sixteen lanes are summed in the tree hsum16 describes. J is exact (|J| ≤ 8·127·15
-// for q4, 4·127² for int8, well inside float32's integers).
+// for q4, 8·127² for int8, well inside float32's integers).
 //
 // Numerics against the float score (Σ q_i·k̂_i, k̂ the cache's decoded key, which the
 // float64 reference tests compare with): rounding q moves each q_i by at most
@@ -37,23 +39,12 @@ import "math"
 // qLanes is the number of int32 lanes of an accumulator vector.
 const qLanes = 16
 
-// qVectors returns the accumulator vectors of a head of d values: 64 values each for
-// int8, 128 (four blocks) for q4.
-func qVectors(d int, q4 bool) int {
-	if q4 {
-		return (d + 4*kvBlock - 1) / (4 * kvBlock)
-	}
-	return (d + 63) / 64
-}
+// qVectors returns the accumulator vectors of a head of d values, 128 (four blocks) each.
+func qVectors(d int) int { return (d + 4*kvBlock - 1) / (4 * kvBlock) }
 
-// qHead is the byte size of a quantised query head's codes: 64 per vector (int8), 128
-// (q4: the low nibbles' 64 values, then the high nibbles').
-func qHead(d int, q4 bool) int {
-	if q4 {
-		return 128 * qVectors(d, q4)
-	}
-	return 64 * qVectors(d, q4)
-}
+// qHead is the byte size of a quantised query head's codes: 128 a vector, the 64 values
+// of its lanes' first fours, then the 64 of their second.
+func qHead(d int) int { return 128 * qVectors(d) }
 
 // quantQuery quantises one query head q (d values) for scoring against an int8 (q4
 // false) or q4 cache: codes a_i = round(q_i/s_qb), s_qb = max_b|q|/127, laid out as
@@ -98,28 +89,20 @@ func quantQuery(codes []int8, sq []float32, corr []int32, q []float32, q4 bool) 
 		}
 		return 0
 	}
-	nv := qVectors(d, q4)
-	for v := 0; v < nv; v++ {
+	bias := 128 // int8: keys XOR 0x80
+	if q4 {
+		bias = 8
+	}
+	for v := 0; v < qVectors(d); v++ {
 		for l := 0; l < qLanes; l++ {
-			var b, sum int
-			if q4 {
-				b = 4*v + l/4
-				base := 32*b + 4*(l%4)
-				for j := 0; j < 4; j++ {
-					lo, hi := at(base+j), at(base+16+j)
-					codes[128*v+4*l+j], codes[128*v+64+4*l+j] = lo, hi
-					sum += int(lo) + int(hi)
-				}
-				corr[v*qLanes+l] = int32(-8 * sum)
-			} else {
-				i := 64*v + 4*l
-				b = i / kvBlock
-				for j := 0; j < 4; j++ {
-					codes[i+j] = at(i + j)
-					sum += int(codes[i+j])
-				}
-				corr[v*qLanes+l] = int32(-128 * sum)
+			b := 4*v + l/4
+			base, sum := 32*b+4*(l%4), 0
+			for j := 0; j < 4; j++ {
+				lo, hi := at(base+j), at(base+16+j)
+				codes[128*v+4*l+j], codes[128*v+64+4*l+j] = lo, hi
+				sum += int(lo) + int(hi)
 			}
+			corr[v*qLanes+l] = int32(-bias * sum)
 			sq[v*qLanes+l] = 0
 			if b < nb {
 				sq[v*qLanes+l] = scale[b]
@@ -144,25 +127,29 @@ func hsum16(a *[qLanes]float32) float32 {
 // rows of d codes; ks: n rows of the blocks' scales). corr is not needed: the products
 // are formed signed.
 func scoreInt8Generic(out []float32, os int, codes []int8, sq []float32, corr []int32, rep int, k []int8, ks []float32, n, d int) {
-	nb, nv := (d+kvBlock-1)/kvBlock, qVectors(d, false)
-	hb := qHead(d, false)
+	nb, nv, hb := (d+kvBlock-1)/kvBlock, qVectors(d), qHead(d)
 	for p := 0; p < n; p++ {
 		kr, sr := k[p*d:(p+1)*d], ks[p*nb:(p+1)*nb]
 		for r := 0; r < rep; r++ {
 			var acc [qLanes]float32
 			for v := 0; v < nv; v++ {
-				qc, qs := codes[r*hb+64*v:], sq[(r*nv+v)*qLanes:]
+				qc, qs := codes[r*hb+128*v:], sq[(r*nv+v)*qLanes:]
 				for l := 0; l < qLanes; l++ {
-					i := 64*v + 4*l
-					if i >= d {
+					b := 4*v + l/4
+					if b >= nb {
 						break // J = 0: the lane adds +0
 					}
 					var J int32
-					for j := i; j < min(i+4, d); j++ {
-						J += int32(qc[j-64*v]) * int32(kr[j])
+					for j, i := 0, 32*b+4*(l%4); j < 4; j++ {
+						if i+j < d {
+							J += int32(qc[4*l+j]) * int32(kr[i+j])
+						}
+						if i+16+j < d {
+							J += int32(qc[64+4*l+j]) * int32(kr[i+16+j])
+						}
 					}
 					e := float32(float32(J) * qs[l])
-					acc[l] += float32(e * sr[i/kvBlock])
+					acc[l] += float32(e * sr[b])
 				}
 			}
 			out[r*os+p] = hsum16(&acc)
@@ -173,8 +160,7 @@ func scoreInt8Generic(out []float32, os int, codes []int8, sq []float32, corr []
 // scoreQ4Generic is scoreInt8Generic for a q4 cache: k holds n rows of 16 code bytes a
 // block, ks n rows of the blocks' scales (IEEE halves).
 func scoreQ4Generic(out []float32, os int, codes []int8, sq []float32, corr []int32, rep int, k []byte, ks []uint16, n, d int) {
-	nb, nv := (d+kvBlock-1)/kvBlock, qVectors(d, true)
-	hb := qHead(d, true)
+	nb, nv, hb := (d+kvBlock-1)/kvBlock, qVectors(d), qHead(d)
 	for p := 0; p < n; p++ {
 		kr, sr := k[16*nb*p:16*nb*(p+1)], ks[p*nb:(p+1)*nb]
 		for r := 0; r < rep; r++ {
@@ -207,9 +193,9 @@ func scoreInt8(out []float32, os int, codes []int8, sq []float32, corr []int32, 
 	if n <= 0 || rep <= 0 {
 		return
 	}
-	nb, nv := (d+kvBlock-1)/kvBlock, qVectors(d, false)
+	nb, nv := (d+kvBlock-1)/kvBlock, qVectors(d)
 	out = out[:(rep-1)*os+n]
-	codes, sq, corr = codes[:rep*qHead(d, false)], sq[:rep*nv*qLanes], corr[:rep*nv*qLanes]
+	codes, sq, corr = codes[:rep*qHead(d)], sq[:rep*nv*qLanes], corr[:rep*nv*qLanes]
 	k, ks = k[:n*d], ks[:n*nb]
 	if d == 256 && kern.scoreInt8 != nil {
 		kern.scoreInt8(out, os, codes, sq, corr, rep, k, ks, n, d)
@@ -222,9 +208,9 @@ func scoreQ4(out []float32, os int, codes []int8, sq []float32, corr []int32, re
 	if n <= 0 || rep <= 0 {
 		return
 	}
-	nb, nv := (d+kvBlock-1)/kvBlock, qVectors(d, true)
+	nb, nv := (d+kvBlock-1)/kvBlock, qVectors(d)
 	out = out[:(rep-1)*os+n]
-	codes, sq, corr = codes[:rep*qHead(d, true)], sq[:rep*nv*qLanes], corr[:rep*nv*qLanes]
+	codes, sq, corr = codes[:rep*qHead(d)], sq[:rep*nv*qLanes], corr[:rep*nv*qLanes]
 	k, ks = k[:16*nb*n], ks[:n*nb]
 	if d == 256 && kern.scoreQ4 != nil {
 		kern.scoreQ4(out, os, codes, sq, corr, rep, k, ks, n, d)

@@ -62,7 +62,7 @@ type intQueries struct {
 }
 
 func newIntQueries(rng *rand.Rand, rep, d int, q4 bool) intQueries {
-	hb, hl := qHead(d, q4), qLanes*qVectors(d, q4)
+	hb, hl := qHead(d), qLanes*qVectors(d)
 	iq := intQueries{q: make([]float32, rep*d), codes: make([]int8, rep*hb), sq: make([]float32, rep*hl), corr: make([]int32, rep*hl)}
 	for i := range iq.q {
 		iq.q[i] = float32(rng.NormFloat64() / math.Sqrt(float64(d))) // scaled as attention scales q
@@ -97,7 +97,6 @@ func TestQuantQuery(t *testing.T) {
 	for _, d := range []int{16, 32, 48, 64, 100, 128, 256} {
 		for _, q4 := range []bool{false, true} {
 			iq := newIntQueries(rng, 1, d, q4)
-			nb := (d + kvBlock - 1) / kvBlock
 			// Undo the layout: value i's code, scale and lane.
 			for i := 0; i < d; i++ {
 				b := i / kvBlock
@@ -106,26 +105,22 @@ func TestQuantQuery(t *testing.T) {
 					amax = math.Max(amax, math.Abs(float64(x)))
 				}
 				s := amax / 127
-				at, lane := queryAt(i, q4)
+				at, lane := queryAt(i)
 				a := float64(iq.codes[at])
 				require.LessOrEqual(t, math.Abs(float64(iq.q[i])-s*a), s/2*(1+1e-6), "d=%d q4=%v i=%d", d, q4, i)
 				require.InDelta(t, s, float64(iq.sq[lane]), s*1e-6)
 			}
-			_ = nb
+			bias := int32(128)
+			if q4 {
+				bias = 8
+			}
 			for l := range iq.corr {
 				var sum int32
-				if q4 {
-					v, ll := l/qLanes, l%qLanes
-					for j := 0; j < 4; j++ {
-						sum += int32(iq.codes[128*v+4*ll+j]) + int32(iq.codes[128*v+64+4*ll+j])
-					}
-					require.Equal(t, -8*sum, iq.corr[l])
-				} else {
-					for j := 0; j < 4; j++ {
-						sum += int32(iq.codes[4*l+j])
-					}
-					require.Equal(t, -128*sum, iq.corr[l])
+				v, ll := l/qLanes, l%qLanes
+				for j := 0; j < 4; j++ {
+					sum += int32(iq.codes[128*v+4*ll+j]) + int32(iq.codes[128*v+64+4*ll+j])
 				}
+				require.Equal(t, -bias*sum, iq.corr[l])
 			}
 		}
 	}
@@ -159,9 +154,9 @@ func TestScoreKernels(t *testing.T) {
 						for p := 0; p < n; p++ {
 							exact, abs, qerr, plain := quantScoreRef(iq, r, d, q4, ik.plain[p*d:(p+1)*d])
 							// The float part: per lane a product of three factors and a sum
-							// of d/64 or d/128 terms, then the four-level tree: fewer than
-							// 2 + d/64 + 4 roundings on each term's way.
-							bound := gammaK(2+d/64+4) * abs
+							// of d/128 terms, then the four-level tree: fewer than
+							// 2 + d/128 + 4 roundings on each term's way.
+							bound := gammaK(2+qVectors(d)+4) * abs
 							require.InDelta(t, exact, float64(got[r*os+p]), bound, "%s r=%d p=%d", name, r, p)
 							require.InDelta(t, plain, exact, qerr*(1+1e-9)+1e-12, "%s r=%d p=%d: quantising q", name, r, p)
 						}
@@ -174,10 +169,7 @@ func TestScoreKernels(t *testing.T) {
 
 // queryAt returns where quantQuery puts value i's code and scale: the index in the
 // head's codes and its lane.
-func queryAt(i int, q4 bool) (at, lane int) {
-	if !q4 {
-		return i, i / 4
-	}
+func queryAt(i int) (at, lane int) {
 	b := i / kvBlock
 	o, j := (i%kvBlock)%16, (i%kvBlock)/16 // byte in block, high nibble
 	v, l := b/4, 4*(b%4)+o/4
@@ -189,10 +181,10 @@ func queryAt(i int, q4 bool) (at, lane int) {
 // bound Σ_b (s_b/2)·Σ_{i∈b}|k_i| on what quantising changed (TestQuantQuery checks
 // |q_i − s_b·a_i| ≤ s_b/2), and the score of q itself.
 func quantScoreRef(iq intQueries, r, d int, q4 bool, k []float32) (exact, abs, qerr, plain float64) {
-	hb, hl := qHead(d, q4), qLanes*qVectors(d, q4)
+	hb, hl := qHead(d), qLanes*qVectors(d)
 	q := iq.q[r*d : (r+1)*d]
 	for i := range q {
-		at, lane := queryAt(i, q4)
+		at, lane := queryAt(i)
 		s, a := float64(iq.sq[r*hl+lane]), float64(iq.codes[r*hb+at])
 		qerr += s / 2 * math.Abs(float64(k[i]))
 		{

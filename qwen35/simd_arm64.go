@@ -2,6 +2,8 @@
 
 package qwen35
 
+import "golang.org/x/sys/cpu"
+
 // The kernels of simd_arm64.s. They take lengths as the wrappers of simd.go leave them.
 
 //go:noescape
@@ -104,8 +106,18 @@ func dotRowsNEON(out []float32, os int, a []float32, as, na int, b []float32, bs
 	}
 }
 
-// archKernels returns the NEON kernels, which every arm64 CPU runs.
+// archKernels returns the NEON kernels, which every arm64 CPU runs, with the integer
+// attention scores by SDOT where the CPU has the dot product instructions (ARMv8.2).
 func archKernels() []*kernels {
+	k := archNEON()
+	if cpu.ARM64.HasASIMDDP {
+		k[0].scoreInt8 = scoreInt8SDOT
+		k[0].scoreQ4 = scoreQ4SDOT
+	}
+	return k
+}
+
+func archNEON() []*kernels {
 	return []*kernels{{
 		name:         "neon",
 		dot:          dotNEON,

@@ -60,24 +60,7 @@ DATA siluconst<>+200(SB)/4, $0x0000007f
 DATA siluconst<>+204(SB)/4, $0x0000007f
 GLOBL siluconst<>(SB), RODATA|NOPTR, $208
 
-// Vector arithmetic the Go assembler has no mnemonics for, spelled out; operands are
-// register numbers. Three-operand forms read d = n op m.
-#define FADD4(m, n, d)  WORD $(0x4E20D400 | ((m)<<16) | ((n)<<5) | (d))
-#define FSUB4(m, n, d)  WORD $(0x4EA0D400 | ((m)<<16) | ((n)<<5) | (d))
-#define FMUL4(m, n, d)  WORD $(0x6E20DC00 | ((m)<<16) | ((n)<<5) | (d))
-#define FDIV4(m, n, d)  WORD $(0x6E20FC00 | ((m)<<16) | ((n)<<5) | (d))
-#define FMAX4(m, n, d)  WORD $(0x4E20F400 | ((m)<<16) | ((n)<<5) | (d))
-#define FADDP4(m, n, d) WORD $(0x6E20D400 | ((m)<<16) | ((n)<<5) | (d)) // (n0+n1, n2+n3, m0+m1, m2+m3)
-#define FADD2D(m, n, d) WORD $(0x4E60D400 | ((m)<<16) | ((n)<<5) | (d))
-#define FADDPS(n, d)    WORD $(0x7E30D800 | ((n)<<5) | (d))             // Sd = n0 + n1
-#define FADDPD(n, d)    WORD $(0x7E70D800 | ((n)<<5) | (d))             // Dd = n0 + n1 (float64 lanes)
-#define FCVTLH(n, d)    WORD $(0x0E217800 | ((n)<<5) | (d))             // 4S ← low 4H
-#define FCVTL2H(n, d)   WORD $(0x4E217800 | ((n)<<5) | (d))             // 4S ← high 4H
-#define FCVTLS(n, d)    WORD $(0x0E617800 | ((n)<<5) | (d))             // 2D ← low 2S
-#define FCVTL2S(n, d)   WORD $(0x4E617800 | ((n)<<5) | (d))             // 2D ← high 2S
-#define FRINTN4(n, d)   WORD $(0x4E218800 | ((n)<<5) | (d))             // round to nearest even
-#define FCVTZS4(n, d)   WORD $(0x4EA1B800 | ((n)<<5) | (d))             // float → int32
-#define CMLTZ4(n, d)    WORD $(0x4EA0A800 | ((n)<<5) | (d))             // all ones where int32 n < 0
+#include "neon_arm64.h"
 
 // REDUCE4(a, b, c, d): the sum of the 16 lanes of Va…Vd into Sa; Vb…Vd clobbered.
 #define REDUCE4(a, b, c, d) FADD4(b, a, a); FADD4(d, c, c); FADD4(c, a, a); FADDP4(a, a, a); FADDPS(a, a)
@@ -945,12 +928,6 @@ silu_tstore:
 silu_done:
 	RET
 
-#define SXTL8(n, d)   WORD $(0x0F08A400 | ((n)<<5) | (d)) // 8H ← low 8B, sign-extended
-#define SXTL28(n, d)  WORD $(0x4F08A400 | ((n)<<5) | (d)) // 8H ← high 8B
-#define SXTL16(n, d)  WORD $(0x0F10A400 | ((n)<<5) | (d)) // 4S ← low 4H
-#define SXTL216(n, d) WORD $(0x4F10A400 | ((n)<<5) | (d)) // 4S ← high 4H
-#define SCVTF4(n, d)  WORD $(0x4E21D800 | ((n)<<5) | (d)) // int32 → float32
-
 // func dequantInt8NEON(dst []float32, src []int8, scales []float32)
 //
 // Whole blocks of 32 (kvBlock): 32 bytes widened to 8H, then 4S, converted and scaled;
@@ -1659,8 +1636,8 @@ q4n_block:
 	VLD1.P  16(R1), [V0.B16]
 	VAND    V28.B16, V0.B16, V1.B16
 	VUSHR   $4, V0.B16, V2.B16
-	WORD    $(0x6E208400 | (29<<16) | (1<<5) | 1) // V1.B16 −= 8
-	WORD    $(0x6E208400 | (29<<16) | (2<<5) | 2) // V2.B16 −= 8
+	SUB16B(29, 1, 1) // V1.B16 −= 8
+	SUB16B(29, 2, 2) // V2.B16 −= 8
 	SXTL8(1, 16)
 	SXTL28(1, 17)
 	SXTL8(2, 18)

@@ -1,0 +1,306 @@
+//go:build !purego
+
+#include "textflag.h"
+#include "neon_arm64.h"
+
+// Integer scoring of quantised queries against int8 and q4 keys on arm64 (attnint.go):
+// each lane's integer J by SDOT (signed codes against the signed query codes, so no
+// correction is needed), then per lane acc += (float32(J)·sq)·sk with separate roundings
+// and the lanes summed in hsum16's tree, so that the scores are the generic code's bits.
+// Head dim 256 only: the row's sixteen 16-byte operands (an int8 row's first and second
+// sixteen codes of each block; a q4 row's low and high nibbles less 8) and its eight
+// scales stay in V0…V15, V24 and V25 for every query head.
+
+// func scoreInt8SDOT(out []float32, os int, codes []int8, sq []float32, corr []int32, rep int, k []int8, ks []float32, n, d int)
+TEXT ·scoreInt8SDOT(SB), NOSPLIT, $0-176
+	MOVD out_base+0(FP), R0
+	MOVD os+24(FP), R9
+	LSL  $2, R9
+	MOVD codes_base+32(FP), R10
+	MOVD sq_base+56(FP), R11
+	MOVD rep+104(FP), R12
+	MOVD k_base+112(FP), R3
+	MOVD ks_base+136(FP), R4
+	MOVD n+160(FP), R13
+
+scoreInt8SDOT_pos:
+	VLD1.P 64(R3), [V0.B16, V1.B16, V2.B16, V3.B16]
+	VLD1.P 64(R3), [V4.B16, V5.B16, V6.B16, V7.B16]
+	VLD1.P 64(R3), [V8.B16, V9.B16, V10.B16, V11.B16]
+	VLD1.P 64(R3), [V12.B16, V13.B16, V14.B16, V15.B16]
+	VLD1.P 32(R4), [V24.S4, V25.S4]
+	MOVD R10, R1 // head r's codes
+	MOVD R11, R2 // its scale lanes
+	MOVD R0, R14 // its score
+	MOVD R12, R15
+
+scoreInt8SDOT_head:
+	VEOR V16.B16, V16.B16, V16.B16
+	VEOR V17.B16, V17.B16, V17.B16
+	VEOR V18.B16, V18.B16, V18.B16
+	VEOR V19.B16, V19.B16, V19.B16
+	MOVD R1, R6
+	ADD  $64, R1, R7
+	VEOR   V20.B16, V20.B16, V20.B16
+	VLD1.P 16(R6), [V21.B16]
+	VLD1.P 16(R7), [V22.B16]
+	SDOT4(21, 0, 20)
+	SDOT4(22, 1, 20)
+	SCVTF4(20, 20)
+	VLD1.P 16(R2), [V23.S4]
+	FMUL4(23, 20, 20)
+	FMULE4(24, 0, 20, 20)
+	FADD4(20, 16, 16)
+	VEOR   V20.B16, V20.B16, V20.B16
+	VLD1.P 16(R6), [V21.B16]
+	VLD1.P 16(R7), [V22.B16]
+	SDOT4(21, 2, 20)
+	SDOT4(22, 3, 20)
+	SCVTF4(20, 20)
+	VLD1.P 16(R2), [V23.S4]
+	FMUL4(23, 20, 20)
+	FMULE4(24, 1, 20, 20)
+	FADD4(20, 17, 17)
+	VEOR   V20.B16, V20.B16, V20.B16
+	VLD1.P 16(R6), [V21.B16]
+	VLD1.P 16(R7), [V22.B16]
+	SDOT4(21, 4, 20)
+	SDOT4(22, 5, 20)
+	SCVTF4(20, 20)
+	VLD1.P 16(R2), [V23.S4]
+	FMUL4(23, 20, 20)
+	FMULE4(24, 2, 20, 20)
+	FADD4(20, 18, 18)
+	VEOR   V20.B16, V20.B16, V20.B16
+	VLD1.P 16(R6), [V21.B16]
+	VLD1.P 16(R7), [V22.B16]
+	SDOT4(21, 6, 20)
+	SDOT4(22, 7, 20)
+	SCVTF4(20, 20)
+	VLD1.P 16(R2), [V23.S4]
+	FMUL4(23, 20, 20)
+	FMULE4(24, 3, 20, 20)
+	FADD4(20, 19, 19)
+	ADD $64, R6
+	ADD $64, R7
+	VEOR   V20.B16, V20.B16, V20.B16
+	VLD1.P 16(R6), [V21.B16]
+	VLD1.P 16(R7), [V22.B16]
+	SDOT4(21, 8, 20)
+	SDOT4(22, 9, 20)
+	SCVTF4(20, 20)
+	VLD1.P 16(R2), [V23.S4]
+	FMUL4(23, 20, 20)
+	FMULE4(25, 0, 20, 20)
+	FADD4(20, 16, 16)
+	VEOR   V20.B16, V20.B16, V20.B16
+	VLD1.P 16(R6), [V21.B16]
+	VLD1.P 16(R7), [V22.B16]
+	SDOT4(21, 10, 20)
+	SDOT4(22, 11, 20)
+	SCVTF4(20, 20)
+	VLD1.P 16(R2), [V23.S4]
+	FMUL4(23, 20, 20)
+	FMULE4(25, 1, 20, 20)
+	FADD4(20, 17, 17)
+	VEOR   V20.B16, V20.B16, V20.B16
+	VLD1.P 16(R6), [V21.B16]
+	VLD1.P 16(R7), [V22.B16]
+	SDOT4(21, 12, 20)
+	SDOT4(22, 13, 20)
+	SCVTF4(20, 20)
+	VLD1.P 16(R2), [V23.S4]
+	FMUL4(23, 20, 20)
+	FMULE4(25, 2, 20, 20)
+	FADD4(20, 18, 18)
+	VEOR   V20.B16, V20.B16, V20.B16
+	VLD1.P 16(R6), [V21.B16]
+	VLD1.P 16(R7), [V22.B16]
+	SDOT4(21, 14, 20)
+	SDOT4(22, 15, 20)
+	SCVTF4(20, 20)
+	VLD1.P 16(R2), [V23.S4]
+	FMUL4(23, 20, 20)
+	FMULE4(25, 3, 20, 20)
+	FADD4(20, 19, 19)
+	// hsum16: lanes l and l+8, then l and l+4, then (0+2) + (1+3).
+	FADD4(18, 16, 16)
+	FADD4(19, 17, 17)
+	FADD4(17, 16, 16)
+	VEXT   $8, V16.B16, V16.B16, V17.B16
+	FADD4(17, 16, 16)
+	FADDPS(16, 16)
+	FMOVS  F16, (R14)
+	ADD    $256, R1
+	ADD    R9, R14
+	SUBS   $1, R15
+	BNE    scoreInt8SDOT_head
+
+	ADD  $4, R0
+	SUBS $1, R13
+	BNE  scoreInt8SDOT_pos
+	RET
+
+// func scoreQ4SDOT(out []float32, os int, codes []int8, sq []float32, corr []int32, rep int, k []byte, ks []uint16, n, d int)
+TEXT ·scoreQ4SDOT(SB), NOSPLIT, $0-176
+	MOVD out_base+0(FP), R0
+	MOVD os+24(FP), R9
+	LSL  $2, R9
+	MOVD codes_base+32(FP), R10
+	MOVD sq_base+56(FP), R11
+	MOVD rep+104(FP), R12
+	MOVD k_base+112(FP), R3
+	MOVD ks_base+136(FP), R4
+	MOVD n+160(FP), R13
+	VMOVI $15, V26.B16
+	VMOVI $8, V27.B16
+
+scoreQ4SDOT_pos:
+	VLD1.P 64(R3), [V16.B16, V17.B16, V18.B16, V19.B16]
+	VLD1.P 64(R3), [V20.B16, V21.B16, V22.B16, V23.B16]
+	VAND   V26.B16, V16.B16, V0.B16
+	VUSHR  $4, V16.B16, V1.B16
+	SUB16B(27, 0, 0)
+	SUB16B(27, 1, 1)
+	VAND   V26.B16, V17.B16, V2.B16
+	VUSHR  $4, V17.B16, V3.B16
+	SUB16B(27, 2, 2)
+	SUB16B(27, 3, 3)
+	VAND   V26.B16, V18.B16, V4.B16
+	VUSHR  $4, V18.B16, V5.B16
+	SUB16B(27, 4, 4)
+	SUB16B(27, 5, 5)
+	VAND   V26.B16, V19.B16, V6.B16
+	VUSHR  $4, V19.B16, V7.B16
+	SUB16B(27, 6, 6)
+	SUB16B(27, 7, 7)
+	VAND   V26.B16, V20.B16, V8.B16
+	VUSHR  $4, V20.B16, V9.B16
+	SUB16B(27, 8, 8)
+	SUB16B(27, 9, 9)
+	VAND   V26.B16, V21.B16, V10.B16
+	VUSHR  $4, V21.B16, V11.B16
+	SUB16B(27, 10, 10)
+	SUB16B(27, 11, 11)
+	VAND   V26.B16, V22.B16, V12.B16
+	VUSHR  $4, V22.B16, V13.B16
+	SUB16B(27, 12, 12)
+	SUB16B(27, 13, 13)
+	VAND   V26.B16, V23.B16, V14.B16
+	VUSHR  $4, V23.B16, V15.B16
+	SUB16B(27, 14, 14)
+	SUB16B(27, 15, 15)
+	VLD1.P 16(R4), [V25.H8]
+	FCVTLH(25, 24)
+	FCVTL2H(25, 25)
+	MOVD R10, R1 // head r's codes
+	MOVD R11, R2 // its scale lanes
+	MOVD R0, R14 // its score
+	MOVD R12, R15
+
+scoreQ4SDOT_head:
+	VEOR V16.B16, V16.B16, V16.B16
+	VEOR V17.B16, V17.B16, V17.B16
+	VEOR V18.B16, V18.B16, V18.B16
+	VEOR V19.B16, V19.B16, V19.B16
+	MOVD R1, R6
+	ADD  $64, R1, R7
+	VEOR   V20.B16, V20.B16, V20.B16
+	VLD1.P 16(R6), [V21.B16]
+	VLD1.P 16(R7), [V22.B16]
+	SDOT4(21, 0, 20)
+	SDOT4(22, 1, 20)
+	SCVTF4(20, 20)
+	VLD1.P 16(R2), [V23.S4]
+	FMUL4(23, 20, 20)
+	FMULE4(24, 0, 20, 20)
+	FADD4(20, 16, 16)
+	VEOR   V20.B16, V20.B16, V20.B16
+	VLD1.P 16(R6), [V21.B16]
+	VLD1.P 16(R7), [V22.B16]
+	SDOT4(21, 2, 20)
+	SDOT4(22, 3, 20)
+	SCVTF4(20, 20)
+	VLD1.P 16(R2), [V23.S4]
+	FMUL4(23, 20, 20)
+	FMULE4(24, 1, 20, 20)
+	FADD4(20, 17, 17)
+	VEOR   V20.B16, V20.B16, V20.B16
+	VLD1.P 16(R6), [V21.B16]
+	VLD1.P 16(R7), [V22.B16]
+	SDOT4(21, 4, 20)
+	SDOT4(22, 5, 20)
+	SCVTF4(20, 20)
+	VLD1.P 16(R2), [V23.S4]
+	FMUL4(23, 20, 20)
+	FMULE4(24, 2, 20, 20)
+	FADD4(20, 18, 18)
+	VEOR   V20.B16, V20.B16, V20.B16
+	VLD1.P 16(R6), [V21.B16]
+	VLD1.P 16(R7), [V22.B16]
+	SDOT4(21, 6, 20)
+	SDOT4(22, 7, 20)
+	SCVTF4(20, 20)
+	VLD1.P 16(R2), [V23.S4]
+	FMUL4(23, 20, 20)
+	FMULE4(24, 3, 20, 20)
+	FADD4(20, 19, 19)
+	ADD $64, R6
+	ADD $64, R7
+	VEOR   V20.B16, V20.B16, V20.B16
+	VLD1.P 16(R6), [V21.B16]
+	VLD1.P 16(R7), [V22.B16]
+	SDOT4(21, 8, 20)
+	SDOT4(22, 9, 20)
+	SCVTF4(20, 20)
+	VLD1.P 16(R2), [V23.S4]
+	FMUL4(23, 20, 20)
+	FMULE4(25, 0, 20, 20)
+	FADD4(20, 16, 16)
+	VEOR   V20.B16, V20.B16, V20.B16
+	VLD1.P 16(R6), [V21.B16]
+	VLD1.P 16(R7), [V22.B16]
+	SDOT4(21, 10, 20)
+	SDOT4(22, 11, 20)
+	SCVTF4(20, 20)
+	VLD1.P 16(R2), [V23.S4]
+	FMUL4(23, 20, 20)
+	FMULE4(25, 1, 20, 20)
+	FADD4(20, 17, 17)
+	VEOR   V20.B16, V20.B16, V20.B16
+	VLD1.P 16(R6), [V21.B16]
+	VLD1.P 16(R7), [V22.B16]
+	SDOT4(21, 12, 20)
+	SDOT4(22, 13, 20)
+	SCVTF4(20, 20)
+	VLD1.P 16(R2), [V23.S4]
+	FMUL4(23, 20, 20)
+	FMULE4(25, 2, 20, 20)
+	FADD4(20, 18, 18)
+	VEOR   V20.B16, V20.B16, V20.B16
+	VLD1.P 16(R6), [V21.B16]
+	VLD1.P 16(R7), [V22.B16]
+	SDOT4(21, 14, 20)
+	SDOT4(22, 15, 20)
+	SCVTF4(20, 20)
+	VLD1.P 16(R2), [V23.S4]
+	FMUL4(23, 20, 20)
+	FMULE4(25, 3, 20, 20)
+	FADD4(20, 19, 19)
+	// hsum16: lanes l and l+8, then l and l+4, then (0+2) + (1+3).
+	FADD4(18, 16, 16)
+	FADD4(19, 17, 17)
+	FADD4(17, 16, 16)
+	VEXT   $8, V16.B16, V16.B16, V17.B16
+	FADD4(17, 16, 16)
+	FADDPS(16, 16)
+	FMOVS  F16, (R14)
+	ADD    $256, R1
+	ADD    R9, R14
+	SUBS   $1, R15
+	BNE    scoreQ4SDOT_head
+
+	ADD  $4, R0
+	SUBS $1, R13
+	BNE  scoreQ4SDOT_pos
+	RET

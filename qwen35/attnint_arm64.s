@@ -11,6 +11,58 @@
 // sixteen codes of each block; a q4 row's low and high nibbles less 8) and its eight
 // scales stay in V0…V15, V24 and V25 for every query head.
 
+// SDOTHEAD scores one query head (codes at R1, read through R6 and R7; scale lanes at
+// R2, advanced past their 128 bytes) against the row in V0…V15, V24 and V25, and stores
+// the score at (R14): per block b its lanes' J by two SDOTs, then (float32(J)·sq)·sk
+// into the block's four lanes of V16…V19, and hsum16's tree — lanes l and l+8, then l
+// and l+4, then (0+2) + (1+3).
+// SDOTBLOCK adds block b's four lanes to V(acc): its codes' operands V(lo) and V(hi)
+// against the next 16 query bytes at R6 and at R7, its scale lane i of V(sk).
+#define SDOTBLOCK(lo, hi, sk, i, acc) \
+	VEOR   V20.B16, V20.B16, V20.B16 \
+	VLD1.P 16(R6), [V21.B16] \
+	VLD1.P 16(R7), [V22.B16] \
+	SDOT4(21, lo, 20) \
+	SDOT4(22, hi, 20) \
+	SCVTF4(20, 20) \
+	VLD1.P 16(R2), [V23.S4] \
+	FMUL4(23, 20, 20) \
+	FMULE4(sk, i, 20, 20) \
+	FADD4(20, acc, acc)
+
+#define SDOTHEAD \
+	VEOR V16.B16, V16.B16, V16.B16 \
+	VEOR V17.B16, V17.B16, V17.B16 \
+	VEOR V18.B16, V18.B16, V18.B16 \
+	VEOR V19.B16, V19.B16, V19.B16 \
+	MOVD R1, R6 \
+	ADD  $64, R1, R7 \
+	SDOTBLOCK(0, 1, 24, 0, 16) \
+	SDOTBLOCK(2, 3, 24, 1, 17) \
+	SDOTBLOCK(4, 5, 24, 2, 18) \
+	SDOTBLOCK(6, 7, 24, 3, 19) \
+	ADD $64, R6 \
+	ADD $64, R7 \
+	SDOTBLOCK(8, 9, 25, 0, 16) \
+	SDOTBLOCK(10, 11, 25, 1, 17) \
+	SDOTBLOCK(12, 13, 25, 2, 18) \
+	SDOTBLOCK(14, 15, 25, 3, 19) \
+	FADD4(18, 16, 16) \
+	FADD4(19, 17, 17) \
+	FADD4(17, 16, 16) \
+	VEXT   $8, V16.B16, V16.B16, V17.B16 \
+	FADD4(17, 16, 16) \
+	FADDPS(16, 16) \
+	FMOVS  F16, (R14)
+
+// NIBBLES splits the 16 code bytes of vs into their low nibbles less 8 in vl (register
+// number l) and their high ones less 8 in vh (h): a q4 block's values.
+#define NIBBLES(vs, vl, vh, l, h) \
+	VAND   V26.B16, vs.B16, vl.B16 \
+	VUSHR  $4, vs.B16, vh.B16 \
+	SUB16B(27, l, l) \
+	SUB16B(27, h, h)
+
 // func scoreInt8SDOT(out []float32, os int, codes []int8, sq []float32, corr []int32, rep int, k []int8, ks []float32, n, d int)
 TEXT ·scoreInt8SDOT(SB), NOSPLIT, $0-176
 	MOVD out_base+0(FP), R0
@@ -35,102 +87,7 @@ scoreInt8SDOT_pos:
 	MOVD R12, R15
 
 scoreInt8SDOT_head:
-	VEOR V16.B16, V16.B16, V16.B16
-	VEOR V17.B16, V17.B16, V17.B16
-	VEOR V18.B16, V18.B16, V18.B16
-	VEOR V19.B16, V19.B16, V19.B16
-	MOVD R1, R6
-	ADD  $64, R1, R7
-	VEOR   V20.B16, V20.B16, V20.B16
-	VLD1.P 16(R6), [V21.B16]
-	VLD1.P 16(R7), [V22.B16]
-	SDOT4(21, 0, 20)
-	SDOT4(22, 1, 20)
-	SCVTF4(20, 20)
-	VLD1.P 16(R2), [V23.S4]
-	FMUL4(23, 20, 20)
-	FMULE4(24, 0, 20, 20)
-	FADD4(20, 16, 16)
-	VEOR   V20.B16, V20.B16, V20.B16
-	VLD1.P 16(R6), [V21.B16]
-	VLD1.P 16(R7), [V22.B16]
-	SDOT4(21, 2, 20)
-	SDOT4(22, 3, 20)
-	SCVTF4(20, 20)
-	VLD1.P 16(R2), [V23.S4]
-	FMUL4(23, 20, 20)
-	FMULE4(24, 1, 20, 20)
-	FADD4(20, 17, 17)
-	VEOR   V20.B16, V20.B16, V20.B16
-	VLD1.P 16(R6), [V21.B16]
-	VLD1.P 16(R7), [V22.B16]
-	SDOT4(21, 4, 20)
-	SDOT4(22, 5, 20)
-	SCVTF4(20, 20)
-	VLD1.P 16(R2), [V23.S4]
-	FMUL4(23, 20, 20)
-	FMULE4(24, 2, 20, 20)
-	FADD4(20, 18, 18)
-	VEOR   V20.B16, V20.B16, V20.B16
-	VLD1.P 16(R6), [V21.B16]
-	VLD1.P 16(R7), [V22.B16]
-	SDOT4(21, 6, 20)
-	SDOT4(22, 7, 20)
-	SCVTF4(20, 20)
-	VLD1.P 16(R2), [V23.S4]
-	FMUL4(23, 20, 20)
-	FMULE4(24, 3, 20, 20)
-	FADD4(20, 19, 19)
-	ADD $64, R6
-	ADD $64, R7
-	VEOR   V20.B16, V20.B16, V20.B16
-	VLD1.P 16(R6), [V21.B16]
-	VLD1.P 16(R7), [V22.B16]
-	SDOT4(21, 8, 20)
-	SDOT4(22, 9, 20)
-	SCVTF4(20, 20)
-	VLD1.P 16(R2), [V23.S4]
-	FMUL4(23, 20, 20)
-	FMULE4(25, 0, 20, 20)
-	FADD4(20, 16, 16)
-	VEOR   V20.B16, V20.B16, V20.B16
-	VLD1.P 16(R6), [V21.B16]
-	VLD1.P 16(R7), [V22.B16]
-	SDOT4(21, 10, 20)
-	SDOT4(22, 11, 20)
-	SCVTF4(20, 20)
-	VLD1.P 16(R2), [V23.S4]
-	FMUL4(23, 20, 20)
-	FMULE4(25, 1, 20, 20)
-	FADD4(20, 17, 17)
-	VEOR   V20.B16, V20.B16, V20.B16
-	VLD1.P 16(R6), [V21.B16]
-	VLD1.P 16(R7), [V22.B16]
-	SDOT4(21, 12, 20)
-	SDOT4(22, 13, 20)
-	SCVTF4(20, 20)
-	VLD1.P 16(R2), [V23.S4]
-	FMUL4(23, 20, 20)
-	FMULE4(25, 2, 20, 20)
-	FADD4(20, 18, 18)
-	VEOR   V20.B16, V20.B16, V20.B16
-	VLD1.P 16(R6), [V21.B16]
-	VLD1.P 16(R7), [V22.B16]
-	SDOT4(21, 14, 20)
-	SDOT4(22, 15, 20)
-	SCVTF4(20, 20)
-	VLD1.P 16(R2), [V23.S4]
-	FMUL4(23, 20, 20)
-	FMULE4(25, 3, 20, 20)
-	FADD4(20, 19, 19)
-	// hsum16: lanes l and l+8, then l and l+4, then (0+2) + (1+3).
-	FADD4(18, 16, 16)
-	FADD4(19, 17, 17)
-	FADD4(17, 16, 16)
-	VEXT   $8, V16.B16, V16.B16, V17.B16
-	FADD4(17, 16, 16)
-	FADDPS(16, 16)
-	FMOVS  F16, (R14)
+	SDOTHEAD
 	ADD    $256, R1
 	ADD    R9, R14
 	SUBS   $1, R15
@@ -158,38 +115,14 @@ TEXT ·scoreQ4SDOT(SB), NOSPLIT, $0-176
 scoreQ4SDOT_pos:
 	VLD1.P 64(R3), [V16.B16, V17.B16, V18.B16, V19.B16]
 	VLD1.P 64(R3), [V20.B16, V21.B16, V22.B16, V23.B16]
-	VAND   V26.B16, V16.B16, V0.B16
-	VUSHR  $4, V16.B16, V1.B16
-	SUB16B(27, 0, 0)
-	SUB16B(27, 1, 1)
-	VAND   V26.B16, V17.B16, V2.B16
-	VUSHR  $4, V17.B16, V3.B16
-	SUB16B(27, 2, 2)
-	SUB16B(27, 3, 3)
-	VAND   V26.B16, V18.B16, V4.B16
-	VUSHR  $4, V18.B16, V5.B16
-	SUB16B(27, 4, 4)
-	SUB16B(27, 5, 5)
-	VAND   V26.B16, V19.B16, V6.B16
-	VUSHR  $4, V19.B16, V7.B16
-	SUB16B(27, 6, 6)
-	SUB16B(27, 7, 7)
-	VAND   V26.B16, V20.B16, V8.B16
-	VUSHR  $4, V20.B16, V9.B16
-	SUB16B(27, 8, 8)
-	SUB16B(27, 9, 9)
-	VAND   V26.B16, V21.B16, V10.B16
-	VUSHR  $4, V21.B16, V11.B16
-	SUB16B(27, 10, 10)
-	SUB16B(27, 11, 11)
-	VAND   V26.B16, V22.B16, V12.B16
-	VUSHR  $4, V22.B16, V13.B16
-	SUB16B(27, 12, 12)
-	SUB16B(27, 13, 13)
-	VAND   V26.B16, V23.B16, V14.B16
-	VUSHR  $4, V23.B16, V15.B16
-	SUB16B(27, 14, 14)
-	SUB16B(27, 15, 15)
+	NIBBLES(V16, V0, V1, 0, 1)
+	NIBBLES(V17, V2, V3, 2, 3)
+	NIBBLES(V18, V4, V5, 4, 5)
+	NIBBLES(V19, V6, V7, 6, 7)
+	NIBBLES(V20, V8, V9, 8, 9)
+	NIBBLES(V21, V10, V11, 10, 11)
+	NIBBLES(V22, V12, V13, 12, 13)
+	NIBBLES(V23, V14, V15, 14, 15)
 	VLD1.P 16(R4), [V25.H8]
 	FCVTLH(25, 24)
 	FCVTL2H(25, 25)
@@ -199,102 +132,7 @@ scoreQ4SDOT_pos:
 	MOVD R12, R15
 
 scoreQ4SDOT_head:
-	VEOR V16.B16, V16.B16, V16.B16
-	VEOR V17.B16, V17.B16, V17.B16
-	VEOR V18.B16, V18.B16, V18.B16
-	VEOR V19.B16, V19.B16, V19.B16
-	MOVD R1, R6
-	ADD  $64, R1, R7
-	VEOR   V20.B16, V20.B16, V20.B16
-	VLD1.P 16(R6), [V21.B16]
-	VLD1.P 16(R7), [V22.B16]
-	SDOT4(21, 0, 20)
-	SDOT4(22, 1, 20)
-	SCVTF4(20, 20)
-	VLD1.P 16(R2), [V23.S4]
-	FMUL4(23, 20, 20)
-	FMULE4(24, 0, 20, 20)
-	FADD4(20, 16, 16)
-	VEOR   V20.B16, V20.B16, V20.B16
-	VLD1.P 16(R6), [V21.B16]
-	VLD1.P 16(R7), [V22.B16]
-	SDOT4(21, 2, 20)
-	SDOT4(22, 3, 20)
-	SCVTF4(20, 20)
-	VLD1.P 16(R2), [V23.S4]
-	FMUL4(23, 20, 20)
-	FMULE4(24, 1, 20, 20)
-	FADD4(20, 17, 17)
-	VEOR   V20.B16, V20.B16, V20.B16
-	VLD1.P 16(R6), [V21.B16]
-	VLD1.P 16(R7), [V22.B16]
-	SDOT4(21, 4, 20)
-	SDOT4(22, 5, 20)
-	SCVTF4(20, 20)
-	VLD1.P 16(R2), [V23.S4]
-	FMUL4(23, 20, 20)
-	FMULE4(24, 2, 20, 20)
-	FADD4(20, 18, 18)
-	VEOR   V20.B16, V20.B16, V20.B16
-	VLD1.P 16(R6), [V21.B16]
-	VLD1.P 16(R7), [V22.B16]
-	SDOT4(21, 6, 20)
-	SDOT4(22, 7, 20)
-	SCVTF4(20, 20)
-	VLD1.P 16(R2), [V23.S4]
-	FMUL4(23, 20, 20)
-	FMULE4(24, 3, 20, 20)
-	FADD4(20, 19, 19)
-	ADD $64, R6
-	ADD $64, R7
-	VEOR   V20.B16, V20.B16, V20.B16
-	VLD1.P 16(R6), [V21.B16]
-	VLD1.P 16(R7), [V22.B16]
-	SDOT4(21, 8, 20)
-	SDOT4(22, 9, 20)
-	SCVTF4(20, 20)
-	VLD1.P 16(R2), [V23.S4]
-	FMUL4(23, 20, 20)
-	FMULE4(25, 0, 20, 20)
-	FADD4(20, 16, 16)
-	VEOR   V20.B16, V20.B16, V20.B16
-	VLD1.P 16(R6), [V21.B16]
-	VLD1.P 16(R7), [V22.B16]
-	SDOT4(21, 10, 20)
-	SDOT4(22, 11, 20)
-	SCVTF4(20, 20)
-	VLD1.P 16(R2), [V23.S4]
-	FMUL4(23, 20, 20)
-	FMULE4(25, 1, 20, 20)
-	FADD4(20, 17, 17)
-	VEOR   V20.B16, V20.B16, V20.B16
-	VLD1.P 16(R6), [V21.B16]
-	VLD1.P 16(R7), [V22.B16]
-	SDOT4(21, 12, 20)
-	SDOT4(22, 13, 20)
-	SCVTF4(20, 20)
-	VLD1.P 16(R2), [V23.S4]
-	FMUL4(23, 20, 20)
-	FMULE4(25, 2, 20, 20)
-	FADD4(20, 18, 18)
-	VEOR   V20.B16, V20.B16, V20.B16
-	VLD1.P 16(R6), [V21.B16]
-	VLD1.P 16(R7), [V22.B16]
-	SDOT4(21, 14, 20)
-	SDOT4(22, 15, 20)
-	SCVTF4(20, 20)
-	VLD1.P 16(R2), [V23.S4]
-	FMUL4(23, 20, 20)
-	FMULE4(25, 3, 20, 20)
-	FADD4(20, 19, 19)
-	// hsum16: lanes l and l+8, then l and l+4, then (0+2) + (1+3).
-	FADD4(18, 16, 16)
-	FADD4(19, 17, 17)
-	FADD4(17, 16, 16)
-	VEXT   $8, V16.B16, V16.B16, V17.B16
-	FADD4(17, 16, 16)
-	FADDPS(16, 16)
-	FMOVS  F16, (R14)
+	SDOTHEAD
 	ADD    $256, R1
 	ADD    R9, R14
 	SUBS   $1, R15

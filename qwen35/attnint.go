@@ -9,7 +9,7 @@ import "math"
 // costs more than reading them; instead each query head is quantised once per step to
 // int8 at the same block granularity, q_i ≈ s_qb·a_i with s_qb = max_b|q|/127 and
 // a_i = round(q_i/s_qb), and a score is s_qb·s_kb·Σ a_i·c_i with the inner sums in
-// integers (VPDPBUSD, VPMADDUBSW), exact.
+// integers (VPDPBUSD, VPMADDUBSW, SDOT), exact.
 //
 // The float part of a score is fixed, so that every kernel gives the same bits: a head's
 // values are cut into lanes of eight, sixteen lanes to an accumulator vector of 128

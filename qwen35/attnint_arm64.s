@@ -63,17 +63,30 @@
 	SUB16B(27, l, l) \
 	SUB16B(27, h, h)
 
+// SDOTARGS loads the scorers' arguments: out at R0 (R9 its head stride in bytes), the
+// codes and scale lanes of head 0 at R10 and R11, rep in R12, the keys and their scales
+// at R3 and R4, n in R13. SDOTFIRST points R1, R2 and R14 at head 0's codes, scale lanes
+// and score, R15 counting the heads.
+#define SDOTARGS \
+	MOVD out_base+0(FP), R0 \
+	MOVD os+24(FP), R9 \
+	LSL  $2, R9 \
+	MOVD codes_base+32(FP), R10 \
+	MOVD sq_base+56(FP), R11 \
+	MOVD rep+104(FP), R12 \
+	MOVD k_base+112(FP), R3 \
+	MOVD ks_base+136(FP), R4 \
+	MOVD n+160(FP), R13
+
+#define SDOTFIRST \
+	MOVD R10, R1 \
+	MOVD R11, R2 \
+	MOVD R0, R14 \
+	MOVD R12, R15
+
 // func scoreInt8SDOT(out []float32, os int, codes []int8, sq []float32, corr []int32, rep int, k []int8, ks []float32, n, d int)
 TEXT ·scoreInt8SDOT(SB), NOSPLIT, $0-176
-	MOVD out_base+0(FP), R0
-	MOVD os+24(FP), R9
-	LSL  $2, R9
-	MOVD codes_base+32(FP), R10
-	MOVD sq_base+56(FP), R11
-	MOVD rep+104(FP), R12
-	MOVD k_base+112(FP), R3
-	MOVD ks_base+136(FP), R4
-	MOVD n+160(FP), R13
+	SDOTARGS
 
 scoreInt8SDOT_pos:
 	VLD1.P 64(R3), [V0.B16, V1.B16, V2.B16, V3.B16]
@@ -81,10 +94,7 @@ scoreInt8SDOT_pos:
 	VLD1.P 64(R3), [V8.B16, V9.B16, V10.B16, V11.B16]
 	VLD1.P 64(R3), [V12.B16, V13.B16, V14.B16, V15.B16]
 	VLD1.P 32(R4), [V24.S4, V25.S4]
-	MOVD R10, R1 // head r's codes
-	MOVD R11, R2 // its scale lanes
-	MOVD R0, R14 // its score
-	MOVD R12, R15
+	SDOTFIRST
 
 scoreInt8SDOT_head:
 	SDOTHEAD
@@ -100,15 +110,7 @@ scoreInt8SDOT_head:
 
 // func scoreQ4SDOT(out []float32, os int, codes []int8, sq []float32, corr []int32, rep int, k []byte, ks []uint16, n, d int)
 TEXT ·scoreQ4SDOT(SB), NOSPLIT, $0-176
-	MOVD out_base+0(FP), R0
-	MOVD os+24(FP), R9
-	LSL  $2, R9
-	MOVD codes_base+32(FP), R10
-	MOVD sq_base+56(FP), R11
-	MOVD rep+104(FP), R12
-	MOVD k_base+112(FP), R3
-	MOVD ks_base+136(FP), R4
-	MOVD n+160(FP), R13
+	SDOTARGS
 	VMOVI $15, V26.B16
 	VMOVI $8, V27.B16
 
@@ -126,10 +128,7 @@ scoreQ4SDOT_pos:
 	VLD1.P 16(R4), [V25.H8]
 	FCVTLH(25, 24)
 	FCVTL2H(25, 25)
-	MOVD R10, R1 // head r's codes
-	MOVD R11, R2 // its scale lanes
-	MOVD R0, R14 // its score
-	MOVD R12, R15
+	SDOTFIRST
 
 scoreQ4SDOT_head:
 	SDOTHEAD

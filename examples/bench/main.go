@@ -608,11 +608,9 @@ func printProfile(out io.Writer, indent string, p bonsai.OpProfile) {
 	fmt.Fprintf(out, "%sother            %s\n", indent, per(p.Other))
 }
 
-// weightBytesPerToken counts what a decode step reads: every ternary matrix but the
-// embedding table (one row of it), the BF16 GDN projections and the F32 vectors.
 // weightBytesPerToken counts the bytes one decoded token reads: every product's weights
 // (in format to where they were transcoded to it at load, as stored otherwise), the
-// embedding row, the norms and the small GDN projections.
+// embedding table's one row, the norms and the small BF16 GDN projections.
 func weightBytesPerToken(w *qwen35.Weights, to ternary.Format) int64 {
 	n := w.TernaryBytes() + int64(w.TokenEmbedding.Format.RowBytes(w.TokenEmbedding.K))
 	if to != 0 {

@@ -58,6 +58,9 @@
 // [MatVecQ8Range], and [MatMulInterleavedRange], which multiplies each loaded step with
 // up to six vectors (five with SDOT, three with plain NEON), those of [MatMulQ8Range]
 // with no repacking (AVX-512 VNNI, AVX2 and both NEON families: [InterleavedBatchNative]).
+// Where the CPU has AVX-VNNI without AVX-512 (Intel's client and E-core parts since
+// Alder Lake), the AVX2 family's interleaved kernels take VPDPBUSD on 256-bit vectors,
+// with the AVX2 kernels' bits ([InterleavedKernel] names the kernels in use).
 // An [Interleaved3] matrix does the same for PTQ1_0 at the file's size, five rows'
 // trits a byte in 80-row tiles: [MatVecInterleaved3Range] and [MatMulInterleaved3Range]
 // (which decodes each block pair of a tile once for up to 32 vectors) give the bits of

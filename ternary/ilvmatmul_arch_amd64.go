@@ -19,7 +19,7 @@ func archIlvMatFam(fam ilvFamily, nv int, a *ilvMatArgs) {
 	case ilvVNNI:
 		archIlvMat(nv, a)
 	case ilvAVX2:
-		archIlvMatAVX2(nv, a)
+		ilvAVX2Use.mat(nv, a)
 	default:
 		panic("ternary: no batched interleaved kernel for this family")
 	}

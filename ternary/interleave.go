@@ -209,6 +209,23 @@ func ilvSel() ilvFamily {
 	return archIlvFamily(q8Sel.id)
 }
 
+// InterleavedKernel names the interleaved kernels [MatVecInterleavedRange] and
+// [MatMulInterleavedRange] run here: "avx512vnni", "avx-vnni" (the AVX2 family's on a
+// CPU with AVX-VNNI), "avx2", "neondot", "neon" or "generic".
+func InterleavedKernel() string {
+	switch fam := ilvSel(); fam {
+	case ilvVNNI:
+		return "avx512vnni"
+	case ilvAVX2:
+		return archIlvAVX2Name()
+	case ilvNEONDot:
+		return "neondot"
+	case ilvNEON:
+		return "neon"
+	}
+	return "generic"
+}
+
 // InterleavedNative reports whether [MatVecInterleavedRange] runs a SIMD kernel here,
 // one that gives the bits of the kernel [MatVecQ8Range] runs (AVX-512 VNNI or AVX2 on
 // amd64, both NEON families on arm64). Elsewhere it runs its pure-Go twin, which gives

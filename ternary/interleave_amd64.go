@@ -2,6 +2,8 @@
 
 package ternary
 
+import "golang.org/x/sys/cpu"
+
 // ilvTilesVNNI is the AVX-512 VNNI kernel of MatVecInterleavedRange (matvec_amd64.s):
 // ilvTilesGeneric's contract, on tiles tiles of w (tileBytes apart), nb8 ≥ 1 groups of
 // 8 blocks each, with acc 512 floats of scratch.
@@ -44,6 +46,93 @@ func ilvTilesAVX2(w *byte, tiles, nb8, tileBytes int, q *int8, d *float32, sum *
 //go:noescape
 func ilvBlockAVX2(blk *byte, q *int8, sum *int32, out *int32)
 
+// ilvTilesAVXVNNI and ilvBlockAVXVNNI are ilvTilesAVX2 and ilvBlockAVX2 by AVX-VNNI's
+// VPDPBUSD (matvec_amd64.s): the same contracts, and the same bits.
+//
+//go:noescape
+func ilvTilesAVXVNNI(w *byte, tiles, nb8, tileBytes int, q *int8, d *float32, sum *int32, acc *float32, y *float32)
+
+//go:noescape
+func ilvBlockAVXVNNI(blk *byte, q *int8, sum *int32, out *int32)
+
+// ilvTilesVNNI256 and ilvBlockVNNI256 are the AVX-VNNI kernels' instructions with
+// VPDPBUSD in its EVEX encoding: what the tests run on AVX-512 VNNI machines to check
+// the AVX-VNNI kernels' arithmetic (nothing else calls them).
+//
+//go:noescape
+func ilvTilesVNNI256(w *byte, tiles, nb8, tileBytes int, q *int8, d *float32, sum *int32, acc *float32, y *float32)
+
+//go:noescape
+func ilvBlockVNNI256(blk *byte, q *int8, sum *int32, out *int32)
+
+// ilvAVX2Impl is one implementation of the AVX2 family's interleaved kernels, decode
+// and batched: all give ilvTilesAVX2's bits. Its methods call the assembly directly
+// (a call through a func value would make every pointer argument escape).
+type ilvAVX2Impl struct {
+	name string
+	id   ilvAVX2ID
+}
+
+type ilvAVX2ID uint8
+
+const (
+	ilvAVX2Plain    ilvAVX2ID = iota // VPMADDUBSW, int16 sums
+	ilvAVX2VNNI                      // AVX-VNNI's VPDPBUSD (VEX)
+	ilvAVX2VNNIEVEX                  // the same instructions, VPDPBUSD in EVEX: the tests' twin
+)
+
+func (k ilvAVX2Impl) tiles(w *byte, tiles, nb8, tileBytes int, q *int8, d *float32, sum *int32, acc *float32, y *float32) {
+	switch k.id {
+	case ilvAVX2VNNI:
+		ilvTilesAVXVNNI(w, tiles, nb8, tileBytes, q, d, sum, acc, y)
+	case ilvAVX2VNNIEVEX:
+		ilvTilesVNNI256(w, tiles, nb8, tileBytes, q, d, sum, acc, y)
+	default:
+		ilvTilesAVX2(w, tiles, nb8, tileBytes, q, d, sum, acc, y)
+	}
+}
+
+func (k ilvAVX2Impl) block(blk *byte, q *int8, sum *int32, out *int32) {
+	switch k.id {
+	case ilvAVX2VNNI:
+		ilvBlockAVXVNNI(blk, q, sum, out)
+	case ilvAVX2VNNIEVEX:
+		ilvBlockVNNI256(blk, q, sum, out)
+	default:
+		ilvBlockAVX2(blk, q, sum, out)
+	}
+}
+
+func (k ilvAVX2Impl) mat(nv int, a *ilvMatArgs) {
+	switch k.id {
+	case ilvAVX2VNNI:
+		archIlvMatAVXVNNI(nv, a)
+	case ilvAVX2VNNIEVEX:
+		archIlvMatVNNI256(nv, a)
+	default:
+		archIlvMatAVX2(nv, a)
+	}
+}
+
+// ilvAVX2Impls lists the implementations this CPU runs; ilvAVX2Use is the one the AVX2
+// family uses: AVX-VNNI's where the CPU has it (the client and E-core Intel parts
+// without AVX-512 since Alder Lake), else the AVX2 one.
+var ilvAVX2Impls, ilvAVX2Use = func() ([]ilvAVX2Impl, ilvAVX2Impl) {
+	avx2 := ilvAVX2Impl{"avx2", ilvAVX2Plain}
+	if !hasAVX2() {
+		return nil, avx2
+	}
+	ks, use := []ilvAVX2Impl{avx2}, avx2
+	if cpu.X86.HasAVXVNNI {
+		use = ilvAVX2Impl{"avx-vnni", ilvAVX2VNNI}
+		ks = append(ks, use)
+	}
+	if hasAVX512VNNI() {
+		ks = append(ks, ilvAVX2Impl{"avx-vnni-evex", ilvAVX2VNNIEVEX})
+	}
+	return ks, use
+}()
+
 // archIlvFamily returns the interleaved kernel whose bits are those of Q8 family id:
 // the VNNI one for the AVX-512 families, the AVX2 one for the AVX2 family.
 func archIlvFamily(id q8ID) ilvFamily {
@@ -60,7 +149,7 @@ func archIlvTiles(fam ilvFamily, w *byte, tiles, nb8, tileBytes int, q *int8, d 
 	if fam == ilvVNNI {
 		ilvTilesVNNI(w, tiles, nb8, tileBytes, q, d, sum, acc, y)
 	} else {
-		ilvTilesAVX2(w, tiles, nb8, tileBytes, q, d, sum, acc, y)
+		ilvAVX2Use.tiles(w, tiles, nb8, tileBytes, q, d, sum, acc, y)
 	}
 }
 
@@ -68,6 +157,9 @@ func archIlvBlock(fam ilvFamily, blk *byte, q *int8, sum *int32, out *int32) {
 	if fam == ilvVNNI {
 		ilvBlockVNNI(blk, q, sum, out)
 	} else {
-		ilvBlockAVX2(blk, q, sum, out)
+		ilvAVX2Use.block(blk, q, sum, out)
 	}
 }
+
+// archIlvAVX2Name names the AVX2 family's interleaved kernels in use.
+func archIlvAVX2Name() string { return ilvAVX2Use.name }

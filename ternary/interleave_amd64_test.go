@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"strings"
 	"testing"
 )
 
@@ -61,6 +62,28 @@ func ilvRandQ8(r *rand.Rand, k int) *Q8 {
 // scales (zeros, subnormals and 65504 included), activations down to −128.
 func TestIlvAVX2MatchesQ8(t *testing.T) {
 	kern := ilvNeedAVX2(t)
+	forEachAVX2Impl(t, func(t *testing.T, _ ilvAVX2Impl) { testIlvAVX2MatchesQ8(t, kern) })
+}
+
+// forEachAVX2Impl runs f on every implementation of the AVX2 family's decode kernel
+// this CPU runs (ilvAVX2Impls), each in turn the one the family uses.
+func forEachAVX2Impl(t *testing.T, f func(t *testing.T, k ilvAVX2Impl)) {
+	var names []string
+	for _, k := range ilvAVX2Impls {
+		names = append(names, k.name)
+	}
+	t.Logf("the AVX2 family's interleaved kernels on this machine: %s; in use: %s", strings.Join(names, " "), ilvAVX2Use.name)
+	for _, k := range ilvAVX2Impls {
+		t.Run(k.name, func(t *testing.T) {
+			save := ilvAVX2Use
+			ilvAVX2Use = k
+			defer func() { ilvAVX2Use = save }()
+			f(t, k)
+		})
+	}
+}
+
+func testIlvAVX2MatchesQ8(t *testing.T, kern q8Kernel) {
 	r := rand.New(rand.NewPCG(60, 61))
 	withKernel(kern, func() {
 		if ilvSel() != ilvAVX2 {
@@ -94,6 +117,10 @@ func TestIlvAVX2MatchesQ8(t *testing.T) {
 // (every float exact, so its y is the sum of the twin's block integers).
 func TestIlvAVX2Sums(t *testing.T) {
 	ilvNeedAVX2(t)
+	forEachAVX2Impl(t, testIlvAVX2Sums)
+}
+
+func testIlvAVX2Sums(t *testing.T, impl ilvAVX2Impl) {
 	r := rand.New(rand.NewPCG(62, 63))
 	unit := func() uint16 { return [...]uint16{0x3c00, 0x3c00, 0x3c00, 0, 0x8000}[r.IntN(5)] }
 	for nb := 1; nb <= 20; nb++ {
@@ -110,9 +137,9 @@ func TestIlvAVX2Sums(t *testing.T) {
 					blk := (*[ilvBlockBytes]byte)(tile[b*ilvBlockBytes:])
 					var got, sums [IlvRows]int32
 					ilvBlockGeneric(&sums, blk, x, b)
-					ilvBlockAVX2(&blk[0], &x.Q[256*(b/2)+32*(b%2)], &x.Sum[b], &got[0])
+					impl.block(&blk[0], &x.Q[256*(b/2)+32*(b%2)], &x.Sum[b], &got[0])
 					if got != sums {
-						t.Fatalf("%d×%d tile %d block %d: AVX2 sums %v, generic %v", n, k, tl, b, got, sums)
+						t.Fatalf("%d×%d tile %d block %d: %s sums %v, generic %v", n, k, tl, b, impl.name, got, sums)
 					}
 					if b < nb/8*8 {
 						for i, s := range sums {
@@ -132,10 +159,10 @@ func TestIlvAVX2Sums(t *testing.T) {
 			}
 			var acc [8 * IlvRows]float32
 			got := nanVec(tiles * IlvRows)
-			ilvTilesAVX2(&v.buf[0], tiles, nb/8, v.tileBytes(), &x.Q[0], &x.D[0], &x.Sum[0], &acc[0], &got[0])
+			impl.tiles(&v.buf[0], tiles, nb/8, v.tileBytes(), &x.Q[0], &x.D[0], &x.Sum[0], &acc[0], &got[0])
 			for i := range got {
 				if got[i] != want[i] {
-					t.Fatalf("%d×%d: ilvTilesAVX2 y[%d] = %v, generic twin's integers %v", n, k, i, got[i], want[i])
+					t.Fatalf("%d×%d: %s tiles y[%d] = %v, generic twin's integers %v", n, k, impl.name, i, got[i], want[i])
 				}
 			}
 		}
@@ -147,6 +174,10 @@ func TestIlvAVX2Sums(t *testing.T) {
 // the extremes of the int16 accumulation (a row of code 3 against −128 sums −49152).
 func TestIlvAVX2CodeBytes(t *testing.T) {
 	ilvNeedAVX2(t)
+	forEachAVX2Impl(t, testIlvAVX2CodeBytes)
+}
+
+func testIlvAVX2CodeBytes(t *testing.T, impl ilvAVX2Impl) {
 	r := rand.New(rand.NewPCG(64, 65))
 	acts := map[string]func() int8{
 		"-128":   func() int8 { return -128 },
@@ -167,25 +198,25 @@ func TestIlvAVX2CodeBytes(t *testing.T) {
 						blk[i] = byte(r.Uint32())
 					}
 				}
-				ilvCheckBlockAVX2(t, fmt.Sprintf("acts %s, byte %#02x, mixed %v", name, c, mixed), &blk, x)
+				ilvCheckBlockAVX2(t, impl, fmt.Sprintf("acts %s, byte %#02x, mixed %v", name, c, mixed), &blk, x)
 			}
 		}
 	}
 }
 
-func ilvCheckBlockAVX2(t *testing.T, what string, blk *[ilvBlockBytes]byte, x *Q8) {
+func ilvCheckBlockAVX2(t *testing.T, impl ilvAVX2Impl, what string, blk *[ilvBlockBytes]byte, x *Q8) {
 	t.Helper()
 	for b := range 2 {
 		var got, want [IlvRows]int32
 		ilvBlockGeneric(&want, blk, x, b)
-		ilvBlockAVX2(&blk[0], &x.Q[32*b], &x.Sum[b], &got[0])
+		impl.block(&blk[0], &x.Q[32*b], &x.Sum[b], &got[0])
 		if got != want {
-			t.Fatalf("%s, block %d: AVX2 sums %v, generic %v", what, b, got, want)
+			t.Fatalf("%s, block %d: %s sums %v, generic %v", what, b, impl.name, got, want)
 		}
 	}
 }
 
-// FuzzIlvAVX2Block checks the one-block helper against the generic twin on arbitrary
+// FuzzIlvAVX2Block checks the one-block helpers (every implementation) against the generic twin on arbitrary
 // code bytes (the input repeated over the block) and activations from a seed.
 func FuzzIlvAVX2Block(f *testing.F) {
 	f.Add([]byte{0xff}, uint64(1), uint8(0))
@@ -213,6 +244,8 @@ func FuzzIlvAVX2Block(f *testing.F) {
 			}
 		}
 		x.Sum[0], x.Sum[1] = int32(r.Uint32()>>8), -int32(r.Uint32()>>8)
-		ilvCheckBlockAVX2(t, fmt.Sprintf("codes %x seed %d mode %d", codes, seed, mode), &blk, x)
+		for _, impl := range ilvAVX2Impls {
+			ilvCheckBlockAVX2(t, impl, fmt.Sprintf("codes %x seed %d mode %d", codes, seed, mode), &blk, x)
+		}
 	})
 }

@@ -55,3 +55,5 @@ func archIlvBlock(fam ilvFamily, blk *byte, q *int8, sum *int32, out *int32) {
 		panic("ternary: no interleaved kernel for this family")
 	}
 }
+
+func archIlvAVX2Name() string { return "avx2" }

@@ -273,12 +273,18 @@ func ilvAVX2Kernel() (q8Kernel, bool) {
 // alone (selected as the AVX2 Q8 kernel, as on an AVX2-only machine, even where
 // AVX-512 is there too), with the codes' extremes and activation −128 made frequent:
 // widths of 1 to 20 blocks, every batch size of ilvMatTs, 130 rows, every vector bit
-// for bit what MatVecInterleavedRange and MatMulQ8Range give it on that family.
+// for bit what MatVecInterleavedRange and MatMulQ8Range give it on that family; on
+// amd64 for each implementation of the family's kernels (AVX2, AVX-VNNI and its EVEX
+// twin, as the CPU has them).
 func TestMatMulInterleavedAVX2(t *testing.T) {
 	k8, ok := ilvAVX2Kernel()
 	if !ok {
 		t.Skip("no AVX2 (with FMA and F16C): no AVX2 interleaved kernels")
 	}
+	eachAVX2Impl(t, func(t *testing.T) { testMatMulInterleavedAVX2(t, k8) })
+}
+
+func testMatMulInterleavedAVX2(t *testing.T, k8 q8Kernel) {
 	r := rand.New(rand.NewPCG(70, 71))
 	const n = 130
 	withKernel(k8, func() {

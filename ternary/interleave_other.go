@@ -14,3 +14,5 @@ func archIlvTiles(fam ilvFamily, w *byte, tiles, nb8, tileBytes int, q *int8, d 
 func archIlvBlock(fam ilvFamily, blk *byte, q *int8, sum *int32, out *int32) {
 	panic("ternary: no SIMD interleaved kernel on this platform")
 }
+
+func archIlvAVX2Name() string { return "avx2" }

@@ -2,6 +2,12 @@
 
 package ternary
 
+import "testing"
+
 // setIlvPrefetch does nothing here: only the AVX-512 VNNI kernel's prefetch distance
 // is a variable.
 func setIlvPrefetch(int) func() { return func() {} }
+
+// eachAVX2Impl runs f once: only amd64 has more than one implementation of the AVX2
+// family's interleaved kernels.
+func eachAVX2Impl(t *testing.T, f func(t *testing.T)) { f(t) }

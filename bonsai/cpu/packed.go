@@ -11,14 +11,16 @@ type Layout uint8
 
 const (
 	// LayoutAuto interleaves the matrices whose format has native interleaved kernels
-	// for decode steps and batches alike on this CPU (AVX-512 VNNI, today), so that the
-	// copy replaces the file's rows, and keeps the file's layout elsewhere. The default.
+	// for decode steps and batches alike on this CPU (PQ2_0 on AVX-512 VNNI, AVX-VNNI,
+	// AVX2 and NEON; PTQ1_0 on AVX-512 VNNI), so that the copy replaces the file's rows,
+	// and keeps the file's layout elsewhere. The default.
 	LayoutAuto Layout = iota
 	// LayoutFile reads the matrices where the file has them.
 	LayoutFile
 	// LayoutInterleaved interleaves every matrix whose format has a native interleaved
-	// decode kernel here (AVX2, AVX-512 VNNI, NEON with or without SDOT), even where
-	// batches must keep reading the file's rows: then the copy comes on top of them.
+	// decode kernel here, even where batches would keep reading the file's rows: then
+	// the copy comes on top of them. (Every family with a decode kernel has a batched
+	// one today, so it is LayoutAuto.)
 	LayoutInterleaved
 )
 

@@ -30,12 +30,8 @@ func ilvBenchQ8(r *rand.Rand, k int) *Q8 {
 // against the Q8 kernel it reproduces.
 func BenchmarkIlvKernel(b *testing.B) {
 	for _, k := range []int{5120, 17408} {
-		r := rand.New(rand.NewPCG(1, 2))
-		n := (512 << 10) / PQ2_0.RowBytes(k) / IlvRows * IlvRows
-		w := randPQ2(r, k, n, func() uint16 { return 0x2000 })
-		v := ilvFill(b, w, k, n)
-		x := ilvBenchQ8(r, k)
-		y := make([]float32, n)
+		w, v, x, y := ilvKernelBench(b, k)
+		n := len(y)
 		for _, kern := range q8Kernels {
 			withKernel(kern, func() {
 				b.Run(fmt.Sprintf("file/%s/K=%d", kern.name, k), func(b *testing.B) {
@@ -56,6 +52,15 @@ func BenchmarkIlvKernel(b *testing.B) {
 			})
 		}
 	}
+}
+
+// ilvKernelBench returns BenchmarkIlvKernel's operands for row width k: 512 KiB of
+// PQ2_0 weights, their interleaved copy, activations and the outputs.
+func ilvKernelBench(b *testing.B, k int) (w []byte, v *Interleaved, x *Q8, y []float32) {
+	r := rand.New(rand.NewPCG(1, 2))
+	n := (512 << 10) / PQ2_0.RowBytes(k) / IlvRows * IlvRows
+	w = randPQ2(r, k, n, func() uint16 { return 0x2000 })
+	return w, ilvFill(b, w, k, n), ilvBenchQ8(r, k), make([]float32, n)
 }
 
 // BenchmarkIlvStream streams copies of an interleaved matrix (≥ 512 MiB together, far

@@ -5,7 +5,6 @@ package ternary
 import (
 	"encoding/binary"
 	"fmt"
-	"math/rand/v2"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -168,12 +167,8 @@ func eachAVX2Impl(t *testing.T, f func(t *testing.T)) {
 func BenchmarkIlvKernelAVX2(b *testing.B) {
 	kern := ilvNeedAVX2(b)
 	for _, k := range []int{5120, 17408} {
-		r := rand.New(rand.NewPCG(1, 2))
-		n := (512 << 10) / PQ2_0.RowBytes(k) / IlvRows * IlvRows
-		w := randPQ2(r, k, n, func() uint16 { return 0x2000 })
-		v := ilvFill(b, w, k, n)
-		x := ilvBenchQ8(r, k)
-		y := make([]float32, n)
+		_, v, x, y := ilvKernelBench(b, k)
+		n := len(y)
 		for _, impl := range ilvAVX2Impls {
 			b.Run(fmt.Sprintf("%s/K=%d", impl.name, k), func(b *testing.B) {
 				save := ilvAVX2Use

@@ -919,11 +919,8 @@ TEXT ·ilvBlockVNNI(SB), NOSPLIT, $0-32
 	ILV2QUAD(wo, qo); \
 	ILV2QUAD(wo+256, qo+16)
 
-// ILV2SUMS leaves in Y0…Y7 the 64 row integers Σ c·Q − Sum (rows 8i … 8i+7 in Y_i) of
-// the tile × block at AX, whose activations are at BX and activation sum at (DI).
-#define ILV2SUMS \
-	ILV2PREFETCH(0); \
-	ILV2PREFETCH(64); \
+// ILV2ZERO clears the accumulators Y0…Y7.
+#define ILV2ZERO \
 	VPXOR Y0, Y0, Y0; \
 	VPXOR Y1, Y1, Y1; \
 	VPXOR Y2, Y2, Y2; \
@@ -931,7 +928,14 @@ TEXT ·ilvBlockVNNI(SB), NOSPLIT, $0-32
 	VPXOR Y4, Y4, Y4; \
 	VPXOR Y5, Y5, Y5; \
 	VPXOR Y6, Y6, Y6; \
-	VPXOR Y7, Y7, Y7; \
+	VPXOR Y7, Y7, Y7
+
+// ILV2SUMS leaves in Y0…Y7 the 64 row integers Σ c·Q − Sum (rows 8i … 8i+7 in Y_i) of
+// the tile × block at AX, whose activations are at BX and activation sum at (DI).
+#define ILV2SUMS \
+	ILV2PREFETCH(0); \
+	ILV2PREFETCH(64); \
+	ILV2ZERO; \
 	ILV2PLANE(128, 0); \
 	ILV2PLANE(640, 64); \
 	ILV2PLANE(1152, 128); \
@@ -1157,14 +1161,7 @@ TEXT ·ilvBlockAVX2(SB), NOSPLIT, $0-32
 	VPBROADCASTD ilvymasks<>+0(SB), Y13; \
 	VPBROADCASTD ilvymasks<>+4(SB), Y14; \
 	VPBROADCASTD ilvymasks<>+8(SB), Y15; \
-	VPXOR Y0, Y0, Y0; \
-	VPXOR Y1, Y1, Y1; \
-	VPXOR Y2, Y2, Y2; \
-	VPXOR Y3, Y3, Y3; \
-	VPXOR Y4, Y4, Y4; \
-	VPXOR Y5, Y5, Y5; \
-	VPXOR Y6, Y6, Y6; \
-	VPXOR Y7, Y7, Y7; \
+	ILV2ZERO; \
 	ILVYPLANE(DP, 128, 0); \
 	ILVYPLANE(DP, 640, 64); \
 	ILVYPLANE(DP, 1152, 128); \

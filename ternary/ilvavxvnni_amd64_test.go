@@ -44,14 +44,19 @@ func TestIlvAVXVNNIEncoding(t *testing.T) {
 		pairs = append(pairs, pair{fs[0], fs[1], 128 * (nv + 1)})
 	}
 	for _, pr := range pairs {
-		vexName, vex := disassemble(t, objdump, pr.vex)
-		evexName, evex := disassemble(t, objdump, pr.evex)
+		vexName, vex, vexFirst := disassemble(t, objdump, pr.vex)
+		evexName, evex, _ := disassemble(t, objdump, pr.evex)
 		if len(vex) != len(evex) {
 			t.Fatalf("%s has %d instructions, %s %d", vexName, len(vex), evexName, len(evex))
 		}
 		dots := 0
 		for i := range vex {
 			v, e := vex[i], evex[i]
+			// 0x62 begins an EVEX instruction in 64-bit mode, which a CPU without
+			// AVX-512 faults on: the assembler must have found a VEX form for all.
+			if vexFirst[i] == 0x62 {
+				t.Fatalf("%s instruction %d %q is EVEX-encoded", vexName, i, v)
+			}
 			if rest, ok := strings.CutPrefix(v, "{vex} vpdpbusd "); ok {
 				if e != "vpdpbusd "+rest {
 					t.Fatalf("%s instruction %d is %q, %s's %q", vexName, i, v, evexName, e)
@@ -75,12 +80,12 @@ var (
 	ripDisp  = regexp.MustCompile(`-?0x[0-9a-f]+\(%rip\)(.*)# (0x)?([0-9a-f]+)( <.*>)?$`)
 )
 
-// disassemble returns the name of the assembly function behind the Go function value f
-// and its instructions as objdump prints them, jump targets as instruction indices and
-// RIP-relative operands as the address they reach. f's value is the ABI wrapper the
+// disassemble returns the name of the assembly function behind the Go function value f,
+// its instructions as objdump prints them (jump targets as instruction indices,
+// RIP-relative operands as the address they reach) and each one's first byte. f's value is the ABI wrapper the
 // compiler makes for a Go declaration of an assembly function; the body is the function
 // of the same name that the wrapper calls.
-func disassemble(t *testing.T, objdump string, f any) (string, []string) {
+func disassemble(t *testing.T, objdump string, f any) (string, []string, []byte) {
 	t.Helper()
 	wrapper := reflect.ValueOf(f).Pointer()
 	name := runtime.FuncForPC(wrapper).Name()
@@ -100,7 +105,8 @@ func disassemble(t *testing.T, objdump string, f any) (string, []string) {
 		t.Fatalf("%s: no call to the assembly body in its wrapper", name)
 	}
 	file := filepath.Join(t.TempDir(), "code")
-	if err := os.WriteFile(file, funcBytes(body), 0o600); err != nil {
+	code = funcBytes(body)
+	if err := os.WriteFile(file, code, 0o600); err != nil {
 		t.Fatal(err)
 	}
 	out, err := exec.Command(objdump, "-D", "-b", "binary", "-m", "i386:x86-64", "--no-show-raw-insn", file).Output()
@@ -141,7 +147,11 @@ func disassemble(t *testing.T, objdump string, f any) (string, []string) {
 			insns[i] = ripDisp.ReplaceAllString(s, fmt.Sprintf("<%#x>$1", uint64(body)+a))
 		}
 	}
-	return name, insns
+	first := make([]byte, len(addrs))
+	for i, a := range addrs {
+		first[i] = code[a]
+	}
+	return name, insns, first
 }
 
 // funcBytes returns the machine code of the function that starts at entry: the bytes

@@ -223,3 +223,17 @@ func BenchmarkMatMulIlvAVX2Impls(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkIlvStreamAVX2Impls is BenchmarkIlvStream for each implementation of the AVX2
+// family's decode kernel this CPU runs.
+func BenchmarkIlvStreamAVX2Impls(b *testing.B) {
+	k8 := ilvNeedAVX2(b)
+	for _, impl := range ilvAVX2Impls {
+		b.Run(impl.name, func(b *testing.B) {
+			save := ilvAVX2Use
+			ilvAVX2Use = impl
+			defer func() { ilvAVX2Use = save }()
+			withKernel(k8, func() { ilvStream(b) })
+		})
+	}
+}

@@ -181,13 +181,12 @@ func BenchmarkIlvKernelAVX2(b *testing.B) {
 		n := len(y)
 		for _, impl := range ilvAVX2Impls {
 			b.Run(fmt.Sprintf("%s/K=%d", impl.name, k), func(b *testing.B) {
-				save := ilvAVX2Use
-				ilvAVX2Use = impl
-				defer func() { ilvAVX2Use = save }()
-				withKernel(kern, func() {
-					for b.Loop() {
-						MatVecInterleavedRange(v, x, y, 0, n)
-					}
+				withAVX2Impl(impl, func() {
+					withKernel(kern, func() {
+						for b.Loop() {
+							MatVecInterleavedRange(v, x, y, 0, n)
+						}
+					})
 				})
 				b.ReportMetric(float64(n*k)*float64(b.N)/b.Elapsed().Seconds()/1e9, "Gw/s")
 			})
@@ -214,10 +213,9 @@ func BenchmarkMatMulIlvAVX2Impls(b *testing.B) {
 		for _, sh := range matMulShapes[:2] {
 			for _, t := range []int{64, 256} {
 				b.Run(fmt.Sprintf("%s/%dx%d/t=%d", impl.name, sh[0], sh[1], t), func(b *testing.B) {
-					save := ilvAVX2Use
-					ilvAVX2Use = impl
-					defer func() { ilvAVX2Use = save }()
-					withKernel(k8, func() { benchMatMulIlvMode(b, sh[0], sh[1], t, 2, "interleaved") })
+					withAVX2Impl(impl, func() {
+						withKernel(k8, func() { benchMatMulIlvMode(b, sh[0], sh[1], t, 2, "interleaved") })
+					})
 				})
 			}
 		}
@@ -230,10 +228,7 @@ func BenchmarkIlvStreamAVX2Impls(b *testing.B) {
 	k8 := ilvNeedAVX2(b)
 	for _, impl := range ilvAVX2Impls {
 		b.Run(impl.name, func(b *testing.B) {
-			save := ilvAVX2Use
-			ilvAVX2Use = impl
-			defer func() { ilvAVX2Use = save }()
-			withKernel(k8, func() { ilvStream(b) })
+			withAVX2Impl(impl, func() { withKernel(k8, func() { ilvStream(b) }) })
 		})
 	}
 }

@@ -74,13 +74,17 @@ func forEachAVX2Impl(t *testing.T, f func(t *testing.T, k ilvAVX2Impl)) {
 	}
 	t.Logf("the AVX2 family's interleaved kernels on this machine: %s; in use: %s", strings.Join(names, " "), ilvAVX2Use.name)
 	for _, k := range ilvAVX2Impls {
-		t.Run(k.name, func(t *testing.T) {
-			save := ilvAVX2Use
-			ilvAVX2Use = k
-			defer func() { ilvAVX2Use = save }()
-			f(t, k)
-		})
+		t.Run(k.name, func(t *testing.T) { withAVX2Impl(k, func() { f(t, k) }) })
 	}
+}
+
+// withAVX2Impl runs f with k as the AVX2 family's interleaved kernels, as withKernel
+// does for the Q8 family.
+func withAVX2Impl(k ilvAVX2Impl, f func()) {
+	save := ilvAVX2Use
+	defer func() { ilvAVX2Use = save }()
+	ilvAVX2Use = k
+	f()
 }
 
 func testIlvAVX2MatchesQ8(t *testing.T, kern q8Kernel) {

@@ -14,7 +14,7 @@ import (
 // vectors sharing a decoding (g), so that both are measured choices ("GMAC/s" = 10⁹ multiply-adds a second,
 // "GMAC/cpu-s" per second of CPU time the process got).
 func BenchmarkIlv3MatKernel(b *testing.B) {
-	if !archIlv3VNNI() {
+	if !avx512VNNIMachine() {
 		b.Skip("no AVX-512 VNNI")
 	}
 	for _, k := range []int{1024, 5120, 17408} {

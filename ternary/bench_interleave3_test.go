@@ -18,8 +18,9 @@ import (
 // model's shapes is their ratio of tokens a second where the products dominate.
 
 // BenchmarkIlv3Kernel: about 512 KiB of weights (L2), one goroutine, the base-3 and
-// the 2-bit interleaves with each kernel family that runs natively (and the generic
-// twins).
+// the 2-bit interleaves with each kernel family that runs natively (the AVX2 family
+// under each implementation that has a base-3 kernel) and the generic twins, and the
+// PTQ1_0 file's rows with each SIMD family ("PTQ1_0-file").
 func BenchmarkIlv3Kernel(b *testing.B) {
 	for _, k := range []int{5120, 17408} {
 		r := rand.New(rand.NewPCG(1, 2))
@@ -32,14 +33,21 @@ func BenchmarkIlv3Kernel(b *testing.B) {
 		y := make([]float32, max(n2, n3))
 		for _, kern := range q8Kernels {
 			withKernel(kern, func() {
-				if kern.id != q8Generic && !Interleaved3Native() {
-					return
+				if kern.id != q8Generic {
+					b.Run(fmt.Sprintf("PTQ1_0-file/%s/K=%d", kern.name, k), func(b *testing.B) {
+						benchRate(b, float64(n3*k), func() { MatVecQ8Range(PTQ1_0, w3, k, x, y, 0, n3) })
+					})
 				}
-				b.Run(fmt.Sprintf("PTQ1_0/%s/K=%d", kern.name, k), func(b *testing.B) {
-					benchRate(b, float64(n3*k), func() { MatVecInterleaved3Range(v3, x, y, 0, n3) })
-				})
-				b.Run(fmt.Sprintf("PQ2_0/%s/K=%d", kern.name, k), func(b *testing.B) {
-					benchRate(b, float64(n2*k), func() { MatVecInterleavedRange(v2, x, y, 0, n2) })
+				eachAVX2ImplOf(kern.id, func(impl string) {
+					if kern.id != q8Generic && !Interleaved3Native() {
+						return
+					}
+					b.Run(fmt.Sprintf("PTQ1_0/%s%s/K=%d", kern.name, impl, k), func(b *testing.B) {
+						benchRate(b, float64(n3*k), func() { MatVecInterleaved3Range(v3, x, y, 0, n3) })
+					})
+					b.Run(fmt.Sprintf("PQ2_0/%s%s/K=%d", kern.name, impl, k), func(b *testing.B) {
+						benchRate(b, float64(n2*k), func() { MatVecInterleavedRange(v2, x, y, 0, n2) })
+					})
 				})
 			})
 		}
@@ -77,7 +85,9 @@ var ilv3Shapes = [][2]int{{5120, 17408}, {17408, 5120}, {5120, 6144}}
 //	p3/p2                 the ratio of weights a second: tokens a second, PTQ1_0 over PQ2_0
 //	*-p90                 the same at the 90th percentile of the passes (on a shared
 //	                      machine, the passes that had their cores)
-func BenchmarkIlv3Stream(b *testing.B) {
+func BenchmarkIlv3Stream(b *testing.B) { ilv3Stream(b) }
+
+func ilv3Stream(b *testing.B) {
 	rd := memReaders[len(memReaders)-1]
 	for _, sh := range ilv3Shapes {
 		k, n := sh[0], sh[1]

@@ -65,7 +65,9 @@
 // trits a byte in 80-row tiles: [MatVecInterleaved3Range] and [MatMulInterleaved3Range]
 // (which decodes each block pair of a tile once for up to 32 vectors) give the bits of
 // MatVecQ8Range and MatMulQ8Range over the PTQ1_0 file ([Interleaved3Native],
-// [Interleaved3BatchNative]).
+// [Interleaved3BatchNative]) on AVX-512 VNNI, and on AVX-VNNI, where the AVX2 family's
+// base-3 kernels take two vectors at a time in batches; an AVX2 CPU without AVX-VNNI
+// and arm64 have no base-3 kernel, and PTQ1_0 keeps the file's layout there.
 //
 // # Decoded values
 //

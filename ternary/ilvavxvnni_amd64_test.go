@@ -5,6 +5,8 @@ package ternary
 import (
 	"encoding/binary"
 	"fmt"
+	"math"
+	"math/rand/v2"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -37,7 +39,11 @@ func TestIlvAVXVNNIEncoding(t *testing.T) {
 	}
 	// Decode: a block's 32 steps of two halves of four products. Batched, nv vectors:
 	// each of a block pair's 8 passes runs 8 steps of two products a vector.
-	pairs := []pair{{ilvTilesAVXVNNI, ilvTilesVNNI256, 256}, {ilvBlockAVXVNNI, ilvBlockVNNI256, 256}}
+	// The base-3 decode kernels: 32 steps of two halves of six products.
+	pairs := []pair{{ilvTilesAVXVNNI, ilvTilesVNNI256, 256}, {ilvBlockAVXVNNI, ilvBlockVNNI256, 256},
+		{ilv3TilesAVXVNNI, ilv3TilesVNNI256, 384}, {ilv3BlockAVXVNNI, ilv3BlockVNNI256, 384},
+		// The base-3 pair kernel: two passes of 32 half steps of twelve products.
+		{ilv3PairAVXVNNI, ilv3PairVNNI256, 768}}
 	for nv, fs := range [][2]any{{ilvMatAVXVNNI1, ilvMatVNNI2561}, {ilvMatAVXVNNI2, ilvMatVNNI2562},
 		{ilvMatAVXVNNI3, ilvMatVNNI2563}, {ilvMatAVXVNNI4, ilvMatVNNI2564},
 		{ilvMatAVXVNNI5, ilvMatVNNI2565}, {ilvMatAVXVNNI6, ilvMatVNNI2566}} {
@@ -230,5 +236,105 @@ func BenchmarkIlvStreamAVX2Impls(b *testing.B) {
 		b.Run(impl.name, func(b *testing.B) {
 			withAVX2Impl(impl, func() { withKernel(k8, func() { ilvStream(b) }) })
 		})
+	}
+}
+
+// BenchmarkIlv3StreamAVX2Impls is BenchmarkIlv3Stream on the AVX2 family, for each
+// implementation with a base-3 kernel this CPU runs: PTQ1_0's interleave against
+// PQ2_0's under the same implementation, each against a read of its own bytes.
+func BenchmarkIlv3StreamAVX2Impls(b *testing.B) {
+	k8 := ilvNeedAVX2(b)
+	for _, impl := range ilvAVX2Impls {
+		if !impl.base3() {
+			continue
+		}
+		b.Run(impl.name, func(b *testing.B) {
+			withAVX2Impl(impl, func() { withKernel(k8, func() { ilv3Stream(b) }) })
+		})
+	}
+}
+
+// BenchmarkMatMulIlv3AVX2Impls is BenchmarkMatMulIlv3 on the AVX2 family, for each
+// implementation with a base-3 kernel this CPU runs (whose batches run two vectors at a
+// time), against the 2-bit interleave and the PTQ1_0 file's tiled path on the same
+// family.
+func BenchmarkMatMulIlv3AVX2Impls(b *testing.B) {
+	k8 := ilvNeedAVX2(b)
+	for _, impl := range ilvAVX2Impls {
+		if !impl.base3() {
+			continue
+		}
+		for _, sh := range matMulShapes[:2] {
+			for _, t := range []int{64, 256} {
+				b.Run(fmt.Sprintf("%s/%dx%d/t=%d", impl.name, sh[0], sh[1], t), func(b *testing.B) {
+					withAVX2Impl(impl, func() {
+						withKernel(k8, func() { benchMatMulIlv3(b, sh[0], sh[1], t, 2) })
+					})
+				})
+			}
+		}
+	}
+}
+
+// TestIlv3PairKernel checks the AVX2 family's pair kernel, called directly on one tile,
+// against the family's decode kernel run on each vector alone, bit for bit, for each
+// implementation with a base-3 kernel: random bytes and activations (−128 included),
+// and the extremes (every byte 0xff against all −128 and all 127).
+func TestIlv3PairKernel(t *testing.T) {
+	k8 := ilvNeedAVX2(t)
+	r := rand.New(rand.NewPCG(90, 91))
+	ran := false
+	forEachAVX2Impl(t, func(t *testing.T, impl ilvAVX2Impl) {
+		if !impl.base3() {
+			t.Skip("the plain AVX2 implementation has no base-3 kernel: PTQ1_0 keeps the file's layout there")
+		}
+		ran = true
+		withKernel(k8, func() {
+			for _, k := range []int{1024, 2048, 5120} {
+				for _, extreme := range []bool{false, true} {
+					w := randPTQ1(r, k, Ilv3Rows, func() uint16 { return randScale(r) })
+					v := ilv3Fill(t, w, k, Ilv3Rows)
+					xb := randIlvBatch(r, k, 2, false)
+					if extreme {
+						for i := range v.buf {
+							if i%ilv3BlockBytes >= ilv3CodeOff {
+								v.buf[i] = 0xff
+							}
+						}
+						for s, q := range []int8{-128, 127} {
+							x := xb.Row(s)
+							for i := range x.Q {
+								x.Q[i] = q
+							}
+							for b := range x.Sum {
+								x.Sum[b] = int32(q) * BlockSize
+							}
+						}
+					}
+					nb := k / BlockSize
+					var acc [2 * 8 * Ilv3Rows]float32
+					y := nanVec(3 * Ilv3Rows)
+					archIlv3Pair(&v.buf[0], nb/8, &xb.q[0], q8QBytes(k), &xb.d[0], &xb.sum[0], 4*nb, &acc[0], &y[0], 4*2*Ilv3Rows)
+					for s := range 2 {
+						var acc1 [8 * Ilv3Rows]float32
+						want := nanVec(Ilv3Rows)
+						ilv3Tiles(true, v.buf, 1, nb, xb.Row(s), &acc1, want)
+						for i, got := range y[2*s*Ilv3Rows : (2*s+1)*Ilv3Rows] {
+							if math.Float32bits(got) != math.Float32bits(want[i]) {
+								t.Fatalf("k=%d extreme=%v: vector %d row %d = %v, alone %v", k, extreme, s, i, got, want[i])
+							}
+						}
+					}
+					for i, g := range y[Ilv3Rows : 2*Ilv3Rows] {
+						if !math.IsNaN(float64(g)) {
+							t.Fatalf("y[%d] written between the vectors' outputs", Ilv3Rows+i)
+						}
+					}
+				}
+			}
+		})
+	})
+	if hasAVX512VNNI() && !ran {
+		t.Fatal("AVX-512 VNNI machine: the pair kernel's EVEX twin never ran")
 	}
 }

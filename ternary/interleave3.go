@@ -259,16 +259,14 @@ func (v *Interleaved3) Unpack(dst []byte, lo, hi int) {
 	}
 }
 
-// ilv3Native reports whether the SIMD kernel runs: where the selected Q8 family is an
-// AVX-512 VNNI one, whose float fold it reproduces.
-func ilv3Native() bool {
-	return archIlv3VNNI() && (q8Sel.id == q8AVX512 || q8Sel.id == q8GFNI)
-}
+// ilv3Native reports whether a SIMD kernel runs: where the selected Q8 family has one
+// whose float fold it reproduces (archIlv3Native).
+func ilv3Native() bool { return archIlv3Native(q8Sel.id) }
 
 // Interleaved3Native reports whether [MatVecInterleaved3Range] runs a SIMD kernel here,
-// one that gives the bits of the kernel [MatVecQ8Range] runs on the PTQ1_0 file (AVX-512
-// VNNI). Elsewhere it runs its pure-Go twin, which gives the bits of the generic Q8
-// kernel.
+// one that gives the bits of the kernel [MatVecQ8Range] runs on the PTQ1_0 file: on
+// AVX-512 VNNI, and on AVX-VNNI (Intel's cores without AVX-512 since Alder Lake).
+// Elsewhere it runs its pure-Go twin, which gives the bits of the generic Q8 kernel.
 func Interleaved3Native() bool { return ilv3Native() }
 
 // MatVecInterleaved3Range is [MatVecQ8Range] over an interleaved PTQ1_0 matrix for rows

@@ -79,9 +79,9 @@ const (
 
 // Interleaved3BatchNative reports whether [MatMulInterleaved3Range] runs a SIMD kernel
 // here, one whose outputs are bit for bit those of [MatMulQ8Range] over the PTQ1_0 file
-// (AVX-512 VNNI, where [Interleaved3Native] says so too). Elsewhere it runs a pure-Go
-// twin, right but slow, which matches the generic Q8 kernel only: an engine should then
-// keep batches on MatMulQ8Range.
+// (wherever [Interleaved3Native] says so: on AVX-VNNI a kernel that takes two vectors
+// at a time). Elsewhere it runs a pure-Go twin, right but slow, which matches the generic Q8
+// kernel only: an engine should then keep batches on MatMulQ8Range.
 func Interleaved3BatchNative() bool { return ilv3Native() }
 
 // MatMulInterleaved3Range is [MatMulQ8Range] over an interleaved PTQ1_0 matrix: for
@@ -108,6 +108,7 @@ func MatMulInterleaved3Range(v *Interleaved3, x *Q8Batch, t int, y []float32, lo
 		panic(fmt.Sprintf("ternary: MatMulInterleaved3Range: %d vectors of %d rows up to %d, len(y) = %d", t, n, hi, len(y)))
 	}
 	nb8 := v.nb / 8
+	native := ilv3Native()
 	if t == 1 || nb8 == 0 {
 		// One vector, or rows narrower than a group (nothing for a vector to share):
 		// the decode path keeps every vector's bits.
@@ -116,10 +117,12 @@ func MatMulInterleaved3Range(v *Interleaved3, x *Q8Batch, t int, y []float32, lo
 		}
 		return
 	}
-	// The only SIMD base-3 decode kernel is the AVX-512 VNNI one, which has its batched
-	// twin; every other family runs the generic decode twin, whose bits ilv3MatGeneric
-	// gives.
-	native := ilv3Native()
+	if native && !archIlv3Batched(q8Sel.id) {
+		ilv3MatPairs(v, x, t, y, lo, hi)
+		return
+	}
+	// Past here the family's decode kernel is the AVX-512 VNNI one, whose batched twin
+	// runs, or the generic twin, whose bits ilv3MatGeneric gives.
 	var calls [2]q8Call
 	ncalls := q8TileCalls(&calls, ilv3MatWidth, t)
 	// The kernels' scratch, on 64-byte lines: their stores of it would straddle two
@@ -167,6 +170,33 @@ func MatMulInterleaved3Range(v *Interleaved3, x *Q8Batch, t int, y []float32, lo
 				}
 				s0 += g * cl.tv
 			}
+		}
+	}
+}
+
+// ilv3MatPairs is MatMulInterleaved3Range for the AVX2 family on AVX-VNNI, whose
+// base-3 kernels have a pair kernel (archIlv3Pair) rather than a batched one: tile by
+// tile, two vectors at a time, each tile read from the cache after the first pair; an
+// odd last vector and a padded last tile run the decode kernel. Every vector's outputs
+// are its decode kernel's alone.
+func ilv3MatPairs(v *Interleaved3, x *Q8Batch, t int, y []float32, lo, hi int) {
+	n, nb8, tb, qs := v.n, v.nb/8, v.tileBytes(), q8QBytes(v.k)
+	var acc [2 * 8 * Ilv3Rows]float32
+	for r0 := lo; r0 < hi; r0 += Ilv3Rows {
+		r1 := min(r0+Ilv3Rows, hi)
+		s := 0
+		if r1-r0 == Ilv3Rows {
+			tile := v.buf[r0/Ilv3Rows*tb : (r0/Ilv3Rows+1)*tb]
+			for ; s+2 <= t; s += 2 {
+				archIlv3Pair(&tile[0], nb8, &x.q[s*qs], qs, &x.d[s*v.nb], &x.sum[s*v.nb], 4*v.nb, &acc[0], &y[s*n+r0], 4*n)
+				if v.nb > 8*nb8 {
+					ilv3TailAdd(true, tile, v.nb, nb8, &x.rows[s], y[s*n+r0:s*n+r1])
+					ilv3TailAdd(true, tile, v.nb, nb8, &x.rows[s+1], y[(s+1)*n+r0:(s+1)*n+r1])
+				}
+			}
+		}
+		for ; s < t; s++ {
+			MatVecInterleaved3Range(v, &x.rows[s], y[s*n:(s+1)*n], r0, r1)
 		}
 	}
 }

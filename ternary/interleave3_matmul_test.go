@@ -127,7 +127,7 @@ func TestIlv3MatKernels(t *testing.T) {
 		native bool
 		mat    func(int, *ilv3MatArgs)
 	}{{"generic", false, ilv3MatGeneric}, {"vnni", true, archIlv3Mat}}
-	if !archIlv3VNNI() {
+	if !avx512VNNIMachine() {
 		fams = fams[:1]
 	}
 	for _, k := range []int{1024, 2048, 5120} {

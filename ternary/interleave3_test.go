@@ -216,10 +216,16 @@ func TestIlv3BlockSums(t *testing.T) {
 				}
 			}
 			check("generic", &gen)
-			if archIlv3VNNI() {
-				var simd [Ilv3Rows]int32
-				archIlv3Block(&blk[0], &x.Q[256*(b/2)+32*(b%2)], &x.Sum[b], &simd[0])
-				check("vnni", &simd)
+			for _, k := range q8Kernels {
+				withKernel(k, func() {
+					eachAVX2ImplOf(k.id, func(impl string) {
+						if ilv3Native() {
+							var simd [Ilv3Rows]int32
+							archIlv3Block(&blk[0], &x.Q[256*(b/2)+32*(b%2)], &x.Sum[b], &simd[0])
+							check(k.name+impl, &simd)
+						}
+					})
+				})
 			}
 		}
 	}
@@ -311,21 +317,25 @@ func TestMatVecIlv3(t *testing.T) {
 }
 
 // forEachIlv3Family runs f under each Q8 kernel whose bits the base-3 kernel
-// reproduces: the generic one (the twin) and, where it runs, an AVX-512 VNNI one; it
-// fails if a machine with AVX-512 VNNI has no SIMD kernel.
+// reproduces: the generic one (the twin) and, where they run, the AVX-512 VNNI ones
+// and the AVX2 family under each of its implementations with a base-3 kernel (AVX-VNNI,
+// or its EVEX twin on an AVX-512 VNNI machine); it fails if a machine with AVX-512 VNNI
+// ran no SIMD kernel of either family.
 func forEachIlv3Family(t *testing.T, f func(name string)) {
-	ran := false
+	ran := map[q8ID]bool{}
 	for _, k := range q8Kernels {
 		withKernel(k, func() {
-			if k.id != q8Generic && !Interleaved3Native() {
-				return
-			}
-			ran = ran || Interleaved3Native()
-			f(fmt.Sprintf("%s/native=%v", k.name, Interleaved3Native()))
+			eachAVX2ImplOf(k.id, func(impl string) {
+				if k.id != q8Generic && !Interleaved3Native() {
+					return
+				}
+				ran[k.id] = ran[k.id] || Interleaved3Native()
+				f(fmt.Sprintf("%s%s/native=%v", k.name, impl, Interleaved3Native()))
+			})
 		})
 	}
-	if archIlv3VNNI() && !ran {
-		t.Fatal("AVX-512 VNNI machine: the SIMD base-3 kernel never ran")
+	if avx512VNNIMachine() && (!ran[q8AVX512] && !ran[q8GFNI] || !ran[q8AVX2]) {
+		t.Fatalf("AVX-512 VNNI machine: the SIMD base-3 kernels ran for %v", ran)
 	}
 }
 

@@ -87,6 +87,22 @@ func withAVX2Impl(k ilvAVX2Impl, f func()) {
 	f()
 }
 
+// eachAVX2ImplOf runs f once for Q8 family id, or, for the AVX2 family, under each of
+// its interleaved implementations in turn, with "/" and the implementation's name.
+func eachAVX2ImplOf(id q8ID, f func(impl string)) {
+	if id != q8AVX2 {
+		f("")
+		return
+	}
+	for _, k := range ilvAVX2Impls {
+		withAVX2Impl(k, func() { f("/" + k.name) })
+	}
+}
+
+// avx512VNNIMachine reports whether this machine runs the AVX-512 VNNI kernels (and so
+// the AVX-VNNI kernels' EVEX twins).
+func avx512VNNIMachine() bool { return hasAVX512VNNI() }
+
 func testIlvAVX2MatchesQ8(t *testing.T, kern q8Kernel) {
 	r := rand.New(rand.NewPCG(60, 61))
 	withKernel(kern, func() {

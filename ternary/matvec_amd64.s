@@ -1,6 +1,7 @@
 //go:build amd64 && !purego
 
 #include "textflag.h"
+#include "vpdpbusd_amd64.h"
 
 // Q8 row kernels for PQ2_0 (see q8RowsFunc in matvec_generic.go for the contract).
 //
@@ -1098,17 +1099,7 @@ TEXT ·ilvBlockAVX2(SB), NOSPLIT, $0-32
 // tested where no AVX-VNNI CPU is at hand; TestIlvAVXVNNIEncoding checks with binutils'
 // objdump that the two differ in nothing but that encoding.
 
-// ILVYVEX(Yrm, rm, Yv, v, Yd, d) is VPDPBUSD Yrm, Yv, Yd (Yd += Σ₄ u8(Yv)·s8(Yrm) a
-// dword) encoded VEX.256.66.0F38.W0 50 /r: rm, v, d are the registers' numbers.
-#define ILVYVEX(Yrm, rm, Yv, v, Yd, d) \
-	BYTE $0xC4 \
-	BYTE $(0xE2 ^ (((d)>>3)<<7) ^ (((rm)>>3)<<5)) \
-	BYTE $(0x05 | ((15-(v))<<3)) \
-	BYTE $0x50 \
-	BYTE $(0xC0 | (((d)&7)<<3) | ((rm)&7))
-
-// ILVYEVEX is ILVYVEX in the EVEX encoding (AVX512-VNNI with VL).
-#define ILVYEVEX(Yrm, rm, Yv, v, Yd, d) VPDPBUSD Yrm, Yv, Yd
+// ILVYVEX and ILVYEVEX (vpdpbusd_amd64.h) are the two encodings of VPDPBUSD on ymm.
 
 // ILVYHALF multiplies the half step at woff(AX) with Y12 into the nested sums of its
 // four accumulators.

@@ -12,8 +12,8 @@ type Layout uint8
 const (
 	// LayoutAuto interleaves the matrices whose format has native interleaved kernels
 	// for decode steps and batches alike on this CPU (PQ2_0 on AVX-512 VNNI, AVX-VNNI,
-	// AVX2 and NEON; PTQ1_0 on AVX-512 VNNI), so that the copy replaces the file's rows,
-	// and keeps the file's layout elsewhere. The default.
+	// AVX2 and NEON; PTQ1_0 on AVX-512 VNNI and AVX-VNNI), so that the copy replaces the
+	// file's rows, and keeps the file's layout elsewhere. The default.
 	LayoutAuto Layout = iota
 	// LayoutFile reads the matrices where the file has them.
 	LayoutFile

@@ -69,7 +69,7 @@ var ThreadsUsage = fmt.Sprintf("CPU threads, ≥ 0 (0: every core, %d here)", ru
 const ModelUsage = "GGUF model `file`, or hf:ORG/NAME/FILE (hf:ORG/NAME@REVISION/FILE) to pull it from the Hugging Face Hub into its cache on first use (HF_TOKEN, HF_HOME, HF_ENDPOINT as huggingface-cli) (default: a tiny synthetic model with random weights)"
 
 // LayoutUsage is the help of -layout.
-const LayoutUsage = "CPU: how to keep the ternary weights: auto (interleaved in row tiles at load where this CPU's kernels read them for decode steps and batches alike: PQ2_0 on AVX-512 VNNI, AVX-VNNI, AVX2 and NEON, PTQ1_0 on AVX-512 VNNI; the file's pages then leave memory; else as the file has them), file, or interleaved (also where only decode steps would read the copy, which then comes on top of the file's pages)"
+const LayoutUsage = "CPU: how to keep the ternary weights: auto (interleaved in row tiles at load where this CPU's kernels read them for decode steps and batches alike: PQ2_0 on AVX-512 VNNI, AVX-VNNI, AVX2 and NEON, PTQ1_0 on AVX-512 VNNI and AVX-VNNI; the file's pages then leave memory; else as the file has them), file, or interleaved (also where only decode steps would read the copy, which then comes on top of the file's pages)"
 
 // LayoutNote says how the CPU backend keeps w's ternary matrices under -layout name:
 // "interleaved" (naming the kernels for PQ2_0) or "as in the file".

@@ -269,6 +269,19 @@ func ilv3Native() bool { return archIlv3Native(q8Sel.id) }
 // Elsewhere it runs its pure-Go twin, which gives the bits of the generic Q8 kernel.
 func Interleaved3Native() bool { return ilv3Native() }
 
+// Interleaved3Kernel names the kernels [MatVecInterleaved3Range] and
+// [MatMulInterleaved3Range] run here: "avx512vnni", "avx-vnni" (or, in this package's
+// tests on an AVX-512 machine, "avx-vnni-evex") or "generic".
+func Interleaved3Kernel() string {
+	switch {
+	case !ilv3Native():
+		return "generic"
+	case q8Sel.id == q8AVX2:
+		return archIlvAVX2Name()
+	}
+	return "avx512vnni"
+}
+
 // MatVecInterleaved3Range is [MatVecQ8Range] over an interleaved PTQ1_0 matrix for rows
 // lo ≤ i < hi, lo a multiple of 80 and hi a multiple of 80 or the row count (the
 // engine's threads split tiles): bit for bit what MatVecQ8Range gives over the file's

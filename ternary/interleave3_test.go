@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"strings"
 	"sync"
 	"testing"
 )
@@ -409,5 +410,28 @@ func TestNewInterleaved3In(t *testing.T) {
 	v.Fill(w, 0, n)
 	if want := ilv3Fill(t, w, k, n); !bytes.Equal(mem[:size], want.buf) {
 		t.Error("NewInterleaved3In's layout differs from NewInterleaved3's")
+	}
+}
+
+// Interleaved3Kernel names the kernel each family runs: the generic twin where none is
+// native, the AVX-512 VNNI one for the AVX-512 families, the AVX2 family's
+// implementation's for the AVX2 family.
+func TestInterleaved3Kernel(t *testing.T) {
+	for _, k := range q8Kernels {
+		withKernel(k, func() {
+			eachAVX2ImplOf(k.id, func(impl string) {
+				want := "generic"
+				switch {
+				case !Interleaved3Native():
+				case k.id == q8AVX2:
+					want = strings.TrimPrefix(impl, "/")
+				default:
+					want = "avx512vnni"
+				}
+				if got := Interleaved3Kernel(); got != want {
+					t.Errorf("%s%s: Interleaved3Kernel() = %q, want %q", k.name, impl, got, want)
+				}
+			})
+		})
 	}
 }

@@ -72,7 +72,7 @@ const ModelUsage = "GGUF model `file`, or hf:ORG/NAME/FILE (hf:ORG/NAME@REVISION
 const LayoutUsage = "CPU: how to keep the ternary weights: auto (interleaved in row tiles at load where this CPU's kernels read them for decode steps and batches alike: PQ2_0 on AVX-512 VNNI, AVX-VNNI, AVX2 and NEON, PTQ1_0 on AVX-512 VNNI and AVX-VNNI; the file's pages then leave memory; else as the file has them), file, or interleaved (also where only decode steps would read the copy, which then comes on top of the file's pages)"
 
 // LayoutNote says how the CPU backend keeps w's ternary matrices under -layout name:
-// "interleaved" (naming the kernels for PQ2_0) or "as in the file".
+// "interleaved (K kernels)", K the kernels of the matrices' format, or "as in the file".
 func LayoutNote(name string, w any) string {
 	l, err := cpu.ParseLayout(name)
 	if name == "" || err != nil {
@@ -83,10 +83,11 @@ func LayoutNote(name string, w any) string {
 		return "as in the file"
 	}
 	if f := q.Output.Format; l.Resolve(f) == cpu.LayoutInterleaved {
-		if f == ternary.PQ2_0 {
-			return "interleaved (" + ternary.InterleavedKernel() + " kernels)"
+		kernels := ternary.InterleavedKernel()
+		if f == ternary.PTQ1_0 {
+			kernels = ternary.Interleaved3Kernel()
 		}
-		return "interleaved"
+		return "interleaved (" + kernels + " kernels)"
 	}
 	return "as in the file"
 }

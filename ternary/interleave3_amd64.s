@@ -1,7 +1,7 @@
 //go:build amd64 && !purego
 
 #include "textflag.h"
-#include "vpdpbusd_amd64.h"
+#include "interleave_amd64.h"
 
 // Base-3 interleaved kernels (see Interleaved3 in interleave3.go for the layout). A
 // step is 64 code bytes: dword L holds four columns of the rows L, 16+L, 32+L, 48+L,
@@ -145,17 +145,7 @@
 // ILV3TREE stores row group g's y: its eight lanes (320 bytes apart in the
 // accumulators at R11) added as ((a0+a4)+(a2+a6)) + ((a1+a5)+(a3+a7)).
 #define ILV3TREE(g) \
-	VMOVUPS (64*g)(R11), Z0; \
-	VADDPS (1280+64*g)(R11), Z0, Z0; \
-	VMOVUPS (640+64*g)(R11), Z1; \
-	VADDPS (1920+64*g)(R11), Z1, Z1; \
-	VADDPS Z1, Z0, Z0; \
-	VMOVUPS (320+64*g)(R11), Z2; \
-	VADDPS (1600+64*g)(R11), Z2, Z2; \
-	VMOVUPS (960+64*g)(R11), Z3; \
-	VADDPS (2240+64*g)(R11), Z3, Z3; \
-	VADDPS Z3, Z2, Z2; \
-	VADDPS Z2, Z0, Z0; \
+	LANETREE(64*g, 320, Z0, Z1, Z2, Z3); \
 	VMOVUPS Z0, (64*g)(R14)
 
 // AVX-VNNI base-3 kernels: ilv3TilesVNNI's arithmetic at half its width, with the
@@ -177,25 +167,25 @@
 // (forEachIlv3Family, TestIlv3PairKernel), TestIlvAVXVNNIEncoding checks that the two
 // differ only in VPDPBUSD's encoding.
 
+// ILV3TRIPLE takes a step of the byte chain: Yx ← 3·Yx mod 256 (Yt scratch).
+#define ILV3TRIPLE(Yx, Yt) \
+	VPADDB Yx, Yx, Yt; \
+	VPADDB Yt, Yx, Yx
+
 // ILV3YHALF multiplies the half step at woff(AX), loaded into Yx, with Y13 into
 // P₀…P₅ (Y14 scratch).
 #define ILV3YHALF(DP, woff, Yx, x, Y0_, n0, Y1_, n1, Y2_, n2, Y3_, n3, Y4_, n4, Y5_, n5) \
 	VMOVDQU (woff)(AX), Yx; \
 	DP(Y13, 13, Yx, x, Y0_, n0); \
-	VPADDB Yx, Yx, Y14; \
-	VPADDB Y14, Yx, Yx; \
+	ILV3TRIPLE(Yx, Y14); \
 	DP(Y13, 13, Yx, x, Y1_, n1); \
-	VPADDB Yx, Yx, Y14; \
-	VPADDB Y14, Yx, Yx; \
+	ILV3TRIPLE(Yx, Y14); \
 	DP(Y13, 13, Yx, x, Y2_, n2); \
-	VPADDB Yx, Yx, Y14; \
-	VPADDB Y14, Yx, Yx; \
+	ILV3TRIPLE(Yx, Y14); \
 	DP(Y13, 13, Yx, x, Y3_, n3); \
-	VPADDB Yx, Yx, Y14; \
-	VPADDB Y14, Yx, Yx; \
+	ILV3TRIPLE(Yx, Y14); \
 	DP(Y13, 13, Yx, x, Y4_, n4); \
-	VPADDB Yx, Yx, Y14; \
-	VPADDB Y14, Yx, Yx; \
+	ILV3TRIPLE(Yx, Y14); \
 	DP(Y13, 13, Yx, x, Y5_, n5)
 
 // ILV3YSTEP runs the step at woff(AX) with the activation dword at qoff(BX).
@@ -225,13 +215,8 @@
 	VPSRAD $8, Yn, Yn; \
 	VPSUBD Y13, Yn, Yn
 
-// ILV3YSUMS leaves the 80 row integers Σ u·Q − Sum of the tile × block at AX
-// (activations at BX, activation sum at (DI)) in Y0…Y4 and Y6…Y10, row group 2n+h in
-// Y_{6h+n}.
-#define ILV3YSUMS(DP) \
-	ILV3PREFETCH(0); \
-	ILV3PREFETCH(64); \
-	ILV3PREFETCH(128); \
+// ILV3YZERO clears the twelve accumulators Y0 … Y11.
+#define ILV3YZERO \
 	VPXOR Y0, Y0, Y0; \
 	VPXOR Y1, Y1, Y1; \
 	VPXOR Y2, Y2, Y2; \
@@ -243,7 +228,16 @@
 	VPXOR Y8, Y8, Y8; \
 	VPXOR Y9, Y9, Y9; \
 	VPXOR Y10, Y10, Y10; \
-	VPXOR Y11, Y11, Y11; \
+	VPXOR Y11, Y11, Y11
+
+// ILV3YSUMS leaves the 80 row integers Σ u·Q − Sum of the tile × block at AX
+// (activations at BX, activation sum at (DI)) in Y0…Y4 and Y6…Y10, row group 2n+h in
+// Y_{6h+n}.
+#define ILV3YSUMS(DP) \
+	ILV3PREFETCH(0); \
+	ILV3PREFETCH(64); \
+	ILV3PREFETCH(128); \
+	ILV3YZERO; \
 	ILV3YPLANE(DP, 192, 0); \
 	ILV3YPLANE(DP, 704, 64); \
 	ILV3YPLANE(DP, 1216, 128); \
@@ -277,18 +271,33 @@
 // ILV3YTREE stores y of rows 8i … 8i+7: their eight lanes (320 bytes apart in the
 // accumulators at R11) added as ((a0+a4)+(a2+a6)) + ((a1+a5)+(a3+a7)).
 #define ILV3YTREE(i) \
-	VMOVUPS (32*i)(R11), Y0; \
-	VADDPS (1280+32*i)(R11), Y0, Y0; \
-	VMOVUPS (640+32*i)(R11), Y1; \
-	VADDPS (1920+32*i)(R11), Y1, Y1; \
-	VADDPS Y1, Y0, Y0; \
-	VMOVUPS (320+32*i)(R11), Y2; \
-	VADDPS (1600+32*i)(R11), Y2, Y2; \
-	VMOVUPS (960+32*i)(R11), Y3; \
-	VADDPS (2240+32*i)(R11), Y3, Y3; \
-	VADDPS Y3, Y2, Y2; \
-	VADDPS Y2, Y0, Y0; \
+	LANETREE(32*(i), 320, Y0, Y1, Y2, Y3); \
 	VMOVUPS Y0, (32*i)(R14)
+
+// ILV3YTREES stores the tile's 80 outputs (ILV3YTREE for each row group).
+#define ILV3YTREES \
+	ILV3YTREE(0); \
+	ILV3YTREE(1); \
+	ILV3YTREE(2); \
+	ILV3YTREE(3); \
+	ILV3YTREE(4); \
+	ILV3YTREE(5); \
+	ILV3YTREE(6); \
+	ILV3YTREE(7); \
+	ILV3YTREE(8); \
+	ILV3YTREE(9)
+
+// ILV3YNEXT steps to the next block: its weights, activations (R10: 32 after an even
+// block, 224 after an odd one), D, Sum and accumulator lane (R13 zero).
+#define ILV3YNEXT \
+	ADDQ $2240, AX; \
+	ADDQ R10, BX; \
+	XORQ $192, R10; \
+	ADDQ $4, DX; \
+	ADDQ $4, DI; \
+	ADDQ $320, R12; \
+	CMPQ R12, $2560; \
+	CMOVQEQ R13, R12
 
 // ILV3YTILES is ilv3TilesVNNI's contract one block at a time, as ilvTilesAVX2 runs it.
 //
@@ -333,26 +342,10 @@ ilv3yblock: \
 	ILV3YFOLD1(7, Y9) \
 	ILV3YFOLD1(8, Y4) \
 	ILV3YFOLD1(9, Y10) \
-	ADDQ $2240, AX \
-	ADDQ R10, BX \
-	XORQ $192, R10 \
-	ADDQ $4, DX \
-	ADDQ $4, DI \
-	ADDQ $320, R12 \
-	CMPQ R12, $2560 \
-	CMOVQEQ R13, R12 \
+	ILV3YNEXT \
 	DECQ R8 \
 	JNZ ilv3yblock \
-	ILV3YTREE(0) \
-	ILV3YTREE(1) \
-	ILV3YTREE(2) \
-	ILV3YTREE(3) \
-	ILV3YTREE(4) \
-	ILV3YTREE(5) \
-	ILV3YTREE(6) \
-	ILV3YTREE(7) \
-	ILV3YTREE(8) \
-	ILV3YTREE(9) \
+	ILV3YTREES \
 	ADDQ R9, SI \
 	ADDQ $320, R14 \
 	DECQ CX \
@@ -387,6 +380,12 @@ ilv3yblock: \
 // kernel's 35 for the two). Each vector's integers and fold are the decode kernel's,
 // block by block, so its outputs are bit for bit what ilv3TilesAVXVNNI gives it alone.
 
+// ILV3PDOTS multiplies the byte vector Y12 with both vectors' activations (Y13, Y14)
+// into their accumulators Ya and Yb.
+#define ILV3PDOTS(DP, Ya, a, Yb, b) \
+	DP(Y13, 13, Y12, 12, Ya, a); \
+	DP(Y14, 14, Y12, 12, Yb, b)
+
 // ILV3PSTEP runs half h of the step at woff(AX) for both vectors (activation dwords at
 // qoff(BX) and qoff(BX)(SI*1)).
 #define ILV3PSTEP(DP, woff, qoff) \
@@ -394,28 +393,17 @@ ilv3yblock: \
 	VMOVDQU (woff)(AX), Y12; \
 	VPBROADCASTD (qoff)(BX), Y13; \
 	VPBROADCASTD (qoff)(BX)(SI*1), Y14; \
-	DP(Y13, 13, Y12, 12, Y0, 0); \
-	DP(Y14, 14, Y12, 12, Y6, 6); \
-	VPADDB Y12, Y12, Y15; \
-	VPADDB Y15, Y12, Y12; \
-	DP(Y13, 13, Y12, 12, Y1, 1); \
-	DP(Y14, 14, Y12, 12, Y7, 7); \
-	VPADDB Y12, Y12, Y15; \
-	VPADDB Y15, Y12, Y12; \
-	DP(Y13, 13, Y12, 12, Y2, 2); \
-	DP(Y14, 14, Y12, 12, Y8, 8); \
-	VPADDB Y12, Y12, Y15; \
-	VPADDB Y15, Y12, Y12; \
-	DP(Y13, 13, Y12, 12, Y3, 3); \
-	DP(Y14, 14, Y12, 12, Y9, 9); \
-	VPADDB Y12, Y12, Y15; \
-	VPADDB Y15, Y12, Y12; \
-	DP(Y13, 13, Y12, 12, Y4, 4); \
-	DP(Y14, 14, Y12, 12, Y10, 10); \
-	VPADDB Y12, Y12, Y15; \
-	VPADDB Y15, Y12, Y12; \
-	DP(Y13, 13, Y12, 12, Y5, 5); \
-	DP(Y14, 14, Y12, 12, Y11, 11)
+	ILV3PDOTS(DP, Y0, 0, Y6, 6); \
+	ILV3TRIPLE(Y12, Y15); \
+	ILV3PDOTS(DP, Y1, 1, Y7, 7); \
+	ILV3TRIPLE(Y12, Y15); \
+	ILV3PDOTS(DP, Y2, 2, Y8, 8); \
+	ILV3TRIPLE(Y12, Y15); \
+	ILV3PDOTS(DP, Y3, 3, Y9, 9); \
+	ILV3TRIPLE(Y12, Y15); \
+	ILV3PDOTS(DP, Y4, 4, Y10, 10); \
+	ILV3TRIPLE(Y12, Y15); \
+	ILV3PDOTS(DP, Y5, 5, Y11, 11)
 
 #define ILV3PQUAD(DP, woff, qoff) \
 	ILV3PSTEP(DP, woff, qoff); \
@@ -446,18 +434,7 @@ ilv3yblock: \
 // ILV3PPASS runs half h of the block at AX for both vectors and folds its five row
 // groups 2n+h.
 #define ILV3PPASS(DP, h) \
-	VPXOR Y0, Y0, Y0; \
-	VPXOR Y1, Y1, Y1; \
-	VPXOR Y2, Y2, Y2; \
-	VPXOR Y3, Y3, Y3; \
-	VPXOR Y4, Y4, Y4; \
-	VPXOR Y5, Y5, Y5; \
-	VPXOR Y6, Y6, Y6; \
-	VPXOR Y7, Y7, Y7; \
-	VPXOR Y8, Y8, Y8; \
-	VPXOR Y9, Y9, Y9; \
-	VPXOR Y10, Y10, Y10; \
-	VPXOR Y11, Y11, Y11; \
+	ILV3YZERO; \
 	ILV3PPLANE(DP, 192+32*h, 0); \
 	ILV3PPLANE(DP, 704+32*h, 64); \
 	ILV3PPLANE(DP, 1216+32*h, 128); \
@@ -515,40 +492,15 @@ ilv3pblock: \
 	ILV3PREFETCH(0) \
 	ILV3PREFETCH(64) \
 	ILV3PREFETCH(128) \
-	ILV3PPASS(DP, 0); \
-	ILV3PPASS(DP, 1); \
-	ADDQ $2240, AX \
-	ADDQ R10, BX \
-	XORQ $192, R10 \
-	ADDQ $4, DX \
-	ADDQ $4, DI \
-	ADDQ $320, R12 \
-	CMPQ R12, $2560 \
-	CMOVQEQ R13, R12 \
+	ILV3PPASS(DP, 0) \
+	ILV3PPASS(DP, 1) \
+	ILV3YNEXT \
 	DECQ R8 \
 	JNZ ilv3pblock \
-	ILV3YTREE(0) \
-	ILV3YTREE(1) \
-	ILV3YTREE(2) \
-	ILV3YTREE(3) \
-	ILV3YTREE(4) \
-	ILV3YTREE(5) \
-	ILV3YTREE(6) \
-	ILV3YTREE(7) \
-	ILV3YTREE(8) \
-	ILV3YTREE(9) \
+	ILV3YTREES \
 	ADDQ $2560, R11 \
 	ADDQ CX, R14 \
-	ILV3YTREE(0) \
-	ILV3YTREE(1) \
-	ILV3YTREE(2) \
-	ILV3YTREE(3) \
-	ILV3YTREE(4) \
-	ILV3YTREE(5) \
-	ILV3YTREE(6) \
-	ILV3YTREE(7) \
-	ILV3YTREE(8) \
-	ILV3YTREE(9) \
+	ILV3YTREES \
 	VZEROUPPER \
 	RET
 

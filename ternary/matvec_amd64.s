@@ -1,7 +1,7 @@
 //go:build amd64 && !purego
 
 #include "textflag.h"
-#include "vpdpbusd_amd64.h"
+#include "interleave_amd64.h"
 
 // Q8 row kernels for PQ2_0 (see q8RowsFunc in matvec_generic.go for the contract).
 //
@@ -762,17 +762,7 @@ avx512rdone:
 // ILVTREE stores row group g's y: its eight lanes (256 bytes apart in the accumulators
 // at R11) added as ((a0+a4)+(a2+a6)) + ((a1+a5)+(a3+a7)).
 #define ILVTREE(g) \
-	VMOVUPS (64*g)(R11), Z0; \
-	VADDPS (1024+64*g)(R11), Z0, Z0; \
-	VMOVUPS (512+64*g)(R11), Z1; \
-	VADDPS (1536+64*g)(R11), Z1, Z1; \
-	VADDPS Z1, Z0, Z0; \
-	VMOVUPS (256+64*g)(R11), Z2; \
-	VADDPS (1280+64*g)(R11), Z2, Z2; \
-	VMOVUPS (768+64*g)(R11), Z3; \
-	VADDPS (1792+64*g)(R11), Z3, Z3; \
-	VADDPS Z3, Z2, Z2; \
-	VADDPS Z2, Z0, Z0; \
+	LANETREE(64*g, 256, Z0, Z1, Z2, Z3); \
 	VMOVUPS Z0, (64*g)(R14)
 
 // func ilvTilesVNNI(w *byte, tiles, nb8, tileBytes int, q *int8, d *float32, sum *int32, acc *float32, y *float32)
@@ -982,17 +972,7 @@ TEXT ·ilvBlockVNNI(SB), NOSPLIT, $0-32
 // ILV2TREE stores y of rows 8i … 8i+7: their eight lanes (256 bytes apart in the
 // accumulators at R11) added as ((a0+a4)+(a2+a6)) + ((a1+a5)+(a3+a7)).
 #define ILV2TREE(i) \
-	VMOVUPS (32*i)(R11), Y0; \
-	VADDPS (1024+32*i)(R11), Y0, Y0; \
-	VMOVUPS (512+32*i)(R11), Y1; \
-	VADDPS (1536+32*i)(R11), Y1, Y1; \
-	VADDPS Y1, Y0, Y0; \
-	VMOVUPS (256+32*i)(R11), Y2; \
-	VADDPS (1280+32*i)(R11), Y2, Y2; \
-	VMOVUPS (768+32*i)(R11), Y3; \
-	VADDPS (1792+32*i)(R11), Y3, Y3; \
-	VADDPS Y3, Y2, Y2; \
-	VADDPS Y2, Y0, Y0; \
+	LANETREE(32*i, 256, Y0, Y1, Y2, Y3); \
 	VMOVUPS Y0, (32*i)(R14)
 
 // func ilvTilesAVX2(w *byte, tiles, nb8, tileBytes int, q *int8, d *float32, sum *int32, acc *float32, y *float32)
@@ -1099,7 +1079,7 @@ TEXT ·ilvBlockAVX2(SB), NOSPLIT, $0-32
 // tested where no AVX-VNNI CPU is at hand; TestIlvAVXVNNIEncoding checks with binutils'
 // objdump that the two differ in nothing but that encoding.
 
-// ILVYVEX and ILVYEVEX (vpdpbusd_amd64.h) are the two encodings of VPDPBUSD on ymm.
+// ILVYVEX and ILVYEVEX (interleave_amd64.h) are the two encodings of VPDPBUSD on ymm.
 
 // ILVYHALF multiplies the half step at woff(AX) with Y12 into the nested sums of its
 // four accumulators.

@@ -346,9 +346,11 @@ func TestIlv3NoAllocs(t *testing.T) {
 	v := ilv3Fill(t, randPTQ1(r, k, n, func() uint16 { return randScale(r) }), k, n)
 	x := randQ8(r, k)
 	y := make([]float32, n)
-	if a := testing.AllocsPerRun(10, func() { MatVecInterleaved3Range(v, x, y, 0, n) }); a != 0 {
-		t.Fatalf("%v allocations per call", a)
-	}
+	forEachIlv3Family(t, func(name string) {
+		if a := testing.AllocsPerRun(10, func() { MatVecInterleaved3Range(v, x, y, 0, n) }); a != 0 {
+			t.Fatalf("%s: %v allocations per call", name, a)
+		}
+	})
 }
 
 func TestIlv3Panics(t *testing.T) {

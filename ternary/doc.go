@@ -66,8 +66,10 @@
 // (which decodes each block pair of a tile once for up to 32 vectors) give the bits of
 // MatVecQ8Range and MatMulQ8Range over the PTQ1_0 file ([Interleaved3Native],
 // [Interleaved3BatchNative]) on AVX-512 VNNI, and on AVX-VNNI, where the AVX2 family's
-// base-3 kernels take two vectors at a time in batches; an AVX2 CPU without AVX-VNNI
-// and arm64 have no base-3 kernel, and PTQ1_0 keeps the file's layout there.
+// base-3 kernels take two vectors at a time in batches, and on arm64 with SDOT (flipping
+// each code byte's top bit once makes the tripled bytes signed, which SDOT multiplies,
+// and cancels the block's Sum); an AVX2 CPU without AVX-VNNI and an arm64 core without
+// SDOT have no base-3 kernel, and PTQ1_0 keeps the file's layout there.
 //
 // # Decoded values
 //

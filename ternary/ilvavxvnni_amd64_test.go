@@ -5,8 +5,6 @@ package ternary
 import (
 	"encoding/binary"
 	"fmt"
-	"math"
-	"math/rand/v2"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -274,70 +272,4 @@ func BenchmarkMatMulIlv3AVX2Impls(b *testing.B) {
 			}
 		}
 	}
-}
-
-// TestIlv3PairKernel checks the AVX2 family's pair kernel, called directly on one tile,
-// against the family's decode kernel run on each vector alone, bit for bit, for each
-// implementation with a base-3 kernel: random bytes and activations (−128 included),
-// and the extremes (every byte 0xff against all −128 and all 127).
-func TestIlv3PairKernel(t *testing.T) {
-	k8 := ilvNeedAVX2(t)
-	r := rand.New(rand.NewPCG(90, 91))
-	ran := false
-	for _, impl := range ilvAVX2Impls {
-		if impl.base3() {
-			t.Run(impl.name, func(t *testing.T) { withAVX2Impl(impl, func() { testIlv3PairKernel(t, r, k8) }) })
-			ran = true
-		}
-	}
-	if hasAVX512VNNI() && !ran {
-		t.Fatal("AVX-512 VNNI machine: the pair kernel's EVEX twin never ran")
-	}
-}
-
-func testIlv3PairKernel(t *testing.T, r *rand.Rand, k8 q8Kernel) {
-	withKernel(k8, func() {
-		for _, k := range []int{1024, 2048, 5120} {
-			for _, extreme := range []bool{false, true} {
-				w := randPTQ1(r, k, Ilv3Rows, func() uint16 { return randScale(r) })
-				v := ilv3Fill(t, w, k, Ilv3Rows)
-				xb := randIlvBatch(r, k, 2, false)
-				if extreme {
-					for i := range v.buf {
-						if i%ilv3BlockBytes >= ilv3CodeOff {
-							v.buf[i] = 0xff
-						}
-					}
-					for s, q := range []int8{-128, 127} {
-						x := xb.Row(s)
-						for i := range x.Q {
-							x.Q[i] = q
-						}
-						for b := range x.Sum {
-							x.Sum[b] = int32(q) * BlockSize
-						}
-					}
-				}
-				nb := k / BlockSize
-				var acc [2 * 8 * Ilv3Rows]float32
-				y := nanVec(3 * Ilv3Rows)
-				archIlv3Pair(&v.buf[0], nb/8, &xb.q[0], q8QBytes(k), &xb.d[0], &xb.sum[0], 4*nb, &acc[0], &y[0], 4*2*Ilv3Rows)
-				for s := range 2 {
-					var acc1 [8 * Ilv3Rows]float32
-					want := nanVec(Ilv3Rows)
-					ilv3Tiles(true, v.buf, 1, nb, xb.Row(s), &acc1, want)
-					for i, got := range y[2*s*Ilv3Rows : (2*s+1)*Ilv3Rows] {
-						if math.Float32bits(got) != math.Float32bits(want[i]) {
-							t.Fatalf("k=%d extreme=%v: vector %d row %d = %v, alone %v", k, extreme, s, i, got, want[i])
-						}
-					}
-				}
-				for i, g := range y[Ilv3Rows : 2*Ilv3Rows] {
-					if !math.IsNaN(float64(g)) {
-						t.Fatalf("y[%d] written between the vectors' outputs", Ilv3Rows+i)
-					}
-				}
-			}
-		}
-	})
 }

@@ -265,21 +265,19 @@ func ilv3Native() bool { return archIlv3Native(q8Sel.id) }
 
 // Interleaved3Native reports whether [MatVecInterleaved3Range] runs a SIMD kernel here,
 // one that gives the bits of the kernel [MatVecQ8Range] runs on the PTQ1_0 file: on
-// AVX-512 VNNI, and on AVX-VNNI (Intel's cores without AVX-512 since Alder Lake).
-// Elsewhere it runs its pure-Go twin, which gives the bits of the generic Q8 kernel.
+// AVX-512 VNNI, on AVX-VNNI (Intel's cores without AVX-512 since Alder Lake) and on
+// arm64 with SDOT (ARMv8.2's dot product: Apple's cores, Neoverse N1 and later). Elsewhere
+// it runs its pure-Go twin, which gives the bits of the generic Q8 kernel.
 func Interleaved3Native() bool { return ilv3Native() }
 
 // Interleaved3Kernel names the kernels [MatVecInterleaved3Range] and
 // [MatMulInterleaved3Range] run here: "avx512vnni", "avx-vnni" (or, in this package's
-// tests on an AVX-512 machine, "avx-vnni-evex") or "generic".
+// tests on an AVX-512 machine, "avx-vnni-evex"), "neondot" or "generic".
 func Interleaved3Kernel() string {
-	switch {
-	case !ilv3Native():
+	if !ilv3Native() {
 		return "generic"
-	case q8Sel.id == q8AVX2:
-		return archIlvAVX2Name()
 	}
-	return "avx512vnni"
+	return archIlv3Name()
 }
 
 // MatVecInterleaved3Range is [MatVecQ8Range] over an interleaved PTQ1_0 matrix for rows

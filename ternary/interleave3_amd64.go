@@ -60,6 +60,13 @@ func archIlv3Native(id q8ID) bool {
 	return false
 }
 
+func archIlv3Name() string {
+	if q8Sel.id == q8AVX2 {
+		return archIlvAVX2Name()
+	}
+	return "avx512vnni"
+}
+
 func archIlv3Tiles(w *byte, tiles, nb8, tileBytes int, q *int8, d *float32, sum *int32, acc *float32, y *float32) {
 	if q8Sel.id == q8AVX2 {
 		ilvAVX2Use.tiles3(w, tiles, nb8, tileBytes, q, d, sum, acc, y)
@@ -74,6 +81,14 @@ func archIlv3Block(blk *byte, q *int8, sum *int32, out *int32) {
 	} else {
 		ilv3BlockVNNI(blk, q, sum, out)
 	}
+}
+
+// archIlv3Quads reports whether archIlv3Quad runs a kernel (a pair kernel's for four
+// vectors): not here.
+const archIlv3Quads = false
+
+func archIlv3Quad(w *byte, nb8 int, q *int8, qs int, d *float32, sum *int32, ds int, acc *float32, y *float32, ys int) {
+	panic("ternary: no base-3 four-vector kernel on this platform")
 }
 
 func archIlv3Pair(w *byte, nb8 int, q *int8, qs int, d *float32, sum *int32, ds int, acc *float32, y *float32, ys int) {

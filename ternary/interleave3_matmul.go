@@ -80,7 +80,7 @@ const (
 // Interleaved3BatchNative reports whether [MatMulInterleaved3Range] runs a SIMD kernel
 // here, one whose outputs are bit for bit those of [MatMulQ8Range] over the PTQ1_0 file
 // (wherever [Interleaved3Native] says so: on AVX-VNNI a kernel that takes two vectors
-// at a time). Elsewhere it runs a pure-Go twin, right but slow, which matches the generic Q8
+// at a time, on arm64 four and two). Elsewhere it runs a pure-Go twin, right but slow, which matches the generic Q8
 // kernel only: an engine should then keep batches on MatMulQ8Range.
 func Interleaved3BatchNative() bool { return ilv3Native() }
 
@@ -174,19 +174,29 @@ func MatMulInterleaved3Range(v *Interleaved3, x *Q8Batch, t int, y []float32, lo
 	}
 }
 
-// ilv3MatPairs is MatMulInterleaved3Range for the AVX2 family on AVX-VNNI, whose
-// base-3 kernels have a pair kernel (archIlv3Pair) rather than a batched one: tile by
-// tile, two vectors at a time, each tile read from the cache after the first pair; an
-// odd last vector and a padded last tile run the decode kernel. Every vector's outputs
-// are its decode kernel's alone.
+// ilv3MatPairs is MatMulInterleaved3Range for the families whose base-3 kernels have a
+// pair kernel (archIlv3Pair) rather than a batched one, the AVX2 family on AVX-VNNI
+// and the NEON SDOT family: tile by tile, four vectors at a time where the family has
+// a four-vector kernel (archIlv3Quad: NEON SDOT), then two, each tile read from the
+// cache after the first call; an odd last vector and a padded last tile run the decode
+// kernel. Every vector's outputs are its decode kernel's alone.
 func ilv3MatPairs(v *Interleaved3, x *Q8Batch, t int, y []float32, lo, hi int) {
 	n, nb8, tb, qs := v.n, v.nb/8, v.tileBytes(), q8QBytes(v.k)
-	var acc [2 * 8 * Ilv3Rows]float32
+	var acc [4 * 8 * Ilv3Rows]float32
 	for r0 := lo; r0 < hi; r0 += Ilv3Rows {
 		r1 := min(r0+Ilv3Rows, hi)
 		s := 0
 		if r1-r0 == Ilv3Rows {
 			tile := v.buf[r0/Ilv3Rows*tb : (r0/Ilv3Rows+1)*tb]
+			for archIlv3Quads && s+4 <= t {
+				archIlv3Quad(&tile[0], nb8, &x.q[s*qs], qs, &x.d[s*v.nb], &x.sum[s*v.nb], 4*v.nb, &acc[0], &y[s*n+r0], 4*n)
+				for range 4 {
+					if v.nb > 8*nb8 {
+						ilv3TailAdd(true, tile, v.nb, nb8, &x.rows[s], y[s*n+r0:s*n+r1])
+					}
+					s++
+				}
+			}
 			for ; s+2 <= t; s += 2 {
 				archIlv3Pair(&tile[0], nb8, &x.q[s*qs], qs, &x.d[s*v.nb], &x.sum[s*v.nb], 4*v.nb, &acc[0], &y[s*n+r0], 4*n)
 				if v.nb > 8*nb8 {

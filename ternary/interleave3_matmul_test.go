@@ -275,3 +275,86 @@ func TestMatMulInterleaved3Extreme(t *testing.T) {
 		})
 	}
 }
+
+// TestIlv3PairKernel checks each multi-vector kernel (the base-3 batches of the families
+// without a batched kernel: the AVX2 family's pair kernel on AVX-VNNI and its EVEX
+// twin; the NEON SDOT family's pair and four-vector kernels), called directly on one
+// tile, against the family's decode kernel run on each vector alone, bit for bit:
+// random bytes and activations (−128 included), and the extremes (every byte 0xff
+// against all −128 and all 127).
+func TestIlv3PairKernel(t *testing.T) {
+	r := rand.New(rand.NewPCG(90, 91))
+	ran := false
+	forEachIlv3Family(t, func(name string) {
+		if !Interleaved3Native() || archIlv3Batched(q8Sel.id) {
+			return
+		}
+		ran = true
+		t.Run(name, func(t *testing.T) {
+			testIlv3MultiKernel(t, r, 2, archIlv3Pair)
+			if archIlv3Quads {
+				testIlv3MultiKernel(t, r, 4, archIlv3Quad)
+			}
+		})
+	})
+	if !ran {
+		if avx512VNNIMachine() {
+			t.Fatal("AVX-512 VNNI machine: the pair kernel's EVEX twin never ran")
+		}
+		t.Skip("CPU has none of AVX-VNNI, AVX-512 VNNI and SDOT: no base-3 pair kernel runs here")
+	}
+}
+
+// ilv3MultiFunc is the signature of archIlv3Pair and archIlv3Quad.
+type ilv3MultiFunc func(w *byte, nb8 int, q *int8, qs int, d *float32, sum *int32, ds int, acc *float32, y *float32, ys int)
+
+// testIlv3MultiKernel checks the kernel f of nv vectors, whose outputs it asks for two
+// tiles' rows apart, so that the rows between must stay untouched.
+func testIlv3MultiKernel(t *testing.T, r *rand.Rand, nv int, f ilv3MultiFunc) {
+	for _, k := range []int{1024, 2048, 5120} {
+		for _, extreme := range []bool{false, true} {
+			w := randPTQ1(r, k, Ilv3Rows, func() uint16 { return randScale(r) })
+			v := ilv3Fill(t, w, k, Ilv3Rows)
+			xb := randIlvBatch(r, k, nv, false)
+			if extreme {
+				for i := range v.buf {
+					if i%ilv3BlockBytes >= ilv3CodeOff {
+						v.buf[i] = 0xff
+					}
+				}
+				for s := range nv {
+					q := []int8{-128, 127}[s%2]
+					x := xb.Row(s)
+					for i := range x.Q {
+						x.Q[i] = q
+					}
+					for b := range x.Sum {
+						x.Sum[b] = int32(q) * BlockSize
+					}
+				}
+			}
+			nb := k / BlockSize
+			acc := make([]float32, nv*8*Ilv3Rows)
+			y := nanVec((2*nv - 1) * Ilv3Rows)
+			f(&v.buf[0], nb/8, &xb.q[0], q8QBytes(k), &xb.d[0], &xb.sum[0], 4*nb, &acc[0], &y[0], 4*2*Ilv3Rows)
+			for s := range nv {
+				var acc1 [8 * Ilv3Rows]float32
+				want := nanVec(Ilv3Rows)
+				ilv3Tiles(true, v.buf, 1, nb, xb.Row(s), &acc1, want)
+				for i, got := range y[2*s*Ilv3Rows : (2*s+1)*Ilv3Rows] {
+					if math.Float32bits(got) != math.Float32bits(want[i]) {
+						t.Fatalf("%d vectors, k=%d extreme=%v: vector %d row %d = %v, alone %v", nv, k, extreme, s, i, got, want[i])
+					}
+				}
+				if s == nv-1 {
+					break
+				}
+				for i, g := range y[(2*s+1)*Ilv3Rows : (2*s+2)*Ilv3Rows] {
+					if !math.IsNaN(float64(g)) {
+						t.Fatalf("%d vectors: y[%d] written between the vectors' outputs", nv, (2*s+1)*Ilv3Rows+i)
+					}
+				}
+			}
+		}
+	}
+}

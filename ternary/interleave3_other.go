@@ -1,4 +1,4 @@
-//go:build !amd64 || purego
+//go:build !(amd64 || arm64) || purego
 
 package ternary
 
@@ -6,6 +6,8 @@ package ternary
 // generic twin runs.
 
 func archIlv3Native(id q8ID) bool { return false }
+
+func archIlv3Name() string { return "generic" }
 
 func archIlv3Tiles(w *byte, tiles, nb8, tileBytes int, q *int8, d *float32, sum *int32, acc *float32, y *float32) {
 	panic("ternary: no SIMD base-3 interleaved kernel on this platform")
@@ -16,6 +18,14 @@ func archIlv3Block(blk *byte, q *int8, sum *int32, out *int32) {
 }
 
 func archIlv3Batched(id q8ID) bool { return false }
+
+// archIlv3Quads reports whether archIlv3Quad runs a kernel (a pair kernel's for four
+// vectors): not here.
+const archIlv3Quads = false
+
+func archIlv3Quad(w *byte, nb8 int, q *int8, qs int, d *float32, sum *int32, ds int, acc *float32, y *float32, ys int) {
+	panic("ternary: no base-3 four-vector kernel on this platform")
+}
 
 func archIlv3Pair(w *byte, nb8 int, q *int8, qs int, d *float32, sum *int32, ds int, acc *float32, y *float32, ys int) {
 	panic("ternary: no SIMD base-3 interleaved kernel on this platform")

@@ -417,7 +417,7 @@ func TestNewInterleaved3In(t *testing.T) {
 
 // Interleaved3Kernel names the kernel each family runs: the generic twin where none is
 // native, the AVX-512 VNNI one for the AVX-512 families, the AVX2 family's
-// implementation's for the AVX2 family.
+// implementation's for the AVX2 family, the SDOT one for the NEON SDOT family.
 func TestInterleaved3Kernel(t *testing.T) {
 	for _, k := range q8Kernels {
 		withKernel(k, func() {
@@ -427,6 +427,8 @@ func TestInterleaved3Kernel(t *testing.T) {
 				case !Interleaved3Native():
 				case k.id == q8AVX2:
 					want = strings.TrimPrefix(impl, "/")
+				case k.id == q8NEONDot:
+					want = "neondot"
 				default:
 					want = "avx512vnni"
 				}

@@ -1,6 +1,7 @@
 //go:build arm64 && !purego
 
 #include "textflag.h"
+#include "interleave_arm64.h"
 
 // Interleaved kernels on NEON (see Interleaved in interleave.go for the layout, and
 // ilvTilesGeneric for the contract). A step is 64 code bytes: dword L holds four
@@ -35,7 +36,7 @@
 // hardware (see the prefetch distance below).
 //
 // The Go assembler lacks SDOT, SMLAL, SADDLP, SSHR, SCVTF, FCVTL, vector FMUL and FADD,
-// so they are WORDs (encodings checked with llvm-mc).
+// so they are WORDs (interleave_arm64.h).
 //
 // Registers (both families): R0 tile pointer, R1 tiles left, R2 tile stride, R3 the
 // accumulators, R4 output, R5 block pointer, R6 block activations, R7 D, R10 Sum, R11
@@ -44,16 +45,6 @@
 // planes left, R19 activation pointer, R20 accumulator lane, R21 pass offset (plain
 // NEON), R22 scale pointer. V26…V28 masks; V8…V23 block sums.
 
-#define SDOTE(d, n, m, i) WORD $(0x4f80e000 | (((i)&1)<<21) | ((m)<<16) | (((i)>>1)<<11) | ((n)<<5) | (d))
-#define SMLAL(d, n, m) WORD $(0x0e208000 | ((m)<<16) | ((n)<<5) | (d))
-#define SMLAL2(d, n, m) WORD $(0x4e208000 | ((m)<<16) | ((n)<<5) | (d))
-#define SADDLP(d, n) WORD $(0x4e602800 | ((n)<<5) | (d))
-#define SSHR4S(d, n, sh) WORD $(0x4f000400 | ((64-(sh))<<16) | ((n)<<5) | (d))
-#define SCVTF(d, n) WORD $(0x4e21d800 | ((n)<<5) | (d))
-#define FCVTL(d, n) WORD $(0x0e217800 | ((n)<<5) | (d))
-#define FCVTL2(d, n) WORD $(0x4e217800 | ((n)<<5) | (d))
-#define FMUL(d, n, m) WORD $(0x6e20dc00 | ((m)<<16) | ((n)<<5) | (d))
-#define FADD(d, n, m) WORD $(0x4e20d400 | ((m)<<16) | ((n)<<5) | (d))
 
 // ILVPF is how far ahead of the step being read the kernels prefetch, in bytes: four
 // tile × blocks, as ilvTilesVNNI does. Every 64-byte line is prefetched once (twice on

@@ -16,10 +16,7 @@ import (
 // packedBytes returns the bytes of m's products that layout l interleaves on this CPU
 // (the work its load reports).
 func packedBytes(m backend.Model, f ternary.Format, l cpu.Layout) int64 {
-	decode, batch := ternary.InterleavedNative(), ternary.InterleavedBatchNative()
-	if f == ternary.PTQ1_0 {
-		decode, batch = ternary.Interleaved3Native(), ternary.Interleaved3BatchNative()
-	}
+	decode, batch := nativeOf(f)
 	if l == cpu.LayoutFile || !decode || (l == cpu.LayoutAuto && !batch) {
 		return 0
 	}
@@ -90,28 +87,44 @@ func batchLogits(t *testing.T, b backend.Backend, m backend.Model) []float32 {
 	return out
 }
 
-// Prompts and batched decode steps over the interleaved copy (where its batched kernel
-// is native) give bit for bit the logits of the plain load's tiled kernels over the
-// file's rows.
+// Prompts and batched decode steps over the interleaved copy of a PQ2_0 model and of a
+// PTQ1_0 one (each where its batched kernels are native) give bit for bit the logits of
+// the plain load's tiled kernels over the file's rows.
 func TestInterleavedWeightsBatchSameLogits(t *testing.T) {
-	if !ternary.InterleavedBatchNative() {
-		t.Skip("no native batched interleaved kernel here: batches read the file's rows")
-	}
-	m := synthtest.Weights(t, "small", 6, ternary.PQ2_0)
-	want := batchLogits(t, cpu.New(cpu.WithLayout(cpu.LayoutFile)), m)
-	for _, c := range []struct {
-		name string
-		opts []cpu.Option
-	}{
-		{"auto", nil},
-		{"interleaved and tiles", []cpu.Option{cpu.WithLayout(cpu.LayoutInterleaved), cpu.WithBatchTiles()}},
-	} {
-		got := batchLogits(t, cpu.New(c.opts...), m)
-		require.Len(t, got, len(want))
-		for i := range got {
-			require.Equal(t, math.Float32bits(want[i]), math.Float32bits(got[i]), "%s: logit %d is %v, without interleaving %v", c.name, i, got[i], want[i])
+	ran := false
+	for _, f := range []ternary.Format{ternary.PQ2_0, ternary.PTQ1_0} {
+		if _, batch := nativeOf(f); !batch {
+			continue
+		}
+		ran = true
+		m := synthtest.Weights(t, "small", 6, f)
+		want := batchLogits(t, cpu.New(cpu.WithLayout(cpu.LayoutFile)), m)
+		for _, c := range []struct {
+			name string
+			opts []cpu.Option
+		}{
+			{"auto", nil},
+			{"interleaved and tiles", []cpu.Option{cpu.WithLayout(cpu.LayoutInterleaved), cpu.WithBatchTiles()}},
+		} {
+			got := batchLogits(t, cpu.New(c.opts...), m)
+			require.Len(t, got, len(want))
+			for i := range got {
+				require.Equal(t, math.Float32bits(want[i]), math.Float32bits(got[i]), "%s, %s: logit %d is %v, without interleaving %v", f, c.name, i, got[i], want[i])
+			}
 		}
 	}
+	if !ran {
+		t.Skip("no native batched interleaved kernel here: batches read the file's rows")
+	}
+}
+
+// nativeOf reports whether format f's interleaved kernels run natively here, for decode
+// and for batches.
+func nativeOf(f ternary.Format) (decode, batch bool) {
+	if f == ternary.PTQ1_0 {
+		return ternary.Interleaved3Native(), ternary.Interleaved3BatchNative()
+	}
+	return ternary.InterleavedNative(), ternary.InterleavedBatchNative()
 }
 
 // With batch tiles asked for too, a load whose batches read the interleaved copy makes

@@ -313,6 +313,7 @@ func main() {
 //go:build arm64 && !purego
 
 #include "textflag.h"
+#include "neon_arm64.h"
 
 // The batched interleaved kernels of the two NEON families (see ilvmatmul_arm64.go).
 // Registers (SDOT kernels; kernelNEON in ilvmatmul_arm64_gen.go gives the plain NEON
@@ -321,16 +322,6 @@ func main() {
 // R14 the step to the next block's activations, R15 pass offset 16i, R19… vector v's
 // activations, R24 prefetch distance. V(4v+g) vector v's sums of group g, V20… its
 // activations, V25 a code register, V26…V28 masks, V29…V31 the extracted codes.
-
-#define SDOTE(d, n, m, i) WORD $(0x4f80e000 | (((i)&1)<<21) | ((m)<<16) | (((i)>>1)<<11) | ((n)<<5) | (d))
-#define SMLAL(d, n, m) WORD $(0x0e208000 | ((m)<<16) | ((n)<<5) | (d))
-#define SMLAL2(d, n, m) WORD $(0x4e208000 | ((m)<<16) | ((n)<<5) | (d))
-#define SADDLP(d, n) WORD $(0x4e602800 | ((n)<<5) | (d))
-#define SSHR4S(d, n, sh) WORD $(0x4f000400 | ((64-(sh))<<16) | ((n)<<5) | (d))
-#define SCVTF(d, n) WORD $(0x4e21d800 | ((n)<<5) | (d))
-#define FCVTL(d, n) WORD $(0x0e217800 | ((n)<<5) | (d))
-#define FMUL(d, n, m) WORD $(0x6e20dc00 | ((m)<<16) | ((n)<<5) | (d))
-#define FADD(d, n, m) WORD $(0x4e20d400 | ((m)<<16) | ((n)<<5) | (d))
 `)
 	for nv := 1; nv <= width; nv++ {
 		kernel(nv)

@@ -1,7 +1,7 @@
 //go:build arm64 && !purego
 
 #include "textflag.h"
-#include "interleave_arm64.h"
+#include "neon_arm64.h"
 
 // Base-3 interleaved kernels on NEON with SDOT (see Interleaved3 in interleave3.go for
 // the layout, and ilv3TilesGeneric for the contract). A step is 64 code bytes: dword L
@@ -25,8 +25,8 @@
 // The float fold is the Q8 kernels': per block, fp16(d_w) to float times D, then one
 // fused multiply-add of the block integer into accumulator lane b%8, 8 lanes × 80 rows
 // in memory (lane l at 320l, row r at 4r); per tile the lanes are added as
-// ((a0+a4)+(a2+a6)) + ((a1+a5)+(a3+a7)). So the outputs are the bits of q8RowsNEONDot
-// over the PTQ1_0 file and of ilv3TilesGeneric.
+// ((a0+a4)+(a2+a6)) + ((a1+a5)+(a3+a7)). So the outputs are the bits of
+// q8RowsPTQ1NEONDot over the PTQ1_0 file, and of ilv3TilesGeneric.
 //
 // Registers: R0 tile pointer, R1 tiles left, R2 tile stride, R3 the accumulators, R4
 // output, R5 block pointer, R6 block activations, R7 D, R9 320, R11 blocks left, R12
@@ -43,22 +43,7 @@
 
 // ILV3ZERO24 clears the sums V8…V31.
 #define ILV3ZERO24 \
-	VEOR V8.B16, V8.B16, V8.B16; \
-	VEOR V9.B16, V9.B16, V9.B16; \
-	VEOR V10.B16, V10.B16, V10.B16; \
-	VEOR V11.B16, V11.B16, V11.B16; \
-	VEOR V12.B16, V12.B16, V12.B16; \
-	VEOR V13.B16, V13.B16, V13.B16; \
-	VEOR V14.B16, V14.B16, V14.B16; \
-	VEOR V15.B16, V15.B16, V15.B16; \
-	VEOR V16.B16, V16.B16, V16.B16; \
-	VEOR V17.B16, V17.B16, V17.B16; \
-	VEOR V18.B16, V18.B16, V18.B16; \
-	VEOR V19.B16, V19.B16, V19.B16; \
-	VEOR V20.B16, V20.B16, V20.B16; \
-	VEOR V21.B16, V21.B16, V21.B16; \
-	VEOR V22.B16, V22.B16, V22.B16; \
-	VEOR V23.B16, V23.B16, V23.B16; \
+	ILVZERO16; \
 	VEOR V24.B16, V24.B16, V24.B16; \
 	VEOR V25.B16, V25.B16, V25.B16; \
 	VEOR V26.B16, V26.B16, V26.B16; \
@@ -78,10 +63,10 @@
 
 // ILV3TRIPLE takes the code registers from yₙ to yₙ₊₁.
 #define ILV3TRIPLE \
-	MUL16B(0, 0, 5); \
-	MUL16B(1, 1, 5); \
-	MUL16B(2, 2, 5); \
-	MUL16B(3, 3, 5)
+	MULB(0, 0, 5); \
+	MULB(1, 1, 5); \
+	MULB(2, 2, 5); \
+	MULB(3, 3, 5)
 
 // ILV3STEP runs the step at off(R13) with activation dword idx of Va.
 #define ILV3STEP(off, a, idx) \
@@ -207,21 +192,30 @@ ilv3clear: \
 	FLDPQ 320(R21), (F10, F11); \
 	FLDPQ 640(R21), (F12, F13); \
 	FLDPQ 960(R21), (F14, F15); \
-	FADD(0, 0, 8); \
-	FADD(1, 1, 9); \
-	FADD(4, 4, 12); \
-	FADD(5, 5, 13); \
-	FADD(0, 0, 4); \
-	FADD(1, 1, 5); \
-	FADD(2, 2, 10); \
-	FADD(3, 3, 11); \
-	FADD(6, 6, 14); \
-	FADD(7, 7, 15); \
-	FADD(2, 2, 6); \
-	FADD(3, 3, 7); \
-	FADD(0, 0, 2); \
-	FADD(1, 1, 3); \
+	LANETREE; \
 	FSTPQ (F0, F1), (32*(i))(R4)
+
+// ILV3TREES stores the tile's 80 outputs at R4 from the accumulators at R3.
+#define ILV3TREES \
+	ILV3TREE(0); \
+	ILV3TREE(1); \
+	ILV3TREE(2); \
+	ILV3TREE(3); \
+	ILV3TREE(4); \
+	ILV3TREE(5); \
+	ILV3TREE(6); \
+	ILV3TREE(7); \
+	ILV3TREE(8); \
+	ILV3TREE(9)
+
+// ILV3NEXT moves R5, R6, R7 and the lane R12 on to the next block.
+#define ILV3NEXT \
+	ADD $2240, R5; \
+	ADD R14, R6; \
+	EOR $192, R14; \
+	ADD $4, R7; \
+	ADD $1, R12; \
+	AND $7, R12
 
 // func ilv3TilesNEONDot(w *byte, tiles, nb8, tileBytes int, q *int8, d *float32, sum *int32, acc *float32, y *float32)
 TEXT ·ilv3TilesNEONDot(SB), NOSPLIT, $0-72
@@ -255,25 +249,11 @@ ilv3block:
 	ILV3FOLD(2)
 	ILV3FOLD(3)
 	ILV3FOLD(4)
-	ADD $2240, R5
-	ADD R14, R6
-	EOR $192, R14
-	ADD $4, R7
-	ADD $1, R12
-	AND $7, R12
+	ILV3NEXT
 	SUBS $1, R11
 	BNE ilv3block
 
-	ILV3TREE(0)
-	ILV3TREE(1)
-	ILV3TREE(2)
-	ILV3TREE(3)
-	ILV3TREE(4)
-	ILV3TREE(5)
-	ILV3TREE(6)
-	ILV3TREE(7)
-	ILV3TREE(8)
-	ILV3TREE(9)
+	ILV3TREES
 	ADD R2, R0
 	ADD $320, R4
 	SUBS $1, R1
@@ -318,8 +298,8 @@ TEXT ·ilv3BlockNEONDot(SB), NOSPLIT, $0-32
 	SDOTE(21+2*(n), 1, a1, idx)
 
 #define ILV3PTRIPLE \
-	MUL16B(0, 0, 5); \
-	MUL16B(1, 1, 5)
+	MULB(0, 0, 5); \
+	MULB(1, 1, 5)
 
 // ILV3PSTEP runs the pass's half of the step at off(R13) with activation dword idx of
 // Va0 and Va1.
@@ -449,39 +429,16 @@ ilv3pplane:
 	CMP $64, R21
 	BNE ilv3ppass
 
-	ADD $2240, R5
-	ADD R14, R6
-	EOR $192, R14
-	ADD $4, R7
-	ADD $1, R12
-	AND $7, R12
+	ILV3NEXT
 	SUBS $1, R11
 	BNE ilv3pblock
 
 	MOVD y+64(FP), R4
 	MOVD ys+72(FP), R8
-	ILV3TREE(0)
-	ILV3TREE(1)
-	ILV3TREE(2)
-	ILV3TREE(3)
-	ILV3TREE(4)
-	ILV3TREE(5)
-	ILV3TREE(6)
-	ILV3TREE(7)
-	ILV3TREE(8)
-	ILV3TREE(9)
+	ILV3TREES
 	ADD $2560, R3
 	ADD R8, R4
-	ILV3TREE(0)
-	ILV3TREE(1)
-	ILV3TREE(2)
-	ILV3TREE(3)
-	ILV3TREE(4)
-	ILV3TREE(5)
-	ILV3TREE(6)
-	ILV3TREE(7)
-	ILV3TREE(8)
-	ILV3TREE(9)
+	ILV3TREES
 	RET
 
 
@@ -510,15 +467,15 @@ ilv3pplane:
 	FMOVQ off(R13), Fc; \
 	EOR16B(c, c, 4); \
 	ILV3QDOT(0, c, idx); \
-	MUL16B(c, c, 5); \
+	MULB(c, c, 5); \
 	ILV3QDOT(1, c, idx); \
-	MUL16B(c, c, 5); \
+	MULB(c, c, 5); \
 	ILV3QDOT(2, c, idx); \
-	MUL16B(c, c, 5); \
+	MULB(c, c, 5); \
 	ILV3QDOT(3, c, idx); \
-	MUL16B(c, c, 5); \
+	MULB(c, c, 5); \
 	ILV3QDOT(4, c, idx); \
-	MUL16B(c, c, 5); \
+	MULB(c, c, 5); \
 	ILV3QDOT(5, c, idx)
 
 // ILV3QACTS loads the four vectors' activation dwords of four steps, off bytes into
@@ -553,19 +510,6 @@ ilv3pplane:
 	ILV3QFOLD1(v, 2, 2); \
 	ILV3QFOLD1(v, 3, 3); \
 	ILV3QFOLD1(v, 4, 6)
-
-// ILV3QTREES stores the 80 outputs of the accumulators at R3 to R4.
-#define ILV3QTREES \
-	ILV3TREE(0); \
-	ILV3TREE(1); \
-	ILV3TREE(2); \
-	ILV3TREE(3); \
-	ILV3TREE(4); \
-	ILV3TREE(5); \
-	ILV3TREE(6); \
-	ILV3TREE(7); \
-	ILV3TREE(8); \
-	ILV3TREE(9)
 
 // func ilv3QuadNEONDot(w *byte, nb8 int, q *int8, qs int, d *float32, sum *int32, ds int, acc *float32, y *float32, ys int)
 TEXT ·ilv3QuadNEONDot(SB), NOSPLIT, $0-80
@@ -651,25 +595,20 @@ ilv3qplane:
 	CMP $64, R21
 	BNE ilv3qpass
 
-	ADD $2240, R5
-	ADD R14, R6
-	EOR $192, R14
-	ADD $4, R7
-	ADD $1, R12
-	AND $7, R12
+	ILV3NEXT
 	SUBS $1, R11
 	BNE ilv3qblock
 
 	MOVD y+64(FP), R4
 	MOVD ys+72(FP), R8
-	ILV3QTREES
+	ILV3TREES
 	ADD $2560, R3
 	ADD R8, R4
-	ILV3QTREES
+	ILV3TREES
 	ADD $2560, R3
 	ADD R8, R4
-	ILV3QTREES
+	ILV3TREES
 	ADD $2560, R3
 	ADD R8, R4
-	ILV3QTREES
+	ILV3TREES
 	RET

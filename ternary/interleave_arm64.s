@@ -1,7 +1,7 @@
 //go:build arm64 && !purego
 
 #include "textflag.h"
-#include "interleave_arm64.h"
+#include "neon_arm64.h"
 
 // Interleaved kernels on NEON (see Interleaved in interleave.go for the layout, and
 // ilvTilesGeneric for the contract). A step is 64 code bytes: dword L holds four
@@ -36,7 +36,7 @@
 // hardware (see the prefetch distance below).
 //
 // The Go assembler lacks SDOT, SMLAL, SADDLP, SSHR, SCVTF, FCVTL, vector FMUL and FADD,
-// so they are WORDs (interleave_arm64.h).
+// so they are WORDs (neon_arm64.h).
 //
 // Registers (both families): R0 tile pointer, R1 tiles left, R2 tile stride, R3 the
 // accumulators, R4 output, R5 block pointer, R6 block activations, R7 D, R10 Sum, R11
@@ -54,25 +54,6 @@
 #ifndef ILVPF
 #define ILVPF 8704
 #endif
-
-// ILVZERO16 clears the block sums V8…V23.
-#define ILVZERO16 \
-	VEOR V8.B16, V8.B16, V8.B16; \
-	VEOR V9.B16, V9.B16, V9.B16; \
-	VEOR V10.B16, V10.B16, V10.B16; \
-	VEOR V11.B16, V11.B16, V11.B16; \
-	VEOR V12.B16, V12.B16, V12.B16; \
-	VEOR V13.B16, V13.B16, V13.B16; \
-	VEOR V14.B16, V14.B16, V14.B16; \
-	VEOR V15.B16, V15.B16, V15.B16; \
-	VEOR V16.B16, V16.B16, V16.B16; \
-	VEOR V17.B16, V17.B16, V17.B16; \
-	VEOR V18.B16, V18.B16, V18.B16; \
-	VEOR V19.B16, V19.B16, V19.B16; \
-	VEOR V20.B16, V20.B16, V20.B16; \
-	VEOR V21.B16, V21.B16, V21.B16; \
-	VEOR V22.B16, V22.B16, V22.B16; \
-	VEOR V23.B16, V23.B16, V23.B16
 
 // ILVCLEARACC clears the 2048 bytes of accumulators at R3 (V0, R20 and R15 scratch).
 #define ILVCLEARACC \
@@ -99,20 +80,7 @@ ilvclear: \
 	FLDPQ (256+32*i)(R20), (F10, F11); \
 	FLDPQ (512+32*i)(R20), (F12, F13); \
 	FLDPQ (768+32*i)(R20), (F14, F15); \
-	FADD(0, 0, 8); \
-	FADD(1, 1, 9); \
-	FADD(4, 4, 12); \
-	FADD(5, 5, 13); \
-	FADD(0, 0, 4); \
-	FADD(1, 1, 5); \
-	FADD(2, 2, 10); \
-	FADD(3, 3, 11); \
-	FADD(6, 6, 14); \
-	FADD(7, 7, 15); \
-	FADD(2, 2, 6); \
-	FADD(3, 3, 7); \
-	FADD(0, 0, 2); \
-	FADD(1, 1, 3); \
+	LANETREE; \
 	FSTPQ (F0, F1), (32*i)(R4)
 
 #define ILVTREES \

@@ -63,6 +63,7 @@ func header() {
 //go:build arm64 && !purego
 
 #include "textflag.h"
+#include "neon_arm64.h"
 
 // Tiled Q8 kernels for the batched product on NEON (see matmul_q8.go for the method
 // and the layouts, and q8TileGeneric for the contract). One row pair per tile: per
@@ -78,20 +79,11 @@ func header() {
 // (FMLA), and ((a0+a4)+(a2+a6)) + ((a1+a5)+(a3+a7)) by FADD, EXT, FADD, FADDP.
 //
 // The Go assembler lacks SDOT, SMLAL, SADDLP, SCVTF, vector FMUL/FADD and scalar FADDP,
-// so they are WORDs (the encodings of matvec_arm64.s).
+// so they are WORDs (neon_arm64.h).
 //
 // Registers: R0 args, R1 descriptor, R2..R7 the vectors' tiled activations (advanced
 // by post-increment), R8 repacked weights, R9 groups left, R10 D/Sum byte offset, R11
-// steps left, R12/R13 temporaries, R15 the tile's accumulators.
-
-#define SDOT(d, n, m) WORD $(0x4e809400 | ((m)<<16) | ((n)<<5) | (d))
-#define SMLAL(d, n, m) WORD $(0x0e208000 | ((m)<<16) | ((n)<<5) | (d))
-#define SMLAL2(d, n, m) WORD $(0x4e208000 | ((m)<<16) | ((n)<<5) | (d))
-#define SADDLP(d, n) WORD $(0x4e602800 | ((n)<<5) | (d))
-#define SCVTF(d, n) WORD $(0x4e21d800 | ((n)<<5) | (d))
-#define FMUL(d, n, m) WORD $(0x6e20dc00 | ((m)<<16) | ((n)<<5) | (d))
-#define FADD(d, n, m) WORD $(0x4e20d400 | ((m)<<16) | ((n)<<5) | (d))
-#define FADDPS(d, n) WORD $(0x7e30d800 | ((n)<<5) | (d))`)
+// steps left, R12/R13 temporaries, R15 the tile's accumulators.`)
 }
 
 var actReg = [maxNV]string{"R2", "R3", "R4", "R5", "R6", "R7"}
@@ -376,16 +368,12 @@ func repackPTQ1() {
 	copy(i1[:], []byte{32, 33, 34, 35, 4, 5, 12, 13, 20, 21, 28, 29, 36, 37, 6, 22})
 	i2[14], i2[15] = 14, 30
 	line(`
-#define CMHI(d, n, m) WORD $(0x6e203400 | ((m)<<16) | ((n)<<5) | (d))
-#define MULB(d, n, m) WORD $(0x4e209c00 | ((m)<<16) | ((n)<<5) | (d))
 #define ADDB(d, n, m) WORD $(0x4e208400 | ((m)<<16) | ((n)<<5) | (d))
 #define SUBB(d, n, m) WORD $(0x6e208400 | ((m)<<16) | ((n)<<5) | (d))
 #define USHLB(d, n, m) WORD $(0x6e204400 | ((m)<<16) | ((n)<<5) | (d))
 #define ADDPB(d, n, m) WORD $(0x4e20bc00 | ((m)<<16) | ((n)<<5) | (d))
 #define EXTB(d, n, m, i) WORD $(0x6e000000 | ((m)<<16) | ((i)<<11) | ((n)<<5) | (d))
 #define TBL3(d, n, m) WORD $(0x4e004000 | ((m)<<16) | ((n)<<5) | (d))
-#define FCVTL(d, n) WORD $(0x0e217800 | ((n)<<5) | (d))
-#define FCVTL2(d, n) WORD $(0x4e217800 | ((n)<<5) | (d))
 `)
 	for _, t := range []struct {
 		name string

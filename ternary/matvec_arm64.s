@@ -1,6 +1,7 @@
 //go:build arm64 && !purego
 
 #include "textflag.h"
+#include "neon_arm64.h"
 
 // Q8 row kernels for PQ2_0 on NEON (see q8RowsFunc in matvec_generic.go for the
 // contract). A group is 8 blocks (272 weight bytes, 1024 activation bytes). A pair of
@@ -12,7 +13,7 @@
 // 0..3 and 4..7 of every group) with FMLA by fp16(d_w)·D.
 //
 // The Go assembler lacks SDOT, SMLAL, SADDLP, SCVTF, FCVTL, vector FMUL/FADD and scalar
-// FADDP, so they are WORDs below (encodings checked with llvm-mc).
+// FADDP, so they are WORDs (neon_arm64.h).
 //
 // Registers: R0 row pointer, R1 row stride, R2 rows left, R3 groups per row, R4..R6
 // activation bases, R7 output, R8 group weights, R9 group activations, R10 D, R11 Sum,
@@ -20,17 +21,6 @@
 // V0..V3 code bytes of a pair, V4..V7 activations of a plane, V8..V11 a plane's codes,
 // V12/V13 int16 accumulators (plain NEON), V16..V23 the 8 blocks' int32 accumulators,
 // V24/V25 float accumulators, V26..V30 temporaries, V31 the 0x03 mask.
-
-#define SDOT(d, n, m) WORD $(0x4e809400 | ((m)<<16) | ((n)<<5) | (d))
-#define SMLAL(d, n, m) WORD $(0x0e208000 | ((m)<<16) | ((n)<<5) | (d))
-#define SMLAL2(d, n, m) WORD $(0x4e208000 | ((m)<<16) | ((n)<<5) | (d))
-#define SADDLP(d, n) WORD $(0x4e602800 | ((n)<<5) | (d))
-#define SCVTF(d, n) WORD $(0x4e21d800 | ((n)<<5) | (d))
-#define FCVTL(d, n) WORD $(0x0e217800 | ((n)<<5) | (d))
-#define FCVTL2(d, n) WORD $(0x4e217800 | ((n)<<5) | (d))
-#define FMUL(d, n, m) WORD $(0x6e20dc00 | ((m)<<16) | ((n)<<5) | (d))
-#define FADD(d, n, m) WORD $(0x4e20d400 | ((m)<<16) | ((n)<<5) | (d))
-#define FADDPS(d, n) WORD $(0x7e30d800 | ((n)<<5) | (d))
 
 // func q8RowsNEONDot(w *byte, rowBytes, rows, nb8 int, q *int8, d *float32, sum *int32, y *float32)
 TEXT ·q8RowsNEONDot(SB), NOSPLIT, $0-64
@@ -690,8 +680,6 @@ q8RowsNEONgroup:
 // activations into the block's int32x4 accumulator (V16 + block), and x becomes
 // uint8(3x) (MUL by V13 = 3). The reduction and the float fold are q8RowsNEONDot's.
 
-#define CMHI(d, n, m) WORD $(0x6e203400 | ((m)<<16) | ((n)<<5) | (d))
-#define MULB(d, n, m) WORD $(0x4e209c00 | ((m)<<16) | ((n)<<5) | (d))
 
 // func q8RowsPTQ1NEONDot(w *byte, rowBytes, rows, nb8 int, t *int8, d *float32, sum *int32, y *float32)
 TEXT ·q8RowsPTQ1NEONDot(SB), NOSPLIT, $0-64

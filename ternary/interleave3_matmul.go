@@ -80,8 +80,9 @@ const (
 // Interleaved3BatchNative reports whether [MatMulInterleaved3Range] runs a SIMD kernel
 // here, one whose outputs are bit for bit those of [MatMulQ8Range] over the PTQ1_0 file
 // (wherever [Interleaved3Native] says so: on AVX-VNNI a kernel that takes two vectors
-// at a time, on arm64 four and two). Elsewhere it runs a pure-Go twin, right but slow, which matches the generic Q8
-// kernel only: an engine should then keep batches on MatMulQ8Range.
+// at a time, on arm64 four and two). Elsewhere it runs a pure-Go twin, right but slow,
+// which matches the generic Q8 kernel only: an engine should then keep batches on
+// MatMulQ8Range.
 func Interleaved3BatchNative() bool { return ilv3Native() }
 
 // MatMulInterleaved3Range is [MatMulQ8Range] over an interleaved PTQ1_0 matrix: for

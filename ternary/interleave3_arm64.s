@@ -208,6 +208,38 @@ ilv3clear: \
 	ILV3TREE(8); \
 	ILV3TREE(9)
 
+// ILV3MULTIARGS loads the multi-vector kernels' arguments (ilv3PairNEONDot's
+// signature) and clears the lane R12.
+#define ILV3MULTIARGS \
+	MOVD w+0(FP), R5; \
+	MOVD nb8+8(FP), R11; \
+	LSL $3, R11; \
+	MOVD q+16(FP), R6; \
+	MOVD qs+24(FP), R1; \
+	MOVD d+32(FP), R7; \
+	MOVD ds+48(FP), R2; \
+	MOVD acc+56(FP), R3; \
+	MOVD $320, R9; \
+	MOVD $32, R14; \
+	MOVD $0, R12
+
+// ILV3PASS starts a multi-vector kernel's pass: the constants, the sums cleared, the
+// pass's codes at R13 (R21 bytes into each step) and vector 0's activations at R19.
+#define ILV3PASS \
+	VMOVI $128, V4.B16; \
+	VMOVI $3, V5.B16; \
+	ILV3ZERO24; \
+	ADD $192, R5, R13; \
+	ADD R21, R13; \
+	MOVD R6, R19
+
+// ILV3BLOCKPF prefetches the scale lines of the tile × block ILV3PF bytes on; the steps
+// prefetch the rest.
+#define ILV3BLOCKPF \
+	PRFM (ILV3PF+0)(R5), PLDL1KEEP; \
+	PRFM (ILV3PF+64)(R5), PLDL1KEEP; \
+	PRFM (ILV3PF+128)(R5), PLDL1KEEP
+
 // ILV3NEXT moves R5, R6, R7 and the lane R12 on to the next block.
 #define ILV3NEXT \
 	ADD $2240, R5; \
@@ -237,10 +269,7 @@ ilv3tile:
 	MOVD $0, R12
 
 ilv3block:
-	// The block's scales (its first three lines); the steps prefetch the rest.
-	PRFM (ILV3PF+0)(R5), PLDL1KEEP
-	PRFM (ILV3PF+64)(R5), PLDL1KEEP
-	PRFM (ILV3PF+128)(R5), PLDL1KEEP
+	ILV3BLOCKPF
 	ILV3SUMS
 	VLD1R (R7), [V28.S4]
 	MADD R9, R3, R12, R20
@@ -346,32 +375,15 @@ TEXT ·ilv3BlockNEONDot(SB), NOSPLIT, $0-32
 
 // func ilv3PairNEONDot(w *byte, nb8 int, q *int8, qs int, d *float32, sum *int32, ds int, acc *float32, y *float32, ys int)
 TEXT ·ilv3PairNEONDot(SB), NOSPLIT, $0-80
-	MOVD w+0(FP), R5
-	MOVD nb8+8(FP), R11
-	LSL $3, R11
-	MOVD q+16(FP), R6
-	MOVD qs+24(FP), R1
-	MOVD d+32(FP), R7
-	MOVD ds+48(FP), R2
-	MOVD acc+56(FP), R3
-	MOVD $320, R9
-	MOVD $32, R14
-	MOVD $0, R12
+	ILV3MULTIARGS
 	ILV3CLEARACC(40)
 
 ilv3pblock:
-	PRFM (ILV3PF+0)(R5), PLDL1KEEP
-	PRFM (ILV3PF+64)(R5), PLDL1KEEP
-	PRFM (ILV3PF+128)(R5), PLDL1KEEP
+	ILV3BLOCKPF
 	MOVD $0, R21
 
 ilv3ppass:
-	VMOVI $128, V4.B16
-	VMOVI $3, V5.B16
-	ILV3ZERO24
-	ADD $192, R5, R13
-	ADD R21, R13
-	MOVD R6, R19
+	ILV3PASS
 	ADD R1, R6, R22
 	MOVD $4, R15
 
@@ -513,32 +525,15 @@ ilv3pplane:
 
 // func ilv3QuadNEONDot(w *byte, nb8 int, q *int8, qs int, d *float32, sum *int32, ds int, acc *float32, y *float32, ys int)
 TEXT ·ilv3QuadNEONDot(SB), NOSPLIT, $0-80
-	MOVD w+0(FP), R5
-	MOVD nb8+8(FP), R11
-	LSL $3, R11
-	MOVD q+16(FP), R6
-	MOVD qs+24(FP), R1
-	MOVD d+32(FP), R7
-	MOVD ds+48(FP), R2
-	MOVD acc+56(FP), R3
-	MOVD $320, R9
-	MOVD $32, R14
-	MOVD $0, R12
+	ILV3MULTIARGS
 	ILV3CLEARACC(80)
 
 ilv3qblock:
-	PRFM (ILV3PF+0)(R5), PLDL1KEEP
-	PRFM (ILV3PF+64)(R5), PLDL1KEEP
-	PRFM (ILV3PF+128)(R5), PLDL1KEEP
+	ILV3BLOCKPF
 	MOVD $0, R21
 
 ilv3qpass:
-	VMOVI $128, V4.B16
-	VMOVI $3, V5.B16
-	ILV3ZERO24
-	ADD $192, R5, R13
-	ADD R21, R13
-	MOVD R6, R19
+	ILV3PASS
 	ADD R1, R19, R22
 	ADD R1, R22, R24
 	ADD R1, R24, R10

@@ -70,6 +70,11 @@
 // each code byte's top bit once makes the tripled bytes signed, which SDOT multiplies,
 // and cancels the block's Sum); an AVX2 CPU without AVX-VNNI and an arm64 core without
 // SDOT have no base-3 kernel, and PTQ1_0 keeps the file's layout there.
+// On Linux on Intel CPUs with AMX-INT8 (Sapphire Rapids and later Xeons), both batched
+// products take batches of 32 vectors or more through the tile unit: a tile × block's
+// code bytes are, row group by row group, TDPBSSD's weight operand after a shift, a mask
+// and a subtraction, and each block's integers are folded as the AVX-512 VNNI kernels
+// fold them, so the outputs keep their bits ([InterleavedBatchAMX], [SetAMX]).
 //
 // # Decoded values
 //

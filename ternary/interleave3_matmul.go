@@ -122,6 +122,11 @@ func MatMulInterleaved3Range(v *Interleaved3, x *Q8Batch, t int, y []float32, lo
 		ilv3MatPairs(v, x, t, y, lo, hi)
 		return
 	}
+	if native && amxUse(ilvSel(), t) {
+		// The AVX-512 VNNI family's bits, by AMX.
+		matMulInterleaved3AMX(v, x, t, y, lo, hi)
+		return
+	}
 	// Past here the family's decode kernel is the AVX-512 VNNI one, whose batched twin
 	// runs, or the generic twin, whose bits ilv3MatGeneric gives.
 	var calls [2]q8Call

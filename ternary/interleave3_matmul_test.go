@@ -76,7 +76,7 @@ func ptq1FileBatch(xb *Q8Batch) *Q8Batch {
 				}
 			}
 		}
-		q8TileActs(xb.tile(s), x.Q)
+		xb.derive(s)
 	}
 	return xb
 }
@@ -259,7 +259,7 @@ func TestMatMulInterleaved3Extreme(t *testing.T) {
 				}
 				x.Sum[b], x.D[b] = int32(q)*BlockSize, 1
 			}
-			q8TileActs(xb.tile(s), x.Q)
+			xb.derive(s)
 		}
 		rb := PTQ1_0.RowBytes(k)
 		forEachIlv3Family(t, func(name string) {

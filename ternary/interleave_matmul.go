@@ -68,6 +68,19 @@ func InterleavedBatchNative() bool {
 	return fam != ilvGeneric && ilvMatFamWidth(fam) > 0
 }
 
+// InterleavedBatchAMX reports whether [MatMulInterleavedRange] and
+// [MatMulInterleaved3Range] multiply batches of 32 vectors or more with Intel AMX here:
+// on Linux on a CPU with AMX-INT8 (Sapphire Rapids and later Xeons) where the AVX-512
+// VNNI family runs, unless [SetAMX] turned it off. The outputs are the VNNI kernels'
+// bits.
+func InterleavedBatchAMX() bool { return amxUse(ilvSel(), amxMinBatch) }
+
+// SetAMX turns the AMX path of the batched interleaved products off (on = false) or
+// back on for the whole process and returns the previous setting; results are the same
+// bits either way, so it is only for measuring one against the other. It is safe to call
+// at any time from any goroutine.
+func SetAMX(on bool) (was bool) { return !amxOff.Swap(!on) }
+
 // ilvMatFamWidth returns the widest batch of family fam's batched kernel (the pure-Go
 // twin's for the generic family), 0 where it has none; archIlvMatWidth says it per
 // platform and archIlvMatFam runs the kernel.
@@ -110,6 +123,10 @@ func MatMulInterleavedRange(v *Interleaved, x *Q8Batch, t int, y []float32, lo, 
 		for s := range t {
 			MatVecInterleavedRange(v, &x.rows[s], y[s*n:(s+1)*n], lo, hi)
 		}
+		return
+	}
+	if amxUse(fam, t) {
+		matMulInterleavedAMX(v, x, t, y, lo, hi)
 		return
 	}
 	var calls [2]q8Call

@@ -40,7 +40,7 @@ func randIlvBatch(r *rand.Rand, k, t int, unit bool) *Q8Batch {
 				x.D[b] = float32(math.Exp(r.NormFloat64()*3 - 8))
 			}
 		}
-		q8TileActs(xb.tile(s), x.Q)
+		xb.derive(s)
 	}
 	return xb
 }
@@ -318,7 +318,7 @@ func testMatMulInterleavedAVX2(t *testing.T, k8 q8Kernel) {
 							x.Sum[b] += int32(x.Q[j])
 						}
 					}
-					q8TileActs(xb.tile(s), x.Q)
+					xb.derive(s)
 				}
 			}
 			for _, tv := range ilvMatTs {
@@ -364,7 +364,7 @@ func TestMatMulInterleavedExtremes(t *testing.T) {
 			for b := range k / BlockSize {
 				x.Sum[b], x.D[b] = -128*BlockSize, 1
 			}
-			q8TileActs(xb.tile(s), x.Q)
+			xb.derive(s)
 		}
 		forEachIlvFamily(t, func(name string) {
 			want := make([]float32, tv*n)

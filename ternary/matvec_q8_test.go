@@ -719,7 +719,7 @@ func randQ8Batch(r *rand.Rand, k, t int) *Q8Batch {
 		copy(row.Q, x.Q)
 		copy(row.D, x.D)
 		copy(row.Sum, x.Sum)
-		q8TileActs(xb.tile(s), row.Q)
+		xb.derive(s)
 	}
 	return xb
 }

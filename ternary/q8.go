@@ -174,7 +174,8 @@ func quantizeQ8Block(dst []int8, b int, xb []float32) (float32, int32) {
 //
 // Fill a batch with [Q8Batch.Quantize] only: besides the rows it keeps a second copy of
 // each vector's int8 values in the order the batched kernels read them (see q8TileActs),
-// which quantising a row through [Q8Batch.Row] would leave stale.
+// and where Intel AMX runs a third in the AMX kernel's order (amxActs), which quantising
+// a row through [Q8Batch.Row] would leave stale.
 type Q8Batch struct {
 	K, T int  // width, and capacity in vectors
 	rows []Q8 // views into the shared arrays below
@@ -183,6 +184,10 @@ type Q8Batch struct {
 	sum  []int32
 	tq   []int8 // per vector 1024·⌊K/1024⌋ bytes: the tiled copy (q8TileActs)
 	tr   []int8 // per vector ptq1ActBytes(K): the rows' PTQ1_0-ordered copies
+	// aq is, where AMX runs (amxAvailable), per vector amxActBytes(K) bytes: the AMX
+	// kernel's copy (amxActs), for a capacity rounded up to whole groups of amxVectors
+	// as d and sum are (the kernel reads a whole group; the vectors past T stay zero).
+	aq []int8
 }
 
 // NewQ8Batch returns a batch of capacity t vectors of width k.
@@ -194,9 +199,13 @@ func NewQ8Batch(k, t int) *Q8Batch {
 		panic(fmt.Sprintf("ternary: NewQ8Batch(%d, %d): need at least one vector", k, t))
 	}
 	nb, qb, rb := k/BlockSize, q8QBytes(k), ptq1ActBytes(k)
+	tg := (t + amxVectors - 1) / amxVectors * amxVectors
 	bt := &Q8Batch{K: k, T: t, rows: make([]Q8, t),
-		q: make([]int8, t*qb), d: make([]float32, t*nb), sum: make([]int32, t*nb),
+		q: make([]int8, t*qb), d: make([]float32, tg*nb), sum: make([]int32, tg*nb),
 		tq: make([]int8, t*q8TileBytes(k)), tr: make([]int8, t*rb)}
+	if amxAvailable() {
+		bt.aq = make([]int8, tg*amxActBytes(k))
+	}
 	for s := range t {
 		bt.rows[s] = Q8{K: k, Q: bt.q[s*qb : (s+1)*qb : (s+1)*qb],
 			D: bt.d[s*nb : (s+1)*nb : (s+1)*nb], Sum: bt.sum[s*nb : (s+1)*nb : (s+1)*nb],
@@ -225,7 +234,17 @@ func (bt *Q8Batch) Quantize(x []float32, t int) {
 	}
 	for s := range t {
 		bt.rows[s].Quantize(x[s*bt.K : (s+1)*bt.K])
-		q8TileActs(bt.tile(s), bt.rows[s].Q)
+		bt.derive(s)
+	}
+}
+
+// derive writes the batch's copies of vector s's int8 values (Quantize does, after
+// quantising the row).
+func (bt *Q8Batch) derive(s int) {
+	q8TileActs(bt.tile(s), bt.rows[s].Q)
+	if bt.aq != nil {
+		n := amxActBytes(bt.K)
+		amxActs(bt.aq[s*n:(s+1)*n], bt.rows[s].Q)
 	}
 }
 

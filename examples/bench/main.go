@@ -93,6 +93,7 @@ func parseFlags(fs *flag.FlagSet, args []string) (config, error) {
 	fs.StringVar(&cfg.kv, "kv", "f16", cli.KVUsage)
 	fs.StringVar(&cfg.weightFormat, "weight-format", "", "transcode the ternary products to pq2_0 or ptq1_0 at load (cpu.WithWeightFormat; default: as stored)")
 	fs.StringVar(&cfg.layout, "layout", "auto", cli.LayoutUsage)
+	fs.BoolVar(&cfg.amx, "amx", true, "multiply batches (prefill) with Intel AMX where the CPU has it (false: the AVX-512 VNNI kernels, for comparison; the same results)")
 	fs.StringVar(&cfg.backend, "backend", "auto", "where the model runs: "+strings.Join(cli.Backends, ", ")+" (auto: Metal on Apple silicon, else a Vulkan GPU, else the CPU); on a GPU the bandwidth is the device's, read by a kernel in the same run")
 	fs.BoolVar(&cfg.speculative, "speculative", false, "also generate -gen-tokens after the prompt (or -spec-prompt) without speculative decoding, with the automatic policy (lookup drafts, the cost model choosing k) and with lookup drafts at every pass, and compare: tok/s, acceptance, tokens per pass, the mean k drafted, the pass times by width")
 	fs.StringVar(&cfg.specPrompt, "spec-prompt", "", "with -speculative: a text `file` whose contents are the prompt (tokenized as a plain text), instead of the synthetic -prompt-tokens")
@@ -117,6 +118,7 @@ func parseFlags(fs *flag.FlagSet, args []string) (config, error) {
 }
 
 type config struct {
+	amx                       bool
 	model, preset, keep, acts string
 	kv, weightFormat, backend string
 	context                   int
@@ -150,6 +152,7 @@ func (cfg *config) check() error {
 			return &cli.FlagError{Flag: "weight-format", Value: strconv.Quote(cfg.weightFormat), Want: "must be pq2_0 or ptq1_0"}
 		}
 	}
+	ternary.SetAMX(cfg.amx)
 	if cfg.layout != "" {
 		if err := cli.OneOf("layout", cfg.layout, cli.Layouts...); err != nil {
 			return err
@@ -247,8 +250,12 @@ func run(ctx context.Context, out, stderr io.Writer, cfg config) error {
 		load += ", " + cli.LayoutNote(cfg.layout, w)
 	}
 	if m.Backend() == "cpu" {
+		kern := ternary.Q8Kernel()
+		if ternary.InterleavedBatchAMX() {
+			kern += ", batches by AMX"
+		}
 		fmt.Fprintf(out, "machine     %s/%s, %d CPUs; backend %s, %d threads, %s activations (kernel %s), weights %s, KV cache %v\n",
-			runtime.GOOS, runtime.GOARCH, runtime.NumCPU(), m.Backend(), m.Threads(), acts, ternary.Q8Kernel(), load, kv)
+			runtime.GOOS, runtime.GOARCH, runtime.NumCPU(), m.Backend(), m.Threads(), acts, kern, load, kv)
 	} else {
 		fmt.Fprintf(out, "machine     %s/%s, %d CPUs; backend %s (float32 activations, weights copied to the device), KV cache %v\n",
 			runtime.GOOS, runtime.GOARCH, runtime.NumCPU(), m.Backend(), kv)

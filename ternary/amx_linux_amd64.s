@@ -61,6 +61,26 @@
 	VCVTDQ2PS (64*(l))(AX), Z1; \
 	VFMADD231PS Z1, Z0, Zl
 
+// AMXPROLOGUE configures the tiles and loads amxProducts' and amx3Products' registers:
+// SI the block's activations (vector s at s·DX), R8 its weight tiles, CX the blocks
+// left, R14 the block's integers' place in the scratch (R11 between vectors, R12
+// between row groups), BX the weight tiles' row stride.
+#define AMXPROLOGUE \
+	MOVQ a+0(FP), DI; \
+	MOVQ 72(DI), AX; \
+	LDTILECFG_AX; \
+	MOVQ 0(DI), SI; \
+	MOVQ 8(DI), DX; \
+	MOVQ 16(DI), R8; \
+	MOVQ 32(DI), CX; \
+	SHLQ $3, CX; \
+	MOVQ CX, R11; \
+	SHLQ $6, R11; \
+	MOVQ R11, R12; \
+	SHLQ $4, R12; \
+	MOVQ 56(DI), R14; \
+	MOVQ $64, BX
+
 // func amxProducts(a *amxArgs)
 //
 // The block integers of one 64-row tile for 16 vectors: for each block, TILEZERO the
@@ -76,20 +96,7 @@
 // follow waited on them (BenchmarkAMXKernel: products alone and fold alone added up to
 // the whole, 0.7× this design's rate).
 TEXT ·amxProducts(SB), NOSPLIT, $0-8
-	MOVQ a+0(FP), DI
-	MOVQ 72(DI), AX
-	LDTILECFG_AX
-	MOVQ 0(DI), SI
-	MOVQ 8(DI), DX
-	MOVQ 16(DI), R8
-	MOVQ 32(DI), CX
-	SHLQ $3, CX
-	MOVQ CX, R11
-	SHLQ $6, R11 // a vector's stride in the scratch: nb·64
-	MOVQ R11, R12
-	SHLQ $4, R12 // a row group's: 16·nb·64
-	MOVQ 56(DI), R14
-	MOVQ $64, BX
+	AMXPROLOGUE
 
 	// The products. SI: the block's activations (vector s at s·DX); R8: its weight
 	// tiles; R14: its integers' place in the scratch (R9 running over the row groups).
@@ -137,20 +144,7 @@ amxmul:
 // chunk at a time (tmm5) and the two weight tiles (tmm6, tmm7); ten TDPBSSD a block.
 // The weight tiles are amx3Unpack's, 10240 bytes a block.
 TEXT ·amx3Products(SB), NOSPLIT, $0-8
-	MOVQ a+0(FP), DI
-	MOVQ 72(DI), AX
-	LDTILECFG_AX
-	MOVQ 0(DI), SI
-	MOVQ 8(DI), DX
-	MOVQ 16(DI), R8
-	MOVQ 32(DI), CX
-	SHLQ $3, CX
-	MOVQ CX, R11
-	SHLQ $6, R11 // a vector's stride in the scratch: nb·64
-	MOVQ R11, R12
-	SHLQ $4, R12 // a row group's: 16·nb·64
-	MOVQ 56(DI), R14
-	MOVQ $64, BX
+	AMXPROLOGUE
 amx3mul:
 	TILEZERO0
 	TILEZERO1

@@ -57,24 +57,32 @@ func TestMatMulInterleavedAMX(t *testing.T) {
 			if nb != 17 {
 				rgs = rgs[:1]
 			}
-			for _, rg := range rgs {
-				y := nanVec(tv * n)
-				matMulInterleavedAMX(v, xb, tv, y, rg[0], rg[1])
-				for s := range tv {
-					for i := rg[0]; i < rg[1]; i++ {
-						got, want := y[s*n+i], alone[s*n+i]
-						if math.Float32bits(got) != math.Float32bits(want) {
-							t.Fatalf("k=%d t=%d rows [%d,%d): vector %d row %d: AMX %v, alone %v", k, tv, rg[0], rg[1], s, i, got, want)
-						}
-						if math.Float32bits(got) != math.Float32bits(vnni[s*n+i]) {
-							t.Fatalf("k=%d t=%d: vector %d row %d: AMX %v, VNNI batch %v", k, tv, s, i, got, vnni[s*n+i])
-						}
+			checkAMXRanges(t, k, n, tv, rgs, alone, vnni, func(y []float32, lo, hi int) {
+				matMulInterleavedAMX(v, xb, tv, y, lo, hi)
+			})
+		}
+	}
+}
+
+// checkAMXRanges runs an AMX product of tv vectors over each range of rows and checks
+// its outputs bit for bit against each vector's alone and the VNNI batch's, the rows
+// outside the range untouched.
+func checkAMXRanges(t *testing.T, k, n, tv int, rgs [][2]int, alone, vnni []float32, run func(y []float32, lo, hi int)) {
+	t.Helper()
+	for _, rg := range rgs {
+		y := nanVec(tv * n)
+		run(y, rg[0], rg[1])
+		for s := range tv {
+			for i := range n {
+				got := y[s*n+i]
+				if i < rg[0] || i >= rg[1] {
+					if !math.IsNaN(float64(got)) {
+						t.Fatalf("k=%d t=%d rows [%d,%d): vector %d row %d written", k, tv, rg[0], rg[1], s, i)
 					}
-					for i := range n {
-						if (i < rg[0] || i >= rg[1]) && !math.IsNaN(float64(y[s*n+i])) {
-							t.Fatalf("k=%d t=%d rows [%d,%d): vector %d row %d written", k, tv, rg[0], rg[1], s, i)
-						}
-					}
+					continue
+				}
+				if math.Float32bits(got) != math.Float32bits(alone[s*n+i]) || math.Float32bits(got) != math.Float32bits(vnni[s*n+i]) {
+					t.Fatalf("k=%d t=%d rows [%d,%d): vector %d row %d: AMX %v, alone %v, VNNI batch %v", k, tv, rg[0], rg[1], s, i, got, alone[s*n+i], vnni[s*n+i])
 				}
 			}
 		}
@@ -318,24 +326,9 @@ func TestMatMulInterleaved3AMX(t *testing.T) {
 			if nb != 17 {
 				rgs = rgs[:1]
 			}
-			for _, rg := range rgs {
-				y := nanVec(tv * n)
-				matMulInterleaved3AMX(v, xb, tv, y, rg[0], rg[1])
-				for s := range tv {
-					for i := range n {
-						got := y[s*n+i]
-						if i < rg[0] || i >= rg[1] {
-							if !math.IsNaN(float64(got)) {
-								t.Fatalf("k=%d t=%d rows [%d,%d): vector %d row %d written", k, tv, rg[0], rg[1], s, i)
-							}
-							continue
-						}
-						if math.Float32bits(got) != math.Float32bits(alone[s*n+i]) || math.Float32bits(got) != math.Float32bits(vnni[s*n+i]) {
-							t.Fatalf("k=%d t=%d rows [%d,%d): vector %d row %d: AMX %v, alone %v, VNNI batch %v", k, tv, rg[0], rg[1], s, i, got, alone[s*n+i], vnni[s*n+i])
-						}
-					}
-				}
-			}
+			checkAMXRanges(t, k, n, tv, rgs, alone, vnni, func(y []float32, lo, hi int) {
+				matMulInterleaved3AMX(v, xb, tv, y, lo, hi)
+			})
 		}
 	}
 }

@@ -80,3 +80,12 @@ func ExampleTiles() {
 	fmt.Println(y[:n], y[n:])
 	// Output: [-1024 0 1024 1024] [-2048 0 2048 2048]
 }
+
+// Timing a prefill with the tile unit and without: the products' results are the
+// same bits either way, so only the speed differs.
+func ExampleSetAMX() {
+	was := ternary.SetAMX(false) // the AVX-512 VNNI kernels, for comparison
+	defer ternary.SetAMX(was)
+	fmt.Println("AMX for batches:", ternary.InterleavedBatchAMX())
+	// Output: AMX for batches: false
+}

@@ -152,7 +152,6 @@ func (cfg *config) check() error {
 			return &cli.FlagError{Flag: "weight-format", Value: strconv.Quote(cfg.weightFormat), Want: "must be pq2_0 or ptq1_0"}
 		}
 	}
-	ternary.SetAMX(cfg.amx)
 	if cfg.layout != "" {
 		if err := cli.OneOf("layout", cfg.layout, cli.Layouts...); err != nil {
 			return err
@@ -172,6 +171,7 @@ func run(ctx context.Context, out, stderr io.Writer, cfg config) error {
 	if err := cfg.check(); err != nil {
 		return err
 	}
+	ternary.SetAMX(cfg.amx)
 	acts, _ := cli.ParseActivations(cfg.acts)
 	kv, _ := cli.ParseKV(cfg.kv)
 	var cpuOpts []cpu.Option

@@ -836,23 +836,27 @@ TEXT ·ilvBlockVNNI(SB), NOSPLIT, $0-32
 	RET
 
 // AVX2 interleaved kernels: the layout and results of the VNNI ones above, with the
-// four row groups of a code byte separated by shift and mask, as the AVX2 Q8 kernel
-// separates its planes. A step's 64 bytes are two halves (dwords L = 0…7 and 8…15);
-// plane g of half h, (v >> 2g) & 3, VPMADDUBSW with the broadcast activation dword
-// (codes unsigned, activations signed), gives per word c·a + c'·a' of row 16g+8h+L,
-// |·| ≤ 2·3·128 = 768, and a block's 32 steps add up in int16 to at most 32·768 =
-// 24576 < 2¹⁵: exact for every code, 3 included, and every activation, −128 included.
-// One VPMADDWD by ones a block widens each accumulator to the 8 row integers of rows
-// 8i … 8i+7 (Y_i = plane i/2 of half i%2). A step is 2 loads, a broadcast, 6 shifts,
-// 8 ANDs, 8 VPMADDUBSW and 8 VPADDW: 33 instructions per 256 weights (30 on the
-// vector ALUs, 10 cycles on Intel's three), 65–69 G weights/s a core in the cache
-// (BenchmarkIlvKernel, the AVX2 Q8 kernel 50–55 on the same VM). Masking with 0x0C
-// instead of shifting saves shifts but scales the planes by 4, and 32 steps of 4·768
-// no longer fit int16: the partial sums would need widening every 8 steps, and 16
-// registers leave no room for their totals.
+// four row groups of a code byte v = c₀ + 4c₁ + 16c₂ + 64c₃ separated by shift and
+// mask. A step's 64 bytes are two halves (dwords L = 0…7 and 8…15). VPMADDUBSW (codes
+// unsigned, activations signed) has no wide accumulator, so a code is multiplied with
+// the broadcast activation dword two at a time where int16 allows it: per half, the
+// nibbles v & 15 = c₀ + 4c₁ and (v >> 4) & 15 = c₂ + 4c₃ give per word T₀₁ = S₀ + 4S₁
+// and T₂₃ = S₂ + 4S₃ of rows 16g+8h+L, |·| ≤ 2·15·128 = 3840 a step, and v & 3 and
+// (v >> 4) & 3 give S₀ and S₂, |·| ≤ 768 a step. S₀ and S₂ add up over a block's 32
+// steps in int16 (≤ 24576 < 2¹⁵); T₀₁ and T₂₃ over 8 steps (≤ 30720), after which
+// VPMADDWD by ones widens them into int32 totals kept on the stack (16 registers hold
+// no more). At the block's end S₁ = (T₀₁ − S₀)/4 and S₃ = (T₂₃ − S₂)/4, exact: every
+// code, 3 included, and every activation, −128 included. A step is 2 loads, a
+// broadcast, 2 shifts, 8 ANDs, 8 VPMADDUBSW and 8 VPADDW (26 on the vector ALUs,
+// against 30 when each row group had its own shift and product), plus a widening
+// every 8 steps: 6.6 against 7.5 cycles a step on Zen 3's four vector pipes in a
+// register-only loop; 64 rows × 17408 in its L2, alternated 15 times on the 2-core
+// Zen 3 VM, 70 → 77 G weights/s a core (median; best 96 → 99). Rows 8i … 8i+7 end in
+// Y_i = row group i/2 of half i%2.
 //
-// Registers: Y0…Y7 the accumulators, Y8…Y12 scratch, Y13 int16 ones, Y14 the
-// activation dword (the fold: D), Y15 the 0x03 mask.
+// Registers: Y0…Y7 the accumulators (S₀ and S₂ in Y0, Y1, Y4, Y5; T₀₁ and T₂₃ in Y2,
+// Y3, Y6, Y7), Y8…Y11 scratch, Y12 the 0x0F mask, Y13 int16 ones, Y14 the activation
+// dword (the fold: D), Y15 the 0x03 mask; the T totals at 0…127(SP).
 
 // ILV2PREFETCH is ILVPREFETCH for the AVX2 kernel, ILV2PF bytes ahead. Streaming
 // 5120×17408 and 17408×5120 (BenchmarkIlvStreamAVX2, 1 and 2 threads, on a shared
@@ -871,24 +875,24 @@ TEXT ·ilvBlockVNNI(SB), NOSPLIT, $0-32
 #define ILV2PREFETCH(off) PREFETCHT0 (off+ILV2PF)(AX)
 #endif
 
-// ILV2HALF multiplies the half step at woff(AX) with Y14 into a0…a3 (planes 0…3).
-#define ILV2HALF(woff, a0, a1, a2, a3) \
+// ILV2HALF multiplies the half step at woff(AX) with Y14 into s0 (S₀ or S₂, the
+// low bits of each nibble) and t (T₀₁ or T₂₃, the nibble), twice: low nibbles, then
+// high ones.
+#define ILV2HALF(woff, s0, t01, s2, t23) \
 	VMOVDQU (woff)(AX), Y8; \
-	VPSRLW $2, Y8, Y9; \
-	VPSRLW $4, Y8, Y10; \
-	VPSRLW $6, Y8, Y11; \
-	VPAND Y15, Y8, Y8; \
-	VPAND Y15, Y9, Y9; \
-	VPAND Y15, Y10, Y10; \
-	VPAND Y15, Y11, Y11; \
-	VPMADDUBSW Y14, Y8, Y8; \
+	VPAND Y12, Y8, Y9; \
+	VPAND Y15, Y8, Y10; \
+	VPSRLW $4, Y8, Y8; \
 	VPMADDUBSW Y14, Y9, Y9; \
 	VPMADDUBSW Y14, Y10, Y10; \
-	VPMADDUBSW Y14, Y11, Y11; \
-	VPADDW Y8, a0, a0; \
-	VPADDW Y9, a1, a1; \
-	VPADDW Y10, a2, a2; \
-	VPADDW Y11, a3, a3
+	VPADDW Y9, t01, t01; \
+	VPADDW Y10, s0, s0; \
+	VPAND Y12, Y8, Y9; \
+	VPAND Y15, Y8, Y10; \
+	VPMADDUBSW Y14, Y9, Y9; \
+	VPMADDUBSW Y14, Y10, Y10; \
+	VPADDW Y9, t23, t23; \
+	VPADDW Y10, s2, s2
 
 // ILV2STEP runs the step at woff(AX) with the activation dword at qoff(BX).
 #define ILV2STEP(woff, qoff) \
@@ -921,6 +925,39 @@ TEXT ·ilvBlockVNNI(SB), NOSPLIT, $0-32
 	VPXOR Y6, Y6, Y6; \
 	VPXOR Y7, Y7, Y7
 
+// ILV2WIDEN0 widens the int16 nibble sums t into its int32 total at off(SP), which it
+// starts (the first plane); ILV2WIDEN adds to it (the next two), ILV2WIDENLAST leaves
+// the total in t (the last). Each empties t for the next 8 steps.
+#define ILV2WIDEN0(t, off) \
+	VPMADDWD Y13, t, t; \
+	VMOVDQU t, off(SP); \
+	VPXOR t, t, t
+
+#define ILV2WIDEN(t, off) \
+	VPMADDWD Y13, t, t; \
+	VPADDD off(SP), t, t; \
+	VMOVDQU t, off(SP); \
+	VPXOR t, t, t
+
+#define ILV2WIDENLAST(t, off) \
+	VPMADDWD Y13, t, t; \
+	VPADDD off(SP), t, t
+
+#define ILV2WIDENALL(W) \
+	W(Y2, 0); \
+	W(Y3, 32); \
+	W(Y6, 64); \
+	W(Y7, 96)
+
+// ILV2SPLIT turns the int16 sums s (S₀ or S₂) and the int32 total t (T₀₁ or T₂₃)
+// into the int32 S₀ and S₁ (or S₂ and S₃), each less Sum (in Y11).
+#define ILV2SPLIT(s, t) \
+	VPMADDWD Y13, s, s; \
+	VPSUBD s, t, t; \
+	VPSRAD $2, t, t; \
+	VPSUBD Y11, s, s; \
+	VPSUBD Y11, t, t
+
 // ILV2SUMS leaves in Y0…Y7 the 64 row integers Σ c·Q − Sum (rows 8i … 8i+7 in Y_i) of
 // the tile × block at AX, whose activations are at BX and activation sum at (DI).
 #define ILV2SUMS \
@@ -928,32 +965,27 @@ TEXT ·ilvBlockVNNI(SB), NOSPLIT, $0-32
 	ILV2PREFETCH(64); \
 	ILV2ZERO; \
 	ILV2PLANE(128, 0); \
+	ILV2WIDENALL(ILV2WIDEN0); \
 	ILV2PLANE(640, 64); \
+	ILV2WIDENALL(ILV2WIDEN); \
 	ILV2PLANE(1152, 128); \
+	ILV2WIDENALL(ILV2WIDEN); \
 	ILV2PLANE(1664, 192); \
-	VPBROADCASTD (DI), Y12; \
-	VPMADDWD Y13, Y0, Y0; \
-	VPMADDWD Y13, Y1, Y1; \
-	VPMADDWD Y13, Y2, Y2; \
-	VPMADDWD Y13, Y3, Y3; \
-	VPMADDWD Y13, Y4, Y4; \
-	VPMADDWD Y13, Y5, Y5; \
-	VPMADDWD Y13, Y6, Y6; \
-	VPMADDWD Y13, Y7, Y7; \
-	VPSUBD Y12, Y0, Y0; \
-	VPSUBD Y12, Y1, Y1; \
-	VPSUBD Y12, Y2, Y2; \
-	VPSUBD Y12, Y3, Y3; \
-	VPSUBD Y12, Y4, Y4; \
-	VPSUBD Y12, Y5, Y5; \
-	VPSUBD Y12, Y6, Y6; \
-	VPSUBD Y12, Y7, Y7
+	ILV2WIDENALL(ILV2WIDENLAST); \
+	VPBROADCASTD (DI), Y11; \
+	ILV2SPLIT(Y0, Y2); \
+	ILV2SPLIT(Y1, Y3); \
+	ILV2SPLIT(Y4, Y6); \
+	ILV2SPLIT(Y5, Y7)
 
-// ILV2CONST loads the mask and the ones.
+// ILV2CONST loads the masks and the ones.
 #define ILV2CONST \
 	MOVL $0x03030303, AX; \
 	VMOVD AX, X15; \
 	VPBROADCASTD X15, Y15; \
+	MOVL $0x0f0f0f0f, AX; \
+	VMOVD AX, X12; \
+	VPBROADCASTD X12, Y12; \
 	MOVL $0x00010001, AX; \
 	VMOVD AX, X13; \
 	VPBROADCASTD X13, Y13
@@ -982,7 +1014,7 @@ TEXT ·ilvBlockVNNI(SB), NOSPLIT, $0-32
 // per block AX weights, BX activations (block b at 256·(b/2) + 32·(b%2)), R10 the step
 // to the next block's (32 after an even block, 224 after an odd one), DX D, DI Sum, R8
 // the block counter.
-TEXT ·ilvTilesAVX2(SB), NOSPLIT, $0-72
+TEXT ·ilvTilesAVX2(SB), NOSPLIT, $128-72
 	ILV2CONST
 	MOVQ w+0(FP), SI
 	MOVQ tiles+8(FP), CX
@@ -1044,7 +1076,7 @@ ilv2block:
 	RET
 
 // func ilvBlockAVX2(blk *byte, q *int8, sum *int32, out *int32)
-TEXT ·ilvBlockAVX2(SB), NOSPLIT, $0-32
+TEXT ·ilvBlockAVX2(SB), NOSPLIT, $128-32
 	ILV2CONST
 	MOVQ blk+0(FP), AX
 	MOVQ q+8(FP), BX
@@ -1067,7 +1099,7 @@ TEXT ·ilvBlockAVX2(SB), NOSPLIT, $0-32
 // half, VPDPBUSD of the code bytes and of them masked with 0xFC, 0xF0, 0xC0 (Y13…Y15)
 // with the broadcast activation dword (Y12) gives X₀…X₃ (Y0…Y3, then Y4…Y7), from which
 // ILVYSUMS recovers S₀…S₃ as ILVSUMS does. A step is 2 loads, a broadcast, 6 ANDs and
-// 8 VPDPBUSD: 17 instructions per 256 weights against the AVX2 kernel's 33, and int32
+// 8 VPDPBUSD: 17 instructions per 256 weights against the AVX2 kernel's 29, and int32
 // accumulators instead of int16 ones. After the recovery, S_g of half h (rows
 // 16g+8h … +7) is ilvTilesAVX2's Y_{2g+h}.
 //

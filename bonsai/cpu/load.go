@@ -108,27 +108,42 @@ func (b cpuBackend) Load(ctx context.Context, m backend.Model, opt backend.LoadO
 		e.rot[width] = r
 	}
 	if b.transcode {
-		subst, err := transcodeMatrices(ctx, sites, b.format, max(opt.Threads, 1), opt.Progress)
+		subst, frees, err := transcodeMatrices(ctx, sites, b.format, w.Release, max(opt.Threads, 1), opt.Progress)
 		if err != nil {
 			e.pool.Close()
 			return nil, err
 		}
-		e.subst = subst
+		e.subst, e.freeSubst = subst, frees
 	}
 	if e.int8 && b.layout != LayoutFile {
 		pk, free, err := packMatrices(ctx, sites, e.mat, b.layout, w.Release, max(opt.Threads, 1), opt.Progress)
 		if err != nil {
-			e.pool.Close()
+			e.Close()
 			return nil, err
 		}
 		e.packed, e.freePacked = pk, free
+		// A transcoded copy whose products, batches included, all read its interleaved
+		// copy is read by nothing any more: without this, a PTQ1_0 model run as
+		// interleaved PQ2_0 kept both PQ2_0 copies (2.3× the file).
+		for _, t := range e.subst {
+			if p := pk[t]; p != nil && p.batchNative() {
+				if free := e.freeSubst[t]; free != nil {
+					delete(e.freeSubst, t)
+					t.Data = nil
+					if err := free(); err != nil {
+						e.Close()
+						return nil, fmt.Errorf("tensor %q: %w", t.Name, err)
+					}
+				}
+			}
+		}
 	}
 	if b.tiles && e.int8 {
 		// A matrix whose batches read its interleaved copy needs no tiles.
 		skip := func(m *qwen35.Matrix) bool { return e.packed[m] != nil && e.packed[m].batchNative() }
 		tiles, err := tileMatrices(ctx, sites, e.mat, skip, max(opt.Threads, 1), opt.Progress)
 		if err != nil {
-			e.pool.Close()
+			e.Close()
 			return nil, err
 		}
 		e.tiles = tiles
@@ -156,8 +171,11 @@ type cpuEngine struct {
 	rot map[int]*hadamard.Rotation // by width, every width of the plan
 
 	// subst holds the matrices transcoded at Load (WithWeightFormat), by the plan's
-	// matrix they stand for; nil when none were.
-	subst map[*qwen35.Matrix]*qwen35.Matrix
+	// matrix they stand for; nil when none were. freeSubst gives back the memory of
+	// those whose rows are still read, by the transcoded matrix (the others have no
+	// Data: their interleaved copy replaced them).
+	subst     map[*qwen35.Matrix]*qwen35.Matrix
+	freeSubst map[*qwen35.Matrix]func() error
 	// tiles holds the batched kernels' copies of the matrices (WithBatchTiles), by the
 	// matrix the products read; nil without it.
 	tiles map[*qwen35.Matrix]*ternary.Tiles
@@ -195,12 +213,16 @@ func (e *cpuEngine) Close() error {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	e.free, e.decodeMem, e.closed = nil, nil, true
+	err := freeAll(e.freeSubst)
+	e.subst = nil
 	if e.freePacked != nil {
 		free := e.freePacked
 		e.freePacked, e.packed = nil, nil
-		return free()
+		if ferr := free(); err == nil {
+			err = ferr
+		}
 	}
-	return nil
+	return err
 }
 
 // For runs body over [0, n) on the engine's worker pool (backend.Workers).

@@ -89,36 +89,75 @@ func runRowJobs(ctx context.Context, jobs []rowJob, threads int, progress func(d
 }
 
 // transcodeMatrices returns a copy in format f of every ternary product of the sites that
-// is stored in another format, keyed by the plan's matrix, transcoded by threads
-// workers a chunk of whole rows at a time; progress, when set, receives the source
-// bytes done out of those to do.
-func transcodeMatrices(ctx context.Context, sites []*qwen35.Site, f ternary.Format, threads int, progress func(done, total int64)) (map[*qwen35.Matrix]*qwen35.Matrix, error) {
-	var jobs []rowJob
+// is stored in another format, keyed by the plan's matrix, each in an allocation of huge
+// pages of its own (freed by the function returned with it under the same key),
+// transcoded by threads workers a chunk of whole rows at a time; progress, when set,
+// receives the source bytes done out of those to do. Every product reads the copy from
+// then on, so the source rows are handed to release a chunk at a time once transcoded:
+// a mapped file's pages leave memory as the copies fill it.
+func transcodeMatrices(ctx context.Context, sites []*qwen35.Site, f ternary.Format, release func([]byte) error, threads int, progress func(done, total int64)) (map[*qwen35.Matrix]*qwen35.Matrix, map[*qwen35.Matrix]func() error, error) {
+	var (
+		jobs  []rowJob
+		order []*qwen35.Matrix
+	)
 	subst := map[*qwen35.Matrix]*qwen35.Matrix{}
+	frees := map[*qwen35.Matrix]func() error{}
 	for _, site := range sites {
 		for _, m := range site.Products {
 			if m.Format == f || subst[m] != nil {
 				continue
 			}
-			subst[m] = &qwen35.Matrix{Name: m.Name, Format: f, K: m.K, N: m.N, Data: make([]byte, m.N*f.RowBytes(m.K))}
+			data, free := hugemem.Alloc(m.N * f.RowBytes(m.K))
+			t := &qwen35.Matrix{Name: m.Name, Format: f, K: m.K, N: m.N, Data: data}
+			subst[m], frees[t] = t, free
+			order = append(order, m)
 			jobs = rowJobs(jobs, m, 2)
 		}
 	}
 	if len(jobs) == 0 {
-		return nil, nil
+		return nil, nil, nil
+	}
+	if release == nil {
+		release = func([]byte) error { return nil }
 	}
 	err := runRowJobs(ctx, jobs, threads, progress, func(j rowJob) error {
 		dst := subst[j.m]
 		sb, db := j.m.Format.RowBytes(j.m.K), f.RowBytes(j.m.K)
-		if err := ternary.Transcode(dst.Data[j.r0*db:j.r1*db], f, j.m.Data[j.r0*sb:j.r1*sb], j.m.Format); err != nil {
+		src := j.m.Data[j.r0*sb : j.r1*sb]
+		if err := ternary.Transcode(dst.Data[j.r0*db:j.r1*db], f, src, j.m.Format); err != nil {
 			return fmt.Errorf("tensor %q rows %d…%d to %s: %w", j.m.Name, j.r0, j.r1-1, f, err)
+		}
+		if err := release(src); err != nil {
+			return fmt.Errorf("tensor %q: %w", j.m.Name, err)
 		}
 		return nil
 	})
-	if err != nil {
-		return nil, err
+	for _, m := range order {
+		if err != nil {
+			break
+		}
+		// The pages that straddle two chunks.
+		if err = release(m.Data); err != nil {
+			err = fmt.Errorf("tensor %q: %w", m.Name, err)
+		}
 	}
-	return subst, nil
+	if err != nil {
+		freeAll(frees)
+		return nil, nil, err
+	}
+	return subst, frees, nil
+}
+
+// freeAll calls every function of frees and empties it; it returns the first error.
+func freeAll(frees map[*qwen35.Matrix]func() error) error {
+	var first error
+	for m, free := range frees {
+		if err := free(); err != nil && first == nil {
+			first = err
+		}
+		delete(frees, m)
+	}
+	return first
 }
 
 // tileMatrices returns the tiles of every ternary product of the sites (as mat has them)

@@ -247,7 +247,11 @@ func run(ctx context.Context, out, stderr io.Writer, cfg config) error {
 		load = "read into memory"
 	}
 	if acts == bonsai.ActivationsInt8 {
-		load += ", " + cli.LayoutNote(cfg.layout, w)
+		if cfg.weightFormat != "" {
+			load += ", " + cli.LayoutNoteFormat(cfg.layout, transcodeTo) + " as " + transcodeTo.String() + " (transcoded at load)"
+		} else {
+			load += ", " + cli.LayoutNote(cfg.layout, w)
+		}
 	}
 	if m.Backend() == "cpu" {
 		kern := ternary.Q8Kernel()

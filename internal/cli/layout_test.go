@@ -25,6 +25,7 @@ func TestLayoutNote(t *testing.T) {
 				want = "interleaved (" + k + " kernels)"
 			}
 			assert.Equal(t, want, LayoutNote(name, w), "%s, -layout %q", f, name)
+			assert.Equal(t, want, LayoutNoteFormat(name, f), "%s, -layout %q", f, name)
 		}
 	}
 	assert.Equal(t, "as in the file", LayoutNote("auto", "not qwen35 weights"))

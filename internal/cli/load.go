@@ -74,15 +74,21 @@ const LayoutUsage = "CPU: how to keep the ternary weights: auto (interleaved in 
 // LayoutNote says how the CPU backend keeps w's ternary matrices under -layout name:
 // "interleaved (K kernels)", K the kernels of the matrices' format, or "as in the file".
 func LayoutNote(name string, w any) string {
-	l, err := cpu.ParseLayout(name)
-	if name == "" || err != nil {
-		l = cpu.LayoutAuto
-	}
 	q, ok := w.(*qwen35.Weights)
 	if !ok {
 		return "as in the file"
 	}
-	if f := q.Output.Format; l.Resolve(f) == cpu.LayoutInterleaved {
+	return LayoutNoteFormat(name, q.Output.Format)
+}
+
+// LayoutNoteFormat is LayoutNote for ternary matrices of format f (those of a
+// -weight-format transcode, say).
+func LayoutNoteFormat(name string, f ternary.Format) string {
+	l, err := cpu.ParseLayout(name)
+	if name == "" || err != nil {
+		l = cpu.LayoutAuto
+	}
+	if l.Resolve(f) == cpu.LayoutInterleaved {
 		kernels := ternary.InterleavedKernel()
 		if f == ternary.PTQ1_0 {
 			kernels = ternary.Interleaved3Kernel()

@@ -15,6 +15,9 @@ func scoreInt8AVX2(out []float32, os int, codes []int8, sq []float32, corr []int
 func scoreQ4AVX2(out []float32, os int, codes []int8, sq []float32, corr []int32, rep int, k []byte, ks []uint16, n, d int)
 
 //go:noescape
+func axpy6Int8AVX2(acc []float32, w []float32, ws int, v []int8, vs []float32, n, d int)
+
+//go:noescape
 func axpy6Int8AVX512(acc []float32, w []float32, ws int, v []int8, vs []float32, n, d int)
 
 //go:noescape

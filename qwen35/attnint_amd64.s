@@ -673,6 +673,116 @@ ax8_done:
 	VZEROUPPER
 	RET
 
+// func axpy6Int8AVX2(acc []float32, w []float32, ws int, v []int8, vs []float32, n, d int)
+//
+// axpy6Int8AVX512 with 8-float vectors, in axpy6F32AVX2's order: 16 columns of the six
+// rows in 12 accumulators, two chunks a block of 32; each value code·s rounded once, as
+// dequantInt8AVX2 forms it, so that the sums are axpy6F32AVX2's bits on the decoded
+// rows, without storing the decoded rows and loading them back. Every register is in
+// use: Y12, Y13 the values, Y14 a weight, Y15 the block's scale.
+TEXT ·axpy6Int8AVX2(SB), NOSPLIT, $0-120
+	MOVQ acc_base+0(FP), DI
+	MOVQ w_base+24(FP), R12
+	MOVQ ws+48(FP), BX
+	SHLQ $2, BX
+	MOVQ v_base+56(FP), R13
+	MOVQ d+112(FP), R8
+	SHLQ $2, R8
+	MOVQ d+112(FP), R14
+	SHRQ $4, R14
+	JZ   ax8y_done
+	CMPQ n+104(FP), $0
+	JEQ  ax8y_done
+	MOVQ n+104(FP), R15
+	IMULQ d+112(FP), R15 // n rows of codes: the prefetch distance
+
+ax8y_chunk:
+	LEAQ    (DI)(R8*2), R11
+	ADDQ    R8, R11
+	VMOVUPS (DI), Y0
+	VMOVUPS 32(DI), Y1
+	VMOVUPS (DI)(R8*1), Y2
+	VMOVUPS 32(DI)(R8*1), Y3
+	VMOVUPS (DI)(R8*2), Y4
+	VMOVUPS 32(DI)(R8*2), Y5
+	VMOVUPS (R11), Y6
+	VMOVUPS 32(R11), Y7
+	VMOVUPS (R11)(R8*1), Y8
+	VMOVUPS 32(R11)(R8*1), Y9
+	VMOVUPS (R11)(R8*2), Y10
+	VMOVUPS 32(R11)(R8*2), Y11
+	MOVQ    R12, R9
+	LEAQ    (R12)(BX*2), R10
+	ADDQ    BX, R10
+	MOVQ    R13, SI
+	MOVQ    d+112(FP), DX // the chunk's block b = (d/16 − R14)/2, its scale at vs + b
+	SHRQ    $4, DX
+	SUBQ    R14, DX
+	SHRQ    $1, DX
+	SHLQ    $2, DX
+	ADDQ    vs_base+80(FP), DX
+	MOVQ    d+112(FP), AX // the rows' strides: codes, then scales
+	MOVQ    AX, R11
+	SHRQ    $3, R11
+	MOVQ    n+104(FP), CX
+
+ax8y_p:
+	PREFETCHT0   (SI)(R15*1) // the next tile's, as axpy6Int8AVX512
+	VPMOVSXBD    (SI), Y12
+	VPMOVSXBD    8(SI), Y13
+	VCVTDQ2PS    Y12, Y12
+	VCVTDQ2PS    Y13, Y13
+	VBROADCASTSS (DX), Y15
+	VMULPS       Y15, Y12, Y12
+	VMULPS       Y15, Y13, Y13
+	VBROADCASTSS (R9), Y14
+	VFMADD231PS  Y14, Y12, Y0
+	VFMADD231PS  Y14, Y13, Y1
+	VBROADCASTSS (R9)(BX*1), Y14
+	VFMADD231PS  Y14, Y12, Y2
+	VFMADD231PS  Y14, Y13, Y3
+	VBROADCASTSS (R9)(BX*2), Y14
+	VFMADD231PS  Y14, Y12, Y4
+	VFMADD231PS  Y14, Y13, Y5
+	VBROADCASTSS (R10), Y14
+	VFMADD231PS  Y14, Y12, Y6
+	VFMADD231PS  Y14, Y13, Y7
+	VBROADCASTSS (R10)(BX*1), Y14
+	VFMADD231PS  Y14, Y12, Y8
+	VFMADD231PS  Y14, Y13, Y9
+	VBROADCASTSS (R10)(BX*2), Y14
+	VFMADD231PS  Y14, Y12, Y10
+	VFMADD231PS  Y14, Y13, Y11
+	ADDQ         $4, R9
+	ADDQ         $4, R10
+	ADDQ         AX, SI
+	ADDQ         R11, DX
+	DECQ         CX
+	JNZ          ax8y_p
+
+	LEAQ    (DI)(R8*2), R11
+	ADDQ    R8, R11
+	VMOVUPS Y0, (DI)
+	VMOVUPS Y1, 32(DI)
+	VMOVUPS Y2, (DI)(R8*1)
+	VMOVUPS Y3, 32(DI)(R8*1)
+	VMOVUPS Y4, (DI)(R8*2)
+	VMOVUPS Y5, 32(DI)(R8*2)
+	VMOVUPS Y6, (R11)
+	VMOVUPS Y7, 32(R11)
+	VMOVUPS Y8, (R11)(R8*1)
+	VMOVUPS Y9, 32(R11)(R8*1)
+	VMOVUPS Y10, (R11)(R8*2)
+	VMOVUPS Y11, 32(R11)(R8*2)
+	ADDQ    $64, DI
+	ADDQ    $16, R13
+	DECQ    R14
+	JNZ     ax8y_chunk
+
+ax8y_done:
+	VZEROUPPER
+	RET
+
 // q4values is code − 8 for the codes 0…15.
 DATA q4values<>+0(SB)/4, $-8.0
 DATA q4values<>+4(SB)/4, $-7.0

@@ -353,7 +353,7 @@ func TestAxpyCodes(t *testing.T) {
 	rng := rand.New(rand.NewPCG(64, 1))
 	forEachSet(t, func(t *testing.T, k *kernels) {
 		if k.axpy6Int8 == nil && k.axpy6Q4 == nil {
-			t.Skipf("the %s set has no axpy6Int8 or axpy6Q4 (AVX-512 only): it decodes the values first", k.name)
+			t.Skipf("the %s set has no axpy6Int8 or axpy6Q4: it decodes the values first", k.name)
 		}
 		for _, q4 := range []bool{false, true} {
 			if q4 && k.axpy6Q4 == nil || !q4 && k.axpy6Int8 == nil {

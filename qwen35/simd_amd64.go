@@ -152,6 +152,7 @@ func archKernels() []*kernels {
 		axpy6F16:     axpy6F16AVX2,
 		scoreInt8:    scoreInt8AVX2,
 		scoreQ4:      scoreQ4AVX2,
+		axpy6Int8:    axpy6Int8AVX2,
 	}
 	if !x.HasAVX512F {
 		return []*kernels{avx2}

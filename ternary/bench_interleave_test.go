@@ -54,6 +54,25 @@ func BenchmarkIlvKernel(b *testing.B) {
 	}
 }
 
+// BenchmarkIlvKernelTile: one tile of 64 rows (278 KiB at K = 17408), which stays in
+// the L2 of the cores whose L2 is 512 KiB (Zen 2–4), where BenchmarkIlvKernel's
+// 512 KiB partly spill: the interleaved decode kernel in use here, one goroutine.
+func BenchmarkIlvKernelTile(b *testing.B) {
+	for _, k := range []int{5120, 17408} {
+		r := rand.New(rand.NewPCG(1, 2))
+		w := randPQ2(r, k, IlvRows, func() uint16 { return 0x2000 })
+		v := ilvFill(b, w, k, IlvRows)
+		x := ilvBenchQ8(r, k)
+		y := make([]float32, IlvRows)
+		b.Run(fmt.Sprintf("%s/K=%d", InterleavedKernel(), k), func(b *testing.B) {
+			for b.Loop() {
+				MatVecInterleavedRange(v, x, y, 0, IlvRows)
+			}
+			b.ReportMetric(float64(IlvRows*k)*float64(b.N)/b.Elapsed().Seconds()/1e9, "Gw/s")
+		})
+	}
+}
+
 // ilvKernelBench returns BenchmarkIlvKernel's operands for row width k: 512 KiB of
 // PQ2_0 weights, their interleaved copy, activations and the outputs.
 func ilvKernelBench(b *testing.B, k int) (w []byte, v *Interleaved, x *Q8, y []float32) {

@@ -29,10 +29,12 @@ type Option func(*cpuBackend)
 // cannot become PTQ1_0, and Load then fails naming it) into memory of the backend's own.
 //
 // On a machine whose cores cannot decode PTQ1_0's base-3 bytes as fast as memory
-// delivers them (few cores, or a fast memory system), a PTQ1_0 file decodes faster as
-// PQ2_0: its rows are read 18% larger but with fewer instructions. The file then still
-// takes its own memory, mapped or read, beside the transcoded copy; on this project's
-// 2-core test machine the 27B's PTQ1_0 file decodes at 0.6–0.8 of its PQ2_0 twin's rate
+// delivers them (AVX2 without AVX-VNNI, arm64 without SDOT), a PTQ1_0 file decodes
+// faster as PQ2_0: its rows are read 18% larger but with fewer instructions. A mapped
+// file's rows leave memory as they are transcoded, and where the copy is interleaved
+// ([WithLayout]) for batches too, the transcoded rows go once the interleaved copy holds
+// them: resident memory is one PQ2_0 copy, 1.16× the PTQ1_0 file. On the 2-core Zen 3
+// test machine the 27B's PTQ1_0 file decodes at 0.43–0.47 of its PQ2_0 twin's rate
 // natively and at PQ2_0's rate transcoded (README, performance). The results are the
 // same bits either way.
 func WithWeightFormat(f ternary.Format) Option {

@@ -18,6 +18,9 @@ func scoreQ4AVX2(out []float32, os int, codes []int8, sq []float32, corr []int32
 func axpy6Int8AVX2(acc []float32, w []float32, ws int, v []int8, vs []float32, n, d int)
 
 //go:noescape
+func axpy6Q4AVX2(acc []float32, w []float32, ws int, v []byte, vs []float32, n, d int)
+
+//go:noescape
 func axpy6Int8AVX512(acc []float32, w []float32, ws int, v []int8, vs []float32, n, d int)
 
 //go:noescape

@@ -783,6 +783,148 @@ ax8y_done:
 	VZEROUPPER
 	RET
 
+// func axpy6Q4AVX2(acc []float32, w []float32, ws int, v []byte, vs []float32, n, d int)
+//
+// axpy6Int8AVX2 over q4 value rows as they lie (16 code bytes a block of 32 values, the
+// scales already widened to float32, exactly): a block's first 16 columns are its bytes'
+// low nibbles, its last 16 their high ones, one chunk each; each value (code − 8)·s, an
+// exact product as dequantQ4's, so that the sums are axpy6F32AVX2's bits on the decoded
+// rows. The nibble mask and the 8 are memory operands: the 16 registers are in use.
+#define AX4Y_POS(SHIFT) \
+	PREFETCHT0   (SI)(R15*1); \
+	VMOVDQU      (SI), X12; \
+	SHIFT; \
+	VPAND        q4ynib<>(SB), X12, X12; \
+	VPSRLDQ      $8, X12, X13; \
+	VPMOVZXBD    X12, Y12; \
+	VPMOVZXBD    X13, Y13; \
+	VPSUBD       q4yeight<>(SB), Y12, Y12; \
+	VPSUBD       q4yeight<>(SB), Y13, Y13; \
+	VCVTDQ2PS    Y12, Y12; \
+	VCVTDQ2PS    Y13, Y13; \
+	VBROADCASTSS (DX), Y15; \
+	VMULPS       Y15, Y12, Y12; \
+	VMULPS       Y15, Y13, Y13; \
+	VBROADCASTSS (R9), Y14; \
+	VFMADD231PS  Y14, Y12, Y0; \
+	VFMADD231PS  Y14, Y13, Y1; \
+	VBROADCASTSS (R9)(BX*1), Y14; \
+	VFMADD231PS  Y14, Y12, Y2; \
+	VFMADD231PS  Y14, Y13, Y3; \
+	VBROADCASTSS (R9)(BX*2), Y14; \
+	VFMADD231PS  Y14, Y12, Y4; \
+	VFMADD231PS  Y14, Y13, Y5; \
+	VBROADCASTSS (R10), Y14; \
+	VFMADD231PS  Y14, Y12, Y6; \
+	VFMADD231PS  Y14, Y13, Y7; \
+	VBROADCASTSS (R10)(BX*1), Y14; \
+	VFMADD231PS  Y14, Y12, Y8; \
+	VFMADD231PS  Y14, Y13, Y9; \
+	VBROADCASTSS (R10)(BX*2), Y14; \
+	VFMADD231PS  Y14, Y12, Y10; \
+	VFMADD231PS  Y14, Y13, Y11; \
+	ADDQ         $4, R9; \
+	ADDQ         $4, R10; \
+	ADDQ         AX, SI; \
+	ADDQ         R11, DX
+
+#define AX4Y_LO
+#define AX4Y_HI VPSRLW $4, X12, X12
+
+TEXT ·axpy6Q4AVX2(SB), NOSPLIT, $0-120
+	MOVQ acc_base+0(FP), DI
+	MOVQ w_base+24(FP), R12
+	MOVQ ws+48(FP), BX
+	SHLQ $2, BX
+	MOVQ v_base+56(FP), R13
+	MOVQ d+112(FP), R8
+	SHLQ $2, R8
+	MOVQ d+112(FP), R14
+	SHRQ $4, R14
+	JZ   ax4y_done
+	CMPQ n+104(FP), $0
+	JEQ  ax4y_done
+	MOVQ n+104(FP), R15
+	IMULQ d+112(FP), R15
+	SHRQ $1, R15 // n rows of codes: the prefetch distance
+
+ax4y_chunk:
+	LEAQ    (DI)(R8*2), R11
+	ADDQ    R8, R11
+	VMOVUPS (DI), Y0
+	VMOVUPS 32(DI), Y1
+	VMOVUPS (DI)(R8*1), Y2
+	VMOVUPS 32(DI)(R8*1), Y3
+	VMOVUPS (DI)(R8*2), Y4
+	VMOVUPS 32(DI)(R8*2), Y5
+	VMOVUPS (R11), Y6
+	VMOVUPS 32(R11), Y7
+	VMOVUPS (R11)(R8*1), Y8
+	VMOVUPS 32(R11)(R8*1), Y9
+	VMOVUPS (R11)(R8*2), Y10
+	VMOVUPS 32(R11)(R8*2), Y11
+	MOVQ    R12, R9
+	LEAQ    (R12)(BX*2), R10
+	ADDQ    BX, R10
+	MOVQ    R13, SI
+	MOVQ    d+112(FP), AX // the rows' strides: codes, then scales
+	MOVQ    AX, R11
+	SHRQ    $1, AX
+	SHRQ    $3, R11
+	MOVQ    d+112(FP), DX // the chunk j = d/16 − R14: block j/2, its scale at vs + j/2
+	SHRQ    $4, DX
+	SUBQ    R14, DX
+	MOVQ    vs_base+80(FP), CX
+	SHRQ    $1, DX // CF: j odd, the block's high nibbles (MOVQ and LEAQ keep the flags)
+	LEAQ    (CX)(DX*4), DX
+	MOVQ    n+104(FP), CX
+	JCS     ax4y_hi
+
+ax4y_lo:
+	AX4Y_POS(AX4Y_LO)
+	DECQ CX
+	JNZ  ax4y_lo
+	JMP  ax4y_store
+
+ax4y_hi:
+	AX4Y_POS(AX4Y_HI)
+	DECQ CX
+	JNZ  ax4y_hi
+	ADDQ $16, R13 // the next block's bytes
+
+ax4y_store:
+	LEAQ    (DI)(R8*2), R11
+	ADDQ    R8, R11
+	VMOVUPS Y0, (DI)
+	VMOVUPS Y1, 32(DI)
+	VMOVUPS Y2, (DI)(R8*1)
+	VMOVUPS Y3, 32(DI)(R8*1)
+	VMOVUPS Y4, (DI)(R8*2)
+	VMOVUPS Y5, 32(DI)(R8*2)
+	VMOVUPS Y6, (R11)
+	VMOVUPS Y7, 32(R11)
+	VMOVUPS Y8, (R11)(R8*1)
+	VMOVUPS Y9, 32(R11)(R8*1)
+	VMOVUPS Y10, (R11)(R8*2)
+	VMOVUPS Y11, 32(R11)(R8*2)
+	ADDQ    $64, DI
+	DECQ    R14
+	JNZ     ax4y_chunk
+
+ax4y_done:
+	VZEROUPPER
+	RET
+
+// q4ynib<> is 0x0f in every byte, q4yeight<> the int32 8.
+DATA q4ynib<>+0(SB)/8, $0x0f0f0f0f0f0f0f0f
+DATA q4ynib<>+8(SB)/8, $0x0f0f0f0f0f0f0f0f
+GLOBL q4ynib<>(SB), RODATA|NOPTR, $16
+DATA q4yeight<>+0(SB)/8, $0x0000000800000008
+DATA q4yeight<>+8(SB)/8, $0x0000000800000008
+DATA q4yeight<>+16(SB)/8, $0x0000000800000008
+DATA q4yeight<>+24(SB)/8, $0x0000000800000008
+GLOBL q4yeight<>(SB), RODATA|NOPTR, $32
+
 // q4values is code − 8 for the codes 0…15.
 DATA q4values<>+0(SB)/4, $-8.0
 DATA q4values<>+4(SB)/4, $-7.0

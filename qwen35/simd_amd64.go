@@ -153,6 +153,7 @@ func archKernels() []*kernels {
 		scoreInt8:    scoreInt8AVX2,
 		scoreQ4:      scoreQ4AVX2,
 		axpy6Int8:    axpy6Int8AVX2,
+		axpy6Q4:      axpy6Q4AVX2,
 	}
 	if !x.HasAVX512F {
 		return []*kernels{avx2}

@@ -1,6 +1,7 @@
 //go:build !purego
 
 #include "textflag.h"
+#include "axpy6_amd64.h"
 
 // Integer scoring of quantised queries against int8 and q4 keys (attnint.go): each
 // lane's integer J by VPDPBUSD (unsigned key bytes × signed query codes, the keys'
@@ -570,20 +571,7 @@ sq4a_head:
 // one block a chunk): each value code·s rounded once, as dequantInt8 forms it, so that
 // the sums are axpy6F32AVX512's bits on the decoded rows.
 TEXT ·axpy6Int8AVX512(SB), NOSPLIT, $0-120
-	MOVQ acc_base+0(FP), DI
-	MOVQ w_base+24(FP), R12
-	MOVQ ws+48(FP), BX
-	SHLQ $2, BX
-	MOVQ v_base+56(FP), R13
-	MOVQ d+112(FP), R8
-	SHLQ $2, R8
-	MOVQ d+112(FP), R14
-	SHRQ $5, R14
-	JZ   ax8_done
-	CMPQ n+104(FP), $0
-	JEQ  ax8_done
-	MOVQ n+104(FP), R15
-	IMULQ d+112(FP), R15 // n rows of codes: the prefetch distance
+	AXPY6C_ARGS(5, ax8_done)
 
 ax8_chunk:
 	LEAQ    (DI)(R8*2), R11
@@ -681,36 +669,10 @@ ax8_done:
 // rows, without storing the decoded rows and loading them back. Every register is in
 // use: Y12, Y13 the values, Y14 a weight, Y15 the block's scale.
 TEXT ·axpy6Int8AVX2(SB), NOSPLIT, $0-120
-	MOVQ acc_base+0(FP), DI
-	MOVQ w_base+24(FP), R12
-	MOVQ ws+48(FP), BX
-	SHLQ $2, BX
-	MOVQ v_base+56(FP), R13
-	MOVQ d+112(FP), R8
-	SHLQ $2, R8
-	MOVQ d+112(FP), R14
-	SHRQ $4, R14
-	JZ   ax8y_done
-	CMPQ n+104(FP), $0
-	JEQ  ax8y_done
-	MOVQ n+104(FP), R15
-	IMULQ d+112(FP), R15 // n rows of codes: the prefetch distance
+	AXPY6C_ARGS(4, ax8y_done)
 
 ax8y_chunk:
-	LEAQ    (DI)(R8*2), R11
-	ADDQ    R8, R11
-	VMOVUPS (DI), Y0
-	VMOVUPS 32(DI), Y1
-	VMOVUPS (DI)(R8*1), Y2
-	VMOVUPS 32(DI)(R8*1), Y3
-	VMOVUPS (DI)(R8*2), Y4
-	VMOVUPS 32(DI)(R8*2), Y5
-	VMOVUPS (R11), Y6
-	VMOVUPS 32(R11), Y7
-	VMOVUPS (R11)(R8*1), Y8
-	VMOVUPS 32(R11)(R8*1), Y9
-	VMOVUPS (R11)(R8*2), Y10
-	VMOVUPS 32(R11)(R8*2), Y11
+	AXPY6Y_LOAD
 	MOVQ    R12, R9
 	LEAQ    (R12)(BX*2), R10
 	ADDQ    BX, R10
@@ -735,24 +697,7 @@ ax8y_p:
 	VBROADCASTSS (DX), Y15
 	VMULPS       Y15, Y12, Y12
 	VMULPS       Y15, Y13, Y13
-	VBROADCASTSS (R9), Y14
-	VFMADD231PS  Y14, Y12, Y0
-	VFMADD231PS  Y14, Y13, Y1
-	VBROADCASTSS (R9)(BX*1), Y14
-	VFMADD231PS  Y14, Y12, Y2
-	VFMADD231PS  Y14, Y13, Y3
-	VBROADCASTSS (R9)(BX*2), Y14
-	VFMADD231PS  Y14, Y12, Y4
-	VFMADD231PS  Y14, Y13, Y5
-	VBROADCASTSS (R10), Y14
-	VFMADD231PS  Y14, Y12, Y6
-	VFMADD231PS  Y14, Y13, Y7
-	VBROADCASTSS (R10)(BX*1), Y14
-	VFMADD231PS  Y14, Y12, Y8
-	VFMADD231PS  Y14, Y13, Y9
-	VBROADCASTSS (R10)(BX*2), Y14
-	VFMADD231PS  Y14, Y12, Y10
-	VFMADD231PS  Y14, Y13, Y11
+	AXPY6Y_FMA(Y12, Y13)
 	ADDQ         $4, R9
 	ADDQ         $4, R10
 	ADDQ         AX, SI
@@ -760,20 +705,7 @@ ax8y_p:
 	DECQ         CX
 	JNZ          ax8y_p
 
-	LEAQ    (DI)(R8*2), R11
-	ADDQ    R8, R11
-	VMOVUPS Y0, (DI)
-	VMOVUPS Y1, 32(DI)
-	VMOVUPS Y2, (DI)(R8*1)
-	VMOVUPS Y3, 32(DI)(R8*1)
-	VMOVUPS Y4, (DI)(R8*2)
-	VMOVUPS Y5, 32(DI)(R8*2)
-	VMOVUPS Y6, (R11)
-	VMOVUPS Y7, 32(R11)
-	VMOVUPS Y8, (R11)(R8*1)
-	VMOVUPS Y9, 32(R11)(R8*1)
-	VMOVUPS Y10, (R11)(R8*2)
-	VMOVUPS Y11, 32(R11)(R8*2)
+	AXPY6Y_STORE
 	ADDQ    $64, DI
 	ADDQ    $16, R13
 	DECQ    R14
@@ -805,24 +737,7 @@ ax8y_done:
 	VBROADCASTSS (DX), Y15; \
 	VMULPS       Y15, Y12, Y12; \
 	VMULPS       Y15, Y13, Y13; \
-	VBROADCASTSS (R9), Y14; \
-	VFMADD231PS  Y14, Y12, Y0; \
-	VFMADD231PS  Y14, Y13, Y1; \
-	VBROADCASTSS (R9)(BX*1), Y14; \
-	VFMADD231PS  Y14, Y12, Y2; \
-	VFMADD231PS  Y14, Y13, Y3; \
-	VBROADCASTSS (R9)(BX*2), Y14; \
-	VFMADD231PS  Y14, Y12, Y4; \
-	VFMADD231PS  Y14, Y13, Y5; \
-	VBROADCASTSS (R10), Y14; \
-	VFMADD231PS  Y14, Y12, Y6; \
-	VFMADD231PS  Y14, Y13, Y7; \
-	VBROADCASTSS (R10)(BX*1), Y14; \
-	VFMADD231PS  Y14, Y12, Y8; \
-	VFMADD231PS  Y14, Y13, Y9; \
-	VBROADCASTSS (R10)(BX*2), Y14; \
-	VFMADD231PS  Y14, Y12, Y10; \
-	VFMADD231PS  Y14, Y13, Y11; \
+	AXPY6Y_FMA(Y12, Y13); \
 	ADDQ         $4, R9; \
 	ADDQ         $4, R10; \
 	ADDQ         AX, SI; \
@@ -832,37 +747,11 @@ ax8y_done:
 #define AX4Y_HI VPSRLW $4, X12, X12
 
 TEXT ·axpy6Q4AVX2(SB), NOSPLIT, $0-120
-	MOVQ acc_base+0(FP), DI
-	MOVQ w_base+24(FP), R12
-	MOVQ ws+48(FP), BX
-	SHLQ $2, BX
-	MOVQ v_base+56(FP), R13
-	MOVQ d+112(FP), R8
-	SHLQ $2, R8
-	MOVQ d+112(FP), R14
-	SHRQ $4, R14
-	JZ   ax4y_done
-	CMPQ n+104(FP), $0
-	JEQ  ax4y_done
-	MOVQ n+104(FP), R15
-	IMULQ d+112(FP), R15
-	SHRQ $1, R15 // n rows of codes: the prefetch distance
+	AXPY6C_ARGS(4, ax4y_done)
+	SHRQ $1, R15 // n rows of q4 codes
 
 ax4y_chunk:
-	LEAQ    (DI)(R8*2), R11
-	ADDQ    R8, R11
-	VMOVUPS (DI), Y0
-	VMOVUPS 32(DI), Y1
-	VMOVUPS (DI)(R8*1), Y2
-	VMOVUPS 32(DI)(R8*1), Y3
-	VMOVUPS (DI)(R8*2), Y4
-	VMOVUPS 32(DI)(R8*2), Y5
-	VMOVUPS (R11), Y6
-	VMOVUPS 32(R11), Y7
-	VMOVUPS (R11)(R8*1), Y8
-	VMOVUPS 32(R11)(R8*1), Y9
-	VMOVUPS (R11)(R8*2), Y10
-	VMOVUPS 32(R11)(R8*2), Y11
+	AXPY6Y_LOAD
 	MOVQ    R12, R9
 	LEAQ    (R12)(BX*2), R10
 	ADDQ    BX, R10
@@ -893,20 +782,7 @@ ax4y_hi:
 	ADDQ $16, R13 // the next block's bytes
 
 ax4y_store:
-	LEAQ    (DI)(R8*2), R11
-	ADDQ    R8, R11
-	VMOVUPS Y0, (DI)
-	VMOVUPS Y1, 32(DI)
-	VMOVUPS Y2, (DI)(R8*1)
-	VMOVUPS Y3, 32(DI)(R8*1)
-	VMOVUPS Y4, (DI)(R8*2)
-	VMOVUPS Y5, 32(DI)(R8*2)
-	VMOVUPS Y6, (R11)
-	VMOVUPS Y7, 32(R11)
-	VMOVUPS Y8, (R11)(R8*1)
-	VMOVUPS Y9, 32(R11)(R8*1)
-	VMOVUPS Y10, (R11)(R8*2)
-	VMOVUPS Y11, 32(R11)(R8*2)
+	AXPY6Y_STORE
 	ADDQ    $64, DI
 	DECQ    R14
 	JNZ     ax4y_chunk
@@ -952,21 +828,8 @@ GLOBL q4values<>(SB), RODATA|NOPTR, $64
 // s·(−8…7), whose products are exact, as dequantQ4's, so that the sums are
 // axpy6F32AVX512's bits on the decoded rows.
 TEXT ·axpy6Q4AVX512(SB), NOSPLIT, $0-120
-	MOVQ acc_base+0(FP), DI
-	MOVQ w_base+24(FP), R12
-	MOVQ ws+48(FP), BX
-	SHLQ $2, BX
-	MOVQ v_base+56(FP), R13
-	MOVQ d+112(FP), R8
-	SHLQ $2, R8
-	MOVQ d+112(FP), R14
-	SHRQ $5, R14
-	JZ   ax4_done
-	CMPQ n+104(FP), $0
-	JEQ  ax4_done
-	MOVQ n+104(FP), R15
-	IMULQ d+112(FP), R15
-	SHRQ $1, R15 // n rows of codes: the prefetch distance
+	AXPY6C_ARGS(5, ax4_done)
+	SHRQ $1, R15 // n rows of q4 codes
 	VMOVUPS q4values<>(SB), Z22
 
 ax4_chunk:

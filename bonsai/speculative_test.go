@@ -133,7 +133,11 @@ func TestGenerateSpeculativeEndsInsideDraft(t *testing.T) {
 	full := runGen(t, s, in, spectest.With(base, &bonsai.SpeculativeOptions{Always: true, NewDrafter: func() bonsai.Drafter { return rec }}))
 	spectest.Same(t, plainFull, full, "the whole run")
 	gen := full.Res.Tokens
-	require.Len(t, gen, 300)
+	// Where the tiny model samples an end token depends on the float kernels' rounding
+	// (AVX-512 machines run all 300 tokens, the AVX2-only Zen 3 ended at 163): what the
+	// test needs is a run long enough for the checks below (MaxTokens up to 123, a
+	// context of 40 tokens past the prompt).
+	require.Greater(t, len(gen), 123, "the generation (%s) is too short for the checks", full.Res.FinishReason)
 	var stopTokens, stopStrings int
 	seen := map[int32]bool{}
 	for i, x := range gen {

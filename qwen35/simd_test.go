@@ -724,7 +724,7 @@ func TestKernelSetsPackage(t *testing.T) {
 		t.Skip("already a child run")
 	}
 	if testing.Short() {
-		t.Skip("-short")
+		t.Skip("-short: the package's tests on the other kernel sets, in a child process, run in the full go test; TestKernelsDot and its siblings check every set's kernels under -short")
 	}
 	for _, k := range kernelSets {
 		if k == kern {

@@ -123,7 +123,10 @@ func WithActivations(a Activations) Option { return func(o *options) { o.acts = 
 func WithProfiling(on bool) Option { return func(o *options) { o.profile = on } }
 
 // WithMmap chooses between memory-mapping the file (the default, where the platform
-// supports it) and reading it into memory.
+// supports it) and reading it into memory (in huge pages, on Linux). Either way the pages
+// of the matrices a backend keeps in a layout of its own leave memory once it has made
+// its copy (on Linux; see [gguf.File.Release]), so that resident memory stays about the
+// file's size.
 func WithMmap(on bool) Option { return func(o *options) { o.mmap = on } }
 
 // WithBatchTokens sets the most tokens one forward pass runs for all the model's

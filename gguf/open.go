@@ -53,7 +53,12 @@ func Open(path string, opts ...OpenOption) (*File, error) {
 	if err != nil {
 		return nil, fmt.Errorf("gguf: %w", err)
 	}
-	defer fh.Close()
+	keep := false // whether the File keeps fh, to map released pages from
+	defer func() {
+		if !keep {
+			fh.Close()
+		}
+	}()
 	st, err := fh.Stat()
 	if err != nil {
 		return nil, fmt.Errorf("gguf: %w", err)
@@ -69,24 +74,33 @@ func Open(path string, opts ...OpenOption) (*File, error) {
 	var (
 		data   []byte
 		unmap  func([]byte) error
+		drop   func([]byte) error
 		mapped bool
 	)
 	if cfg.mmap && size > 0 {
 		data, err = mmapFile(fh, int(size))
 		switch {
 		case err == nil:
-			unmap, mapped = munmap, true
+			unmap, drop, mapped = munmap, dropPages, true
 		case !errors.Is(err, errNoMmap):
 			return nil, fmt.Errorf("gguf: %s: mmap: %w", path, err)
 		}
 	}
 	if unmap == nil {
-		var free func() error
-		data, free = hugemem.Alloc(int(size))
-		unmap = func([]byte) error { return free() }
+		// Read into an anonymous mapping where there is one: its released pages can be
+		// mapped from the file in place (remapPages), so that a backend keeping the
+		// weights in a layout of its own gives their memory back here too.
+		buf, free, ok := hugemem.Mapping(int(size))
+		if !ok {
+			buf, free = hugemem.Alloc(int(size))
+		}
+		data, unmap = buf, func([]byte) error { return free() }
 		if _, err := io.ReadFull(fh, data); err != nil {
 			free()
 			return nil, fmt.Errorf("gguf: %s: read: %w", path, err)
+		}
+		if ok && canRemap {
+			drop, keep = remapPages(fh, data), true
 		}
 	}
 
@@ -95,8 +109,12 @@ func Open(path string, opts ...OpenOption) (*File, error) {
 		if unmap != nil {
 			unmap(data)
 		}
+		keep = false
 		return nil, err
 	}
-	f.unmap, f.mapped = unmap, mapped
+	f.unmap, f.drop, f.mapped = unmap, drop, mapped
+	if keep {
+		f.fh = fh
+	}
 	return f, nil
 }

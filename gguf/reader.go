@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"math/bits"
+	"os"
 	"slices"
 	"strconv"
 	"sync"
@@ -51,7 +52,9 @@ type File struct {
 	data   []byte
 	closed bool
 	unmap  func([]byte) error
-	mapped bool // data is a read-only shared mapping of the file
+	drop   func([]byte) error // gives the whole pages of a part of data back (Release); nil: cannot
+	fh     *os.File           // the file read into data, kept for drop; nil for a mapping or Parse
+	mapped bool               // data is a read-only shared mapping of the file
 }
 
 // A span locates a tensor's bytes in the file; size is -1 for an unknown
@@ -669,12 +672,19 @@ func (f *File) Close() error {
 	f.closed = true
 	data := f.data
 	f.data = nil
+	var err error
 	if f.unmap != nil {
-		if err := f.unmap(data); err != nil {
-			return fmt.Errorf("gguf: %s: unmap: %w", f.name, err)
+		if e := f.unmap(data); e != nil {
+			err = fmt.Errorf("gguf: %s: unmap: %w", f.name, e)
 		}
 	}
-	return nil
+	if f.fh != nil {
+		if e := f.fh.Close(); e != nil && err == nil {
+			err = fmt.Errorf("gguf: %s: %w", f.name, e)
+		}
+		f.fh = nil
+	}
+	return err
 }
 
 // Mapped reports whether the tensor data are views of a read-only shared mapping of
@@ -686,15 +696,18 @@ func (f *File) Close() error {
 func (f *File) Mapped() bool { return f.mapped }
 
 // Release tells the File that its caller will not read b, a part of its tensor data, for
-// a long while (a backend that keeps the weights in a layout of its own): for a mapped
-// file, the whole pages inside b leave the process's resident memory, and reading them
-// again faults them back in from the file, so a Release can never change what b holds.
-// For data read into memory, or bytes outside the file's data, it does nothing: their
-// memory is not the File's to give back page by page.
+// a long while (a backend that keeps the weights in a layout of its own): the whole pages
+// inside b leave the process's resident memory, and reading them again faults them back
+// in from the file, so a Release can never change what b holds. For a mapped file the
+// pages are dropped from the mapping; for a file Open read into memory (WithMmap(false),
+// on Linux) they are replaced in place by a private read-only mapping of the same bytes
+// of the file, which the OS fills only where they are read. For data Parse was given, data
+// read into Go's heap (where no anonymous mapping could be made), or bytes outside the
+// file's data, it does nothing: their memory is not the File's to give back page by page.
 func (f *File) Release(b []byte) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if !f.mapped || f.closed || len(b) == 0 || len(f.data) == 0 {
+	if f.drop == nil || f.closed || len(b) == 0 || len(f.data) == 0 {
 		return nil
 	}
 	start := uintptr(unsafe.Pointer(unsafe.SliceData(b)))
@@ -702,7 +715,7 @@ func (f *File) Release(b []byte) error {
 	if start < base || start-base > uintptr(len(f.data)) || uintptr(len(b)) > uintptr(len(f.data))-(start-base) {
 		return nil
 	}
-	if err := dropPages(b); err != nil {
+	if err := f.drop(b); err != nil {
 		return fmt.Errorf("gguf: %s: release %d bytes at offset %d: %w", f.name, len(b), start-base, err)
 	}
 	return nil

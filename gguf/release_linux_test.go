@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"unsafe"
 
 	"github.com/bonsai-go/sdk/internal/alloctest"
 
@@ -52,13 +53,65 @@ func TestReleaseDropsPages(t *testing.T) {
 
 	// Bytes that are not the file's (a copy) and a closed file: nothing to do.
 	require.NoError(t, f.Release(append([]byte(nil), w[:page]...)))
-	copied, err := Open(path, WithMmap(false))
+	require.NoError(t, f.Close())
+	require.NoError(t, f.Release(w), "Release after Close does nothing")
+}
+
+// TestReleaseReadIntoMemory checks that Release gives back the memory of a file read into
+// memory (WithMmap(false)): the tensor's whole pages stop being the process's anonymous
+// memory, as the kernel counts it, and read back the same bytes from the file; the bytes
+// around them (the header, the tensor's partial pages) stay; data Parse was given are
+// left alone.
+func TestReleaseReadIntoMemory(t *testing.T) {
+	const size = 16 << 20
+	orig := make([]byte, size)
+	for i := range orig {
+		orig[i] = byte(i*13 + i>>11)
+	}
+	image := writeFile(t, []KV{{"general.name", MustValue("release")}}, []tensorBlob{
+		{TensorInfo{Name: "w", Type: TypeI8, Shape: []int64{size}}, orig},
+	})
+	path := filepath.Join(t.TempDir(), "m.gguf")
+	require.NoError(t, os.WriteFile(path, image, 0o644))
+	page := int64(os.Getpagesize())
+
+	f, err := Open(path, WithMmap(false))
 	require.NoError(t, err)
-	cw, err := copied.TensorData("w")
+	defer f.Close()
+	require.False(t, f.Mapped())
+	w, err := f.TensorData("w")
 	require.NoError(t, err)
-	require.NoError(t, copied.Release(cw))
-	assert.Equal(t, orig, cw, "Release leaves data read into memory alone")
-	require.NoError(t, copied.Close())
+	require.NotZero(t, uintptr(unsafe.Pointer(&w[0]))%uintptr(page), "the tensor starts inside a page, after the header")
+	before, err := alloctest.Anonymous(w)
+	require.NoError(t, err)
+	require.GreaterOrEqual(t, before, int64(size), "the file was read into anonymous memory")
+
+	require.NoError(t, f.Release(w[:size/2]))
+	half, err := alloctest.Anonymous(w)
+	require.NoError(t, err)
+	assert.InDelta(t, before-size/2, half, float64(2*page), "Release gave back the first half's whole pages (anonymous %d → %d)", before, half)
+	require.NoError(t, f.Release(w))
+	after, err := alloctest.Anonymous(w)
+	require.NoError(t, err)
+	assert.LessOrEqual(t, after, 2*page, "Release gave back the tensor's whole pages (anonymous %d → %d)", before, after)
+	assert.Equal(t, orig, w, "released bytes read back from the file")
+	reread, err := alloctest.Anonymous(w)
+	require.NoError(t, err)
+	assert.LessOrEqual(t, reread, 2*page, "reading released bytes maps the file's pages, not new memory")
+	require.NoError(t, f.Release(w), "a second Release of the same bytes")
+	assert.Equal(t, orig, w)
+	again, err := f.TensorData("w")
+	require.NoError(t, err)
+	assert.Equal(t, orig, again, "TensorData after a Release")
+
+	// Bytes that are not the file's, and data Parse was given: nothing to do.
+	require.NoError(t, f.Release(append([]byte(nil), w[:page]...)))
+	pf, err := Parse(image)
+	require.NoError(t, err)
+	pw, err := pf.TensorData("w")
+	require.NoError(t, err)
+	require.NoError(t, pf.Release(pw))
+	assert.Equal(t, orig, pw, "Release leaves data Parse was given alone")
 	require.NoError(t, f.Close())
 	require.NoError(t, f.Release(w), "Release after Close does nothing")
 }

@@ -109,9 +109,10 @@ func (w *Weights) Mapped() bool { return w.mapped }
 
 // Release tells the file the weights were bound from that the bytes b, a part of its
 // tensors (a matrix's rows, say), will not be read for a long while: a backend keeps them
-// in a layout of its own. The pages of a mapped file then leave the process's resident
-// memory ([gguf.File.Release]). It cannot change what the tensors hold: a later read
-// faults the pages back in from the file. For weights read into memory it does nothing.
+// in a layout of its own. Their whole pages then leave the process's resident memory,
+// whether the file is mapped or was read into memory by gguf.Open ([gguf.File.Release]).
+// It cannot change what the tensors hold: a later read faults the pages back in from the
+// file. For weights bound from data in Go's heap (gguf.Parse) it does nothing.
 func (w *Weights) Release(b []byte) error {
 	if w.file == nil {
 		return nil

@@ -60,10 +60,11 @@ func WithBatchTiles() Option {
 // format ([ternary.Interleaved] for PQ2_0, [ternary.Interleaved3] for PTQ1_0): its kernels
 // do several times fewer instructions per weight than the file's layout allows, so that
 // decode runs at the memory's rate on few cores, and batches read it without repacking.
-// Where both its decode and batched kernels are native (AVX-512 VNNI, for PQ2_0 today),
-// the file's rows are released as the copy is made ([qwen35.Weights.Release]: the pages
-// of a memory-mapped file leave resident memory), so the copy takes their place: resident
-// memory stays about the file's size. Where only its decode kernel is
+// Where both its decode and batched kernels are native (PQ2_0 on AVX-512 VNNI, AVX-VNNI,
+// AVX2 and NEON; PTQ1_0 on AVX-512 VNNI and AVX-VNNI), the file's rows are released as
+// the copy is made ([qwen35.Weights.Release]: their pages leave resident memory, whether
+// the file is memory-mapped or was read into memory), so the copy takes their place:
+// resident memory stays about the file's size. Where only its decode kernel is
 // ([LayoutInterleaved] on AVX2, NEON, or PTQ1_0), batches keep reading the file's rows and
 // the copy comes on top of them (7.1 GB for the 27B model). Copies are made only with
 // int8 activations. The results are the same bits in every layout.

@@ -11,15 +11,25 @@ import (
 // MappingResident returns the resident bytes of the memory mapping that holds b, as the
 // kernel counts them (the Rss line of its entry in /proc/self/smaps): the test of a
 // release of memory pages is the kernel's own account.
-func MappingResident(b []byte) (int64, error) {
+func MappingResident(b []byte) (int64, error) { return smaps(b, 1, "Rss") }
+
+// Anonymous returns the anonymous bytes (the Anonymous lines of /proc/self/smaps) of
+// every memory mapping that overlaps b: the process's own memory, not a file's pages.
+func Anonymous(b []byte) (int64, error) { return smaps(b, max(len(b), 1), "Anonymous") }
+
+// smaps sums field over the entries of /proc/self/smaps whose mappings overlap the n
+// bytes from b's first.
+func smaps(b []byte, n int, field string) (int64, error) {
 	addr := uintptr(unsafe.Pointer(unsafe.SliceData(b)))
+	end := addr + uintptr(n)
 	f, err := os.Open("/proc/self/smaps")
 	if err != nil {
 		return 0, err
 	}
 	defer f.Close()
 	sc := bufio.NewScanner(f)
-	in := false
+	in, found := false, false
+	var total int64
 	for sc.Scan() {
 		line := sc.Text()
 		fields := strings.Fields(line)
@@ -27,20 +37,24 @@ func MappingResident(b []byte) (int64, error) {
 			// A mapping's header: "lo-hi perms offset dev inode [path]".
 			var lo, hi uintptr
 			if _, err := fmt.Sscanf(fields[0], "%x-%x", &lo, &hi); err == nil {
-				in = lo <= addr && addr < hi
+				in = lo < end && addr < hi
+				found = found || in
 			}
 			continue
 		}
-		if in && fields[0] == "Rss:" {
+		if in && fields[0] == field+":" {
 			var kb int64
-			if _, err := fmt.Sscanf(line, "Rss: %d kB", &kb); err != nil {
+			if _, err := fmt.Sscanf(line, field+": %d kB", &kb); err != nil {
 				return 0, fmt.Errorf("/proc/self/smaps: %q: %w", line, err)
 			}
-			return kb << 10, nil
+			total += kb << 10
 		}
 	}
 	if err := sc.Err(); err != nil {
 		return 0, err
 	}
-	return 0, fmt.Errorf("no mapping holds %#x in /proc/self/smaps", addr)
+	if !found {
+		return 0, fmt.Errorf("no mapping holds %#x in /proc/self/smaps", addr)
+	}
+	return total, nil
 }

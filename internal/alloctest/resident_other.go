@@ -11,3 +11,8 @@ import (
 func MappingResident(b []byte) (int64, error) {
 	return 0, errors.New("alloctest: MappingResident: no /proc/self/smaps on " + runtime.GOOS)
 }
+
+// Anonymous is measured on Linux only.
+func Anonymous(b []byte) (int64, error) {
+	return 0, errors.New("alloctest: Anonymous: no /proc/self/smaps on " + runtime.GOOS)
+}

@@ -18,3 +18,13 @@ func Alloc(size int) (b []byte, free func() error) {
 	}
 	return make([]byte, size), func() error { return nil }
 }
+
+// Mapping is Alloc without the Go heap's fallback: ok is false where no anonymous
+// mapping could be made. Unlike heap memory, a mapping's whole pages may be replaced in
+// place by another mapping (mmap with MAP_FIXED), which free then unmaps with the rest.
+func Mapping(size int) (b []byte, free func() error, ok bool) {
+	if size <= 0 {
+		return nil, nil, false
+	}
+	return alloc(size)
+}

@@ -105,15 +105,29 @@ func (v *Interleaved) Fill(w []byte, lo, hi int) {
 	if len(w) < v.n*rb {
 		panic(fmt.Sprintf("ternary: Interleaved.Fill: %d bytes, want %d rows of %d", len(w), v.n, rb))
 	}
+	v.FillRows(w[lo*rb:hi*rb], lo, hi)
+}
+
+// FillRows is Fill from rows, which holds the matrix's rows lo ≤ i < hi alone (rows[0]
+// is row lo's first byte): a loader that makes them a few at a time (transcoding
+// another format) needs no copy of the whole matrix.
+func (v *Interleaved) FillRows(rows []byte, lo, hi int) {
+	ilvCheckRows("Interleaved.FillRows", v.n, lo, hi)
+	rb := PQ2_0.RowBytes(v.k)
+	if len(rows) != (hi-lo)*rb {
+		panic(fmt.Sprintf("ternary: Interleaved.FillRows: %d bytes, want %d rows of %d", len(rows), hi-lo, rb))
+	}
+	w := rows
 	tb := v.tileBytes()
 	var touched byte
 	defer func() { touchSink.Add(uint32(touched)) }()
 	for r0 := lo; r0 < hi; r0 += IlvRows {
 		tile := v.buf[r0/IlvRows*tb : (r0/IlvRows+1)*tb]
-		rows := min(IlvRows, v.n-r0)
-		touched ^= touchLines(w[r0*rb : (r0+rows)*rb])
+		n := min(IlvRows, v.n-r0)
+		at := (r0 - lo) * rb
+		touched ^= touchLines(w[at : at+n*rb])
 		for b := range v.nb {
-			ilvPackBlock((*[ilvBlockBytes]byte)(tile[b*ilvBlockBytes:]), w[r0*rb+b*pq2BlockBytes:], rb, rows)
+			ilvPackBlock((*[ilvBlockBytes]byte)(tile[b*ilvBlockBytes:]), w[at+b*pq2BlockBytes:], rb, n)
 		}
 	}
 }

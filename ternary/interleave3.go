@@ -152,19 +152,32 @@ func (v *Interleaved3) Fill(w []byte, lo, hi int) {
 	if len(w) < v.n*rb {
 		panic(fmt.Sprintf("ternary: Interleaved3.Fill: %d bytes, want %d rows of %d", len(w), v.n, rb))
 	}
+	v.FillRows(w[lo*rb:hi*rb], lo, hi)
+}
+
+// FillRows is Fill from rows, which holds the matrix's rows lo ≤ i < hi alone (rows[0]
+// is row lo's first byte), as Interleaved.FillRows.
+func (v *Interleaved3) FillRows(rows []byte, lo, hi int) {
+	ilv3CheckRows("Interleaved3.FillRows", v.n, lo, hi)
+	rb := PTQ1_0.RowBytes(v.k)
+	if len(rows) != (hi-lo)*rb {
+		panic(fmt.Sprintf("ternary: Interleaved3.FillRows: %d bytes, want %d rows of %d", len(rows), hi-lo, rb))
+	}
+	w := rows
 	tb := v.tileBytes()
 	var blk [Ilv3Rows]*[ptq1BlockBytes]byte
 	var touched byte
 	defer func() { touchSink.Add(uint32(touched)) }()
 	for r0 := lo; r0 < hi; r0 += Ilv3Rows {
 		tile := v.buf[r0/Ilv3Rows*tb : (r0/Ilv3Rows+1)*tb]
-		rows := min(Ilv3Rows, v.n-r0)
-		touched ^= touchLines(w[r0*rb : (r0+rows)*rb])
+		n := min(Ilv3Rows, v.n-r0)
+		at := (r0 - lo) * rb
+		touched ^= touchLines(w[at : at+n*rb])
 		for b := range v.nb {
 			for r := range blk {
 				blk[r] = &ilv3Pad
-				if r < rows {
-					blk[r] = (*[ptq1BlockBytes]byte)(w[(r0+r)*rb+b*ptq1BlockBytes:])
+				if r < n {
+					blk[r] = (*[ptq1BlockBytes]byte)(w[at+r*rb+b*ptq1BlockBytes:])
 				}
 			}
 			ilv3PackBlock((*[ilv3BlockBytes]byte)(tile[b*ilv3BlockBytes:]), &blk)

@@ -9,6 +9,9 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 // ilvShapes are the row widths and row counts the interleaved kernels are tested on:
@@ -421,4 +424,42 @@ func TestIlvFamilies(t *testing.T) {
 			}
 		}
 	}
+}
+
+// FillRows, given a few tiles' rows at a time (the matrix's tail tile included), lays
+// out the same bytes as Fill given the whole matrix, in both formats; and it refuses
+// rows of the wrong length.
+func TestFillRowsMatchesFill(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	const k = 2 * BlockSize
+	t.Run("PQ2_0", func(t *testing.T) {
+		const n = 2*IlvRows + 22
+		w := randomTernary(rng, PQ2_0, k, n, 0.01)
+		whole, err := NewInterleaved(k, n)
+		require.NoError(t, err)
+		whole.Fill(w, 0, n)
+		parts, err := NewInterleaved(k, n)
+		require.NoError(t, err)
+		rb := PQ2_0.RowBytes(k)
+		for _, r := range [][2]int{{IlvRows, n}, {0, IlvRows}} {
+			parts.FillRows(append([]byte(nil), w[r[0]*rb:r[1]*rb]...), r[0], r[1])
+		}
+		assert.Equal(t, whole.buf, parts.buf)
+		assert.Panics(t, func() { parts.FillRows(w[:rb], 0, IlvRows) })
+	})
+	t.Run("PTQ1_0", func(t *testing.T) {
+		const n = 2*Ilv3Rows + 7
+		w := randomTernary(rng, PTQ1_0, k, n, 0.01)
+		whole, err := NewInterleaved3(k, n)
+		require.NoError(t, err)
+		whole.Fill(w, 0, n)
+		parts, err := NewInterleaved3(k, n)
+		require.NoError(t, err)
+		rb := PTQ1_0.RowBytes(k)
+		for _, r := range [][2]int{{2 * Ilv3Rows, n}, {0, 2 * Ilv3Rows}} {
+			parts.FillRows(append([]byte(nil), w[r[0]*rb:r[1]*rb]...), r[0], r[1])
+		}
+		assert.Equal(t, whole.buf, parts.buf)
+		assert.Panics(t, func() { parts.FillRows(w[:rb], 0, Ilv3Rows) })
+	})
 }

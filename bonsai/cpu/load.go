@@ -110,7 +110,13 @@ func (b cpuBackend) Load(ctx context.Context, m backend.Model, opt backend.LoadO
 		}
 		e.rot[width] = r
 	}
-	if b.transcode {
+	var from map[*qwen35.Matrix]*qwen35.Matrix
+	if _, batch := packNative(b.format); b.transcode && e.int8 && batch && b.layout.Resolve(b.format) == LayoutInterleaved {
+		// Every product of a transcoded matrix reads its interleaved copy: the file's rows
+		// are transcoded straight into it, a tile at a time (no whole copy in between:
+		// one pass and half the memory to touch).
+		e.subst, from = transcodePlan(sites, b.format)
+	} else if b.transcode {
 		subst, frees, err := transcodeMatrices(ctx, sites, b.format, w.Release, max(opt.Threads, 1), opt.Progress)
 		if err != nil {
 			e.pool.Close()
@@ -119,7 +125,7 @@ func (b cpuBackend) Load(ctx context.Context, m backend.Model, opt backend.LoadO
 		e.subst, e.freeSubst = subst, frees
 	}
 	if e.int8 && b.layout != LayoutFile {
-		pk, free, err := packMatrices(ctx, sites, e.mat, b.layout, w.Release, max(opt.Threads, 1), opt.Progress)
+		pk, free, err := packMatrices(ctx, sites, e.mat, b.layout, w.Release, max(opt.Threads, 1), opt.Progress, from)
 		if err != nil {
 			e.Close()
 			return nil, err

@@ -123,6 +123,15 @@ func (p *packed) fill(w []byte, lo, hi int) {
 	}
 }
 
+// fillRows is fill from the rows lo ≤ i < hi alone (ternary.Interleaved.FillRows).
+func (p *packed) fillRows(rows []byte, lo, hi int) {
+	if p.ptq1 != nil {
+		p.ptq1.FillRows(rows, lo, hi)
+	} else {
+		p.pq2.FillRows(rows, lo, hi)
+	}
+}
+
 // batchNative reports whether batches should read p (see packNative).
 func (p *packed) batchNative() bool {
 	f := ternary.PQ2_0

@@ -44,7 +44,7 @@ func TestPackReleases(t *testing.T) {
 		}
 		var released int64
 		release := func(b []byte) error { released += int64(len(b)); return nil }
-		pk, free, err := packMatrices(context.Background(), sites, func(m *qwen35.Matrix) *qwen35.Matrix { return m }, c.layout, release, 1, nil)
+		pk, free, err := packMatrices(context.Background(), sites, func(m *qwen35.Matrix) *qwen35.Matrix { return m }, c.layout, release, 1, nil, nil)
 		require.NoError(t, err)
 		if free != nil {
 			require.NoError(t, free())

@@ -148,6 +148,24 @@ func transcodeMatrices(ctx context.Context, sites []*qwen35.Site, f ternary.Form
 	return subst, frees, nil
 }
 
+// transcodePlan returns, for every ternary product of the sites stored in a format other
+// than f, a matrix in format f with no data, keyed by the plan's matrix (subst), and the
+// other way round (from): packMatrices transcodes the file's rows straight into their
+// interleaved copies, a tile at a time, with no copy of the whole matrix in between.
+func transcodePlan(sites []*qwen35.Site, f ternary.Format) (subst, from map[*qwen35.Matrix]*qwen35.Matrix) {
+	subst, from = map[*qwen35.Matrix]*qwen35.Matrix{}, map[*qwen35.Matrix]*qwen35.Matrix{}
+	for _, site := range sites {
+		for _, m := range site.Products {
+			if m.Format == f || subst[m] != nil {
+				continue
+			}
+			t := &qwen35.Matrix{Name: m.Name, Format: f, K: m.K, N: m.N}
+			subst[m], from[t] = t, m
+		}
+	}
+	return subst, from
+}
+
 // freeAll calls every function of frees and empties it; it returns the first error.
 func freeAll(frees map[*qwen35.Matrix]func() error) error {
 	var first error
@@ -196,7 +214,9 @@ func tileMatrices(ctx context.Context, sites []*qwen35.Site, mat func(*qwen35.Ma
 // pages (returned with the function that frees it); progress as for transcodeMatrices.
 // The rows of a matrix whose batches will read its copy too are handed to release a
 // chunk at a time once copied, so that the file's pages leave memory as the copy fills it.
-func packMatrices(ctx context.Context, sites []*qwen35.Site, mat func(*qwen35.Matrix) *qwen35.Matrix, layout Layout, release func([]byte) error, threads int, progress func(done, total int64)) (map[*qwen35.Matrix]*packed, func() error, error) {
+// A matrix of from (transcodePlan's) has no data: its copy is filled by transcoding the
+// rows of the matrix from names, a tile at a time, which are then released.
+func packMatrices(ctx context.Context, sites []*qwen35.Site, mat func(*qwen35.Matrix) *qwen35.Matrix, layout Layout, release func([]byte) error, threads int, progress func(done, total int64), from map[*qwen35.Matrix]*qwen35.Matrix) (map[*qwen35.Matrix]*packed, func() error, error) {
 	var (
 		jobs  []rowJob
 		order []*qwen35.Matrix
@@ -237,15 +257,31 @@ func packMatrices(ctx context.Context, sites []*qwen35.Site, mat func(*qwen35.Ma
 		pk[m] = v
 		off += sizes[m]
 	}
-	releases := func(m *qwen35.Matrix) bool { return release != nil && pk[m].batchNative() }
+	if release == nil {
+		release = func([]byte) error { return nil }
+	}
+	// src returns the rows the copy of m is made from: the file's, for a matrix of from.
+	src := func(m *qwen35.Matrix) *qwen35.Matrix {
+		if s := from[m]; s != nil {
+			return s
+		}
+		return m
+	}
+	releases := func(m *qwen35.Matrix) bool { return from[m] != nil || pk[m].batchNative() }
+	var scratch sync.Pool // a tile's transcoded rows
 	err := runRowJobs(ctx, jobs, threads, progress, func(j rowJob) error {
-		pk[j.m].fill(j.m.Data, j.r0, j.r1)
+		s := src(j.m)
+		if s == j.m {
+			pk[j.m].fill(j.m.Data, j.r0, j.r1)
+		} else if err := transcodeTiles(pk[j.m], j, s, &scratch); err != nil {
+			return err
+		}
 		if !releases(j.m) {
 			return nil
 		}
-		rb := j.m.Format.RowBytes(j.m.K)
-		if err := release(j.m.Data[j.r0*rb : j.r1*rb]); err != nil {
-			return fmt.Errorf("tensor %q: %w", j.m.Name, err)
+		rb := s.Format.RowBytes(s.K)
+		if err := release(s.Data[j.r0*rb : j.r1*rb]); err != nil {
+			return fmt.Errorf("tensor %q: %w", s.Name, err)
 		}
 		return nil
 	})
@@ -255,8 +291,9 @@ func packMatrices(ctx context.Context, sites []*qwen35.Site, mat func(*qwen35.Ma
 		}
 		if releases(m) {
 			// The pages that straddle two chunks.
-			if err = release(m.Data); err != nil {
-				err = fmt.Errorf("tensor %q: %w", m.Name, err)
+			s := src(m)
+			if err = release(s.Data); err != nil {
+				err = fmt.Errorf("tensor %q: %w", s.Name, err)
 			}
 		}
 	}
@@ -265,4 +302,27 @@ func packMatrices(ctx context.Context, sites []*qwen35.Site, mat func(*qwen35.Ma
 		return nil, nil, err
 	}
 	return pk, free, nil
+}
+
+// transcodeTiles fills rows j.r0 ≤ r < j.r1 of p, the interleaved copy of j.m, from the
+// same rows of s, j.m's matrix in another format, transcoding a tile of rows at a time
+// into a buffer of scratch's (which stays in the core's cache for the fill).
+func transcodeTiles(p *packed, j rowJob, s *qwen35.Matrix, scratch *sync.Pool) error {
+	f, tile := j.m.Format, p.tile()
+	sb, db := s.Format.RowBytes(s.K), f.RowBytes(j.m.K)
+	buf, _ := scratch.Get().(*[]byte)
+	if buf == nil || len(*buf) < tile*db {
+		b := make([]byte, tile*db)
+		buf = &b
+	}
+	defer scratch.Put(buf)
+	for r := j.r0; r < j.r1; r += tile {
+		n := min(tile, j.r1-r)
+		rows := (*buf)[:n*db]
+		if err := ternary.Transcode(rows, f, s.Data[r*sb:(r+n)*sb], s.Format); err != nil {
+			return fmt.Errorf("tensor %q rows %d…%d to %s: %w", s.Name, r, r+n-1, f, err)
+		}
+		p.fillRows(rows, r, r+n)
+	}
+	return nil
 }

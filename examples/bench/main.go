@@ -52,7 +52,6 @@ import (
 	"github.com/bonsai-go/sdk/bonsai"
 	"github.com/bonsai-go/sdk/bonsai/backend"
 	"github.com/bonsai-go/sdk/bonsai/backend/backendtest"
-	"github.com/bonsai-go/sdk/bonsai/cpu"
 	"github.com/bonsai-go/sdk/bonsai/vulkan"
 	"github.com/bonsai-go/sdk/internal/cli"
 	"github.com/bonsai-go/sdk/internal/synth"
@@ -91,7 +90,7 @@ func parseFlags(fs *flag.FlagSet, args []string) (config, error) {
 	fs.BoolVar(&cfg.mmap, "mmap", true, "memory-map the model (false: read it into memory, in huge pages where the OS allows)")
 	fs.IntVar(&cfg.context, "context", 0, "also decode at this position, with the state filled synthetically, ≥ 0 (0: no)")
 	fs.StringVar(&cfg.kv, "kv", "f16", cli.KVUsage)
-	fs.StringVar(&cfg.weightFormat, "weight-format", "", "transcode the ternary products to pq2_0 or ptq1_0 at load (cpu.WithWeightFormat; default: as stored)")
+	fs.StringVar(&cfg.weightFormat, "weight-format", "", cli.WeightFormatUsage)
 	fs.StringVar(&cfg.layout, "layout", "auto", cli.LayoutUsage)
 	fs.BoolVar(&cfg.amx, "amx", true, "multiply batches (prefill) with Intel AMX where the CPU has it (false: the AVX-512 VNNI kernels, for comparison; the same results)")
 	fs.StringVar(&cfg.backend, "backend", "auto", "where the model runs: "+strings.Join(cli.Backends, ", ")+" (auto: Metal on Apple silicon, else a Vulkan GPU, else the CPU); on a GPU the bandwidth is the device's, read by a kernel in the same run")
@@ -174,11 +173,9 @@ func run(ctx context.Context, out, stderr io.Writer, cfg config) error {
 	ternary.SetAMX(cfg.amx)
 	acts, _ := cli.ParseActivations(cfg.acts)
 	kv, _ := cli.ParseKV(cfg.kv)
-	var cpuOpts []cpu.Option
 	var transcodeTo ternary.Format
 	if cfg.weightFormat != "" {
 		transcodeTo, _ = ternary.ParseFormat(cfg.weightFormat)
-		cpuOpts = append(cpuOpts, cpu.WithWeightFormat(transcodeTo))
 	}
 	path, err := cli.ModelPath(ctx, stderr, "bench", cfg.model)
 	if err != nil {
@@ -224,7 +221,7 @@ func run(ctx context.Context, out, stderr io.Writer, cfg config) error {
 	}
 	// A text has no more tokens than bytes (and a BOS).
 	l, err := cli.Load(ctx, stderr, "bench", cli.ModelFlags{Model: path, Threads: cfg.threads, Context: max(cfg.prompt, cfg.context, len(specText)+1) + 2*cfg.gen + 1,
-		Warmup: cfg.warmup, Backend: cfg.backend, CPU: cpuOpts, Layout: cfg.layout},
+		Warmup: cfg.warmup, Backend: cfg.backend, Layout: cfg.layout, WeightFormat: cfg.weightFormat},
 		bonsai.WithProfiling(true), bonsai.WithActivations(acts), bonsai.WithMmap(cfg.mmap), bonsai.WithKVCache(kv))
 	if err != nil {
 		return err
@@ -247,11 +244,7 @@ func run(ctx context.Context, out, stderr io.Writer, cfg config) error {
 		load = "read into memory"
 	}
 	if acts == bonsai.ActivationsInt8 {
-		if cfg.weightFormat != "" {
-			load += ", " + cli.LayoutNoteFormat(cfg.layout, transcodeTo) + " as " + transcodeTo.String() + " (transcoded at load)"
-		} else {
-			load += ", " + cli.LayoutNote(cfg.layout, w)
-		}
+		load += ", " + cli.WeightsNote(cfg.layout, cfg.weightFormat, w)
 	}
 	if m.Backend() == "cpu" {
 		kern := ternary.Q8Kernel()

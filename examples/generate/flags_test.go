@@ -32,6 +32,7 @@ func TestFlagRanges(t *testing.T) {
 		{[]string{"-seed", "-5"}, "generate: -seed -5: must be ≥ -1"},
 		{[]string{"-backend", "cuda"}, `generate: -backend "cuda": must be one of auto, cpu, metal, vulkan`},
 		{[]string{"-layout", "x"}, `generate: -layout "x": must be one of auto, file, interleaved`},
+		{[]string{"-weight-format", "tq2_0"}, `generate: -weight-format "tq2_0": must be pq2_0 or ptq1_0`},
 		{[]string{"-think"}, "generate: -think needs -chat"},
 	} {
 		args := append([]string{"-prompt", "x", "-model", missing}, tc.args...)

@@ -4,12 +4,14 @@ import (
 	"flag"
 	"fmt"
 	"math"
+	"strconv"
 	"strings"
 	"time"
 
 	"github.com/bonsai-go/sdk/bonsai"
 	"github.com/bonsai-go/sdk/bonsai/cpu"
 	"github.com/bonsai-go/sdk/internal/synth"
+	"github.com/bonsai-go/sdk/ternary"
 )
 
 // A FlagError is a flag whose value is outside what the flag accepts. Its message is
@@ -117,6 +119,7 @@ var rules = map[string]func(name string, v any) error{
 	"activations":       stringRule(func(_, v string) error { _, err := ParseActivations(v); return err }),
 	"backend":           stringRule(func(n, v string) error { return OneOf(n, v, Backends...) }),
 	"layout":            stringRule(func(n, v string) error { return OneOf(n, v, Layouts...) }),
+	"weight-format":     stringRule(weightFormat),
 	"preset": stringRule(func(n, v string) error {
 		if v == "" {
 			return nil
@@ -129,6 +132,13 @@ var rules = map[string]func(name string, v any) error{
 		}
 		return nil
 	},
+}
+
+func weightFormat(n, v string) error {
+	if _, err := ternary.ParseFormat(v); v != "" && err != nil {
+		return &FlagError{Flag: n, Value: strconv.Quote(v), Want: "must be pq2_0 or ptq1_0"}
+	}
+	return nil
 }
 
 func topP(n string, v float64) error {

@@ -60,7 +60,7 @@ func (f *ModelFlags) Register(fs *flag.FlagSet) {
 	fs.IntVar(&f.Context, "context", 0, "context size in tokens, ≥ 0 (0: the model's, at most 32768)")
 	fs.BoolVar(&f.Verify, "verify", false, "scan every ternary weight at load and refuse a damaged file (about 1 s per 2 GB)")
 	fs.BoolVar(&f.Warmup, "warmup", false, "read every weight page at load, so that the first token does not wait for the disk")
-	fs.BoolVar(&f.BatchTiles, "batch-tiles", false, "CPU: keep a second copy of the weights in the batched kernels' layout, made at load (cpu.WithBatchTiles): batches of a few sequences run faster, for 1.06× the weights' memory")
+	fs.BoolVar(&f.BatchTiles, "batch-tiles", false, "CPU: keep a second copy of the weights kept as in the file in the batched kernels' layout, made at load (cpu.WithBatchTiles): batches of a few sequences run faster, for 1.06× the weights' memory (nothing for interleaved weights, whose batches read their copy as fast)")
 	fs.StringVar(&f.Backend, "backend", "auto", "where the model runs: auto (Metal on Apple silicon, else a Vulkan GPU if there is one, else the CPU), cpu, metal or vulkan (a GPU, or Mesa's lavapipe when it is the only Vulkan device; BONSAI_VULKAN_DEVICE picks one by index or name)")
 	fs.StringVar(&f.Layout, "layout", "auto", LayoutUsage)
 	fs.StringVar(&f.WeightFormat, "weight-format", "", WeightFormatUsage)

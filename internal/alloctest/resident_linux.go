@@ -2,6 +2,7 @@ package alloctest
 
 import (
 	"bufio"
+	"encoding/binary"
 	"fmt"
 	"os"
 	"strings"
@@ -13,9 +14,37 @@ import (
 // release of memory pages is the kernel's own account.
 func MappingResident(b []byte) (int64, error) { return smaps(b, 1, "Rss") }
 
-// Anonymous returns the anonymous bytes (the Anonymous lines of /proc/self/smaps) of
-// every memory mapping that overlaps b: the process's own memory, not a file's pages.
-func Anonymous(b []byte) (int64, error) { return smaps(b, max(len(b), 1), "Anonymous") }
+// Anonymous returns the bytes of the whole pages inside b that are resident and the
+// process's own (anonymous, not a file's page), as the kernel's page table has them
+// (/proc/self/pagemap: present, and neither a file page nor shared): page by page, where
+// /proc/self/smaps counts whole mappings, and the kernel merges neighbouring anonymous
+// mappings into one.
+func Anonymous(b []byte) (int64, error) {
+	page := uintptr(os.Getpagesize())
+	lo := uintptr(unsafe.Pointer(unsafe.SliceData(b)))
+	hi := (lo + uintptr(len(b))) / page
+	lo = (lo + page - 1) / page
+	if hi <= lo {
+		return 0, nil
+	}
+	f, err := os.Open("/proc/self/pagemap")
+	if err != nil {
+		return 0, err
+	}
+	defer f.Close()
+	buf := make([]byte, 8*(hi-lo))
+	if _, err := f.ReadAt(buf, int64(8*lo)); err != nil {
+		return 0, fmt.Errorf("/proc/self/pagemap: %w", err)
+	}
+	const present, fileOrShared = 1 << 63, 1 << 61
+	var n int64
+	for i := 0; i < len(buf); i += 8 {
+		if e := binary.LittleEndian.Uint64(buf[i:]); e&present != 0 && e&fileOrShared == 0 {
+			n += int64(page)
+		}
+	}
+	return n, nil
+}
 
 // smaps sums field over the entries of /proc/self/smaps whose mappings overlap the n
 // bytes from b's first.

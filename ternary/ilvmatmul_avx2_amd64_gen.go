@@ -116,6 +116,15 @@ func pass(nv, np, h, g int, odd bool, name string) {
 	fold(nv, g, h, rg.ones, code(0), rg.act, tmp, code(1))
 }
 
+// moveActs moves the activation pointers, BX and (past three vectors) CX, by op (ADDQ
+// or SUBQ) n bytes.
+func moveActs(nv int, op string, n int) {
+	p("%s $%d, BX", op, n)
+	if nv > 3 {
+		p("%s $%d, CX", op, n)
+	}
+}
+
 // passBegin opens a pass: its accs accumulators cleared, the block's first two lines
 // prefetched on its first pass, and the loop over the four planes of steps.
 func passBegin(accs int, first bool, name string) {
@@ -146,16 +155,10 @@ func stepBegin(st int, first bool) int {
 // block's.
 func passEnd(nv int, name string) {
 	p("ADDQ $512, SI")
-	p("ADDQ $64, BX")
-	if nv > 3 {
-		p("ADDQ $64, CX")
-	}
+	moveActs(nv, "ADDQ", 64)
 	p("DECQ DX")
 	p("JNZ %s", name)
-	p("SUBQ $256, BX")
-	if nv > 3 {
-		p("SUBQ $256, CX")
-	}
+	moveActs(nv, "SUBQ", 256)
 }
 
 // fold emits the fold of two planes' integers, rows 16(g+j)+8h … +7 (ilvTilesAVX2's
@@ -199,16 +202,10 @@ func block(nv int, odd bool, name string) {
 	if !odd {
 		// One body for both blocks of a pair: the activations move on 32 bytes after
 		// an even block (R12's bit 8 clear) and 224 after an odd one.
-		p("ADDQ $32, BX")
-		if nv > 3 {
-			p("ADDQ $32, CX")
-		}
+		moveActs(nv, "ADDQ", 32)
 		p("TESTQ $256, R12")
 		p("JZ %snext", name)
-		p("ADDQ $192, BX")
-		if nv > 3 {
-			p("ADDQ $192, CX")
-		}
+		moveActs(nv, "ADDQ", 192)
 		label(name + "next")
 	}
 	p("ADDQ $%d, AX", 2176)
@@ -357,10 +354,7 @@ func kernel(vr variant, nv int) {
 		label(name + "pair")
 		blockVNNI(vr.vex, nv, false, name+"even")
 		blockVNNI(vr.vex, nv, true, name+"odd")
-		p("ADDQ $256, BX")
-		if nv > 3 {
-			p("ADDQ $256, CX")
-		}
+		moveActs(nv, "ADDQ", 256)
 		p("DECQ R8")
 		p("JNZ %spair", name)
 	} else {

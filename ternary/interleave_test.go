@@ -432,34 +432,38 @@ func TestIlvFamilies(t *testing.T) {
 func TestFillRowsMatchesFill(t *testing.T) {
 	rng := rand.New(rand.NewPCG(3, 4))
 	const k = 2 * BlockSize
-	t.Run("PQ2_0", func(t *testing.T) {
-		const n = 2*IlvRows + 22
-		w := randomTernary(rng, PQ2_0, k, n, 0.01)
-		whole, err := NewInterleaved(k, n)
-		require.NoError(t, err)
-		whole.Fill(w, 0, n)
-		parts, err := NewInterleaved(k, n)
-		require.NoError(t, err)
-		rb := PQ2_0.RowBytes(k)
-		for _, r := range [][2]int{{IlvRows, n}, {0, IlvRows}} {
-			parts.FillRows(append([]byte(nil), w[r[0]*rb:r[1]*rb]...), r[0], r[1])
-		}
-		assert.Equal(t, whole.buf, parts.buf)
-		assert.Panics(t, func() { parts.FillRows(w[:rb], 0, IlvRows) })
-	})
-	t.Run("PTQ1_0", func(t *testing.T) {
-		const n = 2*Ilv3Rows + 7
-		w := randomTernary(rng, PTQ1_0, k, n, 0.01)
-		whole, err := NewInterleaved3(k, n)
-		require.NoError(t, err)
-		whole.Fill(w, 0, n)
-		parts, err := NewInterleaved3(k, n)
-		require.NoError(t, err)
-		rb := PTQ1_0.RowBytes(k)
-		for _, r := range [][2]int{{2 * Ilv3Rows, n}, {0, 2 * Ilv3Rows}} {
-			parts.FillRows(append([]byte(nil), w[r[0]*rb:r[1]*rb]...), r[0], r[1])
-		}
-		assert.Equal(t, whole.buf, parts.buf)
-		assert.Panics(t, func() { parts.FillRows(w[:rb], 0, Ilv3Rows) })
-	})
+	type layout interface {
+		Fill(w []byte, lo, hi int)
+		FillRows(rows []byte, lo, hi int)
+	}
+	for _, c := range []struct {
+		f    Format
+		tile int
+		make func(t *testing.T, n int) (layout, func() []byte)
+	}{
+		{PQ2_0, IlvRows, func(t *testing.T, n int) (layout, func() []byte) {
+			v, err := NewInterleaved(k, n)
+			require.NoError(t, err)
+			return v, func() []byte { return v.buf }
+		}},
+		{PTQ1_0, Ilv3Rows, func(t *testing.T, n int) (layout, func() []byte) {
+			v, err := NewInterleaved3(k, n)
+			require.NoError(t, err)
+			return v, func() []byte { return v.buf }
+		}},
+	} {
+		t.Run(c.f.String(), func(t *testing.T) {
+			n := 2*c.tile + 7
+			w := randomTernary(rng, c.f, k, n, 0.01)
+			whole, wholeBuf := c.make(t, n)
+			whole.Fill(w, 0, n)
+			parts, partsBuf := c.make(t, n)
+			rb := c.f.RowBytes(k)
+			for _, r := range [][2]int{{c.tile, n}, {0, c.tile}} {
+				parts.FillRows(append([]byte(nil), w[r[0]*rb:r[1]*rb]...), r[0], r[1])
+			}
+			assert.Equal(t, wholeBuf(), partsBuf())
+			assert.Panics(t, func() { parts.FillRows(w[:rb], 0, c.tile) })
+		})
+	}
 }

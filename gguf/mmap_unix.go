@@ -28,9 +28,6 @@ func dropPages(b []byte) error {
 	return unix.Madvise(b[lo:hi], unix.MADV_DONTNEED)
 }
 
-// canRemap reports whether remapPages can work here.
-const canRemap = true
-
 // remapPages returns how to give back the whole pages inside a part b of data, an
 // anonymous mapping the whole of fh was read into (data[0] is the file's first byte, and
 // page-aligned): they are replaced in place (MAP_FIXED) by a private read-only mapping of

@@ -99,8 +99,9 @@ func Open(path string, opts ...OpenOption) (*File, error) {
 			free()
 			return nil, fmt.Errorf("gguf: %s: read: %w", path, err)
 		}
-		if ok && canRemap {
-			drop, keep = remapPages(fh, data), true
+		if ok {
+			drop = remapPages(fh, data)
+			keep = drop != nil
 		}
 	}
 

@@ -103,7 +103,7 @@ func TestLayoutReleasesReadMemory(t *testing.T) {
 	})
 	t.Logf("PQ2_0 read into memory, auto: the file's anonymous bytes %d → %d (products %d)", before, after, products)
 	if before < products {
-		t.Skipf("no /proc/self/smaps of this process (under qemu-user it is the host's): its count of the file's memory (%d) misses the %d bytes of products just read", before, products)
+		t.Skipf("no /proc/self/pagemap of this process (under qemu-user it is the host's): its count of the file's memory (%d) misses the %d bytes of products just read", before, products)
 	}
 	edges := 2 * page * int64(productCount(w))
 	assert.LessOrEqual(t, after, before-products+edges, "the products' pages left anonymous memory")

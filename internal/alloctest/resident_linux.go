@@ -12,7 +12,39 @@ import (
 // MappingResident returns the resident bytes of the memory mapping that holds b, as the
 // kernel counts them (the Rss line of its entry in /proc/self/smaps): the test of a
 // release of memory pages is the kernel's own account.
-func MappingResident(b []byte) (int64, error) { return smaps(b, 1, "Rss") }
+func MappingResident(b []byte) (int64, error) {
+	addr := uintptr(unsafe.Pointer(unsafe.SliceData(b)))
+	f, err := os.Open("/proc/self/smaps")
+	if err != nil {
+		return 0, err
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	in := false
+	for sc.Scan() {
+		line := sc.Text()
+		fields := strings.Fields(line)
+		if len(fields) > 0 && !strings.HasSuffix(fields[0], ":") {
+			// A mapping's header: "lo-hi perms offset dev inode [path]".
+			var lo, hi uintptr
+			if _, err := fmt.Sscanf(fields[0], "%x-%x", &lo, &hi); err == nil {
+				in = lo <= addr && addr < hi
+			}
+			continue
+		}
+		if in && fields[0] == "Rss:" {
+			var kb int64
+			if _, err := fmt.Sscanf(line, "Rss: %d kB", &kb); err != nil {
+				return 0, fmt.Errorf("/proc/self/smaps: %q: %w", line, err)
+			}
+			return kb << 10, nil
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return 0, err
+	}
+	return 0, fmt.Errorf("no mapping holds %#x in /proc/self/smaps", addr)
+}
 
 // Anonymous returns the bytes of the whole pages inside b that are resident and the
 // process's own (anonymous, not a file's page), as the kernel's page table has them
@@ -44,46 +76,4 @@ func Anonymous(b []byte) (int64, error) {
 		}
 	}
 	return n, nil
-}
-
-// smaps sums field over the entries of /proc/self/smaps whose mappings overlap the n
-// bytes from b's first.
-func smaps(b []byte, n int, field string) (int64, error) {
-	addr := uintptr(unsafe.Pointer(unsafe.SliceData(b)))
-	end := addr + uintptr(n)
-	f, err := os.Open("/proc/self/smaps")
-	if err != nil {
-		return 0, err
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	in, found := false, false
-	var total int64
-	for sc.Scan() {
-		line := sc.Text()
-		fields := strings.Fields(line)
-		if len(fields) > 0 && !strings.HasSuffix(fields[0], ":") {
-			// A mapping's header: "lo-hi perms offset dev inode [path]".
-			var lo, hi uintptr
-			if _, err := fmt.Sscanf(fields[0], "%x-%x", &lo, &hi); err == nil {
-				in = lo < end && addr < hi
-				found = found || in
-			}
-			continue
-		}
-		if in && fields[0] == field+":" {
-			var kb int64
-			if _, err := fmt.Sscanf(line, field+": %d kB", &kb); err != nil {
-				return 0, fmt.Errorf("/proc/self/smaps: %q: %w", line, err)
-			}
-			total += kb << 10
-		}
-	}
-	if err := sc.Err(); err != nil {
-		return 0, err
-	}
-	if !found {
-		return 0, fmt.Errorf("no mapping holds %#x in /proc/self/smaps", addr)
-	}
-	return total, nil
 }

@@ -601,6 +601,81 @@ func TestMatMulQ8(t *testing.T) {
 	}
 }
 
+// TestQ8QuantizeFamilies checks every family's quantisation against the generic code's
+// bit for bit (the SIMD kernel leaves zero, non-finite and tiny blocks to it, so those
+// sit at either parity, first, last and in runs), over widths with an odd and an even
+// number of blocks.
+func TestQ8QuantizeFamilies(t *testing.T) {
+	r := rand.New(rand.NewPCG(27, 28))
+	special := []func(xb []float32){
+		func(xb []float32) { clear(xb) },
+		func(xb []float32) { xb[r.IntN(BlockSize)] = float32(math.NaN()) },
+		func(xb []float32) { xb[r.IntN(BlockSize)] = float32(math.Inf(1)) },
+		func(xb []float32) {
+			for i := range xb {
+				xb[i] = float32(r.NormFloat64()) * 1e-41
+			}
+		},
+		func(xb []float32) { // exact halves after scaling: ties to even
+			for i := range xb {
+				xb[i] = float32(i%9) - 4.5
+			}
+			xb[0] = 127
+		},
+		func(xb []float32) { xb[r.IntN(BlockSize)] = -math.MaxFloat32 },
+		func(xb []float32) { clear(xb); xb[r.IntN(BlockSize)] = -0.0 },
+	}
+	for _, k := range []int{BlockSize, 2 * BlockSize, 3 * BlockSize, 5120, 17408} {
+		nb := k / BlockSize
+		for trial := range 40 {
+			x := make([]float32, k)
+			for i := range x {
+				x[i] = float32(r.NormFloat64() * math.Exp(3*r.NormFloat64()))
+			}
+			for range trial % 4 {
+				b := r.IntN(nb)
+				special[r.IntN(len(special))](x[b*BlockSize : (b+1)*BlockSize])
+			}
+			var want *Q8
+			withKernel(q8Kernels[0], func() {
+				want = NewQ8(k)
+				want.Quantize(x)
+			})
+			for _, kern := range q8Kernels[1:] {
+				withKernel(kern, func() {
+					got := NewQ8(k)
+					for i := range got.Q {
+						got.Q[i] = 99 // the padding must stay as written
+					}
+					got.Quantize(x)
+					for b := range nb {
+						for i := range BlockSize {
+							if g, w := got.Q[q8Index(b*BlockSize+i)], want.Q[q8Index(b*BlockSize+i)]; g != w {
+								t.Fatalf("%s k=%d trial %d: block %d element %d: Q %d, want %d", kern.name, k, trial, b, i, g, w)
+							}
+						}
+						if g, w := math.Float32bits(got.D[b]), math.Float32bits(want.D[b]); g != w {
+							t.Fatalf("%s k=%d trial %d: block %d: D %#x, want %#x", kern.name, k, trial, b, g, w)
+						}
+						if got.Sum[b] != want.Sum[b] {
+							t.Fatalf("%s k=%d trial %d: block %d: Sum %d, want %d", kern.name, k, trial, b, got.Sum[b], want.Sum[b])
+						}
+					}
+					if nb%2 == 1 { // the odd block count's padding half
+						for p := range 4 {
+							for j := range 32 {
+								if v := got.Q[256*(nb/2)+64*p+32+j]; v != 99 {
+									t.Fatalf("%s k=%d: padding byte %d written (%d)", kern.name, k, 256*(nb/2)+64*p+32+j, v)
+								}
+							}
+						}
+					}
+				})
+			}
+		}
+	}
+}
+
 func TestQ8NoAllocs(t *testing.T) {
 	r := rand.New(rand.NewPCG(13, 14))
 	const k, n, tt = 5120, 64, 7

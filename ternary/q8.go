@@ -102,13 +102,22 @@ func (q *Q8) Quantize(x []float32) {
 		panic(fmt.Sprintf("ternary: Q8.Quantize: %d values for width %d", len(x), q.K))
 	}
 	nb := q.K / BlockSize
-	_ = q.D[nb-1]
-	_ = q.Sum[nb-1]
-	for b := range nb {
-		d, s := quantizeQ8Block(q.Q, b, x[b*BlockSize:(b+1)*BlockSize])
-		q.D[b], q.Sum[b] = d, s
-	}
+	quantizeQ8(q.Q, q.D[:nb], q.Sum[:nb], x[:q.K])
 	q.trOK.Store(false)
+}
+
+// quantizeQ8 quantises the len(d) blocks of x into q, d and sum: by the selected
+// family's SIMD kernel where it has one, and by quantizeQ8Block for the blocks that
+// kernel leaves (zeros, NaN or infinities, tiny scales) and everywhere else.
+func quantizeQ8(q []int8, d []float32, sum []int32, x []float32) {
+	for b := 0; b < len(d); b++ {
+		if q8Sel.id != q8Generic {
+			if b = archQuantizeQ8(q, d, sum, x, b); b == len(d) {
+				return
+			}
+		}
+		d[b], sum[b] = quantizeQ8Block(q, b, x[b*BlockSize:(b+1)*BlockSize])
+	}
 }
 
 // q8Round is 1.5·2²³: adding and subtracting it rounds a float32 of magnitude below 2²²

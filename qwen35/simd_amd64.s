@@ -760,11 +760,89 @@ sar_done:
 	VZEROUPPER
 	RET
 
+// GS8ROWS(op, c) applies op(address, r) to chunk c (an element offset, AX) of the
+// group's eight rows: row r at R8 + r·R9 bytes, R13 = 3·R9; BX and R14 are clobbered.
+#define GS8ROWS(OP) \
+	LEAQ (R8)(AX*4), BX \
+	LEAQ (BX)(R9*4), R14 \
+	OP((BX), 0, Y0) \
+	OP((BX)(R9*1), 4, Y1) \
+	OP((BX)(R9*2), 8, Y2) \
+	OP((BX)(R13*1), 12, Y3) \
+	OP((R14), 16, Y4) \
+	OP((R14)(R9*1), 20, Y5) \
+	OP((R14)(R9*2), 24, Y6) \
+	OP((R14)(R13*1), 28, Y7)
+
+// GS8DOT: pass 1 of one row and chunk: acc += row·k (k's chunk in Y8).
+#define GS8DOT(addr, off, A) VFMADD231PS addr, Y8, A
+
+// GS8UPD: pass 2 of one row and chunk: row ← decay·row + δ·k (δ broadcast in D, k's
+// chunk in Y8), and acc += row·q (q's chunk in Y9).
+#define GS8UPD(addr, D, A) \
+	VMULPS      addr, Y15, Y10 \
+	VFMADD231PS Y8, D, Y10 \
+	VMOVUPS     Y10, addr \
+	VFMADD231PS Y9, Y10, A
+
+// GS8HALF(base, off, A0 … A3) runs pass 2 over the four rows at base + r·R9 (r < 4),
+// their δ at off(SP), into accumulators A0 … A3: δ in registers Y11 … Y14 (the eight
+// rows' δ and accumulators do not fit the sixteen registers at once).
+#define GS8HALF(lbl, base, off, A0, A1, A2, A3) \
+	VBROADCASTSS off(SP), Y11 \
+	VBROADCASTSS off+4(SP), Y12 \
+	VBROADCASTSS off+8(SP), Y13 \
+	VBROADCASTSS off+12(SP), Y14 \
+	XORQ         AX, AX \
+lbl: \
+	VMOVUPS      (SI)(AX*4), Y8 \
+	VMOVUPS      (DI)(AX*4), Y9 \
+	LEAQ         (base)(AX*4), BX \
+	GS8UPD((BX), Y11, A0) \
+	GS8UPD((BX)(R9*1), Y12, A1) \
+	GS8UPD((BX)(R9*2), Y13, A2) \
+	GS8UPD((BX)(R13*1), Y14, A3) \
+	ADDQ         $8, AX \
+	CMPQ         AX, CX \
+	JLT          lbl
+
+// GS8SUMS leaves in Y1 the eight rows' sums of their accumulators Y0 … Y7 (row r in
+// lane r), each ((l0+l1)+(l2+l3)) + ((l4+l5)+(l6+l7)) over its lanes.
+#define GS8SUMS \
+	VHADDPS    Y1, Y0, Y0 \
+	VHADDPS    Y3, Y2, Y2 \
+	VHADDPS    Y5, Y4, Y4 \
+	VHADDPS    Y7, Y6, Y6 \
+	VHADDPS    Y2, Y0, Y0 \
+	VHADDPS    Y6, Y4, Y4 \
+	VPERM2F128 $0x20, Y4, Y0, Y1 \
+	VPERM2F128 $0x31, Y4, Y0, Y2 \
+	VADDPS     Y2, Y1, Y1
+
+#define GS8ZERO \
+	VXORPS Y0, Y0, Y0 \
+	VXORPS Y1, Y1, Y1 \
+	VXORPS Y2, Y2, Y2 \
+	VXORPS Y3, Y3, Y3 \
+	VXORPS Y4, Y4, Y4 \
+	VXORPS Y5, Y5, Y5 \
+	VXORPS Y6, Y6, Y6 \
+	VXORPS Y7, Y7, Y7
+
 // func gdnStepAVX2(S, k, q, v, o []float32, decay, beta float32)
 //
-// For each row: the dot product with k (four accumulators), δ, then the update and the
-// dot product with q in a second pass while the row is in L1.
-TEXT ·gdnStepAVX2(SB), NOSPLIT, $0-128
+// Rows of a multiple of 8 values, 8 rows at a time (the models' heads): pass 1 runs the
+// eight rows' dot products with k side by side, one accumulator a row, each k chunk
+// loaded once for the eight; their sums come out as one vector (GS8SUMS), from which δ
+// of the eight rows is one vector operation; pass 2 updates the rows and runs their
+// dot products with q the same way. Eight independent chains hide each other's
+// latency, which a row at a time (below) leaves exposed: each row's δ waits for its
+// reduction, and its update for δ. A lane of a row's sums adds d/8 products in turn,
+// then the tree of GS8SUMS.
+//
+// Other shapes, a row at a time: the dot product with k (four accumulators), δ, then
+// the update and the dot product with q in a second pass while the row is in L1.
+TEXT ·gdnStepAVX2(SB), NOSPLIT, $32-128
 	MOVQ         S_base+0(FP), R8
 	MOVQ         k_base+24(FP), SI
 	MOVQ         k_len+32(FP), CX
@@ -776,6 +854,48 @@ TEXT ·gdnStepAVX2(SB), NOSPLIT, $0-128
 	VMOVSS       beta+124(FP), X14
 	TESTQ        R12, R12
 	JZ           gs_done
+	TESTQ        CX, CX
+	JZ           gs_rows
+	MOVQ         CX, AX
+	ORQ          R12, AX
+	TESTQ        $7, AX
+	JNZ          gs_rows
+	LEAQ         (CX*4), R9
+	LEAQ         (R9)(R9*2), R13
+
+gs8_group:
+	GS8ZERO
+	XORQ AX, AX
+
+gs8_dot:
+	VMOVUPS (SI)(AX*4), Y8
+	GS8ROWS(GS8DOT)
+	ADDQ    $8, AX
+	CMPQ    AX, CX
+	JLT     gs8_dot
+	GS8SUMS
+	// δ = (v − decay·s)·beta for the eight rows
+	VMOVUPS      (R10), Y2
+	VFNMADD231PS Y15, Y1, Y2
+	VBROADCASTSS beta+124(FP), Y14 // pass 2 uses Y14 for a δ
+	VMULPS       Y14, Y2, Y2
+	VMOVUPS      Y2, 0(SP)
+
+	GS8ZERO
+	LEAQ (R8)(R9*4), R14
+	GS8HALF(gs8_upd0, R8, 0, Y0, Y1, Y2, Y3)
+	GS8HALF(gs8_upd1, R14, 16, Y4, Y5, Y6, Y7)
+	GS8SUMS
+	VMOVUPS Y1, (R11)
+
+	LEAQ (R8)(R9*8), R8
+	ADDQ $32, R10
+	ADDQ $32, R11
+	SUBQ $8, R12
+	JNZ  gs8_group
+	JMP  gs_done
+
+gs_rows:
 	MOVQ         CX, R13
 	ANDQ         $-8, R13 // whole vectors
 	MOVQ         CX, DX

@@ -365,6 +365,34 @@ func TestGDNStateCopyReset(t *testing.T) {
 	assert.Equal(t, g.NewState(), b)
 }
 
+// TestGDNNewStates checks that the states NewStates makes from one allocation are
+// independent layers: zeroed, each as NewState's, and a layer's run or a copy into it
+// leaves the others as they were (a state's S cannot grow into the next one's).
+func TestGDNNewStates(t *testing.T) {
+	rng := rand.New(rand.NewPCG(15, 1))
+	c := gdnConfig(2, 6, 8, 4)
+	l := gdnLayer(rng, c, 1)
+	g := qwen35.NewGDN(c)
+	sc := g.NewScratch(4)
+	sts := g.NewStates(3)
+	require.Len(t, sts, 3)
+	for _, st := range sts {
+		assert.Equal(t, g.NewState(), st)
+		assert.Equal(t, len(st.S), cap(st.S), "a state's S ends where the next one's begins")
+	}
+	in := newGDNInputs(rng, c, 4, 0)
+	want := g.NewState()
+	runGDN(g, c, in, l, want, sc, false)
+	runGDN(g, c, in, l, sts[1], sc, false)
+	assert.Equal(t, want, sts[1])
+	assert.Equal(t, g.NewState(), sts[0])
+	assert.Equal(t, g.NewState(), sts[2])
+	sts[2].CopyFrom(sts[1])
+	assert.Equal(t, g.NewState(), sts[0])
+	assert.Equal(t, want, sts[1])
+	assert.Empty(t, g.NewStates(0))
+}
+
 func TestGDNForwardAllocs(t *testing.T) {
 	rng := rand.New(rand.NewPCG(15, 1))
 	c := gdnConfig(4, 12, 32, 4)

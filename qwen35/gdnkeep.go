@@ -1,6 +1,10 @@
 package qwen35
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/bonsai-go/sdk/internal/hugemem"
+)
 
 // GDNKeep holds what it takes to rewind one GDN layer's state to any position of a kept
 // pass (ForwardKept): the state as it was before the pass, and each position's inputs
@@ -21,7 +25,7 @@ type GDNKeep struct {
 
 // NewKeep returns an empty keep for this GDN's layers.
 func (g *GDN) NewKeep() *GDNKeep {
-	return &GDNKeep{s: make([]float32, g.vHeads*g.d*g.d), out: make([]float32, g.inner)}
+	return &GDNKeep{s: hugemem.Float32s(g.vHeads * g.d * g.d), out: make([]float32, g.inner)}
 }
 
 // Len returns the number of positions kept.

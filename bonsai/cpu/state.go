@@ -114,11 +114,18 @@ func (e *cpuEngine) NewState(opt backend.StateOptions) (backend.State, error) {
 		return nil, fmt.Errorf("unknown KV precision %v", opt.KVCache)
 	}
 	st := &cpuState{e: e, opt: opt, gdn: make([]*qwen35.GDNState, c.Layers), kv: make([]*qwen35.KVCache, c.Layers)}
+	nGDN := 0
+	for i := 0; i < c.Layers; i++ {
+		if !c.IsAttention(i) {
+			nGDN++
+		}
+	}
+	gdn := e.gdn.NewStates(nGDN) // one allocation, in huge pages
 	for i := 0; i < c.Layers; i++ {
 		if c.IsAttention(i) {
 			st.kv[i] = qwen35.NewKVCache(c.KVHeads, c.HeadDim, opt.KVCache, opt.ContextSize)
 		} else {
-			st.gdn[i] = e.gdn.NewState()
+			st.gdn[i], gdn = gdn[0], gdn[1:]
 		}
 	}
 	return st, nil

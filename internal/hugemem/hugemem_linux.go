@@ -7,7 +7,13 @@ func alloc(size int) ([]byte, func() error, bool) {
 	if err != nil {
 		return nil, nil, false
 	}
-	const madvHugepage = 14 // MADV_HUGEPAGE; a hint, ignored where THP is off
-	_ = syscall.Madvise(b, madvHugepage)
+	_ = adviseHuge(b)
 	return b, func() error { return syscall.Munmap(b) }, true
+}
+
+// adviseHuge asks for transparent huge pages for b (whole pages): a hint, which the
+// kernel ignores where they are off.
+func adviseHuge(b []byte) error {
+	const madvHugepage = 14 // MADV_HUGEPAGE
+	return syscall.Madvise(b, madvHugepage)
 }

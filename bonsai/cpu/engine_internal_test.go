@@ -83,3 +83,48 @@ func TestDecodeMemoryIsTheKernels(t *testing.T) {
 		require.NoError(t, eng.Close())
 	}
 }
+
+// A new state reuses a closed one's GDN states, zeroed: its logits are a fresh state's
+// bit for bit; no more than maxSpareGDN sets are kept, and none once the engine is closed.
+func TestSpareGDNStates(t *testing.T) {
+	w := synthtest.Weights(t, "tiny", 9, ternary.PQ2_0)
+	cfg := w.Config
+	eng, err := New().Load(context.Background(), w, backend.LoadOptions{Threads: 2, Activations: backend.ActivationsInt8})
+	require.NoError(t, err)
+	e := eng.(*cpuEngine)
+	opt := backend.StateOptions{ContextSize: 64, KVCache: backend.KVFloat32}
+	ids := []int32{3, 1, 4, 1, 5, 9, 2, 6}
+	run := func(st backend.State) []float32 {
+		out := make([]float32, cfg.Vocab)
+		require.NoError(t, e.Forward(context.Background(), []backend.Sequence{{State: st, Tokens: ids, Logits: backend.LogitsLast, Out: out}}))
+		return out
+	}
+	a, err := e.NewState(opt)
+	require.NoError(t, err)
+	want := run(a)
+	mem := &a.(*cpuState).gdnSet[0].S[0]
+	require.NoError(t, a.Close())
+	require.NoError(t, a.Close()) // twice: nothing kept twice
+	require.Len(t, e.spareGDN, 1)
+
+	b, err := e.NewState(opt)
+	require.NoError(t, err)
+	require.Same(t, mem, &b.(*cpuState).gdnSet[0].S[0], "the closed state's memory is reused")
+	require.Empty(t, e.spareGDN)
+	require.Equal(t, want, run(b), "a reused state starts from zero")
+
+	var sts []backend.State
+	for range maxSpareGDN + 2 {
+		st, err := e.NewState(opt)
+		require.NoError(t, err)
+		sts = append(sts, st)
+	}
+	for _, st := range sts {
+		require.NoError(t, st.Close())
+	}
+	require.Len(t, e.spareGDN, maxSpareGDN)
+	require.NoError(t, eng.Close())
+	require.Empty(t, e.spareGDN)
+	require.NoError(t, b.Close())
+	require.Empty(t, e.spareGDN, "a closed engine keeps nothing")
+}

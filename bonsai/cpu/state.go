@@ -17,8 +17,9 @@ type cpuState struct {
 	pos    int
 	closed bool
 
-	gdn []*qwen35.GDNState // per layer; nil for attention layers
-	kv  []*qwen35.KVCache  // per layer; nil for GDN layers
+	gdn    []*qwen35.GDNState // per layer; nil for attention layers
+	gdnSet []*qwen35.GDNState // the GDN layers' states in order, one allocation (see gdnStates)
+	kv     []*qwen35.KVCache  // per layer; nil for GDN layers
 
 	// keep holds, per GDN layer, what Rewind needs (nil until the first kept pass);
 	// kept says that it covers the positions since keepFrom, those of the last pass,
@@ -120,7 +121,8 @@ func (e *cpuEngine) NewState(opt backend.StateOptions) (backend.State, error) {
 			nGDN++
 		}
 	}
-	gdn := e.gdn.NewStates(nGDN) // one allocation, in huge pages
+	gdn := e.gdnStates(nGDN)
+	st.gdnSet = gdn
 	for i := 0; i < c.Layers; i++ {
 		if c.IsAttention(i) {
 			st.kv[i] = qwen35.NewKVCache(c.KVHeads, c.HeadDim, opt.KVCache, opt.ContextSize)
@@ -277,8 +279,42 @@ func (st *cpuState) Bytes() int64 {
 }
 
 func (st *cpuState) Close() error {
-	st.gdn, st.kv, st.keep, st.kept, st.closed = nil, nil, nil, false, true
+	if !st.closed {
+		st.e.spareGDNStates(st.gdnSet)
+	}
+	st.gdn, st.gdnSet, st.kv, st.keep, st.kept, st.closed = nil, nil, nil, nil, false, true
 	return nil
+}
+
+// gdnStates returns n zero GDN states for a new sequence: a closed sequence's, zeroed,
+// if the engine kept one, else new ones (one allocation, in huge pages).
+func (e *cpuEngine) gdnStates(n int) []*qwen35.GDNState {
+	e.mu.Lock()
+	var sts []*qwen35.GDNState
+	if k := len(e.spareGDN); k > 0 {
+		sts, e.spareGDN = e.spareGDN[k-1], e.spareGDN[:k-1]
+	}
+	e.mu.Unlock()
+	if len(sts) != n {
+		return e.gdn.NewStates(n)
+	}
+	for _, g := range sts {
+		g.Reset()
+	}
+	return sts
+}
+
+// spareGDNStates keeps a closed sequence's GDN states for a new one, while the engine
+// is open and keeps fewer than maxSpareGDN sets.
+func (e *cpuEngine) spareGDNStates(sts []*qwen35.GDNState) {
+	if len(sts) == 0 {
+		return
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if !e.closed && len(e.spareGDN) < maxSpareGDN {
+		e.spareGDN = append(e.spareGDN, sts)
+	}
 }
 
 // shareProfile accounts a chunk's time to its states in proportion to their rows (a

@@ -60,3 +60,14 @@
 	FADD(3, 3, 7); \
 	FADD(0, 0, 2); \
 	FADD(1, 1, 3)
+
+// For the activation quantiser (q8quant_arm64.s).
+#define FCVTNS4S(d, n) WORD $(0x4e21a800 | ((n)<<5) | (d))
+#define XTN4H(d, n) WORD $(0x0e612800 | ((n)<<5) | (d))
+#define XTN2_8H(d, n) WORD $(0x4e612800 | ((n)<<5) | (d))
+#define XTN8B(d, n) WORD $(0x0e212800 | ((n)<<5) | (d))
+#define XTN2_16B(d, n) WORD $(0x4e212800 | ((n)<<5) | (d))
+#define ADDV4S(d, n) WORD $(0x4eb1b800 | ((n)<<5) | (d))
+#define UMAXV4S(d, n) WORD $(0x6eb0a800 | ((n)<<5) | (d))
+#define UMAX4S(d, n, m) WORD $(0x6ea06400 | ((m)<<16) | ((n)<<5) | (d))
+#define FMULE0(d, n, m) WORD $(0x4f809000 | ((m)<<16) | ((n)<<5) | (d))

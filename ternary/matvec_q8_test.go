@@ -606,6 +606,12 @@ func TestMatMulQ8(t *testing.T) {
 // sit at either parity, first, last and in runs), over widths with an odd and an even
 // number of blocks.
 func TestQ8QuantizeFamilies(t *testing.T) {
+	for _, kern := range q8Kernels[1:] {
+		t.Run(kern.name, func(t *testing.T) { testQ8QuantizeFamily(t, kern) })
+	}
+}
+
+func testQ8QuantizeFamily(t *testing.T, kern q8Kernel) {
 	r := rand.New(rand.NewPCG(27, 28))
 	special := []func(xb []float32){
 		func(xb []float32) { clear(xb) },
@@ -636,41 +642,33 @@ func TestQ8QuantizeFamilies(t *testing.T) {
 				b := r.IntN(nb)
 				special[r.IntN(len(special))](x[b*BlockSize : (b+1)*BlockSize])
 			}
-			var want *Q8
-			withKernel(q8Kernels[0], func() {
-				want = NewQ8(k)
-				want.Quantize(x)
-			})
-			for _, kern := range q8Kernels[1:] {
-				withKernel(kern, func() {
-					got := NewQ8(k)
-					for i := range got.Q {
-						got.Q[i] = 99 // the padding must stay as written
+			want, got := NewQ8(k), NewQ8(k)
+			withKernel(q8Kernels[0], func() { want.Quantize(x) })
+			for i := range got.Q {
+				got.Q[i] = 99 // the padding must stay as written
+			}
+			withKernel(kern, func() { got.Quantize(x) })
+			for b := range nb {
+				for i := range BlockSize {
+					if g, w := got.Q[q8Index(b*BlockSize+i)], want.Q[q8Index(b*BlockSize+i)]; g != w {
+						t.Fatalf("k=%d trial %d: block %d element %d: Q %d, want %d", k, trial, b, i, g, w)
 					}
-					got.Quantize(x)
-					for b := range nb {
-						for i := range BlockSize {
-							if g, w := got.Q[q8Index(b*BlockSize+i)], want.Q[q8Index(b*BlockSize+i)]; g != w {
-								t.Fatalf("%s k=%d trial %d: block %d element %d: Q %d, want %d", kern.name, k, trial, b, i, g, w)
-							}
-						}
-						if g, w := math.Float32bits(got.D[b]), math.Float32bits(want.D[b]); g != w {
-							t.Fatalf("%s k=%d trial %d: block %d: D %#x, want %#x", kern.name, k, trial, b, g, w)
-						}
-						if got.Sum[b] != want.Sum[b] {
-							t.Fatalf("%s k=%d trial %d: block %d: Sum %d, want %d", kern.name, k, trial, b, got.Sum[b], want.Sum[b])
-						}
-					}
-					if nb%2 == 1 { // the odd block count's padding half
-						for p := range 4 {
-							for j := range 32 {
-								if v := got.Q[256*(nb/2)+64*p+32+j]; v != 99 {
-									t.Fatalf("%s k=%d: padding byte %d written (%d)", kern.name, k, 256*(nb/2)+64*p+32+j, v)
-								}
-							}
+				}
+				if g, w := math.Float32bits(got.D[b]), math.Float32bits(want.D[b]); g != w {
+					t.Fatalf("k=%d trial %d: block %d: D %#x, want %#x", k, trial, b, g, w)
+				}
+				if got.Sum[b] != want.Sum[b] {
+					t.Fatalf("k=%d trial %d: block %d: Sum %d, want %d", k, trial, b, got.Sum[b], want.Sum[b])
+				}
+			}
+			if nb%2 == 1 { // the odd block count's padding half
+				for p := range 4 {
+					for j := range 32 {
+						if v := got.Q[256*(nb/2)+64*p+32+j]; v != 99 {
+							t.Fatalf("k=%d: padding byte %d written (%d)", k, 256*(nb/2)+64*p+32+j, v)
 						}
 					}
-				})
+				}
 			}
 		}
 	}

@@ -222,7 +222,7 @@ type cpuEngine struct {
 
 // maxSpareGDN is how many closed sequences' GDN states the engine keeps for new ones. A
 // fresh set's first step faults in every page of it (151 MB for the 27B: 0.4 s on a
-// virtual machine, even in huge pages), where zeroing a kept one takes a few
+// virtual machine, even in huge pages), where zeroing a kept one takes tens of
 // milliseconds; two cover a program that starts one sequence after another, or keeps
 // one aside while it starts the next, without holding much memory for nothing.
 const maxSpareGDN = 2

@@ -311,11 +311,7 @@ func (b *attnBody) Run(lo, hi int) {
 
 // finish writes one head's output: the normalised weighted values times the gate's
 // sigmoid.
-func (a *Attention) finish(o, gate, acc []float32, inv float32) {
-	for j := range o {
-		o[j] = acc[j] * inv * sigmoid32(gate[j])
-	}
-}
+func (a *Attention) finish(o, gate, acc []float32, inv float32) { gateMul(o, gate, acc, inv) }
 
 // attnMerge combines the spans' partial softmaxes of (token, head) pairs [lo, hi) and
 // writes their outputs.
@@ -532,13 +528,4 @@ func (a *Attention) attendBlock(w *attnWork, qs []float32, n int, kb, vb []float
 			scaleAddRows(acc[r*D:(r+1)*D], 1, s[r*attnBlock:r*attnBlock+n], vb, D)
 		}
 	}
-}
-
-// sigmoid32 returns 1/(1+e^−x) with the float32 exponential.
-func sigmoid32(x float32) float32 {
-	if x >= 0 {
-		return 1 / (1 + expf32(-x))
-	}
-	e := expf32(x)
-	return e / (1 + e)
 }

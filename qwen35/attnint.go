@@ -61,48 +61,53 @@ func qHead(d int) int { return 128 * qVectors(d) }
 // offset.
 func quantQuery(codes []int8, sq []float32, corr []int32, q []float32, q4 bool) {
 	d := len(q)
-	nb := (d + kvBlock - 1) / kvBlock
+	nb, nv := (d+kvBlock-1)/kvBlock, qVectors(d)
 	var scale [64]float32 // a block's s_qb; heads of up to 2048 values
-	var a [2048]int8
+	var a [2048]int8      // the codes in value order, zero past d
 	if nb > len(scale) {
 		panic("qwen35: quantQuery: head too long")
 	}
 	for b := 0; b < nb; b++ {
 		lo, hi := b*kvBlock, min((b+1)*kvBlock, d)
-		var amax float32
+		// The largest |q| by its bits, the sign cleared: integer comparisons (a NaN's
+		// bits exceed every number's, so a NaN still wins).
+		var abits uint32
 		for _, x := range q[lo:hi] {
-			amax = max(amax, abs32(x))
+			abits = max(abits, math.Float32bits(x)&0x7fffffff)
 		}
+		amax := math.Float32frombits(abits)
 		scale[b] = amax / 127
 		if amax == 0 {
-			clear(a[lo:hi])
 			continue
 		}
 		inv := 127 / amax
-		for i := lo; i < hi; i++ {
-			a[i] = int8(max(-127, min(127, math.Round(float64(q[i]*inv)))))
+		for i, x := range q[lo:hi] {
+			// Clamped, then rounded half away from zero: y ± ½ is exact in float64 for
+			// a float32 y of magnitude below 2²³, or below ½ by less than it can hold,
+			// so the truncation gives math.Round's integer.
+			y := float64(x * inv)
+			if y > 127 {
+				y = 127
+			} else if y < -127 {
+				y = -127
+			}
+			a[lo+i] = int8(int32(y + math.Copysign(0.5, y)))
 		}
 	}
-	at := func(i int) int8 {
-		if i < d {
-			return a[i]
-		}
-		return 0
-	}
-	bias := 128 // int8: keys XOR 0x80
+	bias := int32(128) // int8: keys XOR 0x80
 	if q4 {
 		bias = 8
 	}
-	for v := 0; v < qVectors(d); v++ {
+	for v := 0; v < nv; v++ {
 		for l := 0; l < qLanes; l++ {
 			b := 4*v + l/4
-			base, sum := 32*b+4*(l%4), 0
-			for j := 0; j < 4; j++ {
-				lo, hi := at(base+j), at(base+16+j)
-				codes[128*v+4*l+j], codes[128*v+64+4*l+j] = lo, hi
-				sum += int(lo) + int(hi)
-			}
-			corr[v*qLanes+l] = int32(-bias * sum)
+			base := 32*b + 4*(l%4)
+			lo, hi := a[base:base+4:base+4], a[base+16:base+20:base+20]
+			copy(codes[128*v+4*l:128*v+4*l+4], lo)
+			copy(codes[128*v+64+4*l:128*v+64+4*l+4], hi)
+			sum := int32(lo[0]) + int32(lo[1]) + int32(lo[2]) + int32(lo[3]) +
+				int32(hi[0]) + int32(hi[1]) + int32(hi[2]) + int32(hi[3])
+			corr[v*qLanes+l] = -bias * sum
 			sq[v*qLanes+l] = 0
 			if b < nb {
 				sq[v*qLanes+l] = scale[b]

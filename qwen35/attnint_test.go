@@ -124,6 +124,27 @@ func TestQuantQuery(t *testing.T) {
 			}
 		}
 	}
+	// Exact halves round away from zero, as math.Round: a block whose largest |q| is 127
+	// has 1/s_b = 1, so q_i is the unrounded code itself.
+	q := make([]float32, 64)
+	want := make([]int8, 64)
+	for i := range q {
+		switch {
+		case i == 0:
+			q[i] = 127
+		case i == 40:
+			q[i] = -127
+		default:
+			q[i] = float32(rng.IntN(253)-126) + []float32{0.5, -0.5, 0.25, 0.49999997, 0.50000006}[i%5]
+		}
+		want[i] = int8(max(-127, min(127, math.Round(float64(q[i])))))
+	}
+	codes, sq, corr := make([]int8, qHead(64)), make([]float32, qLanes*qVectors(64)), make([]int32, qLanes*qVectors(64))
+	quantQuery(codes, sq, corr, q, false)
+	for i := range q {
+		at, _ := queryAt(i)
+		require.Equal(t, want[i], codes[at], "q=%v", q[i])
+	}
 }
 
 // TestScoreKernels checks every kernel set's integer scores: bit for bit the generic
@@ -136,7 +157,7 @@ func TestScoreKernels(t *testing.T) {
 	forEachSet(t, func(t *testing.T, k *kernels) {
 		for _, q4 := range []bool{false, true} {
 			for _, d := range []int{64, 128, 256} {
-				for _, rep := range []int{1, 6, 8} {
+				for _, rep := range []int{1, 2, 3, 5, 6, 7, 8} { // the AVX2 kernels reduce heads in groups of up to four
 					const n = 37
 					ik, iq := newIntKeys(rng, n, d, q4), newIntQueries(rng, rep, d, q4)
 					os := n + 3

@@ -34,6 +34,9 @@ package qwen35
 //     Below that the exponential is clamped and the result, of magnitude < 1.1e−36, is
 //     off by less than |g|·1.2e−38. The AVX2, AVX-512 and NEON versions do the same
 //     operations and agree bit for bit (simd_test.go checks each against a Go model).
+//   - gateMul's σ is the SiLU's (the same operations, so the same bits on every SIMD
+//     set), the generic code's sigmoid32 (Cephes' exp in Go, e/(1+e) below zero): both
+//     within 2 ulp of the exact σ(g) over a million arguments (simd_test.go).
 
 // kernels is one implementation of the kernels; simd_generic.go documents each.
 type kernels struct {
@@ -47,6 +50,7 @@ type kernels struct {
 	sumSquares   func(x []float32) float64
 	scaleMul     func(dst, x []float32, scale float32, gain []float32)
 	siluMul      func(dst, g, u []float32)
+	gateMul      func(dst, g, u []float32, s float32)
 	f16ToF32     func(dst []float32, src []uint16)
 	dequantInt8  func(dst []float32, src []int8, scales []float32)
 	dotBF16      func(row []byte, x []float32) float32
@@ -86,6 +90,7 @@ var genericKernels = kernels{
 	sumSquares:   sumSquaresGeneric,
 	scaleMul:     scaleMulGeneric,
 	siluMul:      siluMulGeneric,
+	gateMul:      gateMulGeneric,
 	f16ToF32:     f16ToF32Generic,
 	dequantInt8:  dequantInt8Generic,
 	dotBF16:      dotBF16Generic,
@@ -169,6 +174,14 @@ func siluMul(dst, g, u []float32) {
 		u = u[:n]
 	}
 	kern.siluMul(dst, g[:n], u)
+}
+
+// gateMul sets dst[i] = (u[i]·s)·σ(g[i]) over len(dst), σ the logistic sigmoid: an
+// attention head's output, its weighted values u normalised by s and gated; dst may
+// alias g or u.
+func gateMul(dst, g, u []float32, s float32) {
+	n := len(dst)
+	kern.gateMul(dst, g[:n], u[:n], s)
 }
 
 // f16ToF32s widens the IEEE halves of src to dst, over len(dst).

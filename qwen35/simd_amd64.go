@@ -31,6 +31,9 @@ func scaleMulAVX2(dst, x []float32, scale float32, gain []float32)
 func siluMulAVX2(dst, g, u []float32)
 
 //go:noescape
+func gateMulAVX2(dst, g, u []float32, s float32)
+
+//go:noescape
 func f16ToF32F16C(dst []float32, src []uint16)
 
 //go:noescape
@@ -140,6 +143,7 @@ func archKernels() []*kernels {
 		sumSquares:   sumSquaresAVX2,
 		scaleMul:     scaleMulAVX2,
 		siluMul:      siluMulAVX2,
+		gateMul:      gateMulAVX2,
 		f16ToF32:     f16ToF32F16C,
 		dequantInt8:  dequantInt8AVX2,
 		dotBF16:      dotBF16AVX2,

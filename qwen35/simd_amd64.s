@@ -1018,11 +1018,11 @@ gs_done:
 	VZEROUPPER
 	RET
 
-// SILU8CORE(G): Y0 ← silu(G) for the 8 lanes of G. silu(g) = g·σ(g) with σ(g) = 1/(1+e) for g ≥ 0 and e/(1+e)
-// for g < 0, where e = exp(−|g|), clamped at ln 2⁻¹²⁶ so that it never overflows nor
-// leaves the normal range. exp is Cephes' expf: n = round(a·log₂e), r = a − n·ln2 in
-// two parts, e = 2ⁿ·(1 + r + r²·p(r)). Clobbers Y1-Y7.
-#define SILU8CORE(G) \
+// SIGMOID8CORE(G): Y5 ← σ(G) for the 8 lanes of G: σ(g) = 1/(1+e) for g ≥ 0 and
+// e·(1/(1+e)) for g < 0, where e = exp(−|g|), clamped at ln 2⁻¹²⁶ so that it never
+// overflows nor leaves the normal range. exp is Cephes' expf: n = round(a·log₂e),
+// r = a − n·ln2 in two parts, e = 2ⁿ·(1 + r + r²·p(r)). Clobbers Y1-Y7.
+#define SIGMOID8CORE(G) \
 	VORPS        negzero<>(SB), G, Y1 \
 	VMAXPS       expmin<>(SB), Y1, Y1 \
 	VMULPS       log2e<>(SB), Y1, Y2 \
@@ -1046,8 +1046,59 @@ gs_done:
 	VMOVUPS      one<>(SB), Y5 \
 	VDIVPS       Y4, Y5, Y5 \
 	VMULPS       Y5, Y3, Y6 \
-	VBLENDVPS    G, Y6, Y5, Y5 \
-	VMULPS       Y5, G, Y0
+	VBLENDVPS    G, Y6, Y5, Y5
+
+// SILU8CORE(G): Y0 ← silu(G) = G·σ(G) for the 8 lanes of G. Clobbers Y1-Y7.
+#define SILU8CORE(G) \
+	SIGMOID8CORE(G) \
+	VMULPS Y5, G, Y0
+
+// GATENAN(G, R) sets the lanes of R whose G is NaN to a NaN: SIGMOID8CORE's clamp
+// (VMAXPS) returns its bound for a NaN, where the SiLU's last product restores it.
+// Clobbers Y12.
+#define GATENAN(G, R) \
+	VCMPPS $3, G, G, Y12 \
+	VORPS  Y12, R, R
+
+// func gateMulAVX2(dst, g, u []float32, s float32)
+TEXT ·gateMulAVX2(SB), NOSPLIT, $0-76
+	MOVQ         dst_base+0(FP), DI
+	MOVQ         dst_len+8(FP), CX
+	MOVQ         g_base+24(FP), SI
+	MOVQ         u_base+48(FP), BX
+	VBROADCASTSS s+72(FP), Y11
+	XORQ         AX, AX
+	MOVQ         CX, DX
+	ANDQ         $-8, DX
+	CMPQ         AX, DX
+	JGE          gate_tail
+
+gate_loop:
+	VMOVUPS (SI)(AX*4), Y8
+	SIGMOID8CORE(Y8)
+	VMULPS  (BX)(AX*4), Y11, Y9
+	VMULPS  Y5, Y9, Y0
+	GATENAN(Y8, Y0)
+	VMOVUPS Y0, (DI)(AX*4)
+	ADDQ    $8, AX
+	CMPQ    AX, DX
+	JLT     gate_loop
+
+gate_tail:
+	SUBQ       AX, CX
+	JZ         gate_done
+	TAILMASK(CX, R8, R9, Y10)
+	VMASKMOVPS (SI)(AX*4), Y10, Y8
+	VMASKMOVPS (BX)(AX*4), Y10, Y12
+	SIGMOID8CORE(Y8)
+	VMULPS     Y12, Y11, Y9
+	VMULPS     Y5, Y9, Y0
+	GATENAN(Y8, Y0)
+	VMASKMOVPS Y0, Y10, (DI)(AX*4)
+
+gate_done:
+	VZEROUPPER
+	RET
 
 // func siluMulAVX2(dst, g, u []float32)
 TEXT ·siluMulAVX2(SB), NOSPLIT, $0-72

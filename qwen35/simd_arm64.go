@@ -31,6 +31,9 @@ func scaleMulNEON(dst, x []float32, scale float32, gain []float32)
 func siluMulNEON(dst, g, u []float32)
 
 //go:noescape
+func gateMulNEON(dst, g, u []float32, s float32)
+
+//go:noescape
 func f16ToF32NEON(dst []float32, src []uint16)
 
 //go:noescape
@@ -128,6 +131,7 @@ func archNEON() []*kernels {
 		sumSquares:   sumSquaresNEON,
 		scaleMul:     scaleMulNEON,
 		siluMul:      siluMulNEON,
+		gateMul:      gateMulNEON,
 		f16ToF32:     f16ToF32NEON,
 		dequantInt8:  dequantInt8NEON,
 		dotBF16:      dotBF16NEON,

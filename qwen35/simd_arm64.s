@@ -824,10 +824,10 @@ gs_out:
 gs_done:
 	RET
 
-// SILU4: V12 ← silu(V11), four lanes, as SILU8CORE of simd_amd64.s computes it (the
+// SIGMOID4: V8 ← σ(V11), four lanes, as SIGMOID8CORE of simd_amd64.s computes it (the
 // same operations, each rounded once, so the two agree bit for bit). Needs the constants
-// of siluconst<> in V19-V31; clobbers V1-V10.
-#define SILU4 \
+// of siluconst<> in V19-V31; clobbers V1-V7, V9, V10.
+#define SIGMOID4 \
 	VORR   V19.B16, V11.B16, V1.B16 \
 	FMAX4(20, 1, 1) \
 	FMUL4(21, 1, 2) \
@@ -857,8 +857,70 @@ gs_done:
 	FDIV4(7, 30, 8) \
 	FMUL4(8, 6, 9) \
 	CMLTZ4(11, 10) \
-	VBIT   V10.B16, V9.B16, V8.B16 \
+	VBIT   V10.B16, V9.B16, V8.B16
+
+// SILU4: V12 ← silu(V11) = V11·σ(V11), four lanes, as SILU8CORE; clobbers V1-V10.
+#define SILU4 \
+	SIGMOID4 \
 	FMUL4(8, 11, 12)
+
+// func gateMulNEON(dst, g, u []float32, s float32)
+TEXT ·gateMulNEON(SB), NOSPLIT, $0-76
+	MOVD  dst_base+0(FP), R0
+	MOVD  dst_len+8(FP), R2
+	MOVD  g_base+24(FP), R1
+	MOVD  u_base+48(FP), R4
+	FMOVS s+72(FP), F14
+	VDUP  V14.S[0], V14.S4
+	MOVD  $siluconst<>(SB), R6
+	VLD1.P 64(R6), [V19.S4, V20.S4, V21.S4, V22.S4]
+	VLD1.P 64(R6), [V23.S4, V24.S4, V25.S4, V26.S4]
+	VLD1.P 64(R6), [V27.S4, V28.S4, V29.S4, V30.S4]
+	VLD1   (R6), [V31.S4]
+	LSR    $2, R2, R3
+	CBZ    R3, gate_tail
+
+gate_4:
+	VLD1.P 16(R1), [V11.S4]
+	VLD1.P 16(R4), [V13.S4]
+	SIGMOID4
+	FMUL4(14, 13, 13)
+	FMUL4(8, 13, 12)
+	VST1.P [V12.S4], 16(R0)
+	SUBS   $1, R3, R3
+	BNE    gate_4
+
+gate_tail:
+	AND $3, R2, R3
+	CBZ R3, gate_done
+	// The last one to three values go through the lanes of V11 and V13.
+	VEOR   V11.B16, V11.B16, V11.B16
+	VEOR   V13.B16, V13.B16, V13.B16
+	VLD1.P 4(R1), V11.S[0]
+	VLD1.P 4(R4), V13.S[0]
+	CMP    $2, R3
+	BLT    gate_tcalc
+	VLD1.P 4(R1), V11.S[1]
+	VLD1.P 4(R4), V13.S[1]
+	CMP    $3, R3
+	BLT    gate_tcalc
+	VLD1.P 4(R1), V11.S[2]
+	VLD1.P 4(R4), V13.S[2]
+
+gate_tcalc:
+	SIGMOID4
+	FMUL4(14, 13, 13)
+	FMUL4(8, 13, 12)
+	VST1.P V12.S[0], 4(R0)
+	CMP    $2, R3
+	BLT    gate_done
+	VST1.P V12.S[1], 4(R0)
+	CMP    $3, R3
+	BLT    gate_done
+	VST1.P V12.S[2], 4(R0)
+
+gate_done:
+	RET
 
 // func siluMulNEON(dst, g, u []float32)
 TEXT ·siluMulNEON(SB), NOSPLIT, $0-72

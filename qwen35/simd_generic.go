@@ -186,6 +186,23 @@ func siluMulGeneric(dst, g, u []float32) {
 	}
 }
 
+// sigmoid32 returns 1/(1+e^−x) with the float32 exponential.
+func sigmoid32(x float32) float32 {
+	if x >= 0 {
+		return 1 / (1 + expf32(-x))
+	}
+	e := expf32(x)
+	return e / (1 + e)
+}
+
+// gateMulGeneric sets dst[i] = (u[i]·s)·σ(g[i]) with sigmoid32, over len(dst).
+func gateMulGeneric(dst, g, u []float32, s float32) {
+	g, u = g[:len(dst)], u[:len(dst)]
+	for i := range dst {
+		dst[i] = u[i] * s * sigmoid32(g[i])
+	}
+}
+
 // f16ToF32Generic widens IEEE halves to float32, exactly.
 func f16ToF32Generic(dst []float32, src []uint16) {
 	src = src[:len(dst)]

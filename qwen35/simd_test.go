@@ -545,7 +545,10 @@ func fma32(a, b, c float32) float32 {
 // siluModel is the SIMD SiLU of simd_amd64.s (SILU8CORE) and simd_arm64.s (SILU4)
 // written out in Go, one rounding per operation as the instructions do; NaN aside, both
 // must match it bit for bit, so that the two architectures agree exactly.
-func siluModel(g float32) float32 {
+func siluModel(g float32) float32 { return float32(g * sigmoidModel(g)) }
+
+// sigmoidModel is the SIMD σ of SIGMOID8CORE and SIGMOID4, the SiLU's, in Go.
+func sigmoidModel(g float32) float32 {
 	f := math.Float32frombits
 	a := f(math.Float32bits(g) | 1<<31) // −|g|
 	a = max(a, f(0xc2aeac50))           // ln 2⁻¹²⁶
@@ -560,11 +563,94 @@ func siluModel(g float32) float32 {
 	p = float32(p + 1)
 	e := float32(p * f(uint32(int32(n)+127)<<23))
 	rcp := float32(1 / float32(1+e))
-	sig := rcp
 	if math.Signbit(float64(g)) {
-		sig = float32(e * rcp)
+		return float32(e * rcp)
 	}
-	return float32(g * sig)
+	return rcp
+}
+
+// gateULPBound is the largest error of gateMul's σ, in float32 ulps of the exact σ(g),
+// over TestKernelsGateMul's arguments above the exponential's clamp, on every set.
+const gateULPBound = 2
+
+// TestKernelsGateMul checks the attention output gate (u·s)·σ(g) of every set: σ
+// against float64 over a million arguments (u = 1, s = 1, so that the result is σ
+// itself), the SIMD sets bit for bit against the Go model of their operations (so that
+// AVX2, AVX-512 and NEON agree exactly), and then the products with u and s at every
+// length, in place, against the generic code.
+func TestKernelsGateMul(t *testing.T) {
+	var gs []float32
+	for b := math.Float32bits(0); b < math.Float32bits(90); b += 1009 {
+		x := math.Float32frombits(b)
+		gs = append(gs, x, -x)
+	}
+	for _, x := range []float32{0, 1, -1, 0.5, -0.5, 20, -20, 87.33, -87.33, -87.34, -87.35, -88, -89,
+		-100, -1000, 100, 1e4, 3e38, -3e38, 1e-45, -1e-45, 1e-38, -1e-38} {
+		gs = append(gs, x)
+	}
+	gs = append(gs, float32(math.Copysign(0, -1)), float32(math.Inf(1)), float32(math.Inf(-1)))
+	ones := make([]float32, len(gs))
+	for i := range ones {
+		ones[i] = 1
+	}
+	forEachSet(t, func(t *testing.T, k *kernels) {
+		got := make([]float32, len(gs))
+		k.gateMul(got, gs, ones, 1)
+		worst, worstAt := 0.0, float32(0)
+		for i, g := range gs {
+			want := 1 / (1 + math.Exp(-float64(g)))
+			if float64(g) < -87.3365 {
+				// Past the clamp σ is taken at e^−87.34 ≈ 1.2e−38; the exact one is below.
+				require.True(t, got[i] >= 0 && got[i] < 1.3e-38, "g=%v: got %v, want %v", g, got[i], want)
+				continue
+			}
+			if e := ulps(got[i], float32(want)); e > worst {
+				worst, worstAt = e, g
+			}
+		}
+		require.LessOrEqual(t, worst, float64(gateULPBound), "at g=%v", worstAt)
+		t.Logf("σ: max error %.0f ulp (at g=%v) over %d values", worst, worstAt, len(gs))
+		if k != &genericKernels {
+			for i, g := range gs {
+				if want := sigmoidModel(g); math.Float32bits(got[i]) != math.Float32bits(want) {
+					t.Fatalf("g=%v: %v (%#08x), model %v (%#08x)", g, got[i], math.Float32bits(got[i]), want, math.Float32bits(want))
+				}
+			}
+		}
+		nan := []float32{float32(math.NaN())}
+		k.gateMul(nan, nan, []float32{1}, 1)
+		require.True(t, math.IsNaN(float64(nan[0])))
+
+		rng := rand.New(rand.NewPCG(13, 1))
+		for _, n := range simdLengths {
+			g, u := newGuard(n, normal(rng, 4)), newGuard(n, normal(rng, 2))
+			const s = 0.37
+			want := make([]float32, n)
+			gateMulGeneric(want, g.s(), u.s(), s)
+			dst := newGuard(n, func(int) float32 { return 0 })
+			k.gateMul(dst.s(), g.s(), u.s(), s)
+			for i := range n {
+				us := float32(u.s()[i] * s)
+				if k != &genericKernels {
+					require.Equal(t, math.Float32bits(us*sigmoidModel(g.s()[i])), math.Float32bits(dst.s()[i]), "n=%d [%d]", n, i)
+				}
+				// Both: u·s rounded alike, σ within gateULPBound of the exact, the
+				// product rounded once.
+				require.LessOrEqual(t, ulps(dst.s()[i], want[i]), float64(2*gateULPBound)+1, "n=%d [%d]", n, i)
+			}
+			dst.check(t)
+			gi := newGuard(n, func(i int) float32 { return g.s()[i] })
+			k.gateMul(gi.s(), gi.s(), u.s(), s)
+			assert.Equal(t, dst.s(), gi.s(), "dst aliases g")
+			ui := newGuard(n, func(i int) float32 { return u.s()[i] })
+			k.gateMul(ui.s(), g.s(), ui.s(), s)
+			assert.Equal(t, dst.s(), ui.s(), "dst aliases u")
+			gi.check(t)
+			ui.check(t)
+			g.check(t)
+			u.check(t)
+		}
+	})
 }
 
 func TestKernelsSiLU(t *testing.T) {
@@ -792,6 +878,16 @@ func BenchmarkKernels(b *testing.B) {
 				k.dotRows(s, 64, q, 256, 6, kb, 256, 64, 256)
 			}
 		})
+		// The same block's integer scores against int8 and q4 keys.
+		for _, q4 := range []bool{false, true} {
+			ik, iq := newIntKeys(rng, 64, 256, q4), newIntQueries(rng, 6, 256, q4)
+			name := map[bool]string{false: "scoreInt8", true: "scoreQ4"}[q4]
+			b.Run(fmt.Sprintf("%s/%s/6x64x256", name, k.name), func(b *testing.B) {
+				for b.Loop() {
+					iq.score(s, 64, 6, ik, 64, 256, k)
+				}
+			})
+		}
 		acc := vec(256)
 		b.Run(fmt.Sprintf("scaleAddRows/%s/256x64", k.name), func(b *testing.B) {
 			for b.Loop() {

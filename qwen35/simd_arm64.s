@@ -859,6 +859,14 @@ gs_done:
 	CMLTZ4(11, 10) \
 	VBIT   V10.B16, V9.B16, V8.B16
 
+// SILUCONST loads siluconst<> into V19-V31 (R6 clobbered).
+#define SILUCONST \
+	MOVD   $siluconst<>(SB), R6 \
+	VLD1.P 64(R6), [V19.S4, V20.S4, V21.S4, V22.S4] \
+	VLD1.P 64(R6), [V23.S4, V24.S4, V25.S4, V26.S4] \
+	VLD1.P 64(R6), [V27.S4, V28.S4, V29.S4, V30.S4] \
+	VLD1   (R6), [V31.S4]
+
 // SILU4: V12 ← silu(V11) = V11·σ(V11), four lanes, as SILU8CORE; clobbers V1-V10.
 #define SILU4 \
 	SIGMOID4 \
@@ -872,11 +880,7 @@ TEXT ·gateMulNEON(SB), NOSPLIT, $0-76
 	MOVD  u_base+48(FP), R4
 	FMOVS s+72(FP), F14
 	VDUP  V14.S[0], V14.S4
-	MOVD  $siluconst<>(SB), R6
-	VLD1.P 64(R6), [V19.S4, V20.S4, V21.S4, V22.S4]
-	VLD1.P 64(R6), [V23.S4, V24.S4, V25.S4, V26.S4]
-	VLD1.P 64(R6), [V27.S4, V28.S4, V29.S4, V30.S4]
-	VLD1   (R6), [V31.S4]
+	SILUCONST
 	LSR    $2, R2, R3
 	CBZ    R3, gate_tail
 
@@ -929,11 +933,7 @@ TEXT ·siluMulNEON(SB), NOSPLIT, $0-72
 	MOVD g_base+24(FP), R1
 	MOVD u_base+48(FP), R4
 	MOVD u_len+56(FP), R5
-	MOVD $siluconst<>(SB), R6
-	VLD1.P 64(R6), [V19.S4, V20.S4, V21.S4, V22.S4]
-	VLD1.P 64(R6), [V23.S4, V24.S4, V25.S4, V26.S4]
-	VLD1.P 64(R6), [V27.S4, V28.S4, V29.S4, V30.S4]
-	VLD1   (R6), [V31.S4]
+	SILUCONST
 	LSR    $2, R2, R3
 	CBZ    R3, silu_tail
 
@@ -1089,11 +1089,7 @@ TEXT ·expSubNEON4(SB), NOSPLIT, $0-36
 	MOVD   x_len+8(FP), R2
 	MOVWU  m+24(FP), R4
 	VDUP   R4, V18.S4
-	MOVD   $siluconst<>(SB), R6
-	VLD1.P 64(R6), [V19.S4, V20.S4, V21.S4, V22.S4]
-	VLD1.P 64(R6), [V23.S4, V24.S4, V25.S4, V26.S4]
-	VLD1.P 64(R6), [V27.S4, V28.S4, V29.S4, V30.S4]
-	VLD1   (R6), [V31.S4]
+	SILUCONST
 	VEOR   V17.B16, V17.B16, V17.B16
 	LSR    $2, R2, R3
 	CBZ    R3, es_done

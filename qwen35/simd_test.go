@@ -569,6 +569,31 @@ func sigmoidModel(g float32) float32 {
 	return rcp
 }
 
+// activationArgs returns the arguments the SiLU and σ tests take: every 1009th float32
+// of [−90, 90] (a million values, about 8000 per binade), hand-picked points, −0 and +Inf.
+func activationArgs() []float32 {
+	var gs []float32
+	for b := math.Float32bits(0); b < math.Float32bits(90); b += 1009 {
+		x := math.Float32frombits(b)
+		gs = append(gs, x, -x)
+	}
+	for _, x := range []float32{0, 1, -1, 0.5, -0.5, 20, -20, 87.33, -87.33, -87.34, -87.35, -88, -89,
+		-100, -1000, 100, 1e4, 3e38, -3e38, 1e-45, -1e-45, 1e-38, -1e-38} {
+		gs = append(gs, x)
+	}
+	return append(gs, float32(math.Copysign(0, -1)), float32(math.Inf(1)))
+}
+
+// requireModel fails unless got[i] is model(gs[i]) bit for bit for every i.
+func requireModel(t *testing.T, gs, got []float32, model func(float32) float32) {
+	t.Helper()
+	for i, g := range gs {
+		if want := model(g); math.Float32bits(got[i]) != math.Float32bits(want) {
+			t.Fatalf("g=%v: %v (%#08x), model %v (%#08x)", g, got[i], math.Float32bits(got[i]), want, math.Float32bits(want))
+		}
+	}
+}
+
 // gateULPBound is the largest error of gateMul's σ, in float32 ulps of the exact σ(g),
 // over TestKernelsGateMul's arguments above the exponential's clamp, on every set.
 const gateULPBound = 2
@@ -579,16 +604,7 @@ const gateULPBound = 2
 // AVX2, AVX-512 and NEON agree exactly), and then the products with u and s at every
 // length, in place, against the generic code.
 func TestKernelsGateMul(t *testing.T) {
-	var gs []float32
-	for b := math.Float32bits(0); b < math.Float32bits(90); b += 1009 {
-		x := math.Float32frombits(b)
-		gs = append(gs, x, -x)
-	}
-	for _, x := range []float32{0, 1, -1, 0.5, -0.5, 20, -20, 87.33, -87.33, -87.34, -87.35, -88, -89,
-		-100, -1000, 100, 1e4, 3e38, -3e38, 1e-45, -1e-45, 1e-38, -1e-38} {
-		gs = append(gs, x)
-	}
-	gs = append(gs, float32(math.Copysign(0, -1)), float32(math.Inf(1)), float32(math.Inf(-1)))
+	gs := append(activationArgs(), float32(math.Inf(-1)))
 	ones := make([]float32, len(gs))
 	for i := range ones {
 		ones[i] = 1
@@ -611,11 +627,7 @@ func TestKernelsGateMul(t *testing.T) {
 		require.LessOrEqual(t, worst, float64(gateULPBound), "at g=%v", worstAt)
 		t.Logf("σ: max error %.0f ulp (at g=%v) over %d values", worst, worstAt, len(gs))
 		if k != &genericKernels {
-			for i, g := range gs {
-				if want := sigmoidModel(g); math.Float32bits(got[i]) != math.Float32bits(want) {
-					t.Fatalf("g=%v: %v (%#08x), model %v (%#08x)", g, got[i], math.Float32bits(got[i]), want, math.Float32bits(want))
-				}
-			}
+			requireModel(t, gs, got, sigmoidModel)
 		}
 		nan := []float32{float32(math.NaN())}
 		k.gateMul(nan, nan, []float32{1}, 1)
@@ -654,18 +666,7 @@ func TestKernelsGateMul(t *testing.T) {
 }
 
 func TestKernelsSiLU(t *testing.T) {
-	// Every 1009th float32 of [−90, 90] (a million values, about 8000 per binade), plus
-	// hand-picked points.
-	var gs []float32
-	for b := math.Float32bits(0); b < math.Float32bits(90); b += 1009 {
-		x := math.Float32frombits(b)
-		gs = append(gs, x, -x)
-	}
-	for _, x := range []float32{0, 1, -1, 0.5, -0.5, 20, -20, 87.33, -87.33, -87.34, -87.35, -88, -89,
-		-100, -1000, 100, 1e4, 3e38, -3e38, 1e-45, -1e-45, 1e-38, -1e-38} {
-		gs = append(gs, x)
-	}
-	gs = append(gs, float32(math.Copysign(0, -1)), float32(math.Inf(1)))
+	gs := activationArgs()
 	forEachSet(t, func(t *testing.T, k *kernels) {
 		got := make([]float32, len(gs))
 		k.siluMul(got, gs, nil)
@@ -692,11 +693,7 @@ func TestKernelsSiLU(t *testing.T) {
 		require.LessOrEqual(t, worst, float64(siluULPBound), "at g=%v", worstAt)
 		t.Logf("max error %.0f ulp (at g=%v) over %d values", worst, worstAt, len(gs))
 		if k != &genericKernels {
-			for i, g := range gs {
-				if want := siluModel(g); math.Float32bits(got[i]) != math.Float32bits(want) {
-					t.Fatalf("g=%v: %v (%#08x), model %v (%#08x)", g, got[i], math.Float32bits(got[i]), want, math.Float32bits(want))
-				}
-			}
+			requireModel(t, gs, got, siluModel)
 		}
 		// NaN stays NaN.
 		nan := []float32{float32(math.NaN())}

@@ -51,6 +51,34 @@ func BenchmarkGDN27B(b *testing.B) {
 	}
 }
 
+// BenchmarkGDN27BDecode measures a decode step's GDN layers as the model runs them: 48
+// layers, each with its own 3 MB state (151 MB in all, far past any cache), one token
+// each, on the pool; the state is read and written once a layer, and GB/s counts that
+// traffic (2 × 151 MB a token) against the time.
+func BenchmarkGDN27BDecode(b *testing.B) {
+	const layers = 48
+	c := bench27B()
+	rng := rand.New(rand.NewPCG(43, 1))
+	l := gdnLayer(rng, c, 1)
+	g := qwen35.NewGDN(c)
+	pool := parallel.NewPool(runtime.GOMAXPROCS(0))
+	defer pool.Close()
+	states := g.NewStates(layers)
+	sc := g.NewScratch(1)
+	sc.Runner = pool
+	in := newGDNInputs(rng, c, 1, 0)
+	out := make([]float32, c.InnerSize)
+	for b.Loop() {
+		for _, st := range states {
+			g.Forward(out, in.qkv, in.z, in.alpha, in.beta, 1, l, st, sc, false)
+		}
+	}
+	perToken := float64(b.Elapsed().Nanoseconds()) / float64(b.N)
+	stateBytes := float64(layers * c.VHeads * c.StateSize * c.StateSize * 4)
+	b.ReportMetric(perToken/1e6, "ms/token")
+	b.ReportMetric(2*stateBytes/perToken, "GB/s")
+}
+
 // BenchmarkAttention27B measures one attention layer's decode step (T=1) with the cache
 // already holding ctx positions.
 func BenchmarkAttention27B(b *testing.B) {

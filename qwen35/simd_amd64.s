@@ -829,6 +829,30 @@ lbl: \
 	VXORPS Y6, Y6, Y6 \
 	VXORPS Y7, Y7, Y7
 
+// GS8PF prefetches, during a group's pass 1, the group GS8PFG groups on (DX walks it,
+// 256 bytes a chunk of eight values, so that the d/8 chunks cover its 32·d bytes): a
+// decode step's GDN layers read and write 151 MB of state (27B), past every cache, and
+// the hardware prefetchers, restarting at every 64 KB head and facing eight row streams
+// at once, left the step at about 60% of the memory's speed. BenchmarkGDN27BDecode
+// (48 layers, 2 workers, three alternated runs on the 2-core Zen 3 VM): 10.4–14.2 ms a
+// token (21–29 GB/s of state) without, 8.4–9.3 one group on, 8.3–8.4 two, 8.7–8.9
+// four (34–36 GB/s, the VM's memory). Past the last group it reads the next head's
+// state, which this layer's steps read anyway. -D=GS8PFG=… or -D=GS8NOPF in -asmflags
+// tries another distance.
+#ifndef GS8PFG
+#define GS8PFG 2
+#endif
+#ifdef GS8NOPF
+#define GS8PF
+#else
+#define GS8PF \
+	PREFETCHT0 (DX) \
+	PREFETCHT0 64(DX) \
+	PREFETCHT0 128(DX) \
+	PREFETCHT0 192(DX) \
+	ADDQ       $256, DX
+#endif
+
 // func gdnStepAVX2(S, k, q, v, o []float32, decay, beta float32)
 //
 // Rows of a multiple of 8 values, 8 rows at a time (the models' heads): pass 1 runs the
@@ -862,12 +886,17 @@ TEXT ·gdnStepAVX2(SB), NOSPLIT, $32-128
 	JNZ          gs_rows
 	LEAQ         (CX*4), R9
 	LEAQ         (R9)(R9*2), R13
+	MOVQ         R9, R15
+	SHLQ         $3, R15
+	IMULQ        $GS8PFG, R15 // GS8PFG groups of eight rows
 
 gs8_group:
 	GS8ZERO
 	XORQ AX, AX
+	LEAQ (R8)(R15*1), DX // the group GS8PFG on
 
 gs8_dot:
+	GS8PF
 	VMOVUPS (SI)(AX*4), Y8
 	GS8ROWS(GS8DOT)
 	ADDQ    $8, AX

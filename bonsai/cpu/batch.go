@@ -36,6 +36,7 @@ type scratch struct {
 	prod   productJob
 	rows   rowScratch // the float32 products' decoded weight rows
 	rotate rotateJob
+	perRow floatRowJob // the chunk's row-wise float work: norms, SwiGLU, residual adds
 
 	prof    backend.OpProfile // the current chunk's, shared out to its states at its end
 	opStart time.Time

@@ -102,7 +102,7 @@ func (e *cpuEngine) forwardChunk(s *scratch, T int) error {
 		s.prod.ternary(e.mat(up), s.hr, q8, s.up[:T*up.N])
 		e.run(s, &s.prod)
 		act := s.gate[:T*gate.N]
-		qwen35.SwiGLU(act, act, s.up[:T*up.N])
+		e.eachRow(s, T, floatRowJob{op: rowSwiGLU, w: gate.N, x: act, y: s.up[:T*up.N]})
 		e.lap(s, &s.prof.Other)
 		e.residualSite(s, &lp.FFNOut, act, T)
 	}
@@ -181,7 +181,7 @@ func (e *cpuEngine) residualSite(s *scratch, site *qwen35.Site, x []float32, T i
 	s.prod.reset(T)
 	s.prod.ternary(e.mat(site.Products[0]), x, q8, s.delta[:T*E])
 	e.run(s, &s.prod)
-	addInto(s.x[:T*E], s.delta[:T*E])
+	e.eachRow(s, T, floatRowJob{op: rowAdd, w: E, x: s.x[:T*E], y: s.delta[:T*E]})
 }
 
 // q8Of returns the int8 site buffer for activations of width w.
@@ -210,17 +210,12 @@ func (e *cpuEngine) quantize(s *scratch, x []float32, T int, q8 *ternary.Q8Batch
 // the linears that read the normed residual. keepH keeps h un-rotated for the GDN
 // alpha/beta projections, which are not folded.
 func (e *cpuEngine) normRotate(s *scratch, T int, site *qwen35.Site, keepH bool) {
-	E, gain := site.Width, site.Norm
-	eps := float32(e.cfg.RMSEpsilon)
-	for t := 0; t < T; t++ {
-		h, hr := s.h[t*E:(t+1)*E], s.hr[t*E:(t+1)*E]
-		if keepH {
-			qwen35.RMSNorm(h, s.x[t*E:(t+1)*E], gain, eps)
-			copy(hr, h)
-		} else {
-			qwen35.RMSNorm(hr, s.x[t*E:(t+1)*E], gain, eps)
-		}
+	E := site.Width
+	j := floatRowJob{op: rowNorm, w: E, x: s.x[:T*E], y: s.hr[:T*E], gain: site.Norm, eps: float32(e.cfg.RMSEpsilon)}
+	if keepH {
+		j.op, j.z = rowNormKeep, s.h[:T*E]
 	}
+	e.eachRow(s, T, j)
 	e.lap(s, &s.prof.Other)
 	e.rotateRows(s, s.hr[:T*E], T, e.rot[E])
 }

@@ -31,6 +31,57 @@ func (j *rotateJob) Run(lo, hi int) {
 	}
 }
 
+// eachRow runs j over the T rows of a chunk, in parallel over the rows when there are
+// several: a prefill's norms, SwiGLU and residual adds would otherwise leave all but
+// one core idle between its products (2.5% of a 27B 128-token prefill on two cores).
+func (e *cpuEngine) eachRow(s *scratch, T int, j floatRowJob) {
+	s.perRow = j
+	if T == 1 {
+		s.perRow.Run(0, 1)
+	} else {
+		e.pool.For(T, 1, &s.perRow)
+	}
+	s.perRow = floatRowJob{} // drop the references to the chunk's buffers
+}
+
+// floatRowOp is the operation of a floatRowJob.
+type floatRowOp int
+
+const (
+	rowNorm     floatRowOp = iota // y = rmsnorm(x)·gain
+	rowNormKeep                   // z = rmsnorm(x)·gain, and y a copy of it
+	rowSwiGLU                     // x = silu(x)·y
+	rowAdd                        // x += y
+)
+
+// floatRowJob is one row-wise operation over rows of width w of x, y and z.
+type floatRowJob struct {
+	op      floatRowOp
+	w       int
+	x, y, z []float32
+	gain    []float32
+	eps     float32
+}
+
+func (j *floatRowJob) Run(lo, hi int) {
+	w := j.w
+	for t := lo; t < hi; t++ {
+		x := j.x[t*w : (t+1)*w]
+		switch j.op {
+		case rowNorm:
+			qwen35.RMSNorm(j.y[t*w:(t+1)*w], x, j.gain, j.eps)
+		case rowNormKeep:
+			z := j.z[t*w : (t+1)*w]
+			qwen35.RMSNorm(z, x, j.gain, j.eps)
+			copy(j.y[t*w:(t+1)*w], z)
+		case rowSwiGLU:
+			qwen35.SwiGLU(x, x, j.y[t*w:(t+1)*w])
+		case rowAdd:
+			addInto(x, j.y[t*w:(t+1)*w])
+		}
+	}
+}
+
 func (e *cpuEngine) run(s *scratch, j *productJob) {
 	// A grain of 16 rows keeps a chunk's weights (≥ 16 × 1.3 KB) worth a claim; a job
 	// that counts in tiles of 64 rows has such chunks at any grain.

@@ -77,8 +77,7 @@ func (g *GDN) Rewind(st *GDNState, keep *GDNKeep, j int, l *Layer, sc *GDNScratc
 	if j > 0 {
 		// The convolution of the j positions, as Forward runs it, into sc.act.
 		g.grow(sc, j)
-		copy(sc.win, keep.conv[:(K-1+j)*W])
-		sc.conv = gdnConvBody{g: g, sc: sc, l: l, T: j}
+		sc.conv = gdnConvBody{g: g, sc: sc, l: l, T: j, cached: keep.conv[:(K-1)*W], rows: keep.conv[(K-1)*W : (K-1+j)*W]}
 		run(sc.Runner, W, 512, &sc.conv)
 		sc.conv = gdnConvBody{}
 	}

@@ -594,6 +594,22 @@ func requireModel(t *testing.T, gs, got []float32, model func(float32) float32) 
 	}
 }
 
+// requireAliasing checks that f(dst, g, u), an element-wise kernel, gives want when dst
+// is g and when it is u, and that no call wrote outside its slices.
+func requireAliasing(t *testing.T, g, u *guard, want []float32, f func(dst, g, u []float32)) {
+	t.Helper()
+	gi := newGuard(g.n, func(i int) float32 { return g.s()[i] })
+	f(gi.s(), gi.s(), u.s())
+	assert.Equal(t, want, gi.s(), "dst aliases g")
+	ui := newGuard(u.n, func(i int) float32 { return u.s()[i] })
+	f(ui.s(), g.s(), ui.s())
+	assert.Equal(t, want, ui.s(), "dst aliases u")
+	gi.check(t)
+	ui.check(t)
+	g.check(t)
+	u.check(t)
+}
+
 // gateULPBound is the largest error of gateMul's σ, in float32 ulps of the exact σ(g),
 // over TestKernelsGateMul's arguments above the exponential's clamp, on every set.
 const gateULPBound = 2
@@ -651,16 +667,7 @@ func TestKernelsGateMul(t *testing.T) {
 				require.LessOrEqual(t, ulps(dst.s()[i], want[i]), float64(2*gateULPBound)+1, "n=%d [%d]", n, i)
 			}
 			dst.check(t)
-			gi := newGuard(n, func(i int) float32 { return g.s()[i] })
-			k.gateMul(gi.s(), gi.s(), u.s(), s)
-			assert.Equal(t, dst.s(), gi.s(), "dst aliases g")
-			ui := newGuard(n, func(i int) float32 { return u.s()[i] })
-			k.gateMul(ui.s(), g.s(), ui.s(), s)
-			assert.Equal(t, dst.s(), ui.s(), "dst aliases u")
-			gi.check(t)
-			ui.check(t)
-			g.check(t)
-			u.check(t)
+			requireAliasing(t, g, u, dst.s(), func(d, g, u []float32) { k.gateMul(d, g, u, s) })
 		}
 	})
 }
@@ -714,16 +721,7 @@ func TestKernelsSiLU(t *testing.T) {
 				require.LessOrEqual(t, ulps(dst.s()[i], want[i]), float64(siluULPBound)+2, "n=%d [%d]", n, i)
 			}
 			dst.check(t)
-			gi := newGuard(n, func(i int) float32 { return g.s()[i] })
-			k.siluMul(gi.s(), gi.s(), u.s())
-			assert.Equal(t, dst.s(), gi.s(), "dst aliases g")
-			ui := newGuard(n, func(i int) float32 { return u.s()[i] })
-			k.siluMul(ui.s(), g.s(), ui.s())
-			assert.Equal(t, dst.s(), ui.s(), "dst aliases u")
-			gi.check(t)
-			ui.check(t)
-			g.check(t)
-			u.check(t)
+			requireAliasing(t, g, u, dst.s(), k.siluMul)
 		}
 	})
 }

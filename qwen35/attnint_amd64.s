@@ -463,7 +463,8 @@ hg_done:
 // unsigned and q with k's sign, whose pair sums stay within int16 (2·127² < 2¹⁵, the
 // codes never −128), each widened by VPMADDWD before the two are added, so no correction
 // is needed. The regrouped keys' magnitudes stay in Y8…Y15; the keys themselves (their
-// signs) and the pairs' scale lanes, on the stack.
+// signs) and the pairs' scale lanes on the stack (0…383), and the heads' half sums in
+// six slots after them (HGROUP).
 TEXT ·scoreInt8AVX2(SB), NOSPLIT, $576-176
 	MOVQ out_base+0(FP), DI
 	MOVQ os+24(FP), R8
@@ -540,7 +541,8 @@ GLOBL q4half<>(SB), RODATA|NOPTR, $32
 //
 // Each half of a vector (32 code bytes, lanes 0…7 or 8…15) gives its low and high
 // nibbles, unsigned; VPMADDUBSW's pair sums (≤ 2·15·127) and the two nibbles' total stay
-// within int16. The nibbles stay in Y8…Y15, the scale lanes on the stack.
+// within int16. The nibbles stay in Y8…Y15, the scale lanes on the stack (0…127), the
+// heads' half sums in six slots after them (HGROUP).
 TEXT ·scoreQ4AVX2(SB), NOSPLIT, $320-176
 	MOVQ out_base+0(FP), DI
 	MOVQ os+24(FP), R8

@@ -29,3 +29,6 @@
 
 // FMULE4 multiplies Vn.4S by lane i of Vm.4S into Vd.4S.
 #define FMULE4(m, i, n, d) WORD $(0x4F809000 | (((i)&1)<<21) | ((m)<<16) | (((i)>>1)<<11) | ((n)<<5) | (d))
+
+// FMLAE4 adds Vn.4S times lane i of Vm.4S to Vd.4S.
+#define FMLAE4(m, i, n, d) WORD $(0x4F801000 | (((i)&1)<<21) | ((m)<<16) | (((i)>>1)<<11) | ((n)<<5) | (d))

@@ -693,10 +693,87 @@ sar_1store:
 sar_done:
 	RET
 
+// GS8PTRS sets the eight row pointers R7, R8, R11…R16 to the group's rows (R0 + r·R9).
+#define GS8PTRS \
+	MOVD R0, R7 \
+	ADD  R9, R7, R8 \
+	ADD  R9, R8, R11 \
+	ADD  R9, R11, R12 \
+	ADD  R9, R12, R13 \
+	ADD  R9, R13, R14 \
+	ADD  R9, R14, R15 \
+	ADD  R9, R15, R16
+
+// GS8DOT(ptr, t0, t1, a0, a1): pass 1 of one row and chunk of eight values: the row's
+// chunk (at ptr, which moves on) into Vt0, Vt1, and Va0 += row·k, Va1 likewise (k's chunk
+// in V0, V1).
+#define GS8DOT(ptr, t0, t1, a0, a1) \
+	VLD1.P 32(ptr), [t0.S4, t1.S4] \
+	VFMLA  V0.S4, t0.S4, a0.S4 \
+	VFMLA  V1.S4, t1.S4, a1.S4
+
+// GS8UPD(ptr, T0, T1, t0, t1, dv, i, a0, a1): pass 2 of one row and chunk: row ←
+// decay·row + δ·k (decay in V4, δ in lane i of V dv, k's chunk in V0, V1) in VT0, VT1
+// (register numbers t0, t1), stored back, and Va0, Va1 += row·q (q's chunk in V2, V3).
+#define GS8UPD(ptr, T0, T1, t0, t1, dv, i, a0, a1) \
+	VLD1   (ptr), [T0.S4, T1.S4] \
+	FMUL4(4, t0, t0) \
+	FMUL4(4, t1, t1) \
+	FMLAE4(dv, i, 0, t0) \
+	FMLAE4(dv, i, 1, t1) \
+	VST1.P [T0.S4, T1.S4], 32(ptr) \
+	VFMLA  V2.S4, T0.S4, a0.S4 \
+	VFMLA  V3.S4, T1.S4, a1.S4
+
+// GS8SUMS leaves in V16 the sums of rows 0-3 and in V24 those of rows 4-7, row r's two
+// accumulators being V(16+2r), V(17+2r): each row's two added, then pairwise
+// ((l0+l1)+(l2+l3)) across its lanes.
+#define GS8SUMS \
+	FADD4(17, 16, 16) \
+	FADD4(19, 18, 18) \
+	FADD4(21, 20, 20) \
+	FADD4(23, 22, 22) \
+	FADD4(25, 24, 24) \
+	FADD4(27, 26, 26) \
+	FADD4(29, 28, 28) \
+	FADD4(31, 30, 30) \
+	FADDP4(18, 16, 16) \
+	FADDP4(22, 20, 20) \
+	FADDP4(26, 24, 24) \
+	FADDP4(30, 28, 28) \
+	FADDP4(20, 16, 16) \
+	FADDP4(28, 24, 24)
+
+#define GS8ZERO \
+	VEOR V16.B16, V16.B16, V16.B16 \
+	VEOR V17.B16, V17.B16, V17.B16 \
+	VEOR V18.B16, V18.B16, V18.B16 \
+	VEOR V19.B16, V19.B16, V19.B16 \
+	VEOR V20.B16, V20.B16, V20.B16 \
+	VEOR V21.B16, V21.B16, V21.B16 \
+	VEOR V22.B16, V22.B16, V22.B16 \
+	VEOR V23.B16, V23.B16, V23.B16 \
+	VEOR V24.B16, V24.B16, V24.B16 \
+	VEOR V25.B16, V25.B16, V25.B16 \
+	VEOR V26.B16, V26.B16, V26.B16 \
+	VEOR V27.B16, V27.B16, V27.B16 \
+	VEOR V28.B16, V28.B16, V28.B16 \
+	VEOR V29.B16, V29.B16, V29.B16 \
+	VEOR V30.B16, V30.B16, V30.B16 \
+	VEOR V31.B16, V31.B16, V31.B16
+
 // func gdnStepNEON(S, k, q, v, o []float32, decay, beta float32)
 //
-// For each row: the dot product with k, δ, then the update and the dot product with q in
-// a second pass while the row is in L1. R0 walks the rows; k and q restart at R1, R2.
+// Rows of a multiple of 8 values, 8 rows at a time (the models' heads), as gdnStepAVX2
+// does: pass 1 runs the eight rows' dot products with k side by side, two accumulators a
+// row (sixteen independent chains, what four FMA pipes of four cycles' latency need), each
+// k chunk loaded once for the eight; δ of the eight rows is two vector operations on their
+// sums; pass 2 updates the rows (δ taken by lane) and runs their dot products with q the
+// same way.
+//
+// Other shapes, a row at a time: the dot product with k, δ, then the update and the dot
+// product with q in a second pass while the row is in L1. R0 walks the rows; k and q
+// restart at R1, R2.
 TEXT ·gdnStepNEON(SB), NOSPLIT, $0-128
 	MOVD  S_base+0(FP), R0
 	MOVD  k_base+24(FP), R1
@@ -705,10 +782,78 @@ TEXT ·gdnStepNEON(SB), NOSPLIT, $0-128
 	MOVD  v_base+72(FP), R4
 	MOVD  o_base+96(FP), R5
 	MOVD  o_len+104(FP), R6
+	CBZ   R6, gs_done
+	CBZ   R3, gs_rowsetup
+	ORR   R3, R6, R10
+	TST   $7, R10
+	BNE   gs_rowsetup
+	LSL   $2, R3, R9 // a row's bytes
+
+gs8_group:
+	// Pass 1: the eight rows' dot products with k.
+	GS8ZERO
+	GS8PTRS
+	MOVD R1, R17
+	LSR  $3, R3, R10
+
+gs8_dot:
+	VLD1.P 32(R17), [V0.S4, V1.S4]
+	GS8DOT(R7, V2, V3, V16, V17)
+	GS8DOT(R8, V4, V5, V18, V19)
+	GS8DOT(R11, V6, V7, V20, V21)
+	GS8DOT(R12, V8, V9, V22, V23)
+	GS8DOT(R13, V10, V11, V24, V25)
+	GS8DOT(R14, V12, V13, V26, V27)
+	GS8DOT(R15, V14, V15, V28, V29)
+	GS8DOT(R16, V2, V3, V30, V31)
+	SUBS   $1, R10, R10
+	BNE    gs8_dot
+	GS8SUMS
+
+	// δ = (v − decay·s)·beta for the eight rows: V5 (rows 0-3), V6 (rows 4-7).
+	FMOVS  decay+120(FP), F4
+	VDUP   V4.S[0], V4.S4
+	FMOVS  beta+124(FP), F7
+	VDUP   V7.S[0], V7.S4
+	VLD1.P 32(R4), [V5.S4, V6.S4]
+	VFMLS  V4.S4, V16.S4, V5.S4
+	VFMLS  V4.S4, V24.S4, V6.S4
+	FMUL4(7, 5, 5)
+	FMUL4(7, 6, 6)
+
+	// Pass 2: the updates and the dot products with q.
+	GS8ZERO
+	GS8PTRS
+	MOVD R1, R17
+	MOVD R2, R19
+	LSR  $3, R3, R10
+
+gs8_upd:
+	VLD1.P 32(R17), [V0.S4, V1.S4]
+	VLD1.P 32(R19), [V2.S4, V3.S4]
+	GS8UPD(R7, V8, V9, 8, 9, 5, 0, V16, V17)
+	GS8UPD(R8, V10, V11, 10, 11, 5, 1, V18, V19)
+	GS8UPD(R11, V12, V13, 12, 13, 5, 2, V20, V21)
+	GS8UPD(R12, V14, V15, 14, 15, 5, 3, V22, V23)
+	GS8UPD(R13, V8, V9, 8, 9, 6, 0, V24, V25)
+	GS8UPD(R14, V10, V11, 10, 11, 6, 1, V26, V27)
+	GS8UPD(R15, V12, V13, 12, 13, 6, 2, V28, V29)
+	GS8UPD(R16, V14, V15, 14, 15, 6, 3, V30, V31)
+	SUBS   $1, R10, R10
+	BNE    gs8_upd
+	GS8SUMS
+	VST1.P [V16.S4], 16(R5)
+	VST1.P [V24.S4], 16(R5)
+
+	ADD  R9<<3, R0, R0
+	SUBS $8, R6, R6
+	BNE  gs8_group
+	RET
+
+gs_rowsetup:
 	FMOVS decay+120(FP), F29
 	VDUP  V29.S[0], V29.S4
 	FMOVS beta+124(FP), F28
-	CBZ   R6, gs_done
 
 gs_row:
 	// Pass 1: s = row·k into F16.

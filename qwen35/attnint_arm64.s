@@ -84,6 +84,25 @@
 	MOVD R0, R14 \
 	MOVD R12, R15
 
+// AXPY6N_ARGS loads the arguments of the value kernels (below): acc at R11 (R19 a row's bytes), the
+// weights at R12 (R13 a row's bytes), the codes at R14, the scales at R24 (R25 a
+// position's bytes: 4·d/32), n in R15, d/8 chunks of eight columns in R20, the chunk's
+// place in its block of 32 in R16. With no chunk or no position it jumps to done.
+#define AXPY6N_ARGS(done) \
+	MOVD acc_base+0(FP), R11 \
+	MOVD w_base+24(FP), R12 \
+	MOVD ws+48(FP), R13 \
+	LSL  $2, R13, R13 \
+	MOVD v_base+56(FP), R14 \
+	MOVD vs_base+80(FP), R24 \
+	MOVD n+104(FP), R15 \
+	MOVD d+112(FP), R16 \
+	LSL  $2, R16, R19 \
+	LSR  $3, R16, R25 \
+	LSR  $3, R16, R20 \
+	CBZ  R20, done \
+	CBZ  R15, done
+
 // func scoreInt8SDOT(out []float32, os int, codes []int8, sq []float32, corr []int32, rep int, k []int8, ks []float32, n, d int)
 TEXT ·scoreInt8SDOT(SB), NOSPLIT, $0-176
 	SDOTARGS
@@ -140,4 +159,164 @@ scoreQ4SDOT_head:
 	ADD  $4, R0
 	SUBS $1, R13
 	BNE  scoreQ4SDOT_pos
+	RET
+
+// AXPY6N_LOAD loads eight columns of the six accumulator rows (R0…R5 at them) into
+// V0…V11 and points R6…R9, R22, R23 at the six weight rows, R26 at the chunk's first
+// scale and R10 at n.
+#define AXPY6N_LOAD \
+	MOVD R11, R0 \
+	ADD  R19, R0, R1 \
+	ADD  R19, R1, R2 \
+	ADD  R19, R2, R3 \
+	ADD  R19, R3, R4 \
+	ADD  R19, R4, R5 \
+	VLD1 (R0), [V0.S4, V1.S4] \
+	VLD1 (R1), [V2.S4, V3.S4] \
+	VLD1 (R2), [V4.S4, V5.S4] \
+	VLD1 (R3), [V6.S4, V7.S4] \
+	VLD1 (R4), [V8.S4, V9.S4] \
+	VLD1 (R5), [V10.S4, V11.S4] \
+	MOVD R12, R6 \
+	ADD  R13, R6, R7 \
+	ADD  R13, R7, R8 \
+	ADD  R13, R8, R9 \
+	ADD  R13, R9, R22 \
+	ADD  R13, R22, R23 \
+	MOVD R24, R26 \
+	MOVD R15, R10
+
+// AXPY6N_POS scales the eight signed codes in the low bytes of V12 by the position's
+// scale (at R26, which moves on) into V12, V13 — code·s rounded once, as dequantInt8NEON
+// forms it — and adds them times the six rows' weights to V0…V11 in axpy6F32NEON's
+// order, so that the sums are its bits on the decoded rows.
+#define AXPY6N_POS \
+	VLD1R   (R26), [V20.S4] \
+	ADD     R25, R26, R26 \
+	SXTL8(12, 12) \
+	SXTL216(12, 13) \
+	SXTL16(12, 12) \
+	SCVTF4(12, 12) \
+	SCVTF4(13, 13) \
+	FMUL4(20, 12, 12) \
+	FMUL4(20, 13, 13) \
+	VLD1R.P 4(R6), [V14.S4] \
+	VLD1R.P 4(R7), [V15.S4] \
+	VLD1R.P 4(R8), [V16.S4] \
+	VLD1R.P 4(R9), [V17.S4] \
+	VLD1R.P 4(R22), [V18.S4] \
+	VLD1R.P 4(R23), [V19.S4] \
+	VFMLA   V14.S4, V12.S4, V0.S4 \
+	VFMLA   V14.S4, V13.S4, V1.S4 \
+	VFMLA   V15.S4, V12.S4, V2.S4 \
+	VFMLA   V15.S4, V13.S4, V3.S4 \
+	VFMLA   V16.S4, V12.S4, V4.S4 \
+	VFMLA   V16.S4, V13.S4, V5.S4 \
+	VFMLA   V17.S4, V12.S4, V6.S4 \
+	VFMLA   V17.S4, V13.S4, V7.S4 \
+	VFMLA   V18.S4, V12.S4, V8.S4 \
+	VFMLA   V18.S4, V13.S4, V9.S4 \
+	VFMLA   V19.S4, V12.S4, V10.S4 \
+	VFMLA   V19.S4, V13.S4, V11.S4
+
+// AXPY6N_STORE stores V0…V11 back and moves R11 to the next eight columns.
+#define AXPY6N_STORE \
+	VST1 [V0.S4, V1.S4], (R0) \
+	VST1 [V2.S4, V3.S4], (R1) \
+	VST1 [V4.S4, V5.S4], (R2) \
+	VST1 [V6.S4, V7.S4], (R3) \
+	VST1 [V8.S4, V9.S4], (R4) \
+	VST1 [V10.S4, V11.S4], (R5) \
+	ADD  $32, R11, R11
+
+// func axpy6Int8NEON(acc []float32, w []float32, ws int, v []int8, vs []float32, n, d int)
+//
+// axpy6F32NEON over int8 value rows as they lie (d codes a position, a scale per block
+// of 32): eight columns of the six rows in twelve accumulators, a position's eight codes
+// widened, converted and scaled in registers instead of decoded into a row and loaded
+// back. d a multiple of 32.
+TEXT ·axpy6Int8NEON(SB), NOSPLIT, $0-120
+	AXPY6N_ARGS(ax8n_done)
+	MOVD R16, R17 // a position's code bytes
+	MOVD ZR, R16
+
+ax8n_chunk:
+	AXPY6N_LOAD
+	MOVD R14, R21
+
+ax8n_p:
+	FMOVD (R21), F12
+	ADD   R17, R21, R21
+	AXPY6N_POS
+	SUBS  $1, R10, R10
+	BNE   ax8n_p
+	AXPY6N_STORE
+	ADD   $8, R14, R14
+	ADD   $1, R16, R16
+	CMP   $4, R16
+	BNE   ax8n_next
+	MOVD  ZR, R16
+	ADD   $4, R24, R24 // the next block's scales
+
+ax8n_next:
+	SUBS $1, R20, R20
+	BNE  ax8n_chunk
+
+ax8n_done:
+	RET
+
+// func axpy6Q4NEON(acc []float32, w []float32, ws int, v []byte, vs []float32, n, d int)
+//
+// axpy6Int8NEON over q4 value rows as they lie (16 code bytes a block of 32 values, the
+// scales already widened to float32, exactly): a block's chunks 0 and 1 are the low
+// nibbles of its bytes 0…7 and 8…15, chunks 2 and 3 their high nibbles; each value
+// (code − 8)·s, an exact product as dequantQ4's, so that the sums are axpy6F32NEON's
+// bits on the decoded rows.
+TEXT ·axpy6Q4NEON(SB), NOSPLIT, $0-120
+	AXPY6N_ARGS(ax4n_done)
+	LSR  $1, R16, R17 // a position's code bytes
+	MOVD ZR, R16
+	VMOVI $15, V21.B16
+	VMOVI $8, V27.B16
+
+ax4n_chunk:
+	AXPY6N_LOAD
+	AND  $1, R16, R21
+	ADD  R21<<3, R14, R21 // chunks 1 and 3: bytes 8…15
+	CMP  $2, R16
+	BGE  ax4n_hi
+
+ax4n_lo:
+	FMOVD (R21), F12
+	ADD   R17, R21, R21
+	VAND  V21.B16, V12.B16, V12.B16
+	SUB16B(27, 12, 12)
+	AXPY6N_POS
+	SUBS  $1, R10, R10
+	BNE   ax4n_lo
+	B     ax4n_store
+
+ax4n_hi:
+	FMOVD (R21), F12
+	ADD   R17, R21, R21
+	VUSHR $4, V12.B16, V12.B16
+	SUB16B(27, 12, 12)
+	AXPY6N_POS
+	SUBS  $1, R10, R10
+	BNE   ax4n_hi
+
+ax4n_store:
+	AXPY6N_STORE
+	ADD  $1, R16, R16
+	CMP  $4, R16
+	BNE  ax4n_next
+	MOVD ZR, R16
+	ADD  $16, R14, R14 // the next block's bytes
+	ADD  $4, R24, R24  // and scales
+
+ax4n_next:
+	SUBS $1, R20, R20
+	BNE  ax4n_chunk
+
+ax4n_done:
 	RET

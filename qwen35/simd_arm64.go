@@ -142,5 +142,7 @@ func archNEON() []*kernels {
 		dot6F16:      dot6x4F16NEON,
 		axpy6F32:     axpy6F32NEON,
 		axpy6F16:     axpy6F16NEON,
+		axpy6Int8:    axpy6Int8NEON,
+		axpy6Q4:      axpy6Q4NEON,
 	}}
 }

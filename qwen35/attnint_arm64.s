@@ -84,10 +84,11 @@
 	MOVD R0, R14 \
 	MOVD R12, R15
 
-// AXPY6N_ARGS loads the arguments of the value kernels (below): acc at R11 (R19 a row's bytes), the
-// weights at R12 (R13 a row's bytes), the codes at R14, the scales at R24 (R25 a
-// position's bytes: 4·d/32), n in R15, d/8 chunks of eight columns in R20, the chunk's
-// place in its block of 32 in R16. With no chunk or no position it jumps to done.
+// AXPY6N_ARGS loads the arguments of the value kernels (below; their shared parts are in
+// neon_arm64.h): acc at R11 (R19 a row's bytes), the weights at R12 (R13 a row's
+// bytes), the codes at R14, the scales at R24 (R25 a position's bytes: 4·d/32), n in
+// R15, d/8 chunks of eight columns in R20, d in R16. With no chunk or no position it
+// jumps to done.
 #define AXPY6N_ARGS(done) \
 	MOVD acc_base+0(FP), R11 \
 	MOVD w_base+24(FP), R12 \
@@ -161,31 +162,6 @@ scoreQ4SDOT_head:
 	BNE  scoreQ4SDOT_pos
 	RET
 
-// AXPY6N_LOAD loads eight columns of the six accumulator rows (R0…R5 at them) into
-// V0…V11 and points R6…R9, R22, R23 at the six weight rows, R26 at the chunk's first
-// scale and R10 at n.
-#define AXPY6N_LOAD \
-	MOVD R11, R0 \
-	ADD  R19, R0, R1 \
-	ADD  R19, R1, R2 \
-	ADD  R19, R2, R3 \
-	ADD  R19, R3, R4 \
-	ADD  R19, R4, R5 \
-	VLD1 (R0), [V0.S4, V1.S4] \
-	VLD1 (R1), [V2.S4, V3.S4] \
-	VLD1 (R2), [V4.S4, V5.S4] \
-	VLD1 (R3), [V6.S4, V7.S4] \
-	VLD1 (R4), [V8.S4, V9.S4] \
-	VLD1 (R5), [V10.S4, V11.S4] \
-	MOVD R12, R6 \
-	ADD  R13, R6, R7 \
-	ADD  R13, R7, R8 \
-	ADD  R13, R8, R9 \
-	ADD  R13, R9, R22 \
-	ADD  R13, R22, R23 \
-	MOVD R24, R26 \
-	MOVD R15, R10
-
 // AXPY6N_POS scales the eight signed codes in the low bytes of V12 by the position's
 // scale (at R26, which moves on) into V12, V13 — code·s rounded once, as dequantInt8NEON
 // forms it — and adds them times the six rows' weights to V0…V11 in axpy6F32NEON's
@@ -200,34 +176,7 @@ scoreQ4SDOT_head:
 	SCVTF4(13, 13) \
 	FMUL4(20, 12, 12) \
 	FMUL4(20, 13, 13) \
-	VLD1R.P 4(R6), [V14.S4] \
-	VLD1R.P 4(R7), [V15.S4] \
-	VLD1R.P 4(R8), [V16.S4] \
-	VLD1R.P 4(R9), [V17.S4] \
-	VLD1R.P 4(R22), [V18.S4] \
-	VLD1R.P 4(R23), [V19.S4] \
-	VFMLA   V14.S4, V12.S4, V0.S4 \
-	VFMLA   V14.S4, V13.S4, V1.S4 \
-	VFMLA   V15.S4, V12.S4, V2.S4 \
-	VFMLA   V15.S4, V13.S4, V3.S4 \
-	VFMLA   V16.S4, V12.S4, V4.S4 \
-	VFMLA   V16.S4, V13.S4, V5.S4 \
-	VFMLA   V17.S4, V12.S4, V6.S4 \
-	VFMLA   V17.S4, V13.S4, V7.S4 \
-	VFMLA   V18.S4, V12.S4, V8.S4 \
-	VFMLA   V18.S4, V13.S4, V9.S4 \
-	VFMLA   V19.S4, V12.S4, V10.S4 \
-	VFMLA   V19.S4, V13.S4, V11.S4
-
-// AXPY6N_STORE stores V0…V11 back and moves R11 to the next eight columns.
-#define AXPY6N_STORE \
-	VST1 [V0.S4, V1.S4], (R0) \
-	VST1 [V2.S4, V3.S4], (R1) \
-	VST1 [V4.S4, V5.S4], (R2) \
-	VST1 [V6.S4, V7.S4], (R3) \
-	VST1 [V8.S4, V9.S4], (R4) \
-	VST1 [V10.S4, V11.S4], (R5) \
-	ADD  $32, R11, R11
+	AXPY6_FMA
 
 // func axpy6Int8NEON(acc []float32, w []float32, ws int, v []int8, vs []float32, n, d int)
 //
@@ -241,7 +190,8 @@ TEXT ·axpy6Int8NEON(SB), NOSPLIT, $0-120
 	MOVD ZR, R16
 
 ax8n_chunk:
-	AXPY6N_LOAD
+	AXPY6_ROWS
+	MOVD R24, R26
 	MOVD R14, R21
 
 ax8n_p:
@@ -250,7 +200,7 @@ ax8n_p:
 	AXPY6N_POS
 	SUBS  $1, R10, R10
 	BNE   ax8n_p
-	AXPY6N_STORE
+	AXPY6_STORE
 	ADD   $8, R14, R14
 	ADD   $1, R16, R16
 	CMP   $4, R16
@@ -280,7 +230,8 @@ TEXT ·axpy6Q4NEON(SB), NOSPLIT, $0-120
 	VMOVI $8, V27.B16
 
 ax4n_chunk:
-	AXPY6N_LOAD
+	AXPY6_ROWS
+	MOVD R24, R26
 	AND  $1, R16, R21
 	ADD  R21<<3, R14, R21 // chunks 1 and 3: bytes 8…15
 	CMP  $2, R16
@@ -306,7 +257,7 @@ ax4n_hi:
 	BNE   ax4n_hi
 
 ax4n_store:
-	AXPY6N_STORE
+	AXPY6_STORE
 	ADD  $1, R16, R16
 	CMP  $4, R16
 	BNE  ax4n_next

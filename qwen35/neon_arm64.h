@@ -32,3 +32,63 @@
 
 // FMLAE4 adds Vn.4S times lane i of Vm.4S to Vd.4S.
 #define FMLAE4(m, i, n, d) WORD $(0x4F801000 | (((i)&1)<<21) | ((m)<<16) | (((i)>>1)<<11) | ((n)<<5) | (d))
+
+// The six-row value kernels' shared parts (axpy6F32NEON, axpy6F16NEON, axpy6Int8NEON,
+// axpy6Q4NEON): eight columns of the six accumulator rows in V0…V11, the value chunk in
+// V12, V13, the weights broadcast into V14…V19.
+//
+// AXPY6_ROWS loads the eight columns at R11 of the six accumulator rows (R19 bytes
+// apart; R0…R5 left at them) and points R6…R9, R22, R23 at the six weight rows (from
+// R12, R13 bytes apart), R10 at n (R15).
+#define AXPY6_ROWS \
+	MOVD R11, R0 \
+	ADD  R19, R0, R1 \
+	ADD  R19, R1, R2 \
+	ADD  R19, R2, R3 \
+	ADD  R19, R3, R4 \
+	ADD  R19, R4, R5 \
+	VLD1 (R0), [V0.S4, V1.S4] \
+	VLD1 (R1), [V2.S4, V3.S4] \
+	VLD1 (R2), [V4.S4, V5.S4] \
+	VLD1 (R3), [V6.S4, V7.S4] \
+	VLD1 (R4), [V8.S4, V9.S4] \
+	VLD1 (R5), [V10.S4, V11.S4] \
+	MOVD R12, R6 \
+	ADD  R13, R6, R7 \
+	ADD  R13, R7, R8 \
+	ADD  R13, R8, R9 \
+	ADD  R13, R9, R22 \
+	ADD  R13, R22, R23 \
+	MOVD R15, R10
+
+// AXPY6_FMA adds the value chunk V12, V13 times the position's six weights (which move
+// on) to V0…V11.
+#define AXPY6_FMA \
+	VLD1R.P 4(R6), [V14.S4] \
+	VLD1R.P 4(R7), [V15.S4] \
+	VLD1R.P 4(R8), [V16.S4] \
+	VLD1R.P 4(R9), [V17.S4] \
+	VLD1R.P 4(R22), [V18.S4] \
+	VLD1R.P 4(R23), [V19.S4] \
+	VFMLA   V14.S4, V12.S4, V0.S4 \
+	VFMLA   V14.S4, V13.S4, V1.S4 \
+	VFMLA   V15.S4, V12.S4, V2.S4 \
+	VFMLA   V15.S4, V13.S4, V3.S4 \
+	VFMLA   V16.S4, V12.S4, V4.S4 \
+	VFMLA   V16.S4, V13.S4, V5.S4 \
+	VFMLA   V17.S4, V12.S4, V6.S4 \
+	VFMLA   V17.S4, V13.S4, V7.S4 \
+	VFMLA   V18.S4, V12.S4, V8.S4 \
+	VFMLA   V18.S4, V13.S4, V9.S4 \
+	VFMLA   V19.S4, V12.S4, V10.S4 \
+	VFMLA   V19.S4, V13.S4, V11.S4
+
+// AXPY6_STORE stores V0…V11 back and moves R11 to the next eight columns.
+#define AXPY6_STORE \
+	VST1 [V0.S4, V1.S4], (R0) \
+	VST1 [V2.S4, V3.S4], (R1) \
+	VST1 [V4.S4, V5.S4], (R2) \
+	VST1 [V6.S4, V7.S4], (R3) \
+	VST1 [V8.S4, V9.S4], (R4) \
+	VST1 [V10.S4, V11.S4], (R5) \
+	ADD  $32, R11, R11

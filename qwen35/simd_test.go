@@ -883,6 +883,30 @@ func BenchmarkKernels(b *testing.B) {
 				}
 			})
 		}
+		// The same block's weighted sum of values read as int8 and q4 codes (six
+		// query heads' rows at once), where the set has the kernels.
+		for _, q4 := range []bool{false, true} {
+			if q4 && k.axpy6Q4 == nil || !q4 && k.axpy6Int8 == nil {
+				continue
+			}
+			ik := newIntKeys(rng, 64, 256, q4)
+			acc6 := vec(6 * 256)
+			name := map[bool]string{false: "axpy6Int8", true: "axpy6Q4"}[q4]
+			vs := ik.ks
+			if q4 {
+				vs = make([]float32, len(ik.k4s))
+				f16ToF32Generic(vs, ik.k4s)
+			}
+			b.Run(fmt.Sprintf("%s/%s/6x64x256", name, k.name), func(b *testing.B) {
+				for b.Loop() {
+					if q4 {
+						k.axpy6Q4(acc6, s, 64, ik.k4, vs, 64, 256)
+					} else {
+						k.axpy6Int8(acc6, s, 64, ik.k8, vs, 64, 256)
+					}
+				}
+			})
+		}
 		acc := vec(256)
 		b.Run(fmt.Sprintf("scaleAddRows/%s/256x64", k.name), func(b *testing.B) {
 			for b.Loop() {

@@ -333,92 +333,118 @@ sq4_next:
 	VZEROUPPER
 	RET
 
-// The AVX2 kernels sum a head's sixteen lanes (Y0 lanes 0…7, Y5 lanes 8…15) in
-// hsum16's order several heads at a time: each head's halves are added (VADDPS, its
-// first level) and kept in one of six slots on the stack, and then the slots are
-// reduced four at a time, two heads a vector through the quarters and four through the
-// pairs, where each head's own reduction left most lanes of its vectors idle (a chain
-// of shuffles and adds per score). On the 2-core Zen 3 VM (BenchmarkKernels/score,
-// six heads × 64 keys, in L1, five alternated runs) the int8 kernel went from a median
-// of 3.85 to 3.61 µs; the q4 one stayed at 2.9 µs.
+// The AVX2 kernels sum a head's sixteen lanes in hsum16's order eight keys at a time:
+// each head's halves are added (VADDPS, its first level) and kept in a slot of the
+// frame, head h's for key j at SLOTS + 256h + 32j, and after the eighth key (or the
+// last) every head's eight slots are reduced together, the quarters of two keys a
+// vector, then the pairs of four, then the last level of all eight, which leaves the
+// eight scores in order for one store. Reducing each key's heads as it was scored
+// left most lanes idle and its chain of shuffles and adds on the kernel's path
+// (2-core Zen 3 VM, BenchmarkKernels/score, six heads × 64 keys in L1). The frame:
+// 0…383 the key's own data, the slots (six heads), the heads left after this group of
+// up to six and the group's own count.
+#define SLOTS 384
+#define HLEFT 1920
+#define HCOUNT 1928
 
-// HSLOT adds the halves of the head in Y0 and Y5 and stores them at (R15), the next
-// slot.
+// Lane numbers, for the mask of a last batch of fewer than eight keys.
+DATA hlanes<>+0(SB)/8, $0x0000000100000000
+DATA hlanes<>+8(SB)/8, $0x0000000300000002
+DATA hlanes<>+16(SB)/8, $0x0000000500000004
+DATA hlanes<>+24(SB)/8, $0x0000000700000006
+GLOBL hlanes<>(SB), RODATA|NOPTR, $32
+
+// HGROUPSTART takes the next group of up to six heads: HCOUNT of them, HLEFT after.
+#define HGROUPSTART \
+	MOVQ    HLEFT(SP), AX \
+	MOVQ    $6, R11 \
+	CMPQ    AX, R11 \
+	CMOVQLT AX, R11 \
+	SUBQ    R11, AX \
+	MOVQ    AX, HLEFT(SP) \
+	MOVQ    R11, HCOUNT(SP)
+
+// HGROUPNEXT moves the queries (SI codes, R9 scales) and the output (DI) past the
+// group's heads and sets the flags for HLEFT ≠ 0.
+#define HGROUPNEXT \
+	MOVQ  HCOUNT(SP), AX \
+	MOVQ  AX, R11 \
+	SHLQ  $8, R11 \
+	ADDQ  R11, SI \
+	MOVQ  AX, R11 \
+	SHLQ  $7, R11 \
+	ADDQ  R11, R9 \
+	IMULQ R8, AX \
+	ADDQ  AX, DI \
+	CMPQ  HLEFT(SP), $0
+
+// HSLOTFIRST points R15 at head 0's slot for key R10 of the batch.
+#define HSLOTFIRST \
+	MOVQ R10, R15 \
+	SHLQ $5, R15 \
+	LEAQ SLOTS(SP)(R15*1), R15
+
+// HSLOT adds the halves of the head in Y0 and Y5 and stores them at (R15), then moves
+// R15 to the next head's slot for the same key.
 #define HSLOT \
 	VADDPS  Y5, Y0, Y0 \
 	VMOVUPS Y0, (R15) \
-	ADDQ    $32, R15
+	ADDQ    $256, R15
 
-// HPAIR(a, b, d): Yd ← the quarters of the heads in slots a and b past R15 (head a's
-// in lanes 0…3, b's in lanes 4…7): lane i of each plus its lane i+4. Clobbers Y1…Y3.
-#define HPAIR(a, b, d) \
-	VMOVUPS    a(R15), Y1 \
-	VPERM2F128 $0x20, b(R15), Y1, Y2 \
-	VPERM2F128 $0x31, b(R15), Y1, Y3 \
+// HQUART(j, d): Yd ← the quarters of keys j and j+4 of the head at R15 (key j's in
+// lanes 0…3): lane i of each plus its lane i+4. Clobbers Y1…Y3.
+#define HQUART(j, d) \
+	VMOVUPS    (32*j)(R15), Y1 \
+	VPERM2F128 $0x20, (32*j+128)(R15), Y1, Y2 \
+	VPERM2F128 $0x31, (32*j+128)(R15), Y1, Y3 \
 	VADDPS     Y3, Y2, d
 
-// HGROUP reduces the R11 slots past R15 (R15 the first, R11 ≥ 1) and stores their
-// scores at (DX)+h·R8, h < R11: four at a time (HPAIR twice, then the quarters' sums
-// and the pairs of all four at once), then a pair and one as they remain. DX moves past
-// them; clobbers R11, R15 and Y0…Y6. Its labels are the function's: one HGROUP a
-// kernel.
-#define HGROUP \
-hg_quad: \
-	CMPQ         R11, $4 \
-	JLT          hg_rest \
-	HPAIR(0, 32, Y4) \
-	HPAIR(64, 96, Y6) \
-	VSHUFPS      $0x44, Y6, Y4, Y0 \
-	VSHUFPS      $0xee, Y6, Y4, Y1 \
-	VADDPS       Y1, Y0, Y0 \
-	VMOVSHDUP    Y0, Y1 \
-	VADDPS       Y1, Y0, Y0 \
-	VEXTRACTF128 $1, Y0, X1 \
-	VMOVSS       X0, (DX) \
-	VMOVSS       X1, (DX)(R8*1) \
-	LEAQ         (DX)(R8*2), DX \
-	VEXTRACTPS   $2, X0, (DX) \
-	VEXTRACTPS   $2, X1, (DX)(R8*1) \
-	LEAQ         (DX)(R8*2), DX \
-	ADDQ         $128, R15 \
-	SUBQ         $4, R11 \
-	JMP          hg_quad \
-hg_rest: \
-	CMPQ         R11, $2 \
-	JLT          hg_one \
-	HPAIR(0, 32, Y4) \
-	HPAIRSUM \
-	LEAQ         (DX)(R8*2), DX \
-	ADDQ         $64, R15 \
-	SUBQ         $2, R11 \
-hg_one: \
-	TESTQ        R11, R11 \
-	JZ           hg_done \
-	HONE \
-	ADDQ         R8, DX \
-hg_done:
+// HRED8 leaves in Y0 the eight scores of the head whose slots are at R15, key j in
+// lane j: the quarters (HQUART: keys 0|4, 1|5, 2|6, 3|7), then per key its pairs
+// (lanes 0+2 and 1+3, two keys a 128-bit lane), then their sum. Clobbers Y1…Y6.
+#define HRED8 \
+	HQUART(0, Y0) \
+	HQUART(1, Y4) \
+	HQUART(2, Y5) \
+	HQUART(3, Y6) \
+	VSHUFPS $0x44, Y4, Y0, Y1 \
+	VSHUFPS $0xee, Y4, Y0, Y2 \
+	VADDPS  Y2, Y1, Y0 \
+	VSHUFPS $0x44, Y6, Y5, Y1 \
+	VSHUFPS $0xee, Y6, Y5, Y2 \
+	VADDPS  Y2, Y1, Y4 \
+	VSHUFPS $0x88, Y4, Y0, Y1 \
+	VSHUFPS $0xdd, Y4, Y0, Y2 \
+	VADDPS  Y2, Y1, Y0
 
-// HPAIRSUM finishes HPAIR's two heads in Y4 (quarters, then pairs) and stores them at
-// (DX) and (DX)(R8*1).
-#define HPAIRSUM \
-	VPERMILPS    $0x0e, Y4, Y1 \
-	VADDPS       Y1, Y4, Y4 \
-	VMOVSHDUP    Y4, Y1 \
-	VADDPS       Y1, Y4, Y4 \
-	VEXTRACTF128 $1, Y4, X1 \
-	VMOVSS       X4, (DX) \
-	VMOVSS       X1, (DX)(R8*1)
-
-// HONE reduces the one head in the slot at (R15) and stores its score at (DX).
-#define HONE \
-	VMOVUPS      (R15), Y0 \
-	VEXTRACTF128 $1, Y0, X1 \
-	VADDPS       X1, X0, X0 \
-	VPERMILPS    $0x0e, X0, X1 \
-	VADDPS       X1, X0, X0 \
-	VMOVSHDUP    X0, X1 \
-	VADDSS       X1, X0, X0 \
-	VMOVSS       X0, (DX)
+// HREDUCE8 reduces the batch of R10 keys (1…8) of the group's HCOUNT heads and
+// stores head h's scores at DX + h·R8 (a batch of fewer keys under a mask in Y8: no
+// byte past them is written), then moves DX past the batch and clears R10. Clobbers
+// AX, R11, R15, Y0…Y6 and Y8. Its labels are the function's: one HREDUCE8 a kernel.
+#define HREDUCE8 \
+	LEAQ         SLOTS(SP), R15 \
+	MOVQ         DX, R11 \
+	MOVQ         HCOUNT(SP), AX \
+	CMPQ         R10, $8 \
+	JEQ          hr_head \
+	VMOVQ        R10, X8 \
+	VPBROADCASTD X8, Y8 \
+	VPCMPGTD     hlanes<>(SB), Y8, Y8 \
+hr_head: \
+	HRED8 \
+	CMPQ         R10, $8 \
+	JNE          hr_part \
+	VMOVUPS      Y0, (R11) \
+	JMP          hr_next \
+hr_part: \
+	VMASKMOVPS   Y0, Y8, (R11) \
+hr_next: \
+	ADDQ         $256, R15 \
+	ADDQ         R8, R11 \
+	DECQ         AX \
+	JNZ          hr_head \
+	LEAQ         (DX)(R10*4), DX \
+	XORQ         R10, R10
 
 // SI8APAIR regroups blocks 2k and 2k+1 of the key row at BX (their bytes at lo and
 // hi) into their first sixteen codes side by side and their second, kept at the same
@@ -463,20 +489,27 @@ hg_done:
 // unsigned and q with k's sign, whose pair sums stay within int16 (2·127² < 2¹⁵, the
 // codes never −128), each widened by VPMADDWD before the two are added, so no correction
 // is needed. The regrouped keys' magnitudes stay in Y8…Y15; the keys themselves (their
-// signs) and the pairs' scale lanes on the stack (0…383), and the heads' half sums in
-// six slots after them (HGROUP).
-TEXT ·scoreInt8AVX2(SB), NOSPLIT, $576-176
+// signs) and the pairs' scale lanes on the stack (0…383), the heads' half sums in their
+// slots (SLOTS, HREDUCE8). The frame is larger than a NOSPLIT function may take.
+TEXT ·scoreInt8AVX2(SB), 0, $1936-176
 	MOVQ out_base+0(FP), DI
 	MOVQ os+24(FP), R8
 	SHLQ $2, R8
 	MOVQ codes_base+32(FP), SI
 	MOVQ sq_base+56(FP), R9
-	MOVQ k_base+112(FP), BX
-	MOVQ ks_base+136(FP), R12
-	MOVQ n+160(FP), CX
+	MOVQ rep+104(FP), AX
+	MOVQ AX, HLEFT(SP)
 	MOVL $0x00010001, AX
 	VMOVQ AX, X7
 	VPBROADCASTD X7, Y7
+
+si8a_group:
+	HGROUPSTART
+	MOVQ k_base+112(FP), BX
+	MOVQ ks_base+136(FP), R12
+	MOVQ n+160(FP), CX
+	MOVQ DI, DX
+	XORQ R10, R10
 
 si8a_pos:
 	PREFETCHT0 2048(BX) // as scoreInt8AVX512
@@ -490,12 +523,8 @@ si8a_pos:
 	SI8APAIR(192, 224, Y14, Y15, 24, 28, 352)
 	MOVQ SI, R13
 	MOVQ R9, R14
-	MOVQ DI, DX
-	MOVQ rep+104(FP), AX
-
-si8a_group:
-	LEAQ 384(SP), R15 // the group's slots
-	MOVQ $6, R11
+	HSLOTFIRST
+	MOVQ HCOUNT(SP), AX
 
 si8a_head:
 	VXORPS Y0, Y0, Y0
@@ -508,24 +537,22 @@ si8a_head:
 	ADDQ $256, R13
 	ADDQ $128, R14
 	DECQ AX
-	JZ   si8a_reduce
-	DECQ R11
 	JNZ  si8a_head
 
-si8a_reduce:
-	MOVQ  R15, R11
-	LEAQ  384(SP), R15
-	SUBQ  R15, R11
-	SHRQ  $5, R11
-	HGROUP
-	TESTQ AX, AX
-	JNZ   si8a_group
-
-	ADDQ $4, DI
 	ADDQ $256, BX
 	ADDQ $32, R12
+	INCQ R10
 	DECQ CX
-	JNZ  si8a_pos
+	JZ   si8a_reduce
+	CMPQ R10, $8
+	JNE  si8a_pos
+
+si8a_reduce:
+	HREDUCE8
+	TESTQ CX, CX
+	JNZ   si8a_pos
+	HGROUPNEXT
+	JNZ   si8a_group
 	VZEROUPPER
 	RET
 
@@ -542,18 +569,23 @@ GLOBL q4half<>(SB), RODATA|NOPTR, $32
 // Each half of a vector (32 code bytes, lanes 0…7 or 8…15) gives its low and high
 // nibbles, unsigned; VPMADDUBSW's pair sums (≤ 2·15·127) and the two nibbles' total stay
 // within int16. The nibbles stay in Y8…Y15, the scale lanes on the stack (0…127), the
-// heads' half sums in six slots after them (HGROUP).
-TEXT ·scoreQ4AVX2(SB), NOSPLIT, $320-176
+// heads' half sums in their slots (SLOTS, HREDUCE8).
+TEXT ·scoreQ4AVX2(SB), 0, $1936-176
 	MOVQ out_base+0(FP), DI
 	MOVQ os+24(FP), R8
 	SHLQ $2, R8
 	MOVQ codes_base+32(FP), SI
 	MOVQ sq_base+56(FP), R9
-	MOVQ corr_base+80(FP), R10
-	SUBQ R9, R10
+	MOVQ rep+104(FP), AX
+	MOVQ AX, HLEFT(SP)
+
+sq4a_group:
+	HGROUPSTART
 	MOVQ k_base+112(FP), BX
 	MOVQ ks_base+136(FP), R12
 	MOVQ n+160(FP), CX
+	MOVQ DI, DX
+	XORQ R10, R10
 
 sq4a_pos:
 	MOVL         $0x0f0f0f0f, AX
@@ -596,12 +628,10 @@ sq4a_pos:
 	VPBROADCASTD X7, Y7
 	MOVQ         SI, R13
 	MOVQ         R9, R14
-	MOVQ         DI, DX
-	MOVQ         rep+104(FP), AX
-
-sq4a_group:
-	LEAQ 128(SP), R15 // the group's slots
-	MOVQ $6, R11
+	MOVQ         corr_base+80(FP), R11 // R14 + R11: the head's corrections
+	SUBQ         sq_base+56(FP), R11
+	HSLOTFIRST
+	MOVQ         HCOUNT(SP), AX
 
 sq4a_head:
 	VXORPS Y0, Y0, Y0
@@ -610,7 +640,7 @@ sq4a_head:
 	VPMADDUBSW 64(R13), Y9, Y2
 	VPADDW     Y2, Y1, Y1
 	VPMADDWD   Y7, Y1, Y1
-	VPADDD     0(R14)(R10*1), Y1, Y1
+	VPADDD     0(R14)(R11*1), Y1, Y1
 	VCVTDQ2PS  Y1, Y1
 	VMULPS     0(R14), Y1, Y1
 	VMULPS     0(SP), Y1, Y1
@@ -619,7 +649,7 @@ sq4a_head:
 	VPMADDUBSW 96(R13), Y11, Y2
 	VPADDW     Y2, Y1, Y1
 	VPMADDWD   Y7, Y1, Y1
-	VPADDD     32(R14)(R10*1), Y1, Y1
+	VPADDD     32(R14)(R11*1), Y1, Y1
 	VCVTDQ2PS  Y1, Y1
 	VMULPS     32(R14), Y1, Y1
 	VMULPS     32(SP), Y1, Y1
@@ -628,7 +658,7 @@ sq4a_head:
 	VPMADDUBSW 192(R13), Y13, Y2
 	VPADDW     Y2, Y1, Y1
 	VPMADDWD   Y7, Y1, Y1
-	VPADDD     64(R14)(R10*1), Y1, Y1
+	VPADDD     64(R14)(R11*1), Y1, Y1
 	VCVTDQ2PS  Y1, Y1
 	VMULPS     64(R14), Y1, Y1
 	VMULPS     64(SP), Y1, Y1
@@ -637,7 +667,7 @@ sq4a_head:
 	VPMADDUBSW 224(R13), Y15, Y2
 	VPADDW     Y2, Y1, Y1
 	VPMADDWD   Y7, Y1, Y1
-	VPADDD     96(R14)(R10*1), Y1, Y1
+	VPADDD     96(R14)(R11*1), Y1, Y1
 	VCVTDQ2PS  Y1, Y1
 	VMULPS     96(R14), Y1, Y1
 	VMULPS     96(SP), Y1, Y1
@@ -646,24 +676,22 @@ sq4a_head:
 	ADDQ $256, R13
 	ADDQ $128, R14
 	DECQ AX
-	JZ   sq4a_reduce
-	DECQ R11
 	JNZ  sq4a_head
 
-sq4a_reduce:
-	MOVQ  R15, R11
-	LEAQ  128(SP), R15
-	SUBQ  R15, R11
-	SHRQ  $5, R11
-	HGROUP
-	TESTQ AX, AX
-	JNZ   sq4a_group
-
-	ADDQ $4, DI
 	ADDQ $128, BX
 	ADDQ $16, R12
+	INCQ R10
 	DECQ CX
-	JNZ  sq4a_pos
+	JZ   sq4a_reduce
+	CMPQ R10, $8
+	JNE  sq4a_pos
+
+sq4a_reduce:
+	HREDUCE8
+	TESTQ CX, CX
+	JNZ   sq4a_pos
+	HGROUPNEXT
+	JNZ   sq4a_group
 	VZEROUPPER
 	RET
 

@@ -157,29 +157,30 @@ func TestScoreKernels(t *testing.T) {
 	forEachSet(t, func(t *testing.T, k *kernels) {
 		for _, q4 := range []bool{false, true} {
 			for _, d := range []int{64, 128, 256} {
-				for _, rep := range []int{1, 2, 3, 5, 6, 7, 8} { // the AVX2 kernels reduce heads in groups of up to four
-					const n = 37
-					ik, iq := newIntKeys(rng, n, d, q4), newIntQueries(rng, rep, d, q4)
-					os := n + 3
-					got, want := make([]float32, rep*os), make([]float32, rep*os)
-					for i := range got {
-						got[i], want[i] = -7, -7
-					}
-					iq.score(got, os, rep, ik, n, d, k)
-					iq.score(want, os, rep, ik, n, d, &genericKernels)
-					name := fmt.Sprintf("q4=%v/d=%d/rep=%d", q4, d, rep)
-					for i := range got {
-						require.Equal(t, math.Float32bits(want[i]), math.Float32bits(got[i]), "%s: out[%d] = %v, generic %v", name, i, got[i], want[i])
-					}
-					for r := 0; r < rep; r++ {
-						for p := 0; p < n; p++ {
-							exact, abs, qerr, plain := quantScoreRef(iq, r, d, q4, ik.plain[p*d:(p+1)*d])
-							// The float part: per lane a product of three factors and a sum
-							// of d/128 terms, then the four-level tree: fewer than
-							// 2 + d/128 + 4 roundings on each term's way.
-							bound := gammaK(2+qVectors(d)+4) * abs
-							require.InDelta(t, exact, float64(got[r*os+p]), bound, "%s r=%d p=%d", name, r, p)
-							require.InDelta(t, plain, exact, qerr*(1+1e-9)+1e-12, "%s r=%d p=%d: quantising q", name, r, p)
+				for _, rep := range []int{1, 2, 3, 5, 6, 7, 8, 13} { // the AVX2 kernels score up to six heads a pass
+					for _, n := range []int{1, 7, 8, 9, 37} { // and reduce eight keys at a time
+						ik, iq := newIntKeys(rng, n, d, q4), newIntQueries(rng, rep, d, q4)
+						os := n + 3
+						got, want := make([]float32, rep*os), make([]float32, rep*os)
+						for i := range got {
+							got[i], want[i] = -7, -7
+						}
+						iq.score(got, os, rep, ik, n, d, k)
+						iq.score(want, os, rep, ik, n, d, &genericKernels)
+						name := fmt.Sprintf("q4=%v/d=%d/rep=%d/n=%d", q4, d, rep, n)
+						for i := range got {
+							require.Equal(t, math.Float32bits(want[i]), math.Float32bits(got[i]), "%s: out[%d] = %v, generic %v", name, i, got[i], want[i])
+						}
+						for r := 0; r < rep; r++ {
+							for p := 0; p < n; p++ {
+								exact, abs, qerr, plain := quantScoreRef(iq, r, d, q4, ik.plain[p*d:(p+1)*d])
+								// The float part: per lane a product of three factors and a sum
+								// of d/128 terms, then the four-level tree: fewer than
+								// 2 + d/128 + 4 roundings on each term's way.
+								bound := gammaK(2+qVectors(d)+4) * abs
+								require.InDelta(t, exact, float64(got[r*os+p]), bound, "%s r=%d p=%d", name, r, p)
+								require.InDelta(t, plain, exact, qerr*(1+1e-9)+1e-12, "%s r=%d p=%d: quantising q", name, r, p)
+							}
 						}
 					}
 				}

@@ -364,6 +364,16 @@ GLOBL hlanes<>(SB), RODATA|NOPTR, $32
 	MOVQ    AX, HLEFT(SP) \
 	MOVQ    R11, HCOUNT(SP)
 
+// HKEYS starts a pass of scoreInt8AVX2 or scoreQ4AVX2 over the keys: BX the codes, R12
+// the scales, CX the count, DX the output column of the first batch, R10 the keys in it.
+// vet does not look inside macros: TestScoreKernels checks its frame offsets.
+#define HKEYS \
+	MOVQ k_base+112(FP), BX \
+	MOVQ ks_base+136(FP), R12 \
+	MOVQ n+160(FP), CX \
+	MOVQ DI, DX \
+	XORQ R10, R10
+
 // HGROUPNEXT moves the queries (SI codes, R9 scales) and the output (DI) past the
 // group's heads and sets the flags for HLEFT ≠ 0.
 #define HGROUPNEXT \
@@ -505,11 +515,7 @@ TEXT ·scoreInt8AVX2(SB), 0, $1936-176
 
 si8a_group:
 	HGROUPSTART
-	MOVQ k_base+112(FP), BX
-	MOVQ ks_base+136(FP), R12
-	MOVQ n+160(FP), CX
-	MOVQ DI, DX
-	XORQ R10, R10
+	HKEYS
 
 si8a_pos:
 	PREFETCHT0 2048(BX) // as scoreInt8AVX512
@@ -581,11 +587,7 @@ TEXT ·scoreQ4AVX2(SB), 0, $1936-176
 
 sq4a_group:
 	HGROUPSTART
-	MOVQ k_base+112(FP), BX
-	MOVQ ks_base+136(FP), R12
-	MOVQ n+160(FP), CX
-	MOVQ DI, DX
-	XORQ R10, R10
+	HKEYS
 
 sq4a_pos:
 	MOVL         $0x0f0f0f0f, AX

@@ -62,8 +62,8 @@
 // AXPY6C_ARGS loads the arguments of axpy6Int8 and axpy6Q4 (AVX2 and AVX-512): DI
 // acc, R12 w, BX ws·4, R13 v, R8 d·4, R14 the chunks of 2^shift columns, R15 n·d (n rows
 // of int8 codes past the tile's first: the prefetch distance; q4 halves it); to done
-// when there is nothing to do. It is defined before any TEXT (here) so that vet checks
-// its frame offsets in each function that uses it.
+// when there is nothing to do. vet does not look inside macros, so its frame offsets are
+// checked by the tests that run each kernel against its generic twin (TestAxpyCodes).
 #define AXPY6C_ARGS(shift, done) \
 	MOVQ  acc_base+0(FP), DI; \
 	MOVQ  w_base+24(FP), R12; \

@@ -4,49 +4,72 @@
 #include "neon_arm64.h"
 
 // Integer scoring of quantised queries against int8 and q4 keys on arm64 (attnint.go):
-// each lane's integer J by SDOT (signed codes against the signed query codes, so no
-// correction is needed), then per lane acc += (float32(J)·sq)·sk with separate roundings
-// and the lanes summed in hsum16's tree, so that the scores are the generic code's bits.
-// Head dim 256 only: the row's sixteen 16-byte operands (an int8 row's first and second
-// sixteen codes of each block; a q4 row's low and high nibbles less 8) and its eight
-// scales stay in V0…V15, V24 and V25 for every query head.
+// each lane's integer J (signed codes against the signed query codes, so no correction
+// is needed), then per lane acc += (float32(J)·sq)·sk with separate roundings and the
+// lanes summed in hsum16's tree, so that the scores are the generic code's bits. J comes
+// from SDOT where the CPU has it (ARMv8.2: the neondot set) and from widening multiplies
+// on every other arm64 core (the neon set: Cortex-A53, A72, Raspberry Pi 4), which
+// otherwise ran the generic Go scorer, some 60 times slower. Head dim 256 only: the
+// row's sixteen 16-byte operands (an int8 row's first and second sixteen codes of each
+// block; a q4 row's low and high nibbles less 8) and its eight scales stay in V0…V15,
+// V24 and V25 for every query head.
 
-// SDOTHEAD scores one query head (codes at R1, read through R6 and R7; scale lanes at
-// R2, advanced past their 128 bytes) against the row in V0…V15, V24 and V25, and stores
-// the score at (R14): per block b its lanes' J by two SDOTs, then (float32(J)·sq)·sk
-// into the block's four lanes of V16…V19, and hsum16's tree — lanes l and l+8, then l
-// and l+4, then (0+2) + (1+3).
-// SDOTBLOCK adds block b's four lanes to V(acc): its codes' operands V(lo) and V(hi)
-// against the next 16 query bytes at R6 and at R7, its scale lane i of V(sk).
-#define SDOTBLOCK(lo, hi, sk, i, acc) \
-	VEOR   V20.B16, V20.B16, V20.B16 \
-	VLD1.P 16(R6), [V21.B16] \
-	VLD1.P 16(R7), [V22.B16] \
+// SDOTJ leaves in V20 a block's four lane integers J: its codes' operands V(lo) and
+// V(hi) against the query bytes in V21 and V22, by SDOT.
+#define SDOTJ(lo, hi) \
+	VMOVI $0, V20.B16 \
 	SDOT4(21, lo, 20) \
-	SDOT4(22, hi, 20) \
+	SDOT4(22, hi, 20)
+
+// SMULJ is SDOTJ by ARMv8.0's widening multiplies: per byte position its two products
+// (low and high operand) in one int16 — |q| ≤ 127 (quantQuery clamps), |c| ≤ 128, so
+// the pair is at most 2·127·128 = 32512, inside int16 —, then pairwise widened to int32
+// and the pairs of pairs added: lane l the bytes 4l … 4l+3, SDOT's lanes. Clobbers V23.
+#define SMULJ(lo, hi) \
+	SMULL8(lo, 21, 20) \
+	SMULL28(lo, 21, 23) \
+	SMLAL8(hi, 22, 20) \
+	SMLAL28(hi, 22, 23) \
+	SADDLP8H(20, 20) \
+	SADDLP8H(23, 23) \
+	ADDP4(23, 20, 20)
+
+// SCOREBLOCK adds block b's four lanes to V(acc): its codes' operands V(lo) and V(hi)
+// against the 16 query bytes at qo(R1) and qo+64(R1) (J by the macro J), its scale
+// lanes at so(R2) and its key scale lane i of V(sk). Offsets, not post-indexed loads:
+// each of those waits for the last one's address (llvm-mca's models of Apple M1 and
+// Neoverse N1 put the head on that chain).
+#define SCOREBLOCK(J, lo, hi, sk, i, acc, qo, so) \
+	FMOVQ qo(R1), F21 \
+	FMOVQ (qo+64)(R1), F22 \
+	J(lo, hi) \
 	SCVTF4(20, 20) \
-	VLD1.P 16(R2), [V23.S4] \
+	FMOVQ so(R2), F23 \
 	FMUL4(23, 20, 20) \
 	FMULE4(sk, i, 20, 20) \
 	FADD4(20, acc, acc)
 
-#define SDOTHEAD \
-	VEOR V16.B16, V16.B16, V16.B16 \
-	VEOR V17.B16, V17.B16, V17.B16 \
-	VEOR V18.B16, V18.B16, V18.B16 \
-	VEOR V19.B16, V19.B16, V19.B16 \
-	MOVD R1, R6 \
-	ADD  $64, R1, R7 \
-	SDOTBLOCK(0, 1, 24, 0, 16) \
-	SDOTBLOCK(2, 3, 24, 1, 17) \
-	SDOTBLOCK(4, 5, 24, 2, 18) \
-	SDOTBLOCK(6, 7, 24, 3, 19) \
-	ADD $64, R6 \
-	ADD $64, R7 \
-	SDOTBLOCK(8, 9, 25, 0, 16) \
-	SDOTBLOCK(10, 11, 25, 1, 17) \
-	SDOTBLOCK(12, 13, 25, 2, 18) \
-	SDOTBLOCK(14, 15, 25, 3, 19) \
+// SCOREHEAD scores one query head (codes at R1, scale lanes at R2, which it moves past
+// their 128 bytes) against the row in V0…V15, V24 and V25, and stores the score at
+// (R14): per block b its lanes' J (the macro J), then (float32(J)·sq)·sk into the
+// block's four lanes of V16…V19, and hsum16's tree — lanes l and l+8, then l and l+4,
+// then (0+2) + (1+3). The accumulators are cleared by MOVI, which reads no register
+// (EOR of a register with itself waits for its last value on cores that do not treat it
+// as an idiom, chaining every head to the one before).
+#define SCOREHEAD(J) \
+	VMOVI $0, V16.B16 \
+	VMOVI $0, V17.B16 \
+	VMOVI $0, V18.B16 \
+	VMOVI $0, V19.B16 \
+	SCOREBLOCK(J, 0, 1, 24, 0, 16, 0, 0) \
+	SCOREBLOCK(J, 2, 3, 24, 1, 17, 16, 16) \
+	SCOREBLOCK(J, 4, 5, 24, 2, 18, 32, 32) \
+	SCOREBLOCK(J, 6, 7, 24, 3, 19, 48, 48) \
+	SCOREBLOCK(J, 8, 9, 25, 0, 16, 128, 64) \
+	SCOREBLOCK(J, 10, 11, 25, 1, 17, 144, 80) \
+	SCOREBLOCK(J, 12, 13, 25, 2, 18, 160, 96) \
+	SCOREBLOCK(J, 14, 15, 25, 3, 19, 176, 112) \
+	ADD    $128, R2 \
 	FADD4(18, 16, 16) \
 	FADD4(19, 17, 17) \
 	FADD4(17, 16, 16) \
@@ -63,11 +86,11 @@
 	SUB16B(27, l, l) \
 	SUB16B(27, h, h)
 
-// SDOTARGS loads the scorers' arguments: out at R0 (R9 its head stride in bytes), the
+// SCOREARGS loads the scorers' arguments: out at R0 (R9 its head stride in bytes), the
 // codes and scale lanes of head 0 at R10 and R11, rep in R12, the keys and their scales
-// at R3 and R4, n in R13. SDOTFIRST points R1, R2 and R14 at head 0's codes, scale lanes
+// at R3 and R4, n in R13. SCOREFIRST points R1, R2 and R14 at head 0's codes, scale lanes
 // and score, R15 counting the heads.
-#define SDOTARGS \
+#define SCOREARGS \
 	MOVD out_base+0(FP), R0 \
 	MOVD os+24(FP), R9 \
 	LSL  $2, R9 \
@@ -78,7 +101,7 @@
 	MOVD ks_base+136(FP), R4 \
 	MOVD n+160(FP), R13
 
-#define SDOTFIRST \
+#define SCOREFIRST \
 	MOVD R10, R1 \
 	MOVD R11, R2 \
 	MOVD R0, R14 \
@@ -104,78 +127,129 @@
 	CBZ  R20, done \
 	CBZ  R15, done
 
+// SCOREINT8 is the body of an int8 scorer, its J by the macro J; its labels are the
+// function's (one SCOREINT8 a function).
+#define SCOREINT8(J) \
+	SCOREARGS \
+si8_pos: \
+	VLD1.P 64(R3), [V0.B16, V1.B16, V2.B16, V3.B16] \
+	VLD1.P 64(R3), [V4.B16, V5.B16, V6.B16, V7.B16] \
+	VLD1.P 64(R3), [V8.B16, V9.B16, V10.B16, V11.B16] \
+	VLD1.P 64(R3), [V12.B16, V13.B16, V14.B16, V15.B16] \
+	VLD1.P 32(R4), [V24.S4, V25.S4] \
+	SCOREFIRST \
+si8_head: \
+	SCOREHEAD(J) \
+	ADD    $256, R1 \
+	ADD    R9, R14 \
+	SUBS   $1, R15 \
+	BNE    si8_head \
+	ADD  $4, R0 \
+	SUBS $1, R13 \
+	BNE  si8_pos \
+	RET
+
+// SCOREQ4 is the body of a q4 scorer, as SCOREINT8.
+#define SCOREQ4(J) \
+	SCOREARGS \
+	VMOVI $15, V26.B16 \
+	VMOVI $8, V27.B16 \
+sq4_pos: \
+	VLD1.P 64(R3), [V16.B16, V17.B16, V18.B16, V19.B16] \
+	VLD1.P 64(R3), [V20.B16, V21.B16, V22.B16, V23.B16] \
+	NIBBLES(V16, V0, V1, 0, 1) \
+	NIBBLES(V17, V2, V3, 2, 3) \
+	NIBBLES(V18, V4, V5, 4, 5) \
+	NIBBLES(V19, V6, V7, 6, 7) \
+	NIBBLES(V20, V8, V9, 8, 9) \
+	NIBBLES(V21, V10, V11, 10, 11) \
+	NIBBLES(V22, V12, V13, 12, 13) \
+	NIBBLES(V23, V14, V15, 14, 15) \
+	VLD1.P 16(R4), [V25.H8] \
+	FCVTLH(25, 24) \
+	FCVTL2H(25, 25) \
+	SCOREFIRST \
+sq4_head: \
+	SCOREHEAD(J) \
+	ADD    $256, R1 \
+	ADD    R9, R14 \
+	SUBS   $1, R15 \
+	BNE    sq4_head \
+	ADD  $4, R0 \
+	SUBS $1, R13 \
+	BNE  sq4_pos \
+	RET
+
 // func scoreInt8SDOT(out []float32, os int, codes []int8, sq []float32, corr []int32, rep int, k []int8, ks []float32, n, d int)
 TEXT ·scoreInt8SDOT(SB), NOSPLIT, $0-176
-	SDOTARGS
-
-scoreInt8SDOT_pos:
-	VLD1.P 64(R3), [V0.B16, V1.B16, V2.B16, V3.B16]
-	VLD1.P 64(R3), [V4.B16, V5.B16, V6.B16, V7.B16]
-	VLD1.P 64(R3), [V8.B16, V9.B16, V10.B16, V11.B16]
-	VLD1.P 64(R3), [V12.B16, V13.B16, V14.B16, V15.B16]
-	VLD1.P 32(R4), [V24.S4, V25.S4]
-	SDOTFIRST
-
-scoreInt8SDOT_head:
-	SDOTHEAD
-	ADD    $256, R1
-	ADD    R9, R14
-	SUBS   $1, R15
-	BNE    scoreInt8SDOT_head
-
-	ADD  $4, R0
-	SUBS $1, R13
-	BNE  scoreInt8SDOT_pos
-	RET
+	SCOREINT8(SDOTJ)
 
 // func scoreQ4SDOT(out []float32, os int, codes []int8, sq []float32, corr []int32, rep int, k []byte, ks []uint16, n, d int)
 TEXT ·scoreQ4SDOT(SB), NOSPLIT, $0-176
-	SDOTARGS
-	VMOVI $15, V26.B16
-	VMOVI $8, V27.B16
+	SCOREQ4(SDOTJ)
 
-scoreQ4SDOT_pos:
-	VLD1.P 64(R3), [V16.B16, V17.B16, V18.B16, V19.B16]
-	VLD1.P 64(R3), [V20.B16, V21.B16, V22.B16, V23.B16]
-	NIBBLES(V16, V0, V1, 0, 1)
-	NIBBLES(V17, V2, V3, 2, 3)
-	NIBBLES(V18, V4, V5, 4, 5)
-	NIBBLES(V19, V6, V7, 6, 7)
-	NIBBLES(V20, V8, V9, 8, 9)
-	NIBBLES(V21, V10, V11, 10, 11)
-	NIBBLES(V22, V12, V13, 12, 13)
-	NIBBLES(V23, V14, V15, 14, 15)
-	VLD1.P 16(R4), [V25.H8]
-	FCVTLH(25, 24)
-	FCVTL2H(25, 25)
-	SDOTFIRST
+// func scoreInt8NEON(out []float32, os int, codes []int8, sq []float32, corr []int32, rep int, k []int8, ks []float32, n, d int)
+TEXT ·scoreInt8NEON(SB), NOSPLIT, $0-176
+	SCOREINT8(SMULJ)
 
-scoreQ4SDOT_head:
-	SDOTHEAD
-	ADD    $256, R1
-	ADD    R9, R14
-	SUBS   $1, R15
-	BNE    scoreQ4SDOT_head
+// func scoreQ4NEON(out []float32, os int, codes []int8, sq []float32, corr []int32, rep int, k []byte, ks []uint16, n, d int)
+TEXT ·scoreQ4NEON(SB), NOSPLIT, $0-176
+	SCOREQ4(SMULJ)
 
-	ADD  $4, R0
-	SUBS $1, R13
-	BNE  scoreQ4SDOT_pos
-	RET
-
-// AXPY6N_POS scales the eight signed codes in the low bytes of V12 by the position's
-// scale (at R26, which moves on) into V12, V13 — code·s rounded once, as dequantInt8NEON
-// forms it — and adds them times the six rows' weights to V0…V11 in axpy6F32NEON's
-// order, so that the sums are its bits on the decoded rows.
-#define AXPY6N_POS \
-	VLD1R   (R26), [V20.S4] \
+// N8POS turns the eight signed codes in the low bytes of V(a) into V(a), V(b) scaled by
+// the position's scale (at R26, which moves on; broadcast into V(s)) — code·s rounded
+// once, as dequantInt8NEON forms it.
+#define N8POS(a, b, s) \
+	VLD1R   (R26), [V(s).S4] \
 	ADD     R25, R26, R26 \
-	SXTL8(12, 12) \
-	SXTL216(12, 13) \
-	SXTL16(12, 12) \
-	SCVTF4(12, 12) \
-	SCVTF4(13, 13) \
-	FMUL4(20, 12, 12) \
-	FMUL4(20, 13, 13) \
+	SXTL8(a, a) \
+	SXTL216(a, b) \
+	SXTL16(a, a) \
+	SCVTF4(a, a) \
+	SCVTF4(b, b) \
+	FMUL4(s, a, a) \
+	FMUL4(s, b, b)
+
+// CODES8 loads the position's eight code bytes at R21 into register va (number a) and
+// moves R21 to the next position; Q4LO and Q4HI then keep their low or high nibbles
+// less 8 (V21 holds 0x0F, V27 8).
+#define CODES8(va, a) \
+	VLD1 (R21), [va.B8] \
+	ADD  R17, R21, R21
+
+#define Q4LO(va, a) \
+	CODES8(va, a) \
+	VAND V21.B16, va.B16, va.B16 \
+	SUB16B(27, a, a)
+
+#define Q4HI(va, a) \
+	CODES8(va, a) \
+	VUSHR $4, va.B16, va.B16 \
+	SUB16B(27, a, a)
+
+// AXPY6N_P4 runs four positions: the six rows' four weights (AXPY6_W4), then per position
+// its codes (the macro CODES: CODES8, Q4LO or Q4HI) scaled (N8POS) and added times its
+// weights' lane (AXPY6_FMAE) to V0…V11, positions alternating between two sets of
+// registers so that one's conversion need not wait for the other's multiplies.
+#define AXPY6N_P4(CODES) \
+	AXPY6_W4 \
+	CODES(V12, 12) \
+	N8POS(12, 13, 20) \
+	AXPY6_FMAE(0, 12, 13) \
+	CODES(V24, 24) \
+	N8POS(24, 25, 26) \
+	AXPY6_FMAE(1, 24, 25) \
+	CODES(V12, 12) \
+	N8POS(12, 13, 20) \
+	AXPY6_FMAE(2, 12, 13) \
+	CODES(V24, 24) \
+	N8POS(24, 25, 26) \
+	AXPY6_FMAE(3, 24, 25)
+
+// AXPY6N_POS runs one position (codes in V12): N8POS and AXPY6_FMA, so that the sums are
+// axpy6F32NEON's bits on the decoded rows.
+#define AXPY6N_POS \
+	N8POS(12, 13, 20) \
 	AXPY6_FMA
 
 // func axpy6Int8NEON(acc []float32, w []float32, ws int, v []int8, vs []float32, n, d int)
@@ -183,7 +257,7 @@ scoreQ4SDOT_head:
 // axpy6F32NEON over int8 value rows as they lie (d codes a position, a scale per block
 // of 32): eight columns of the six rows in twelve accumulators, a position's eight codes
 // widened, converted and scaled in registers instead of decoded into a row and loaded
-// back. d a multiple of 32.
+// back; four positions a pass, then one at a time. d a multiple of 32.
 TEXT ·axpy6Int8NEON(SB), NOSPLIT, $0-120
 	AXPY6N_ARGS(ax8n_done)
 	MOVD R16, R17 // a position's code bytes
@@ -193,13 +267,23 @@ ax8n_chunk:
 	AXPY6_ROWS
 	MOVD R24, R26
 	MOVD R14, R21
+	CMP  $4, R10
+	BLT  ax8n_p
+
+ax8n_p4:
+	AXPY6N_P4(CODES8)
+	SUB  $4, R10, R10
+	CMP  $4, R10
+	BGE  ax8n_p4
+	CBZ  R10, ax8n_store
 
 ax8n_p:
-	FMOVD (R21), F12
-	ADD   R17, R21, R21
+	CODES8(V12, 12)
 	AXPY6N_POS
 	SUBS  $1, R10, R10
 	BNE   ax8n_p
+
+ax8n_store:
 	AXPY6_STORE
 	ADD   $8, R14, R14
 	ADD   $1, R16, R16
@@ -236,25 +320,39 @@ ax4n_chunk:
 	ADD  R21<<3, R14, R21 // chunks 1 and 3: bytes 8…15
 	CMP  $2, R16
 	BGE  ax4n_hi
+	CMP  $4, R10
+	BLT  ax4n_lo
+
+ax4n_lo4:
+	AXPY6N_P4(Q4LO)
+	SUB  $4, R10, R10
+	CMP  $4, R10
+	BGE  ax4n_lo4
+	CBZ  R10, ax4n_store
 
 ax4n_lo:
-	FMOVD (R21), F12
-	ADD   R17, R21, R21
-	VAND  V21.B16, V12.B16, V12.B16
-	SUB16B(27, 12, 12)
+	Q4LO(V12, 12)
 	AXPY6N_POS
 	SUBS  $1, R10, R10
 	BNE   ax4n_lo
 	B     ax4n_store
 
 ax4n_hi:
-	FMOVD (R21), F12
-	ADD   R17, R21, R21
-	VUSHR $4, V12.B16, V12.B16
-	SUB16B(27, 12, 12)
+	CMP  $4, R10
+	BLT  ax4n_hi1
+
+ax4n_hi4:
+	AXPY6N_P4(Q4HI)
+	SUB  $4, R10, R10
+	CMP  $4, R10
+	BGE  ax4n_hi4
+	CBZ  R10, ax4n_store
+
+ax4n_hi1:
+	Q4HI(V12, 12)
 	AXPY6N_POS
 	SUBS  $1, R10, R10
-	BNE   ax4n_hi
+	BNE   ax4n_hi1
 
 ax4n_store:
 	AXPY6_STORE

@@ -11,6 +11,7 @@ import (
 
 	"github.com/bonsai-go/sdk/bonsai/backend"
 	"github.com/stretchr/testify/require"
+	"github.com/x448/float16"
 )
 
 // intKeys is n random keys of d values quantised as an int8 or q4 cache stores them,
@@ -182,6 +183,75 @@ func TestScoreKernels(t *testing.T) {
 								require.InDelta(t, plain, exact, qerr*(1+1e-9)+1e-12, "%s r=%d p=%d: quantising q", name, r, p)
 							}
 						}
+					}
+				}
+			}
+		}
+	})
+}
+
+// TestScoreKernelsExtremes scores the largest codes against the largest query codes
+// (|a| = 127 against int8 keys of −128 and 127, q4 keys of −8 and 7, signs alike and
+// mixed), where a kernel that sums more than two of a lane's products in 16 bits (the
+// plain NEON scorers' widening multiplies hold two: 2·127·128 = 32512) would wrap: every
+// set's scores must be the generic code's bits and the exact scores within the float
+// part's rounding.
+func TestScoreKernelsExtremes(t *testing.T) {
+	const d, n = 256, 9
+	nb := d / kvBlock
+	forEachSet(t, func(t *testing.T, k *kernels) {
+		for _, q4 := range []bool{false, true} {
+			var ik intKeys
+			ik.plain = make([]float32, n*d)
+			if q4 {
+				ik.k4, ik.k4s = make([]byte, 16*nb*n), make([]uint16, nb*n)
+				for p := 0; p < n; p++ {
+					for i := range 16 * nb {
+						ik.k4[16*nb*p+i] = []byte{0x00, 0xff, 0x0f, 0xf0}[(p+i/16)%4] // values −8 and 7
+					}
+					for b := range nb {
+						ik.k4s[nb*p+b] = 0x3800 + uint16(b) // 0.5 and a little more
+					}
+					dequantQ4Generic(ik.plain[p*d:(p+1)*d], ik.k4[16*nb*p:16*nb*(p+1)], ik.k4s[nb*p:nb*(p+1)])
+				}
+			} else {
+				ik.k8, ik.ks = make([]int8, n*d), make([]float32, nb*n)
+				for p := 0; p < n; p++ {
+					for i := range d {
+						c := int8(-128)
+						if p%2 == 1 && i%3 != 0 {
+							c = 127
+						}
+						ik.k8[d*p+i] = c
+					}
+					for b := range nb {
+						ik.ks[nb*p+b] = 0.5 + float32(b)/64
+					}
+					dequantInt8Generic(ik.plain[p*d:(p+1)*d], ik.k8[d*p:d*(p+1)], ik.ks[nb*p:nb*(p+1)])
+				}
+			}
+			for _, rep := range []int{1, 6, 7} {
+				hb, hl := qHead(d), qLanes*qVectors(d)
+				iq := intQueries{q: make([]float32, rep*d), codes: make([]int8, rep*hb), sq: make([]float32, rep*hl), corr: make([]int32, rep*hl)}
+				for i := range iq.q {
+					r := i / d
+					iq.q[i] = -1 // codes −127 where every value of a block is as large
+					if r%2 == 1 && i%5 == 0 {
+						iq.q[i] = 1
+					}
+				}
+				for r := 0; r < rep; r++ {
+					quantQuery(iq.codes[r*hb:(r+1)*hb], iq.sq[r*hl:(r+1)*hl], iq.corr[r*hl:(r+1)*hl], iq.q[r*d:(r+1)*d], q4)
+				}
+				got, want := make([]float32, rep*n), make([]float32, rep*n)
+				iq.score(got, n, rep, ik, n, d, k)
+				iq.score(want, n, rep, ik, n, d, &genericKernels)
+				for r := 0; r < rep; r++ {
+					for p := 0; p < n; p++ {
+						name := fmt.Sprintf("q4=%v/rep=%d: head %d key %d", q4, rep, r, p)
+						require.Equal(t, math.Float32bits(want[r*n+p]), math.Float32bits(got[r*n+p]), "%s: %v, generic %v", name, got[r*n+p], want[r*n+p])
+						exact, abs, _, _ := quantScoreRef(iq, r, d, q4, ik.plain[p*d:(p+1)*d])
+						require.InDelta(t, exact, float64(got[r*n+p]), gammaK(2+qVectors(d)+4)*abs, name)
 					}
 				}
 			}
@@ -404,6 +474,63 @@ func TestAxpyCodes(t *testing.T) {
 					}
 					for i := range got {
 						require.Equal(t, math.Float32bits(want[i]), math.Float32bits(got[i]), "q4=%v d=%d n=%d: acc[%d] = %v, want %v", q4, d, n, i, got[i], want[i])
+					}
+				}
+			}
+		}
+	})
+}
+
+// TestAxpy6Positions checks that every set's value kernels add a run of positions as
+// they add one position at a time (the same FMAs in the same order: kernels that take
+// several positions a pass must not change the bits), over runs that are and are not
+// multiples of their passes.
+func TestAxpy6Positions(t *testing.T) {
+	rng := rand.New(rand.NewPCG(65, 1))
+	forEachSet(t, func(t *testing.T, k *kernels) {
+		if k.axpy6F32 == nil {
+			t.Skipf("the %s set has no six-row value kernels", k.name)
+		}
+		for _, d := range []int{32, 256} {
+			nb := d / kvBlock
+			for _, n := range []int{3, 4, 5, 8, 11} {
+				const ws = 29
+				w := make([]float32, 5*ws+n)
+				for i := range w {
+					w[i] = float32(rng.NormFloat64())
+				}
+				v32 := make([]float32, n*d)
+				v16 := make([]uint16, n*d)
+				for i := range v32 {
+					v16[i] = float16.Fromfloat32(float32(rng.NormFloat64())).Bits()
+					v32[i] = float32(rng.NormFloat64())
+				}
+				i8, i4 := newIntKeys(rng, n, d, false), newIntKeys(rng, n, d, true)
+				vs4 := make([]float32, len(i4.k4s))
+				f16ToF32Generic(vs4, i4.k4s)
+				acc0 := make([]float32, 6*d)
+				for i := range acc0 {
+					acc0[i] = float32(rng.NormFloat64())
+				}
+				type run func(acc []float32, p, m int) // positions p … p+m−1
+				runs := map[string]run{
+					"f32": func(acc []float32, p, m int) { k.axpy6F32(acc, w[p:], ws, v32[p*d:], m, d) },
+					"f16": func(acc []float32, p, m int) { k.axpy6F16(acc, w[p:], ws, v16[p*d:], m, d) },
+				}
+				if k.axpy6Int8 != nil {
+					runs["int8"] = func(acc []float32, p, m int) { k.axpy6Int8(acc, w[p:], ws, i8.k8[p*d:], i8.ks[p*nb:], m, d) }
+				}
+				if k.axpy6Q4 != nil {
+					runs["q4"] = func(acc []float32, p, m int) { k.axpy6Q4(acc, w[p:], ws, i4.k4[16*nb*p:], vs4[p*nb:], m, d) }
+				}
+				for name, f := range runs {
+					all, one := append([]float32(nil), acc0...), append([]float32(nil), acc0...)
+					f(all, 0, n)
+					for p := 0; p < n; p++ {
+						f(one, p, 1)
+					}
+					for i := range all {
+						require.Equal(t, math.Float32bits(one[i]), math.Float32bits(all[i]), "%s d=%d n=%d: acc[%d] = %v, one at a time %v", name, d, n, i, all[i], one[i])
 					}
 				}
 			}

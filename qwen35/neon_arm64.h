@@ -27,6 +27,15 @@
 #define SDOT4(m, n, d)  WORD $(0x4E809400 | ((m)<<16) | ((n)<<5) | (d)) // 4S += the four-byte dots of 16B n and m (ARMv8.2 dot product)
 #define SUB16B(m, n, d) WORD $(0x6E208400 | ((m)<<16) | ((n)<<5) | (d)) // 16B: d = n − m
 
+// The widening multiplies of ARMv8.0 (every arm64 core), for integer dot products where
+// SDOT is missing: signed bytes n × m into 8H, from the low or the high eight (…2).
+#define SMULL8(m, n, d)  WORD $(0x0E20C000 | ((m)<<16) | ((n)<<5) | (d)) // 8H = n.8B × m.8B
+#define SMULL28(m, n, d) WORD $(0x4E20C000 | ((m)<<16) | ((n)<<5) | (d)) // 8H = n.16B[8:] × m.16B[8:]
+#define SMLAL8(m, n, d)  WORD $(0x0E208000 | ((m)<<16) | ((n)<<5) | (d)) // 8H += n.8B × m.8B
+#define SMLAL28(m, n, d) WORD $(0x4E208000 | ((m)<<16) | ((n)<<5) | (d)) // 8H += the high eight
+#define SADDLP8H(n, d)   WORD $(0x4E602800 | ((n)<<5) | (d))             // 4S = pairwise sums of 8H n, widened
+#define ADDP4(m, n, d)   WORD $(0x4EA0BC00 | ((m)<<16) | ((n)<<5) | (d)) // 4S: (n0+n1, n2+n3, m0+m1, m2+m3)
+
 // FMULE4 multiplies Vn.4S by lane i of Vm.4S into Vd.4S.
 #define FMULE4(m, i, n, d) WORD $(0x4F809000 | (((i)&1)<<21) | ((m)<<16) | (((i)>>1)<<11) | ((n)<<5) | (d))
 
@@ -82,6 +91,36 @@
 	VFMLA   V18.S4, V13.S4, V9.S4 \
 	VFMLA   V19.S4, V12.S4, V10.S4 \
 	VFMLA   V19.S4, V13.S4, V11.S4
+
+// AXPY6_W4 loads the next four weights of each of the six rows into V14…V19 (lane j:
+// position p+j), moving the pointers on: the four-position loops of the value kernels
+// multiply by lane (FMLA by element) instead of loading each weight broadcast, so a
+// position costs a quarter of a load a row where it cost a broadcast load (on the cores
+// LLVM models, a vector unit's slot as well: llvm-mca put six of them a position on the
+// vector units that the twelve FMLAs need).
+#define AXPY6_W4 \
+	VLD1.P 16(R6), [V14.S4] \
+	VLD1.P 16(R7), [V15.S4] \
+	VLD1.P 16(R8), [V16.S4] \
+	VLD1.P 16(R9), [V17.S4] \
+	VLD1.P 16(R22), [V18.S4] \
+	VLD1.P 16(R23), [V19.S4]
+
+// AXPY6_FMAE adds the value chunk V(a), V(b) times lane j of V14…V19 (position p+j's
+// weights) to V0…V11: AXPY6_FMA's operations, in its order.
+#define AXPY6_FMAE(j, a, b) \
+	FMLAE4(14, j, a, 0) \
+	FMLAE4(14, j, b, 1) \
+	FMLAE4(15, j, a, 2) \
+	FMLAE4(15, j, b, 3) \
+	FMLAE4(16, j, a, 4) \
+	FMLAE4(16, j, b, 5) \
+	FMLAE4(17, j, a, 6) \
+	FMLAE4(17, j, b, 7) \
+	FMLAE4(18, j, a, 8) \
+	FMLAE4(18, j, b, 9) \
+	FMLAE4(19, j, a, 10) \
+	FMLAE4(19, j, b, 11)
 
 // AXPY6_STORE stores V0…V11 back and moves R11 to the next eight columns.
 #define AXPY6_STORE \

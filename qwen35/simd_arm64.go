@@ -109,13 +109,17 @@ func dotRowsNEON(out []float32, os int, a []float32, as, na int, b []float32, bs
 	}
 }
 
-// archKernels returns the NEON kernels, which every arm64 CPU runs, with the integer
-// attention scores by SDOT where the CPU has the dot product instructions (ARMv8.2).
+// archKernels returns the NEON kernels, which every arm64 CPU runs, and where the CPU
+// has the dot product instructions (ARMv8.2) the same set with the integer attention
+// scores by SDOT (neondot), preferred.
 func archKernels() []*kernels {
 	k := archNEON()
 	if cpu.ARM64.HasASIMDDP {
-		k[0].scoreInt8 = scoreInt8SDOT
-		k[0].scoreQ4 = scoreQ4SDOT
+		dot := *k[0]
+		dot.name = "neondot"
+		dot.scoreInt8 = scoreInt8SDOT
+		dot.scoreQ4 = scoreQ4SDOT
+		k = append(k, &dot)
 	}
 	return k
 }
@@ -144,5 +148,7 @@ func archNEON() []*kernels {
 		axpy6F16:     axpy6F16NEON,
 		axpy6Int8:    axpy6Int8NEON,
 		axpy6Q4:      axpy6Q4NEON,
+		scoreInt8:    scoreInt8NEON,
+		scoreQ4:      scoreQ4NEON,
 	}}
 }

@@ -1686,18 +1686,47 @@ TEXT ·axpy6F32NEON(SB), NOSPLIT, $0-96
 axpy6F32NEON_chunk:
 	AXPY6_ROWS
 	MOVD R14, R21
+	CMP  $4, R10
+	BLT  axpy6F32NEON_p
+axpy6F32NEON_p4:
+	AXPY6_W4
+	VLD1 (R21), [V12.S4, V13.S4]
+	ADD  R17, R21, R21
+	AXPY6_FMAE(0, 12, 13)
+	VLD1 (R21), [V24.S4, V25.S4]
+	ADD  R17, R21, R21
+	AXPY6_FMAE(1, 24, 25)
+	VLD1 (R21), [V12.S4, V13.S4]
+	ADD  R17, R21, R21
+	AXPY6_FMAE(2, 12, 13)
+	VLD1 (R21), [V24.S4, V25.S4]
+	ADD  R17, R21, R21
+	AXPY6_FMAE(3, 24, 25)
+	SUB  $4, R10, R10
+	CMP  $4, R10
+	BGE  axpy6F32NEON_p4
+	CBZ  R10, axpy6F32NEON_store
 axpy6F32NEON_p:
 	VLD1 (R21), [V12.S4, V13.S4]
 	ADD  R17, R21, R21
 	AXPY6_FMA
 	SUBS $1, R10, R10
 	BNE  axpy6F32NEON_p
+axpy6F32NEON_store:
 	AXPY6_STORE
 	ADD  $32, R14, R14
 	SUBS $1, R20, R20
 	BNE  axpy6F32NEON_chunk
 axpy6F32NEON_done:
 	RET
+
+// F16CHUNK loads the position's eight halves at R21 widened into V(a), V(b) and moves
+// R21 to the next position.
+#define F16CHUNK(a, b) \
+	VLD1 (R21), [V(a).H8] \
+	FCVTL2H(a, b) \
+	FCVTLH(a, a) \
+	ADD  R17, R21, R21
 
 // func axpy6F16NEON(acc []float32, w []float32, ws int, v []uint16, n, d int)
 //
@@ -1721,14 +1750,28 @@ TEXT ·axpy6F16NEON(SB), NOSPLIT, $0-96
 axpy6F16NEON_chunk:
 	AXPY6_ROWS
 	MOVD R14, R21
+	CMP  $4, R10
+	BLT  axpy6F16NEON_p
+axpy6F16NEON_p4:
+	AXPY6_W4
+	F16CHUNK(12, 13)
+	AXPY6_FMAE(0, 12, 13)
+	F16CHUNK(24, 25)
+	AXPY6_FMAE(1, 24, 25)
+	F16CHUNK(12, 13)
+	AXPY6_FMAE(2, 12, 13)
+	F16CHUNK(24, 25)
+	AXPY6_FMAE(3, 24, 25)
+	SUB  $4, R10, R10
+	CMP  $4, R10
+	BGE  axpy6F16NEON_p4
+	CBZ  R10, axpy6F16NEON_store
 axpy6F16NEON_p:
-	VLD1 (R21), [V12.H8]
-	FCVTL2H(12, 13)
-	FCVTLH(12, 12)
-	ADD  R17, R21, R21
+	F16CHUNK(12, 13)
 	AXPY6_FMA
 	SUBS $1, R10, R10
 	BNE  axpy6F16NEON_p
+axpy6F16NEON_store:
 	AXPY6_STORE
 	ADD  $16, R14, R14
 	SUBS $1, R20, R20

@@ -1,8 +1,10 @@
-// Command neonmca gives the paper figures of the NEON SDOT matrix-vector kernels, which
-// no machine of the project's CI can time (qemu checks their bits, not their speed): it
-// builds package ternary's arm64 test binary, disassembles each kernel's innermost loop
-// with llvm-objdump and has llvm-mca schedule it on the cores LLVM models, printing
-// the product's multiply-adds (weights × vectors) a cycle.
+// Command neonmca gives the paper figures of the NEON integer kernels — the SDOT
+// matrix-vector kernels of package ternary and the attention scorers of package qwen35
+// (SDOT, and widening multiplies where a core lacks SDOT) — which no machine of the
+// project's CI can time (qemu checks their bits, not their speed): it builds the
+// packages' arm64 test binaries, disassembles each kernel's innermost loop with
+// llvm-objdump and has llvm-mca schedule it on the cores LLVM models, printing the
+// product's multiply-adds (weights × vectors, or query × key codes) a cycle.
 //
 //	go run ./internal/neonmca [-cpus apple-m1,neoverse-n1,cortex-a55]
 //
@@ -22,25 +24,38 @@ import (
 	"strings"
 )
 
-// kernel is one kernel's innermost loop and the share of its SDOTs' 16 byte products a
-// cycle that are the product's multiply-adds: 1 for the 2-bit codes, 5/6 for the base-3
-// interleave (six products give five trits), 1024/1280 for the PTQ1_0 file kernel
-// (a block's 128 trits in 160 byte lanes).
+// kernel is one kernel's innermost loop (in package pkg) and the share of its byte
+// products (SDOT's 16, a widening multiply's 8) that are the product's multiply-adds: 1
+// for the 2-bit codes and the scorers, 5/6 for the base-3 interleave (six products give
+// five trits), 1024/1280 for the PTQ1_0 file kernel (a block's 128 trits in 160 byte
+// lanes).
 type kernel struct {
+	pkg    string
 	sym    string
 	useful float64
 	what   string
 }
 
 var kernels = []kernel{
-	{"ilv3TilesNEONDot", 5.0 / 6, "PTQ1_0 interleaved (base 3), decode"},
-	{"ilv3PairNEONDot", 5.0 / 6, "PTQ1_0 interleaved, batches: two vectors"},
-	{"ilv3QuadNEONDot", 5.0 / 6, "PTQ1_0 interleaved, batches: four vectors"},
-	{"q8RowsPTQ1NEONDot", 1024.0 / 1280, "PTQ1_0 file rows, decode"},
-	{"ilvTilesNEONDot", 1, "PQ2_0 interleaved, decode"},
-	{"ilvMatNEONDot5", 1, "PQ2_0 interleaved, batches: five vectors"},
-	{"q8RowsNEONDot", 1, "PQ2_0 file rows, decode"},
-	{"q8TileNEONDotr1v6", 1, "file rows, batches (both formats once repacked): six vectors; its repacking not counted"},
+	{"qwen35", "scoreInt8SDOT", 1, "int8 attention scores, SDOT (a query head × a key a loop)"},
+	{"qwen35", "scoreInt8NEON", 1, "int8 attention scores, widening multiplies (ARMv8.0)"},
+	{"qwen35", "scoreQ4SDOT", 1, "q4 attention scores, SDOT"},
+	{"qwen35", "scoreQ4NEON", 1, "q4 attention scores, widening multiplies (ARMv8.0)"},
+	{"qwen35", "dot6x4F32NEON", 1, "f32 cache's attention scores: FMLA lanes (six heads × four keys a block)"},
+	{"qwen35", "dot6x4F16NEON", 1, "f16 cache's attention scores (the default cache)"},
+	{"qwen35", "axpy6F32NEON", 1, "f32 cache's values: FMLA lanes (six heads, eight columns, four positions a loop)"},
+	{"qwen35", "axpy6F16NEON", 1, "f16 cache's values"},
+	{"qwen35", "axpy6Int8NEON", 1, "int8 cache's values (codes widened, converted and scaled in registers)"},
+	{"qwen35", "axpy6Q4NEON", 1, "q4 cache's values"},
+	{"qwen35", "gdnStepNEON", 1, "GDN decode step: FMLA lanes (eight state rows a loop)"},
+	{"ternary", "ilv3TilesNEONDot", 5.0 / 6, "PTQ1_0 interleaved (base 3), decode"},
+	{"ternary", "ilv3PairNEONDot", 5.0 / 6, "PTQ1_0 interleaved, batches: two vectors"},
+	{"ternary", "ilv3QuadNEONDot", 5.0 / 6, "PTQ1_0 interleaved, batches: four vectors"},
+	{"ternary", "q8RowsPTQ1NEONDot", 1024.0 / 1280, "PTQ1_0 file rows, decode"},
+	{"ternary", "ilvTilesNEONDot", 1, "PQ2_0 interleaved, decode"},
+	{"ternary", "ilvMatNEONDot5", 1, "PQ2_0 interleaved, batches: five vectors"},
+	{"ternary", "q8RowsNEONDot", 1, "PQ2_0 file rows, decode"},
+	{"ternary", "q8TileNEONDotr1v6", 1, "file rows, batches (both formats once repacked): six vectors; its repacking not counted"},
 }
 
 func main() {
@@ -58,12 +73,19 @@ func run(cpus []string) error {
 		return err
 	}
 	defer os.RemoveAll(dir)
-	bin := filepath.Join(dir, "ternary.test")
-	build := exec.Command("go", "test", "-c", "-o", bin, "./ternary")
-	build.Env = append(os.Environ(), "GOOS=linux", "GOARCH=arm64")
-	build.Stderr = os.Stderr
-	if err := build.Run(); err != nil {
-		return fmt.Errorf("building the arm64 test binary: %w", err)
+	bins := map[string]string{}
+	for _, k := range kernels {
+		if bins[k.pkg] != "" {
+			continue
+		}
+		bin := filepath.Join(dir, k.pkg+".test")
+		build := exec.Command("go", "test", "-c", "-o", bin, "./"+k.pkg)
+		build.Env = append(os.Environ(), "GOOS=linux", "GOARCH=arm64")
+		build.Stderr = os.Stderr
+		if err := build.Run(); err != nil {
+			return fmt.Errorf("building the arm64 test binary of %s: %w", k.pkg, err)
+		}
+		bins[k.pkg] = bin
 	}
 	fmt.Printf("%-20s", "multiply-adds/cycle")
 	for _, c := range cpus {
@@ -71,7 +93,7 @@ func run(cpus []string) error {
 	}
 	fmt.Println()
 	for _, k := range kernels {
-		loop, sdots, err := innermostLoop(bin, k.sym)
+		loop, products, err := innermostLoop(bins[k.pkg], k.pkg, k.sym)
 		if err != nil {
 			return err
 		}
@@ -85,21 +107,44 @@ func run(cpus []string) error {
 			if err != nil {
 				return err
 			}
-			fmt.Printf(" %12.1f", 16*float64(sdots)*k.useful*200/cycles)
+			fmt.Printf(" %12.1f", float64(products)*k.useful*200/cycles)
 		}
-		fmt.Printf("   %s (%d instructions, %d SDOTs)\n", k.what, len(loop), sdots)
+		unit := "byte products"
+		if floatKernel(k.sym) {
+			unit = "FMLA lanes"
+		}
+		fmt.Printf("   %s (%d instructions, %d %s)\n", k.what, len(loop), products, unit)
 	}
 	return nil
+}
+
+// floatKernel reports whether sym's products are float multiply-adds: the attention
+// and GDN kernels but the integer scorers.
+func floatKernel(sym string) bool {
+	return !strings.HasPrefix(sym, "score") && !strings.HasPrefix(sym, "ilv") && !strings.HasPrefix(sym, "q8")
 }
 
 var insnLine = regexp.MustCompile(`^\s*([0-9a-f]+):\s+(\S.*)$`)
 var backBranch = regexp.MustCompile(`^b\.\w+\s+0x([0-9a-f]+)`)
 
-// innermostLoop returns the body (its branch left out) of the shortest backward-branching
-// loop of sym's disassembly that holds an SDOT, and its SDOTs.
-func innermostLoop(bin, sym string) ([]string, int, error) {
+// byteProducts is the byte products of each integer multiply the kernels use, and
+// floatProducts the lanes of the float ones: a kernel's products are the one or the
+// other (the integer kernels' float folds are not their product).
+var (
+	byteProducts  = map[string]int{"sdot": 16, "smull": 8, "smull2": 8, "smlal": 8, "smlal2": 8}
+	floatProducts = map[string]int{"fmla": 4}
+)
+
+// innermostLoop returns the body (its branch left out) of the innermost backward-branching
+// loop of pkg.sym's disassembly with the most multiplies (SDOT, widening multiplies,
+// FMLA), and its products.
+func innermostLoop(bin, pkg, sym string) ([]string, int, error) {
+	counts := byteProducts
+	if floatKernel(sym) {
+		counts = floatProducts
+	}
 	out, err := exec.Command("llvm-objdump", "-d", "--no-show-raw-insn", "--mattr=+dotprod",
-		"--disassemble-symbols=github.com/bonsai-go/sdk/ternary."+sym+".abi0", bin).Output()
+		"--disassemble-symbols=github.com/bonsai-go/sdk/"+pkg+"."+sym+".abi0", bin).Output()
 	if err != nil {
 		return nil, 0, fmt.Errorf("llvm-objdump %s: %w", sym, err)
 	}
@@ -118,7 +163,7 @@ func innermostLoop(bin, sym string) ([]string, int, error) {
 		ins = append(ins, insn{a, strings.TrimSpace(text)})
 	}
 	var best []string
-	bestSdots := 0
+	bestProducts := 0
 	for i, x := range ins {
 		m := backBranch.FindStringSubmatch(x.text)
 		if m == nil {
@@ -129,23 +174,28 @@ func innermostLoop(bin, sym string) ([]string, int, error) {
 			continue
 		}
 		var body []string
-		sdots := 0
+		products, inner := 0, true
 		for _, y := range ins[:i] {
 			if y.addr >= target {
 				body = append(body, y.text)
-				if strings.HasPrefix(y.text, "sdot") {
-					sdots++
+				if f := strings.Fields(y.text); len(f) > 0 {
+					products += counts[f[0]]
+				}
+				if backBranch.MatchString(y.text) {
+					inner = false // holds a loop of its own
 				}
 			}
 		}
-		if sdots > 0 && (best == nil || len(body) < len(best)) {
-			best, bestSdots = body, sdots
+		// Of the innermost loops, the main one: a kernel's tail loops (the positions or
+		// rows left over) do less work a pass.
+		if inner && products > bestProducts {
+			best, bestProducts = body, products
 		}
 	}
 	if best == nil {
-		return nil, 0, fmt.Errorf("%s: no loop with an SDOT in its disassembly", sym)
+		return nil, 0, fmt.Errorf("%s.%s: no loop with an integer multiply in its disassembly", pkg, sym)
 	}
-	return best, bestSdots, nil
+	return best, bestProducts, nil
 }
 
 var totalCycles = regexp.MustCompile(`Total Cycles:\s+(\d+)`)

@@ -227,24 +227,25 @@ TEXT ·scoreQ4NEON(SB), NOSPLIT, $0-176
 	VUSHR $4, va.B16, va.B16 \
 	SUB16B(27, a, a)
 
-// AXPY6N_P4 runs four positions: the six rows' four weights (AXPY6_W4), then per position
-// its codes (the macro CODES: CODES8, Q4LO or Q4HI) scaled (N8POS) and added times its
-// weights' lane (AXPY6_FMAE) to V0…V11, positions alternating between two sets of
-// registers so that one's conversion need not wait for the other's multiplies.
+// AXPY6N_P4 runs four positions: the six rows' four weights (AXPY6_W4), every
+// position's codes (the macro CODES: CODES8, Q4LO or Q4HI) and their scaling (N8POS) into
+// registers of its own, then each position's products with its weights' lane
+// (AXPY6_FMAE) in position order, so that the conversions, a chain of seven or nine
+// operations a position, run ahead of the multiplies instead of each stalling them.
 #define AXPY6N_P4(CODES) \
 	AXPY6_W4 \
 	CODES(V12, 12) \
+	CODES(V24, 24) \
+	CODES(V22, 22) \
+	CODES(V28, 28) \
 	N8POS(12, 13, 20) \
+	N8POS(24, 25, 26) \
+	N8POS(22, 23, 30) \
+	N8POS(28, 29, 31) \
 	AXPY6_FMAE(0, 12, 13) \
-	CODES(V24, 24) \
-	N8POS(24, 25, 26) \
 	AXPY6_FMAE(1, 24, 25) \
-	CODES(V12, 12) \
-	N8POS(12, 13, 20) \
-	AXPY6_FMAE(2, 12, 13) \
-	CODES(V24, 24) \
-	N8POS(24, 25, 26) \
-	AXPY6_FMAE(3, 24, 25)
+	AXPY6_FMAE(2, 22, 23) \
+	AXPY6_FMAE(3, 28, 29)
 
 // AXPY6N_POS runs one position (codes in V12): N8POS and AXPY6_FMA, so that the sums are
 // axpy6F32NEON's bits on the decoded rows.

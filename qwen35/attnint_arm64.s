@@ -14,40 +14,52 @@
 // block; a q4 row's low and high nibbles less 8) and its eight scales stay in V0…V15,
 // V24 and V25 for every query head.
 
-// SDOTJ leaves in V20 a block's four lane integers J: its codes' operands V(lo) and
-// V(hi) against the query bytes in V21 and V22, by SDOT.
-#define SDOTJ(lo, hi) \
-	VMOVI $0, V20.B16 \
-	SDOT4(21, lo, 20) \
-	SDOT4(22, hi, 20)
+// SDOTJ leaves in V(r) a block's four lane integers J: its codes' operands V(lo) and
+// V(hi) against the query bytes in V(qa) and V(qb), by SDOT. (t is SMULJ's.)
+#define SDOTJ(lo, hi, qa, qb, r, t) \
+	MOVI0(r) \
+	SDOT4(qa, lo, r) \
+	SDOT4(qb, hi, r)
 
 // SMULJ is SDOTJ by ARMv8.0's widening multiplies: per byte position its two products
 // (low and high operand) in one int16 — |q| ≤ 127 (quantQuery clamps), |c| ≤ 128, so
 // the pair is at most 2·127·128 = 32512, inside int16 —, then pairwise widened to int32
-// and the pairs of pairs added: lane l the bytes 4l … 4l+3, SDOT's lanes. Clobbers V23.
-#define SMULJ(lo, hi) \
-	SMULL8(lo, 21, 20) \
-	SMULL28(lo, 21, 23) \
-	SMLAL8(hi, 22, 20) \
-	SMLAL28(hi, 22, 23) \
-	SADDLP8H(20, 20) \
-	SADDLP8H(23, 23) \
-	ADDP4(23, 20, 20)
+// and the pairs of pairs added: lane l the bytes 4l … 4l+3, SDOT's lanes. Clobbers V(t).
+#define SMULJ(lo, hi, qa, qb, r, t) \
+	SMULL8(lo, qa, r) \
+	SMULL28(lo, qa, t) \
+	SMLAL8(hi, qb, r) \
+	SMLAL28(hi, qb, t) \
+	SADDLP8H(r, r) \
+	SADDLP8H(t, t) \
+	ADDP4(t, r, r)
 
-// SCOREBLOCK adds block b's four lanes to V(acc): its codes' operands V(lo) and V(hi)
-// against the 16 query bytes at qo(R1) and qo+64(R1) (J by the macro J), its scale
-// lanes at so(R2) and its key scale lane i of V(sk). Offsets, not post-indexed loads:
-// each of those waits for the last one's address (llvm-mca's models of Apple M1 and
-// Neoverse N1 put the head on that chain).
-#define SCOREBLOCK(J, lo, hi, sk, i, acc, qo, so) \
-	FMOVQ qo(R1), F21 \
-	FMOVQ (qo+64)(R1), F22 \
-	J(lo, hi) \
-	SCVTF4(20, 20) \
-	FMOVQ so(R2), F23 \
-	FMUL4(23, 20, 20) \
-	FMULE4(sk, i, 20, 20) \
-	FADD4(20, acc, acc)
+// SCOREJ loads a block's 16 query bytes at qo(R1) and qo+64(R1) into fa and fb
+// (registers a and b) and leaves its lanes' J in V(r) by the macro J. Offsets, not
+// post-indexed loads: each of those waits for the last one's address (llvm-mca's models
+// of Apple M1 and Neoverse N1 put the head on that chain).
+#define SCOREJ(J, lo, hi, qo, fa, a, fb, b, r, t) \
+	FMOVQ qo(R1), fa \
+	FMOVQ (qo+64)(R1), fb \
+	J(lo, hi, a, b, r, t)
+
+// SCOREF adds (float32(J)·sq)·sk of the block's lanes (J in V(r)) to V(acc): its scale
+// lanes at so(R2), loaded into ft (register t), its key scale lane i of V(sk).
+#define SCOREF(sk, i, acc, so, ft, t, r) \
+	SCVTF4(r, r) \
+	FMOVQ so(R2), ft \
+	FMUL4(t, r, r) \
+	FMULE4(sk, i, r, r) \
+	FADD4(r, acc, acc)
+
+// SCOREPAIR scores two blocks, their integer parts and then their float parts side by
+// side in two sets of registers (V20…V23, V28…V31), so that a core that issues in order
+// has one block's work to fill the other's latencies.
+#define SCOREPAIR(J, lo0, hi0, sk0, i0, acc0, qo0, so0, lo1, hi1, sk1, i1, acc1, qo1, so1) \
+	SCOREJ(J, lo0, hi0, qo0, F21, 21, F22, 22, 20, 23) \
+	SCOREJ(J, lo1, hi1, qo1, F29, 29, F30, 30, 28, 31) \
+	SCOREF(sk0, i0, acc0, so0, F23, 23, 20) \
+	SCOREF(sk1, i1, acc1, so1, F31, 31, 28)
 
 // SCOREHEAD scores one query head (codes at R1, scale lanes at R2, which it moves past
 // their 128 bytes) against the row in V0…V15, V24 and V25, and stores the score at
@@ -61,14 +73,10 @@
 	VMOVI $0, V17.B16 \
 	VMOVI $0, V18.B16 \
 	VMOVI $0, V19.B16 \
-	SCOREBLOCK(J, 0, 1, 24, 0, 16, 0, 0) \
-	SCOREBLOCK(J, 2, 3, 24, 1, 17, 16, 16) \
-	SCOREBLOCK(J, 4, 5, 24, 2, 18, 32, 32) \
-	SCOREBLOCK(J, 6, 7, 24, 3, 19, 48, 48) \
-	SCOREBLOCK(J, 8, 9, 25, 0, 16, 128, 64) \
-	SCOREBLOCK(J, 10, 11, 25, 1, 17, 144, 80) \
-	SCOREBLOCK(J, 12, 13, 25, 2, 18, 160, 96) \
-	SCOREBLOCK(J, 14, 15, 25, 3, 19, 176, 112) \
+	SCOREPAIR(J, 0, 1, 24, 0, 16, 0, 0, 2, 3, 24, 1, 17, 16, 16) \
+	SCOREPAIR(J, 4, 5, 24, 2, 18, 32, 32, 6, 7, 24, 3, 19, 48, 48) \
+	SCOREPAIR(J, 8, 9, 25, 0, 16, 128, 64, 10, 11, 25, 1, 17, 144, 80) \
+	SCOREPAIR(J, 12, 13, 25, 2, 18, 160, 96, 14, 15, 25, 3, 19, 176, 112) \
 	ADD    $128, R2 \
 	FADD4(18, 16, 16) \
 	FADD4(19, 17, 17) \

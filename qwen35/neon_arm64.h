@@ -26,6 +26,7 @@
 #define SCVTF4(n, d)  WORD $(0x4E21D800 | ((n)<<5) | (d)) // int32 → float32
 #define SDOT4(m, n, d)  WORD $(0x4E809400 | ((m)<<16) | ((n)<<5) | (d)) // 4S += the four-byte dots of 16B n and m (ARMv8.2 dot product)
 #define SUB16B(m, n, d) WORD $(0x6E208400 | ((m)<<16) | ((n)<<5) | (d)) // 16B: d = n − m
+#define MOVI0(d)        WORD $(0x4F00E400 | (d))                         // 16B: d = 0, reading no register (MOVI)
 
 // The widening multiplies of ARMv8.0 (every arm64 core), for integer dot products where
 // SDOT is missing: signed bytes n × m into 8H, from the low or the high eight (…2).

@@ -250,10 +250,7 @@ TEXT ·scoreQ4NEON(SB), NOSPLIT, $0-176
 	N8POS(24, 25, 26) \
 	N8POS(22, 23, 30) \
 	N8POS(28, 29, 31) \
-	AXPY6_FMAE(0, 12, 13) \
-	AXPY6_FMAE(1, 24, 25) \
-	AXPY6_FMAE(2, 22, 23) \
-	AXPY6_FMAE(3, 28, 29)
+	AXPY6_FMAE4
 
 // AXPY6N_POS runs one position (codes in V12): N8POS and AXPY6_FMA, so that the sums are
 // axpy6F32NEON's bits on the decoded rows.

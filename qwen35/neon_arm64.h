@@ -123,6 +123,15 @@
 	FMLAE4(19, j, a, 10) \
 	FMLAE4(19, j, b, 11)
 
+// AXPY6_FMAE4 adds a four-position pass's value chunks — positions p … p+3 in V12, V13;
+// V24, V25; V22, V23; V28, V29 — times their weights' lanes to V0…V11, in position
+// order.
+#define AXPY6_FMAE4 \
+	AXPY6_FMAE(0, 12, 13) \
+	AXPY6_FMAE(1, 24, 25) \
+	AXPY6_FMAE(2, 22, 23) \
+	AXPY6_FMAE(3, 28, 29)
+
 // AXPY6_STORE stores V0…V11 back and moves R11 to the next eight columns.
 #define AXPY6_STORE \
 	VST1 [V0.S4, V1.S4], (R0) \

@@ -4,7 +4,8 @@ package qwen35
 // state update, RMSNorm's sum of squares and scaling, SiLU, the softmax's exponential
 // and maximum, the KV cache's half, int8 and 4-bit widening, attention's six-head score
 // and value kernels, the int8 and q4 caches' integer scores (attnint.go; AVX-512 VNNI
-// and AVX2 in attnint_amd64.s) and the projections' bfloat16 widening —
+// and AVX2 in attnint_amd64.s; NEON, by SDOT or by widening multiplies, in
+// attnint_arm64.s) and the projections' bfloat16 widening —
 // have SIMD implementations in simd_amd64.s (AVX2 with FMA and F16C; AVX-512) and
 // simd_arm64.s (NEON), and pure-Go twins in simd_generic.go. One implementation is chosen
 // when the package initialises, from the CPU's features, and every call goes through the
@@ -20,7 +21,9 @@ package qwen35
 //     NaN comes back quiet); max is exact.
 //   - expSub is Cephes' float32 exponential, as the SiLU's, within 1 ulp of e^y on every
 //     implementation (4 allowed), the sums in different orders; dot6F32/dot6F16 and
-//     axpy6F32/axpy6F16 (amd64 and arm64 only) sum like dotRows and scaleAddRows.
+//     axpy6F32/axpy6F16 (amd64 and arm64 only) sum like dotRows and scaleAddRows, each
+//     accumulator's positions in order, however many a kernel takes a pass (checked
+//     against one position a call).
 //   - dot, dotRows, dotBF16, scaleAddRows, gdnStep and sumSquares accumulate with fused
 //     multiply-adds, the reductions in more partial sums, so they round differently:
 //     each sum stays within the classic bound γₖ·Σ|terms| of the exact one (k the number

@@ -34,28 +34,29 @@ type kernel struct {
 	sym    string
 	useful float64
 	what   string
+	float  bool // its products are FMLA lanes, not integer byte products
 }
 
 var kernels = []kernel{
-	{"qwen35", "scoreInt8SDOT", 1, "int8 attention scores, SDOT (a query head × a key a loop)"},
-	{"qwen35", "scoreInt8NEON", 1, "int8 attention scores, widening multiplies (ARMv8.0)"},
-	{"qwen35", "scoreQ4SDOT", 1, "q4 attention scores, SDOT"},
-	{"qwen35", "scoreQ4NEON", 1, "q4 attention scores, widening multiplies (ARMv8.0)"},
-	{"qwen35", "dot6x4F32NEON", 1, "f32 cache's attention scores: FMLA lanes (six heads × four keys a block)"},
-	{"qwen35", "dot6x4F16NEON", 1, "f16 cache's attention scores (the default cache)"},
-	{"qwen35", "axpy6F32NEON", 1, "f32 cache's values: FMLA lanes (six heads, eight columns, four positions a loop)"},
-	{"qwen35", "axpy6F16NEON", 1, "f16 cache's values"},
-	{"qwen35", "axpy6Int8NEON", 1, "int8 cache's values (codes widened, converted and scaled in registers)"},
-	{"qwen35", "axpy6Q4NEON", 1, "q4 cache's values"},
-	{"qwen35", "gdnStepNEON", 1, "GDN decode step: FMLA lanes (eight state rows a loop)"},
-	{"ternary", "ilv3TilesNEONDot", 5.0 / 6, "PTQ1_0 interleaved (base 3), decode"},
-	{"ternary", "ilv3PairNEONDot", 5.0 / 6, "PTQ1_0 interleaved, batches: two vectors"},
-	{"ternary", "ilv3QuadNEONDot", 5.0 / 6, "PTQ1_0 interleaved, batches: four vectors"},
-	{"ternary", "q8RowsPTQ1NEONDot", 1024.0 / 1280, "PTQ1_0 file rows, decode"},
-	{"ternary", "ilvTilesNEONDot", 1, "PQ2_0 interleaved, decode"},
-	{"ternary", "ilvMatNEONDot5", 1, "PQ2_0 interleaved, batches: five vectors"},
-	{"ternary", "q8RowsNEONDot", 1, "PQ2_0 file rows, decode"},
-	{"ternary", "q8TileNEONDotr1v6", 1, "file rows, batches (both formats once repacked): six vectors; its repacking not counted"},
+	{"qwen35", "scoreInt8SDOT", 1, "int8 attention scores, SDOT (a query head × a key a loop)", false},
+	{"qwen35", "scoreInt8NEON", 1, "int8 attention scores, widening multiplies (ARMv8.0)", false},
+	{"qwen35", "scoreQ4SDOT", 1, "q4 attention scores, SDOT", false},
+	{"qwen35", "scoreQ4NEON", 1, "q4 attention scores, widening multiplies (ARMv8.0)", false},
+	{"qwen35", "dot6x4F32NEON", 1, "f32 cache's attention scores: FMLA lanes (six heads × four keys a block)", true},
+	{"qwen35", "dot6x4F16NEON", 1, "f16 cache's attention scores (the default cache)", true},
+	{"qwen35", "axpy6F32NEON", 1, "f32 cache's values: FMLA lanes (six heads, eight columns, four positions a loop)", true},
+	{"qwen35", "axpy6F16NEON", 1, "f16 cache's values", true},
+	{"qwen35", "axpy6Int8NEON", 1, "int8 cache's values (codes widened, converted and scaled in registers)", true},
+	{"qwen35", "axpy6Q4NEON", 1, "q4 cache's values", true},
+	{"qwen35", "gdnStepNEON", 1, "GDN decode step: FMLA lanes (eight state rows a loop)", true},
+	{"ternary", "ilv3TilesNEONDot", 5.0 / 6, "PTQ1_0 interleaved (base 3), decode", false},
+	{"ternary", "ilv3PairNEONDot", 5.0 / 6, "PTQ1_0 interleaved, batches: two vectors", false},
+	{"ternary", "ilv3QuadNEONDot", 5.0 / 6, "PTQ1_0 interleaved, batches: four vectors", false},
+	{"ternary", "q8RowsPTQ1NEONDot", 1024.0 / 1280, "PTQ1_0 file rows, decode", false},
+	{"ternary", "ilvTilesNEONDot", 1, "PQ2_0 interleaved, decode", false},
+	{"ternary", "ilvMatNEONDot5", 1, "PQ2_0 interleaved, batches: five vectors", false},
+	{"ternary", "q8RowsNEONDot", 1, "PQ2_0 file rows, decode", false},
+	{"ternary", "q8TileNEONDotr1v6", 1, "file rows, batches (both formats once repacked): six vectors; its repacking not counted", false},
 }
 
 func main() {
@@ -93,7 +94,7 @@ func run(cpus []string) error {
 	}
 	fmt.Println()
 	for _, k := range kernels {
-		loop, products, err := innermostLoop(bins[k.pkg], k.pkg, k.sym)
+		loop, products, err := innermostLoop(bins[k.pkg], k)
 		if err != nil {
 			return err
 		}
@@ -110,18 +111,12 @@ func run(cpus []string) error {
 			fmt.Printf(" %12.1f", float64(products)*k.useful*200/cycles)
 		}
 		unit := "byte products"
-		if floatKernel(k.sym) {
+		if k.float {
 			unit = "FMLA lanes"
 		}
 		fmt.Printf("   %s (%d instructions, %d %s)\n", k.what, len(loop), products, unit)
 	}
 	return nil
-}
-
-// floatKernel reports whether sym's products are float multiply-adds: the attention
-// and GDN kernels but the integer scorers.
-func floatKernel(sym string) bool {
-	return !strings.HasPrefix(sym, "score") && !strings.HasPrefix(sym, "ilv") && !strings.HasPrefix(sym, "q8")
 }
 
 var insnLine = regexp.MustCompile(`^\s*([0-9a-f]+):\s+(\S.*)$`)
@@ -138,9 +133,10 @@ var (
 // innermostLoop returns the body (its branch left out) of the innermost backward-branching
 // loop of pkg.sym's disassembly with the most multiplies (SDOT, widening multiplies,
 // FMLA), and its products.
-func innermostLoop(bin, pkg, sym string) ([]string, int, error) {
+func innermostLoop(bin string, k kernel) ([]string, int, error) {
+	pkg, sym := k.pkg, k.sym
 	counts := byteProducts
-	if floatKernel(sym) {
+	if k.float {
 		counts = floatProducts
 	}
 	out, err := exec.Command("llvm-objdump", "-d", "--no-show-raw-insn", "--mattr=+dotprod",
